@@ -1,0 +1,116 @@
+# gpuagg — plain Makefile.  `make`, `make run`, `make test`, `make install`.
+#
+# Layout: every .c under proto/ gpu/ storage/ daemon/ (but daemon/main.c) goes
+# into build/libgpuagg.a; binaries link it.  CUDA is optional: with nvcc on
+# PATH or in /usr/local/cuda, gpu/cuda/*.cu are built for sm_90 (SASS + PTX)
+# and linked with the static CUDA runtime; without it gpu/nocuda/*.c give the
+# same interfaces answering "no CUDA support".  `make CUDA=0` forces CPU-only.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+SAN     ?= 0
+
+CC      ?= cc
+PKGS    := libuv msgpack libpq yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+ifeq ($(NVCC),)
+CUDA ?= 0
+else
+CUDA ?= 1
+endif
+ifeq ($(SAN),1)
+CUDA := 0
+endif
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -pthread -fno-strict-aliasing $(WARN) -MMD -MP \
+           -I. -DGA_VERSION='"$(VERSION)"' -DGA_HAVE_CUDA=$(CUDA) $(PKG_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -lm -lpthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+ifeq ($(CUDA),1)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+CU_SRC  := $(wildcard gpu/cuda/*.cu)
+CU_C_SRC := $(wildcard gpu/cuda/*.c)
+NVFLAGS ?= -O3 -g -lineinfo
+NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-warnings -MMD -MP \
+           -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+else
+CU_SRC  :=
+CU_C_SRC := $(wildcard gpu/nocuda/*.c)
+endif
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+LIB     := $(BUILD)/libgpuagg.a
+CTL_SRC := $(wildcard tools/gpuaggctl/*.c)
+LOAD_SRC := $(wildcard tools/load/*.c)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)/bin/gpuagg-load)
+
+.PHONY: all run test unit asan install clean deps fuzz bench
+all: $(BINS) $(TEST_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+$(BUILD)/bin/gpuaggd: $(BUILD)/obj/daemon/main.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/gpuaggctl: $(CTL_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bin/gpuagg-load: $(LOAD_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The two commands.  Both install missing Debian packages first.
+deps:
+	@tools/deps.sh
+run: deps
+	@$(MAKE) --no-print-directory all
+	@tools/run-demo.sh
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
+	@tests/run.sh
+unit: all
+	@tests/run.sh unit
+asan:
+	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
+$(BUILD)/tests-stamp: $(TEST_BIN)
+	@touch $@
+
+install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1 \
+	        $(DESTDIR)/etc/gpuagg $(DESTDIR)/lib/systemd/system
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/gpuaggd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/gpuaggctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 etc/gpuaggd.yaml $(DESTDIR)/etc/gpuagg/gpuaggd.yaml
+	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/gpuaggd.service > $(DESTDIR)/lib/systemd/system/gpuaggd.service
+
+clean:
+	rm -rf build build-asan build-fuzz var
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,147 @@
+/* config.h — gpuaggd configuration: defaults, libyaml parser, validator.
+ *
+ * Three steps, each separately testable:
+ *   ga_config_defaults()  the static defaults (etc/gpuaggd.yaml documents them)
+ *   ga_config_parse_*()   YAML → struct; unknown keys and bad types are errors
+ *   ga_config_validate()  cross-field and range rules, one per message
+ * Errors are written to `err` as "FILE:LINE: KEY: what was wrong".
+ *
+ * What SIGHUP may change (ga_config_reloadable()): log level, limits,
+ * archive policies, rules, default policy, storage flush tuning, jobs
+ * tuning.  Everything else (sockets, conninfo, journal dir, GPUs) is
+ * reported as needing a restart and kept as it was. */
+#ifndef GA_CONFIG_H
+#define GA_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "gpu/policy.h"
+
+#define GA_PATH_MAX 4096
+#define GA_SUN_PATH_MAX 108      /* sizeof(sockaddr_un.sun_path) */
+#define GA_CONFIG_MAX_POLICIES 64
+#define GA_CONFIG_MAX_RULES 256
+#define GA_CONFIG_MAX_GPUS 64
+#define GA_CONFIG_MAX_KEYLINES 1024
+
+struct ga_config {
+    char path[GA_PATH_MAX];                 /* file it came from, "" = defaults */
+
+    struct {
+        int level;                          /* GA_LOG_* ; key log.level: debug|info|warn|error */
+    } log;
+
+    struct {
+        char socket[GA_SUN_PATH_MAX];       /* control.socket */
+        int mode;                           /* control.mode, octal, default 0660 */
+    } control;
+
+    struct {
+        char unix_path[GA_SUN_PATH_MAX];    /* listen.unix, "" = off */
+        char tcp[256];                      /* listen.tcp "host:port", "" = off, port 0 = any */
+        char udp[256];                      /* listen.udp "host:port", "" = off */
+        char telemetry_secret[256];         /* listen.telemetry_secret, "" = unsigned accepted */
+        char token[256];                    /* listen.token: TCP hello shared secret, "" = none */
+    } listen;
+
+    struct {
+        char conninfo[1024];                /* storage.conninfo (libpq) */
+        int flush_interval_ms;              /* storage.flush_interval_ms, default 1000 */
+        int flush_rows;                     /* storage.flush_rows, default 100000 */
+        int pool_size;                      /* storage.pool_size, default 2 */
+        int retry_initial_ms;               /* storage.retry_initial_ms, default 250 */
+        int retry_max_ms;                   /* storage.retry_max_ms, default 30000 */
+    } storage;
+
+    struct {
+        char dir[GA_PATH_MAX];              /* journal.dir */
+        int fsync_interval_ms;              /* journal.fsync_interval_ms, default 5 */
+        int64_t segment_bytes;              /* journal.segment_bytes, default 64 MiB */
+        int64_t max_bytes;                  /* journal.max_bytes, default 4 GiB */
+    } journal;
+
+    struct {
+        int all;                            /* gpu.devices: all */
+        int ndevices;                       /* gpu.devices: [0, 1] (or none → 0, all=0) */
+        int devices[GA_CONFIG_MAX_GPUS];
+        int streams;                        /* gpu.streams per device, default 2, >= 2 */
+        int64_t staging_bytes;              /* gpu.staging_bytes per stream, default 64 MiB */
+        int cpu_threads;                    /* gpu.cpu_threads for the CPU backend, 0 = cores */
+    } gpu;
+
+    struct {
+        int max_connections;                /* limits.max_connections, default 1024 */
+        int64_t max_frame_bytes;            /* limits.max_frame_bytes, default 16 MiB */
+        int64_t conn_buffer_bytes;          /* limits.conn_buffer_bytes, default 32 MiB */
+        int64_t memory_budget_bytes;        /* limits.memory_budget_bytes, default 1 GiB */
+        int idle_timeout_s;                 /* limits.idle_timeout_s, default 300 */
+        int slow_client_timeout_s;          /* limits.slow_client_timeout_s, default 30 */
+        int queue_batches;                  /* limits.queue_batches, default 64 */
+    } limits;
+
+    struct {
+        int max_queued;                     /* jobs.max_queued, default 64 */
+        int workers;                        /* jobs.workers, default 1 */
+        int result_ttl_s;                   /* jobs.result_ttl_s, default 3600 */
+        int ninput_dirs;                    /* jobs.input_dirs: paths jobs may read */
+        char input_dirs[8][GA_PATH_MAX];
+    } jobs;
+
+    /* archive_policies: [{name, back_window, definition: [{granularity,
+     * timespan, points}], aggregation_methods: [...]}] — Gnocchi's names.
+     * Config policies may shadow built-ins of the same name. */
+    int npolicies;
+    struct ga_policy policies[GA_CONFIG_MAX_POLICIES];
+    /* archive_policy_rules: [{metric_pattern, archive_policy_name}] */
+    int nrules;
+    struct ga_rule rules[GA_CONFIG_MAX_RULES];
+    char default_policy[GA_POLICY_NAME_MAX];  /* default_archive_policy */
+
+    /* Where each key was found, for validator messages ("listen.tcp"). */
+    int nkeylines;
+    struct { char key[64]; int line; } keylines[GA_CONFIG_MAX_KEYLINES];
+};
+
+/* Fill c with the static defaults. */
+void ga_config_defaults(struct ga_config *c);
+
+/* Parse YAML over the current contents of c (call ga_config_defaults
+ * first).  `name` is used in messages.  Returns 0 or GA_ECONFIG with
+ * "name:line: key: reason" in err. */
+int ga_config_parse_file(struct ga_config *c, const char *path, char *err, size_t errlen);
+int ga_config_parse_string(struct ga_config *c, const char *yaml, size_t len, const char *name,
+                           char *err, size_t errlen);
+
+/* Check every rule (docs in etc/gpuaggd.yaml).  0 or GA_ECONFIG + err. */
+int ga_config_validate(const struct ga_config *c, char *err, size_t errlen);
+
+/* defaults + parse + validate.  The usual entry point. */
+int ga_config_load(struct ga_config *c, const char *path, char *err, size_t errlen);
+
+/* Line of a dotted key in the parsed file, 0 if unknown. */
+int ga_config_key_line(const struct ga_config *c, const char *key);
+
+/* Policy by name: config first, then built-ins; NULL if none. */
+const struct ga_policy *ga_config_policy(const struct ga_config *c, const char *name);
+/* Policy for a metric name: first matching rule, else the default policy. */
+const struct ga_policy *ga_config_policy_for(const struct ga_config *c, const char *metric);
+
+/* Copy into `cur` the reloadable parts of `next`; write into `changed` a
+ * space-separated list of changed keys that need a restart (ignored).
+ * Returns the number of such keys. */
+int ga_config_apply_reload(struct ga_config *cur, const struct ga_config *next,
+                           char *changed, size_t changedlen);
+
+/* Pack the effective config as one msgpack map mirroring the YAML keys
+ * (secrets replaced by "***" when set), for the control op config.get. */
+int ga_config_pack(const struct ga_config *c, msgpack_packer *pk);
+
+/* Parse "host:port" / "[v6]:port".  0 or GA_EINVAL. */
+int ga_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+/* Sizes: 1024, "64KiB", "16 MiB", "1GiB", "10MB" (SI).  0 or GA_EINVAL. */
+int ga_parse_size(const char *s, int64_t *bytes);
+
+#endif

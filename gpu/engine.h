@@ -1,0 +1,142 @@
+/* engine.h — the aggregation engine and the backend interface.
+ *
+ * The engine owns the metric table (id → policy) and routes each batch of
+ * points to backends.  A backend owns the state of the metrics routed to it
+ * (the raw points of the open window) and computes the buckets a batch
+ * touched.  The CPU backend (gpu/agg_cpu.c) is the reference; the CUDA
+ * backend implements the same ops and must give the same answers.
+ *
+ * Semantics are Gnocchi 4.4 carbonara's, with the documented differences in
+ * docs/SEMANTICS.md.  In short, per metric:
+ *   - bucket(ts, g) = floor(ts / g) * g, ts in int64 ns since the Unix epoch;
+ *   - raw points are kept for max_g * (back_window + 1) (+ one block when a
+ *     rate: method is on); a point older than that is a *late* point: it is
+ *     reported in ga_result.late, never silently dropped;
+ *   - each batch recomputes exactly the buckets it touched, for every
+ *     granularity and method of the policy, and reports them as ga_agg rows;
+ *   - duplicate timestamps: the last received wins (later batch, or later
+ *     index within a batch).
+ *
+ * Threading: one ga_engine is driven by one thread at a time (the daemon's
+ * engine worker); backends parallelise inside feed(). */
+#ifndef GA_ENGINE_H
+#define GA_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/policy.h"
+
+/* A batch of points, columnar.  Index order is arrival order. */
+struct ga_points {
+    size_t n;
+    const uint32_t *metric;      /* engine metric ids (ga_engine_metric_add) */
+    const int64_t *ts;           /* ns since the Unix epoch */
+    const double *value;
+};
+
+/* One bucket whose value changed (or appeared). */
+struct ga_agg {
+    uint32_t metric;
+    ga_method_t method;
+    int64_t granularity_ns;
+    int64_t ts;                  /* bucket start, ns */
+    double value;
+};
+
+/* Why a point was not aggregated. */
+enum ga_late_reason {
+    GA_LATE_WINDOW = 1,          /* older than the metric's raw window */
+    GA_LATE_BEFORE_EPOCH,        /* ts < 0 */
+    GA_LATE_NONFINITE,           /* NaN or ±Inf value (docs/SEMANTICS.md) */
+    GA_LATE_UNKNOWN_METRIC,      /* id never added */
+};
+
+struct ga_late {
+    uint32_t metric;
+    uint32_t reason;             /* enum ga_late_reason */
+    int64_t ts;
+    double value;
+};
+
+/* Output of a feed.  The caller owns it, resets it with ga_result_reset()
+ * between feeds (keeps the memory), frees it with ga_result_free(). */
+struct ga_result {
+    struct ga_agg *aggs;
+    size_t naggs, cap_aggs;
+    struct ga_late *late;
+    size_t nlate, cap_late;
+};
+
+void ga_result_reset(struct ga_result *r);
+void ga_result_free(struct ga_result *r);
+/* Append helpers; return 0 or GA_ENOMEM. */
+int ga_result_push_agg(struct ga_result *r, const struct ga_agg *a);
+int ga_result_push_late(struct ga_result *r, const struct ga_late *l);
+
+/* A metric's raw window, for moving a metric between backends and for
+ * on-demand resampling.  Points sorted by ts, unique ts.  Owned by the
+ * caller: free ts and value with free(). */
+struct ga_window {
+    size_t n;
+    int64_t *ts;
+    double *value;
+    int has_prev;                /* rate: the point just before the window */
+    int64_t prev_ts;
+    double prev_value;
+};
+
+struct ga_backend;
+
+struct ga_backend_ops {
+    const char *name;            /* "cpu", "cuda" */
+    /* Start tracking a metric under a policy (copied).  0 or GA_E*. */
+    int (*metric_add)(struct ga_backend *b, uint32_t metric, const struct ga_policy *p);
+    /* Aggregate a batch whose points all belong to this backend's metrics.
+     * Appends changed buckets and late points to out.  0 or GA_E*; on
+     * failure the backend's state is unchanged (so the batch can be re-fed
+     * elsewhere). */
+    int (*feed)(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out);
+    /* Copy out / load a metric's raw window (for failover and jobs). */
+    int (*window_get)(struct ga_backend *b, uint32_t metric, struct ga_window *out);
+    int (*window_put)(struct ga_backend *b, uint32_t metric, const struct ga_policy *p,
+                      const struct ga_window *w);
+    /* Forget a metric. */
+    void (*metric_drop)(struct ga_backend *b, uint32_t metric);
+    void (*close)(struct ga_backend *b);
+};
+
+struct ga_backend {
+    const struct ga_backend_ops *ops;
+    char label[32];              /* "cpu", "cuda:0", ... for status */
+};
+
+/* The CPU reference backend.  threads = 0: one per online core. */
+int ga_cpu_backend_open(struct ga_backend **out, int threads);
+
+/* ---- the engine ------------------------------------------------------- */
+
+struct ga_engine;
+
+struct ga_engine_stats {
+    uint64_t points_in, points_aggregated, aggs_out;
+    uint64_t late_window, late_before_epoch, late_nonfinite, late_unknown;
+    uint64_t metrics;
+};
+
+/* Create an engine over nb backends (ownership passes to the engine).
+ * Metrics are assigned to backends by hash of their id. */
+int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb);
+void ga_engine_close(struct ga_engine *e);
+
+/* Register metric `id` (dense ids from 0 are cheapest) under a policy. */
+int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_policy *p);
+
+/* Aggregate a batch spanning any metrics; results appended to out. */
+int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
+
+void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);
+int  ga_engine_nbackends(const struct ga_engine *e);
+const struct ga_backend *ga_engine_backend(const struct ga_engine *e, int i);
+
+#endif

@@ -1,0 +1,99 @@
+/* policy.h — archive policies, aggregation methods and metric→policy rules.
+ *
+ * Semantics follow Gnocchi 4.4 (gnocchi/archive_policy.py).  A policy is a
+ * back window, a set of definitions (granularity + timespan) and a set of
+ * aggregation methods.  Methods are small integers (ga_method_t) so that
+ * kernels, the wire and the database can carry them cheaply:
+ *
+ *   bits 0..7  base: GA_M_MEAN..GA_M_MEDIAN, or GA_M_PCT_BASE+N for "Npct"
+ *   bit  9     GA_M_RATE: "rate:<base>" (aggregate of consecutive deltas)
+ */
+#ifndef GA_POLICY_H
+#define GA_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint16_t ga_method_t;
+
+enum {
+    GA_M_MEAN = 1, GA_M_SUM, GA_M_MIN, GA_M_MAX, GA_M_COUNT,
+    GA_M_FIRST, GA_M_LAST, GA_M_STD, GA_M_MEDIAN,
+    GA_M_PCT_BASE = 100,          /* GA_M_PCT_BASE + N, N in 1..99 */
+    GA_M_RATE = 0x200,
+};
+#define GA_M_BASE(m)   ((m) & 0xff)
+#define GA_M_IS_RATE(m) (((m) & GA_M_RATE) != 0)
+#define GA_M_IS_PCT(m) (GA_M_BASE(m) > GA_M_PCT_BASE && GA_M_BASE(m) < GA_M_PCT_BASE + 100)
+#define GA_M_PCT_N(m)  (GA_M_BASE(m) - GA_M_PCT_BASE)
+
+#define GA_POLICY_NAME_MAX 64
+#define GA_POLICY_MAX_DEFS 16
+#define GA_POLICY_MAX_METHODS 216   /* every valid method, rate: included */
+#define GA_METHOD_NAME_MAX 16       /* "rate:median" + NUL fits */
+
+struct ga_policy_def {
+    int64_t granularity_ns;      /* > 0 */
+    int64_t timespan_ns;         /* 0 = unbounded (points not given) */
+    int64_t points;              /* timespan / granularity, 0 = unbounded */
+};
+
+struct ga_policy {
+    char name[GA_POLICY_NAME_MAX];
+    int64_t back_window;                       /* in blocks of max granularity */
+    int ndefs;
+    struct ga_policy_def defs[GA_POLICY_MAX_DEFS];   /* ascending granularity */
+    int nmethods;
+    ga_method_t methods[GA_POLICY_MAX_METHODS];      /* ascending, unique */
+};
+
+/* Parse a method name ("mean", "90pct", "rate:std").  Returns the method or
+ * a negative GA_EINVAL for an unknown name. */
+int ga_method_parse(const char *name);
+/* Write a method's name into buf (at least GA_METHOD_NAME_MAX bytes);
+ * returns buf. */
+const char *ga_method_name(ga_method_t m, char *buf);
+
+/* Apply one Gnocchi method-set entry to a policy: "mean" (add), "-std"
+ * (remove), "+median" (add), "*" (all valid methods).  As in Gnocchi, a list
+ * made only of +/- entries starts from the default set (mean min max sum std
+ * count).  Use ga_policy_methods_from_list() for a whole list.
+ * Returns 0, or GA_EINVAL naming nothing (the caller knows the entry). */
+int ga_policy_methods_from_list(struct ga_policy *p, const char *const *names, int n,
+                                const char **bad_entry);
+
+/* Add a definition from any two of granularity/timespan/points (0 = not
+ * given), as Gnocchi's ArchivePolicyItem.  Keeps defs sorted.  Returns 0 or
+ * GA_EINVAL (duplicate granularity, non-positive values, inconsistent
+ * triple, or more than GA_POLICY_MAX_DEFS) with a reason in *why. */
+int ga_policy_add_def(struct ga_policy *p, int64_t granularity_ns, int64_t timespan_ns,
+                      int64_t points, const char **why);
+
+/* Largest granularity of the policy (its block size). */
+int64_t ga_policy_max_granularity(const struct ga_policy *p);
+/* 1 if the policy has any rate: method. */
+int ga_policy_has_rate(const struct ga_policy *p);
+
+/* Built-in policies, equal to Gnocchi's defaults (bool, low, medium, high)
+ * and Ceilometer's (ceilometer-low, ceilometer-low-rate).  Returns NULL for
+ * an unknown name. */
+const struct ga_policy *ga_policy_builtin(const char *name);
+/* The i-th built-in policy, NULL past the end. */
+const struct ga_policy *ga_policy_builtin_at(int i);
+
+/* Durations: "300", "2.5" (seconds), or a number and a unit: ns, us, ms, s,
+ * sec, second(s), m, min, minute(s), h, hour(s), d, day(s), w, week(s),
+ * with or without a space ("5min", "30 days").  Returns 0 or GA_EINVAL. */
+int ga_parse_duration(const char *s, int64_t *ns);
+
+/* Metric-name → policy rules: Gnocchi's archive_policy_rule, a glob
+ * (fnmatch) pattern; the first match wins. */
+struct ga_rule {
+    char pattern[256];
+    char policy[GA_POLICY_NAME_MAX];
+};
+
+/* Index of the first rule whose pattern matches name, or -1. */
+int ga_rule_match(const struct ga_rule *rules, int nrules, const char *name);
+
+#endif

@@ -1,0 +1,33 @@
+/* harness.h — the tiny in-tree unit test harness.
+ *
+ * A test file defines test functions and one `void run_tests(void)` that
+ * calls RUN(fn) for each.  A test passes when none of its CHECKs fail.  The
+ * binary prints one line per failed CHECK and ends with
+ *   test_name: N passed, N failed
+ * and exits non-zero if anything failed.  tests/run.sh sums the counts. */
+#ifndef GA_HARNESS_H
+#define GA_HARNESS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+void harness_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void harness_run(const char *name, void (*fn)(void));
+void run_tests(void);
+
+#define RUN(fn) harness_run(#fn, fn)
+#define CHECK(c) do { if (!(c)) harness_fail(__FILE__, __LINE__, "CHECK(%s)", #c); } while (0)
+#define CHECK_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+    if (_a != _b) harness_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, _a, #b, _b); } while (0)
+#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
+    if (!_a || !_b || strcmp(_a, _b) != 0) harness_fail(__FILE__, __LINE__, "%s == \"%s\", expected \"%s\"", #a, _a ? _a : "(null)", _b ? _b : "(null)"); } while (0)
+#define CHECK_CONTAINS(hay, needle) do { const char *_h = (hay), *_n = (needle); \
+    if (!_h || !strstr(_h, _n)) harness_fail(__FILE__, __LINE__, "%s == \"%s\" lacks \"%s\"", #hay, _h ? _h : "(null)", _n); } while (0)
+#define CHECK_NEAR(a, b, rel) do { double _a = (a), _b = (b); \
+    if (!(fabs(_a - _b) <= (rel) * fmax(fabs(_a), fabs(_b))) && !(_a == _b)) \
+        harness_fail(__FILE__, __LINE__, "%s == %.17g, expected %.17g (rel %g)", #a, _a, _b, (double)(rel)); } while (0)
+
+#endif
