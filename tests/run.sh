@@ -1,0 +1,60 @@
+#!/bin/sh
+# Run every test suite and print the total as the last line:
+#   N passed, N failed
+# Each suite program prints "name: N passed, N failed" as its last line.
+#   tests/run.sh            everything (unit, unit under ASan+UBSan, scripts)
+#   tests/run.sh unit       only build/tests/test_*
+#   tests/run.sh FILTER     only suites whose path contains FILTER
+# Scripted suites are tests/<dir>/test_*.py (run with Debian's python3) and
+# tests/<dir>/test_*.sh.
+set -u
+cd "$(dirname "$0")/.."
+filter=${1:-}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+export GA_LOG_NO_TS=1 GA_ROOT="$(pwd)" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+total_pass=0; total_fail=0; failed_suites=""
+log_dir=build/test-logs; mkdir -p "$log_dir"
+
+run_suite() {   # $1 = label, rest = command
+    label=$1; shift
+    case "$filter" in
+        ""|all) ;;
+        unit) case "$label" in unit:*|asan:*) ;; *) return ;; esac ;;
+        *) case "$label" in *"$filter"*) ;; *) return ;; esac ;;
+    esac
+    logf="$log_dir/$(echo "$label" | tr '/:' '__').log"
+    start=$(date +%s)
+    "$@" >"$logf" 2>&1; rc=$?
+    secs=$(( $(date +%s) - start ))
+    last=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$logf" | tail -n 1)
+    p=$(echo "$last" | sed -nE 's/.*([^0-9]|^)([0-9]+) passed.*/\2/p'); p=${p:-0}
+    f=$(echo "$last" | sed -nE 's/.* ([0-9]+) failed.*/\1/p'); f=${f:-0}
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed or exited non-zero
+    if [ -z "$last" ] && [ "$rc" -eq 0 ]; then f=1; echo "  $label printed no result line"; fi
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+    if [ "$f" -ne 0 ]; then
+        failed_suites="$failed_suites $label"
+        printf '%-40s %4d passed %4d failed  %3ss  FAIL (rc=%d)\n' "$label" "$p" "$f" "$secs" "$rc"
+        sed 's/^/    | /' "$logf" | tail -n 40
+    else
+        printf '%-40s %4d passed %4d failed  %3ss\n' "$label" "$p" "$f" "$secs"
+    fi
+}
+
+for t in build/tests/test_*; do
+    [ -x "$t" ] && run_suite "unit:$(basename "$t")" "$t"
+done
+for t in build-asan/tests/test_*; do
+    [ -x "$t" ] && run_suite "asan:$(basename "$t")" "$t"
+done
+for t in tests/*/test_*.py tests/*/test_*.sh; do
+    [ -f "$t" ] || continue
+    case "$t" in
+        *.py) run_suite "$t" "$PY" "$t" ;;
+        *.sh) run_suite "$t" sh "$t" ;;
+    esac
+done
+[ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
