@@ -55,12 +55,14 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU
 LIB     := $(BUILD)/libgpuagg.a
 CTL_SRC := $(wildcard tools/gpuaggctl/*.c)
 LOAD_SRC := $(wildcard tools/load/*.c)
+BENCH_SRC := $(wildcard tools/bench/*.c)
+BENCH_BIN := $(BENCH_SRC:tools/bench/%.c=$(BUILD)/bench/%)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)/bin/gpuagg-load)
 
 .PHONY: all run test unit asan install clean deps fuzz bench
-all: $(BINS) $(TEST_BIN)
+all: $(BINS) $(TEST_BIN) $(BENCH_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -78,6 +80,9 @@ $(BUILD)/bin/gpuaggctl: $(CTL_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/bin/gpuagg-load: $(LOAD_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LIB)
