@@ -1,0 +1,208 @@
+/* pg_conn.c — PostgreSQL connection supervisor thread (see pg_conn.h). */
+#include "storage/pg_conn.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+#include "proto/ga_err.h"
+
+#define PGC_CHECK_MS 2000
+#define PGC_CONNECT_TIMEOUT_S "5"
+
+struct pgc {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    char *conninfo;
+    int retry_initial_ms, retry_max_ms;
+    struct pgc_status st;       /* guarded by mu */
+    PGconn *conn;               /* owned by the thread */
+};
+
+const char *pgc_state_name(enum pgc_state s)
+{
+    switch (s) {
+    case PGC_CONNECTING: return "connecting";
+    case PGC_CONNECTED: return "connected";
+    case PGC_DOWN: return "down";
+    case PGC_STOPPED: return "stopped";
+    }
+    return "?";
+}
+
+/* Copy a libpq message without its trailing newline. */
+static void set_error(char *dst, size_t n, const char *msg)
+{
+    snprintf(dst, n, "%s", msg ? msg : "");
+    size_t len = strlen(dst);
+    while (len && (dst[len - 1] == '\n' || dst[len - 1] == ' '))
+        dst[--len] = '\0';
+    for (char *c = dst; *c; c++)
+        if (*c == '\n' || *c == '"')
+            *c = ' ';
+}
+
+static void set_state(struct pgc *p, enum pgc_state s, const char *err)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->st.state != s)
+        p->st.since_real_ns = ga_now_real_ns();
+    p->st.state = s;
+    if (err)
+        set_error(p->st.last_error, sizeof p->st.last_error, err);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Sleep up to ms or until stop; returns 1 if stopping. */
+static int wait_ms(struct pgc *p, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &until) == 0)
+        ;
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    return stop;
+}
+
+static PGconn *connect_once(struct pgc *p)
+{
+    const char *keys[] = { "dbname", "connect_timeout", "application_name", NULL };
+    const char *vals[] = { p->conninfo, PGC_CONNECT_TIMEOUT_S, "gpuaggd", NULL };
+    /* expand_dbname=1: the conninfo string is parsed; later keys (timeout,
+     * name) are defaults only when the conninfo names them itself. */
+    return PQconnectdbParams(keys, vals, 1);
+}
+
+static int healthy(PGconn *c)
+{
+    if (PQstatus(c) != CONNECTION_OK)
+        return 0;
+    PGresult *r = PQexec(c, "SELECT 1");
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    return ok;
+}
+
+static void *pgc_main(void *arg)
+{
+    struct pgc *p = arg;
+    int backoff = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int stop = p->stop, lo = p->retry_initial_ms, hi = p->retry_max_ms;
+        p->st.attempts += p->conn ? 0 : 1;
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            break;
+        if (!p->conn) {
+            PGconn *c = connect_once(p);
+            if (PQstatus(c) == CONNECTION_OK) {
+                p->conn = c;
+                backoff = 0;
+                pthread_mutex_lock(&p->mu);
+                p->st.connects++;
+                p->st.server_version = PQserverVersion(c);
+                p->st.last_error[0] = '\0';
+                pthread_mutex_unlock(&p->mu);
+                set_state(p, PGC_CONNECTED, NULL);
+                ga_log(GA_LOG_INFO, "storage_connected", "server_version=%d", PQserverVersion(c));
+            } else {
+                char msg[256];
+                set_error(msg, sizeof msg, PQerrorMessage(c));
+                PQfinish(c);
+                backoff = backoff ? (backoff * 2 > hi ? hi : backoff * 2) : lo;
+                set_state(p, PGC_DOWN, msg);
+                ga_log(GA_LOG_WARN, "storage_down", "retry_in_ms=%d error=\"%s\"", backoff, msg);
+                if (wait_ms(p, backoff))
+                    break;
+                continue;
+            }
+        }
+        if (wait_ms(p, PGC_CHECK_MS))
+            break;
+        if (!healthy(p->conn)) {
+            char msg[256];
+            set_error(msg, sizeof msg, PQerrorMessage(p->conn));
+            ga_log(GA_LOG_WARN, "storage_lost", "error=\"%s\"", msg);
+            PQfinish(p->conn);
+            p->conn = NULL;
+            set_state(p, PGC_CONNECTING, msg);
+        }
+    }
+    if (p->conn)
+        PQfinish(p->conn);
+    p->conn = NULL;
+    set_state(p, PGC_STOPPED, NULL);
+    return NULL;
+}
+
+int pgc_start(struct pgc **out, const char *conninfo, int retry_initial_ms, int retry_max_ms)
+{
+    struct pgc *p = calloc(1, sizeof *p);
+    if (!p)
+        return GA_ENOMEM;
+    p->conninfo = strdup(conninfo);
+    if (!p->conninfo)
+        goto fail;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->retry_initial_ms = retry_initial_ms;
+    p->retry_max_ms = retry_max_ms;
+    p->st.state = PGC_CONNECTING;
+    p->st.since_real_ns = ga_now_real_ns();
+    if (pthread_create(&p->thread, NULL, pgc_main, p) != 0) {
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+        goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    free(p->conninfo);
+    free(p);
+    return GA_ENOMEM;
+}
+
+void pgc_set_backoff(struct pgc *p, int retry_initial_ms, int retry_max_ms)
+{
+    pthread_mutex_lock(&p->mu);
+    p->retry_initial_ms = retry_initial_ms;
+    p->retry_max_ms = retry_max_ms;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pgc_get_status(struct pgc *p, struct pgc_status *st)
+{
+    pthread_mutex_lock(&p->mu);
+    *st = p->st;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pgc_stop(struct pgc *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->conninfo);
+    free(p);
+}
