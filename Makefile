@@ -114,6 +114,8 @@ install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
 	install -m 0644 docs/gpuaggctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 etc/gpuaggd.yaml $(DESTDIR)/etc/gpuagg/gpuaggd.yaml
 	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/gpuaggd.service > $(DESTDIR)/lib/systemd/system/gpuaggd.service
+	install -d $(DESTDIR)/usr/lib/sysusers.d
+	install -m 0644 systemd/gpuagg.sysusers $(DESTDIR)/usr/lib/sysusers.d/gpuagg.conf
 
 clean:
 	rm -rf build build-asan build-fuzz var

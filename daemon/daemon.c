@@ -1,0 +1,263 @@
+/* daemon.c — gpuaggd lifecycle: start, signals, reload, watchdog, drain. */
+#include "daemon/daemon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/control.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "proto/ga_err.h"
+#include "storage/pg_conn.h"
+
+const char *ga_state_name(enum ga_state s)
+{
+    switch (s) {
+    case GA_STATE_STARTING: return "starting";
+    case GA_STATE_RUNNING: return "running";
+    case GA_STATE_RELOADING: return "reloading";
+    case GA_STATE_DRAINING: return "draining";
+    }
+    return "?";
+}
+
+/* mkdir -p for the directory part of path (sockets' parents). */
+static int make_parent_dirs(const char *path)
+{
+    char tmp[GA_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp)
+        return 0;
+    *slash = '\0';
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static void probe_gpus(struct ga_daemon *d)
+{
+    const struct ga_config *c = d->cfg;
+    d->ngpus = 0;
+    d->gpu_error[0] = '\0';
+    if (!c->gpu.all && c->gpu.ndevices == 0) {
+        snprintf(d->gpu_error, sizeof d->gpu_error, "gpu.devices is none");
+        return;
+    }
+    int n = ga_gpu_probe(d->gpus, GA_GPU_MAX, d->gpu_error, sizeof d->gpu_error);
+    if (n < 0)
+        return;
+    d->ngpus = n;
+    if (!c->gpu.all) {                   /* keep only the configured ordinals */
+        int kept = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < c->gpu.ndevices; k++)
+                if (d->gpus[i].index == c->gpu.devices[k])
+                    d->gpus[kept++] = d->gpus[i];
+        for (int k = 0; k < c->gpu.ndevices; k++)
+            if (c->gpu.devices[k] >= n)
+                ga_log(GA_LOG_WARN, "gpu_missing", "device=%d found=%d", c->gpu.devices[k], n);
+        d->ngpus = kept;
+    }
+    for (int i = 0; i < d->ngpus; i++) {
+        const struct ga_gpu_info *g = &d->gpus[i];
+        ga_log(GA_LOG_INFO, "gpu", "device=%d name=\"%s\" cc=%d.%d mem_mib=%llu usable=%d why=\"%s\"",
+               g->index, g->name, g->cc_major, g->cc_minor,
+               (unsigned long long)(g->mem_total >> 20), g->usable, g->why);
+    }
+}
+
+static void update_status_line(struct ga_daemon *d)
+{
+    struct pgc_status st;
+    pgc_get_status(d->storage, &st);
+    ga_notify("STATUS=%s; storage %s; %d GPU(s)", ga_state_name(d->state),
+              pgc_state_name(st.state), d->ngpus);
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    struct ga_daemon *d = t->data;
+    ga_notify("WATCHDOG=1");
+    update_status_line(d);
+}
+
+static void on_closed_noop(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
+{
+    if (d->state == GA_STATE_DRAINING)
+        return;
+    d->state = GA_STATE_DRAINING;
+    ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
+    ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
+    /* Stop accepting first; then every stage finishes and persists what it
+     * accepted (ingest → engine → storage as they are added) before its
+     * handles close; the loop ends when nothing is left. */
+    ga_control_stop(d->control);
+    d->control = NULL;
+    uv_signal_stop(&d->sig_hup);
+    uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
+    uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
+    uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
+    if (d->watchdog_usec)
+        uv_close((uv_handle_t *)&d->watchdog, on_closed_noop);
+}
+
+int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
+                     char *err, size_t errlen)
+{
+    restart_needed[0] = '\0';
+    if (d->state == GA_STATE_DRAINING) {
+        snprintf(err, errlen, "daemon is shutting down");
+        return GA_ESHUTDOWN;
+    }
+    d->state = GA_STATE_RELOADING;
+    ga_notify("RELOADING=1\nMONOTONIC_USEC=%lld", (long long)(ga_now_mono_ns() / 1000));
+    struct ga_config *next = malloc(sizeof *next);
+    int rc = next ? ga_config_load(next, d->config_path, err, errlen) : GA_ENOMEM;
+    if (rc == 0) {
+        int n = ga_config_apply_reload(d->cfg, next, restart_needed, rlen);
+        ga_log_set_level(d->cfg->log.level);
+        pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
+        d->counters.reloads++;
+        d->last_reload_error[0] = '\0';
+        ga_log(GA_LOG_INFO, "reloaded", "config=%s restart_needed=%d keys=\"%s\"",
+               d->config_path, n, restart_needed);
+    } else {
+        if (!next)
+            snprintf(err, errlen, "out of memory");
+        d->counters.reload_failures++;
+        snprintf(d->last_reload_error, sizeof d->last_reload_error, "%s", err);
+        ga_log(GA_LOG_ERROR, "reload_refused", "config=%s error=\"%s\" action=kept_running_config",
+               d->config_path, err);
+        rc = GA_ECONFIG;
+    }
+    free(next);
+    d->state = GA_STATE_RUNNING;
+    ga_notify("READY=1");
+    update_status_line(d);
+    return rc;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct ga_daemon *d = s->data;
+    if (signum == SIGHUP) {
+        char restart[512], err[512];
+        ga_daemon_reload(d, restart, sizeof restart, err, sizeof err);
+        return;
+    }
+    ga_daemon_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static int start_signals(struct ga_daemon *d)
+{
+    uv_signal_t *sigs[] = { &d->sig_term, &d->sig_int, &d->sig_hup };
+    int nums[] = { SIGTERM, SIGINT, SIGHUP };
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(d->loop, sigs[i]);
+        sigs[i]->data = d;
+        int rc = uv_signal_start(sigs[i], on_signal, nums[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
+{
+    struct ga_daemon *d = calloc(1, sizeof *d);
+    char err[512];
+    int rc;
+    if (!d) {
+        free(cfg);
+        return 1;
+    }
+    d->cfg = cfg;
+    snprintf(d->config_path, sizeof d->config_path, "%s", config_path);
+    d->start_mono_ns = ga_now_mono_ns();
+    d->loop = uv_default_loop();
+    d->exit_code = 0;
+    ga_log_set_level(cfg->log.level);
+    signal(SIGPIPE, SIG_IGN);
+    ga_log(GA_LOG_INFO, "starting", "version=%s pid=%d config=%s", GA_VERSION, (int)getpid(),
+           config_path);
+
+    if ((rc = start_signals(d)) < 0) {
+        ga_log(GA_LOG_ERROR, "signals", "error=\"%s\"", uv_strerror(rc));
+        d->exit_code = 1;
+        goto out;
+    }
+    probe_gpus(d);
+    if (d->ngpus == 0)
+        ga_log(GA_LOG_INFO, "cpu_backend", "reason=\"%s\"", d->gpu_error);
+    d->cpu_threads = cfg->gpu.cpu_threads > 0 ? cfg->gpu.cpu_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+    if ((rc = pgc_start(&d->storage, cfg->storage.conninfo, cfg->storage.retry_initial_ms,
+                        cfg->storage.retry_max_ms)) < 0) {
+        ga_log(GA_LOG_ERROR, "storage_start", "error=\"%s\"", ga_strerror(rc));
+        d->exit_code = 1;
+        goto out;
+    }
+    if ((rc = make_parent_dirs(cfg->control.socket)) < 0 ||
+        (rc = ga_control_start(d, cfg->control.socket, cfg->control.mode, &d->control, err,
+                               sizeof err)) < 0) {
+        if (rc != GA_EIO && rc != GA_EEXIST && rc != GA_ENOMEM)
+            snprintf(err, sizeof err, "cannot create directory for %s: %s", cfg->control.socket,
+                     ga_strerror(rc));
+        ga_log(GA_LOG_ERROR, "control_listen", "error=\"%s\"", err);
+        d->exit_code = 1;
+        d->control = NULL;
+        ga_daemon_shutdown(d, "startup failure");
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+    ga_log(GA_LOG_INFO, "control_listen", "socket=%s mode=%04o", cfg->control.socket,
+           cfg->control.mode);
+
+    d->watchdog_usec = ga_notify_watchdog_usec();
+    if (d->watchdog_usec) {
+        uint64_t half_ms = d->watchdog_usec / 2000;
+        uv_timer_init(d->loop, &d->watchdog);
+        d->watchdog.data = d;
+        uv_timer_start(&d->watchdog, on_watchdog, half_ms ? half_ms : 1, half_ms ? half_ms : 1);
+        ga_log(GA_LOG_INFO, "watchdog", "interval_ms=%llu", (unsigned long long)half_ms);
+    }
+
+    d->state = GA_STATE_RUNNING;
+    ga_notify("READY=1\nMAINPID=%d", (int)getpid());
+    update_status_line(d);
+    ga_log(GA_LOG_INFO, "ready", "gpus=%d cpu_threads=%d", d->ngpus, d->cpu_threads);
+    if (ready_fd >= 0) {
+        ssize_t w = write(ready_fd, "R", 1);
+        (void)w;
+        close(ready_fd);
+    }
+
+    uv_run(d->loop, UV_RUN_DEFAULT);
+out:
+    pgc_stop(d->storage);
+    if (uv_loop_close(d->loop) == UV_EBUSY)
+        ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
+    rc = d->exit_code;
+    ga_log(GA_LOG_INFO, "stopped", "exit_code=%d", rc);
+    free(d->cfg);
+    free(d);
+    return rc;
+}

@@ -1,0 +1,73 @@
+/* daemon.h — gpuaggd's process state and lifecycle.
+ *
+ * One libuv loop thread owns everything here.  Signals arrive as
+ * uv_signal_t callbacks (no work in signal handlers):
+ *   SIGTERM/SIGINT  graceful drain: stop accepting, finish and persist all
+ *                   accepted work, exit 0
+ *   SIGHUP          reload: validate the file first; a bad file is refused,
+ *                   logged, and the running config stays
+ * systemd's notify protocol is spoken when NOTIFY_SOCKET is set. */
+#ifndef GA_DAEMON_H
+#define GA_DAEMON_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "gpu/device.h"
+
+enum ga_state { GA_STATE_STARTING = 0, GA_STATE_RUNNING, GA_STATE_RELOADING, GA_STATE_DRAINING };
+
+/* Counters shown by `status` and `stats`.  Written on the loop thread
+ * unless noted; atomics where another thread writes. */
+struct ga_counters {
+    uint64_t ctl_connections, ctl_requests, ctl_errors, ctl_protocol_errors;
+    uint64_t reloads, reload_failures;
+};
+
+struct ga_control;
+struct pgc;
+
+struct ga_daemon {
+    uv_loop_t *loop;
+    struct ga_config *cfg;               /* the running config, heap */
+    char config_path[GA_PATH_MAX];
+    enum ga_state state;
+    int64_t start_mono_ns;
+    int exit_code;
+
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_timer_t watchdog;
+    uint64_t watchdog_usec;
+
+    struct ga_control *control;
+    struct pgc *storage;
+
+    int ngpus;                           /* devices found, usable or not */
+    struct ga_gpu_info gpus[GA_GPU_MAX];
+    char gpu_error[256];                 /* why no GPU, "" when some */
+    int cpu_threads;
+
+    struct ga_counters counters;
+    char last_reload_error[512];
+};
+
+/* Run the daemon with an already loaded and validated config (ownership of
+ * cfg passes to the daemon).  ready_fd >= 0: one byte is written to it and
+ * it is closed once the daemon is ready (the parent of a backgrounded
+ * daemon waits for it).  Returns the process exit code. */
+int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd);
+
+/* Reload the config file.  On success applies what may change and writes
+ * the keys that need a restart into restart_needed.  On failure keeps the
+ * old config and writes the reason into err.  Returns 0 or GA_ECONFIG. */
+int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
+                     char *err, size_t errlen);
+
+/* Begin the graceful drain (idempotent). */
+void ga_daemon_shutdown(struct ga_daemon *d, const char *why);
+
+const char *ga_state_name(enum ga_state s);
+
+#endif
