@@ -144,4 +144,33 @@ int ga_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
 /* Sizes: 1024, "64KiB", "16 MiB", "1GiB", "10MB" (SI).  0 or GA_EINVAL. */
 int ga_parse_size(const char *s, int64_t *bytes);
 
+/* The key table: every YAML key (dotted, "listen.tcp"), the kind of value
+ * it takes, where it lives in struct ga_config and whether SIGHUP may
+ * change it.  Shared by the parser, ga_config_apply_reload() and
+ * ga_config_pack(); static storage, never freed. */
+enum ga_config_ktype {
+    GA_K_STR,        /* string, "" allowed */
+    GA_K_SOCK,       /* unix socket path, shorter than sun_path */
+    GA_K_INT,        /* int */
+    GA_K_MS,         /* int milliseconds, or a duration with a unit ("250ms") */
+    GA_K_SEC,        /* int seconds, or a duration with a unit ("5min") */
+    GA_K_SIZE,       /* int64 bytes, or a size ("16MiB") */
+    GA_K_MODE,       /* int, written in octal ("0660") */
+    GA_K_LEVEL,      /* log level name */
+    GA_K_DEVICES,    /* gpu.devices */
+    GA_K_DIRS,       /* jobs.input_dirs */
+    GA_K_POLICIES,   /* archive_policies */
+    GA_K_RULES,      /* archive_policy_rules */
+};
+struct ga_config_key {
+    const char *key;
+    enum ga_config_ktype type;
+    size_t off, size;        /* the field in struct ga_config */
+    int reload;              /* 1: SIGHUP applies it */
+};
+extern const struct ga_config_key ga_config_keys[];
+extern const int ga_config_nkeys;
+/* The table entry of a dotted key, NULL if there is none. */
+const struct ga_config_key *ga_config_find_key(const char *key);
+
 #endif
