@@ -531,21 +531,41 @@ static int parse_root(struct pctx *p, const yaml_node_t *root)
     return 0;
 }
 
+static int syntax_error(yaml_parser_t *parser, const char *name, char *err, size_t errlen)
+{
+    if (err && errlen) {
+        char ctx[160] = "";
+        if (parser->context)
+            snprintf(ctx, sizeof ctx, " (%s started at line %lu)", parser->context,
+                     (unsigned long)parser->context_mark.line + 1);
+        snprintf(err, errlen, "%s:%lu: yaml: %s%s", name, (unsigned long)parser->problem_mark.line + 1,
+                 parser->problem ? parser->problem : "syntax error", ctx);
+    }
+    return parser->error == YAML_MEMORY_ERROR ? GA_ENOMEM : GA_ECONFIG;
+}
+
 static int parse(struct ga_config *c, yaml_parser_t *parser, const char *name, char *err, size_t errlen)
 {
-    yaml_document_t doc;
+    yaml_document_t doc, extra;
     struct pctx p = { c, &doc, name, err, errlen };
-    if (!yaml_parser_load(parser, &doc)) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s:%lu: yaml: %s%s%s", name,
-                     (unsigned long)parser->problem_mark.line + 1,
-                     parser->problem ? parser->problem : "syntax error",
-                     parser->context ? " " : "", parser->context ? parser->context : "");
-        return parser->error == YAML_MEMORY_ERROR ? GA_ENOMEM : GA_ECONFIG;
-    }
+    int rc;
+    if (!yaml_parser_load(parser, &doc))
+        return syntax_error(parser, name, err, errlen);
     snprintf(c->path, sizeof c->path, "%s", name);
     c->nkeylines = 0;
-    int rc = parse_root(&p, yaml_document_get_root_node(&doc));
+    rc = parse_root(&p, yaml_document_get_root_node(&doc));
+    if (rc < 0)
+        goto out;
+    /* A second document would be ignored silently: refuse it. */
+    if (!yaml_parser_load(parser, &extra)) {
+        rc = syntax_error(parser, name, err, errlen);
+        goto out;
+    }
+    yaml_node_t *root2 = yaml_document_get_root_node(&extra);
+    if (root2)
+        rc = perr(&p, root2, "yaml", "a second document; the file must hold exactly one");
+    yaml_document_delete(&extra);
+out:
     yaml_document_delete(&doc);
     return rc;
 }
