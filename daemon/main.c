@@ -106,6 +106,10 @@ int main(int argc, char **argv)
         free(cfg);
         return 1;
     }
+    /* Reloads re-read the same file even if the working directory changes. */
+    char abspath[GA_PATH_MAX];
+    if (realpath(config, abspath))
+        config = abspath;
     int ready_fd = -1;
     if (!foreground && (ready_fd = background()) < 0) {
         perror("gpuaggd: cannot detach");

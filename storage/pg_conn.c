@@ -43,9 +43,12 @@ static void set_error(char *dst, size_t n, const char *msg)
     size_t len = strlen(dst);
     while (len && (dst[len - 1] == '\n' || dst[len - 1] == ' '))
         dst[--len] = '\0';
-    for (char *c = dst; *c; c++)
-        if (*c == '\n' || *c == '"')
+    for (char *c = dst; *c; c++) {
+        if (*c == '\n' || *c == '\t')
             *c = ' ';
+        else if (*c == '"')
+            *c = '\'';
+    }
 }
 
 static void set_state(struct pgc *p, enum pgc_state s, const char *err)
@@ -101,6 +104,8 @@ static void *pgc_main(void *arg)
 {
     struct pgc *p = arg;
     int backoff = 0;
+    char last_logged[256] = "";
+    int64_t last_warn_ns = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
         int stop = p->stop, lo = p->retry_initial_ms, hi = p->retry_max_ms;
@@ -118,6 +123,7 @@ static void *pgc_main(void *arg)
                 p->st.server_version = PQserverVersion(c);
                 p->st.last_error[0] = '\0';
                 pthread_mutex_unlock(&p->mu);
+                last_logged[0] = '\0';
                 set_state(p, PGC_CONNECTED, NULL);
                 ga_log(GA_LOG_INFO, "storage_connected", "server_version=%d", PQserverVersion(c));
             } else {
@@ -126,7 +132,17 @@ static void *pgc_main(void *arg)
                 PQfinish(c);
                 backoff = backoff ? (backoff * 2 > hi ? hi : backoff * 2) : lo;
                 set_state(p, PGC_DOWN, msg);
-                ga_log(GA_LOG_WARN, "storage_down", "retry_in_ms=%d error=\"%s\"", backoff, msg);
+                /* A warning when the error changes or once a minute; the
+                 * retries in between at debug level. */
+                int64_t now = ga_now_mono_ns();
+                int loud = strcmp(msg, last_logged) != 0 || now - last_warn_ns > 60000000000LL;
+                ga_log(loud ? GA_LOG_WARN : GA_LOG_DEBUG, "storage_down",
+                       "retry_in_ms=%d attempts=%llu error=\"%s\"", backoff,
+                       (unsigned long long)p->st.attempts, msg);
+                if (loud) {
+                    last_warn_ns = now;
+                    snprintf(last_logged, sizeof last_logged, "%s", msg);
+                }
                 if (wait_ms(p, backoff))
                     break;
                 continue;

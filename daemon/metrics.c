@@ -1,0 +1,183 @@
+/* metrics.c — metric registry: open-addressing hash of names → dense ids. */
+#include "daemon/metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ga_err.h"
+
+struct ga_metrics {
+    struct ga_metric_info *info;   /* by id */
+    uint32_t count, cap;
+    uint32_t *slots;               /* id + 1, 0 = empty */
+    uint32_t nslots;               /* power of two */
+    struct ga_policy **policies;   /* distinct policies, owned */
+    int npolicies;
+};
+
+static uint64_t hash_name(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;          /* FNV-1a, then a final mix */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+}
+
+int ga_metrics_open(struct ga_metrics **out)
+{
+    struct ga_metrics *m = calloc(1, sizeof *m);
+    if (!m)
+        return GA_ENOMEM;
+    m->nslots = 1024;
+    m->slots = calloc(m->nslots, sizeof *m->slots);
+    if (!m->slots) {
+        free(m);
+        return GA_ENOMEM;
+    }
+    *out = m;
+    return 0;
+}
+
+void ga_metrics_close(struct ga_metrics *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->count; i++)
+        free((char *)m->info[i].name);
+    for (int i = 0; i < m->npolicies; i++)
+        free(m->policies[i]);
+    free(m->policies);
+    free(m->info);
+    free(m->slots);
+    free(m);
+}
+
+/* Slot holding name, or the empty slot where it would go. */
+static uint32_t *probe(const struct ga_metrics *m, const char *name, size_t len)
+{
+    uint32_t mask = m->nslots - 1;
+    for (uint64_t i = hash_name(name, len) & mask;; i = (i + 1) & mask) {
+        uint32_t *s = &m->slots[i];
+        if (*s == 0)
+            return s;
+        const struct ga_metric_info *mi = &m->info[*s - 1];
+        if (mi->len == len && memcmp(mi->name, name, len) == 0)
+            return s;
+    }
+}
+
+static int grow_slots(struct ga_metrics *m)
+{
+    uint32_t n = m->nslots * 2;
+    uint32_t *ns = calloc(n, sizeof *ns);
+    if (!ns)
+        return GA_ENOMEM;
+    free(m->slots);
+    m->slots = ns;
+    m->nslots = n;
+    for (uint32_t id = 0; id < m->count; id++)
+        *probe(m, m->info[id].name, m->info[id].len) = id + 1;
+    return 0;
+}
+
+int ga_metrics_find(const struct ga_metrics *m, const char *name, size_t len, uint32_t *id)
+{
+    uint32_t *s = probe(m, name, len);
+    if (*s == 0)
+        return GA_ENOENT;
+    *id = *s - 1;
+    return 0;
+}
+
+/* The registry's copy of policy p (shared between metrics of equal policy). */
+static const struct ga_policy *keep_policy(struct ga_metrics *m, const struct ga_policy *p)
+{
+    for (int i = 0; i < m->npolicies; i++)
+        if (memcmp(m->policies[i], p, sizeof *p) == 0)
+            return m->policies[i];
+    struct ga_policy **np = realloc(m->policies, (size_t)(m->npolicies + 1) * sizeof *np);
+    if (!np)
+        return NULL;
+    m->policies = np;
+    struct ga_policy *copy = malloc(sizeof *copy);
+    if (!copy)
+        return NULL;
+    *copy = *p;
+    m->policies[m->npolicies++] = copy;
+    return copy;
+}
+
+static int add(struct ga_metrics *m, const char *name, size_t len, const struct ga_policy *p,
+               uint32_t *id)
+{
+    if ((m->count + 1) * 4 > m->nslots * 3 && grow_slots(m) < 0)
+        return GA_ENOMEM;
+    if (m->count == m->cap) {
+        uint32_t ncap = m->cap ? m->cap * 2 : 256;
+        struct ga_metric_info *ni = realloc(m->info, ncap * sizeof *ni);
+        if (!ni)
+            return GA_ENOMEM;
+        m->info = ni;
+        m->cap = ncap;
+    }
+    const struct ga_policy *kept = keep_policy(m, p);
+    char *copy = malloc(len + 1);
+    if (!kept || !copy) {
+        free(copy);
+        return GA_ENOMEM;
+    }
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    struct ga_metric_info *mi = &m->info[m->count];
+    *mi = (struct ga_metric_info){ .name = copy, .len = (uint32_t)len, .policy = kept };
+    *probe(m, name, len) = m->count + 1;
+    *id = m->count++;
+    return 0;
+}
+
+int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
+                      const struct ga_config *cfg, uint32_t *id, int *created)
+{
+    if (created)
+        *created = 0;
+    if (len == 0 || len > GA_METRIC_NAME_MAX)
+        return GA_EINVAL;
+    if (ga_metrics_find(m, name, len, id) == 0)
+        return 0;
+    char tmp[GA_METRIC_NAME_MAX + 1];
+    memcpy(tmp, name, len);
+    tmp[len] = '\0';
+    const struct ga_policy *p = ga_config_policy_for(cfg, tmp);
+    if (!p)
+        return GA_ENOENT;
+    int rc = add(m, name, len, p, id);
+    if (rc == 0 && created)
+        *created = 1;
+    return rc;
+}
+
+int ga_metrics_restore(struct ga_metrics *m, const char *name, size_t len, uint32_t id,
+                       const struct ga_policy *p)
+{
+    uint32_t have;
+    if (ga_metrics_find(m, name, len, &have) == 0)
+        return have == id ? 0 : GA_EEXIST;
+    if (id != m->count)
+        return GA_EINVAL;              /* restored in id order, densely */
+    return add(m, name, len, p, &have);
+}
+
+uint32_t ga_metrics_count(const struct ga_metrics *m)
+{
+    return m->count;
+}
+
+struct ga_metric_info *ga_metrics_get(struct ga_metrics *m, uint32_t id)
+{
+    return id < m->count ? &m->info[id] : NULL;
+}
