@@ -73,10 +73,19 @@ void ga_result_free(struct ga_result *r);
 /* Append helpers; return 0 or GA_ENOMEM. */
 int ga_result_push_agg(struct ga_result *r, const struct ga_agg *a);
 int ga_result_push_late(struct ga_result *r, const struct ga_late *l);
+/* Make room for more_aggs rows and more_late late points beyond the current
+ * counts, so that a backend can fill them without failing half-way.  0 or
+ * GA_ENOMEM (r unchanged but possibly with more capacity). */
+int ga_result_reserve(struct ga_result *r, size_t more_aggs, size_t more_late);
+/* "window", "before_epoch", "nonfinite", "unknown_metric"; "?" otherwise.
+ * Static storage. */
+const char *ga_late_reason_name(uint32_t reason);
 
 /* A metric's raw window, for moving a metric between backends and for
  * on-demand resampling.  Points sorted by ts, unique ts.  Owned by the
- * caller: free ts and value with free(). */
+ * caller: free ts and value with free().  has_prev is reserved: carbonara's
+ * window holds no point before its first block, so window_get returns 0 and
+ * window_put refuses 1 (GA_EINVAL). */
 struct ga_window {
     size_t n;
     int64_t *ts;
@@ -124,18 +133,40 @@ struct ga_engine_stats {
     uint64_t metrics;
 };
 
-/* Create an engine over nb backends (ownership passes to the engine).
- * Metrics are assigned to backends by hash of their id. */
+/* Create an engine over nb backends (ownership passes to the engine, also
+ * on failure).  Metrics are assigned to backends by hash of their id. */
 int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb);
 void ga_engine_close(struct ga_engine *e);
 
 /* Register metric `id` (dense ids from 0 are cheapest) under a policy. */
 int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_policy *p);
 
-/* Aggregate a batch spanning any metrics; results appended to out. */
+/* Aggregate a batch spanning any metrics; results appended to out (rows of
+ * one metric together, in the order the metrics first appear in the batch
+ * per backend; within a metric by granularity, bucket, method).  Points of
+ * ids never added come back as late GA_LATE_UNKNOWN_METRIC.  Late points
+ * are counted (stats, per metric) and logged, rate-limited.  0 or GA_E*; on
+ * failure with several backends, the batches of the backends fed before the
+ * failing one stay applied and their output stays in out. */
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);
+
+/* Late points of one metric, by reason, since it was added. */
+struct ga_metric_stats {
+    uint64_t late_window, late_before_epoch, late_nonfinite;
+};
+/* 0, or GA_ENOENT for an id never added (or dropped). */
+int ga_engine_metric_stats(const struct ga_engine *e, uint32_t id, struct ga_metric_stats *st);
+
+/* Forget a metric (its backend drops the window).  No-op if unknown. */
+void ga_engine_metric_drop(struct ga_engine *e, uint32_t id);
+/* Copy out a metric's raw window (the caller frees w->ts, w->value) / load
+ * one (the metric is added under p if needed).  0, GA_ENOENT, GA_ENOMEM or
+ * GA_EINVAL (window not sorted/unique, ts < 0, non-finite value). */
+int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w);
+int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_policy *p,
+                         const struct ga_window *w);
 int  ga_engine_nbackends(const struct ga_engine *e);
 const struct ga_backend *ga_engine_backend(const struct ga_engine *e, int i);
 

@@ -1,0 +1,491 @@
+/* agg_cpu.c — the CPU reference backend: metric table and the feed.
+ *
+ * feed(): the batch is regrouped per metric with a counting sort into the
+ * stage (arrival order kept inside each metric), then
+ *   phase 1, in parallel over metrics: classify, sort, dedupe, reserve;
+ *   between: reserve the caller's result and the workers' scratch;
+ *   phase 2, in parallel over metrics: merge, compute, truncate;
+ *   after: compact the rows and copy the late points into the result.
+ * Nothing that can fail runs after the first window is modified, so a failed
+ * feed leaves every window as it was (engine.h). */
+#include "gpu/agg_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/ga_err.h"
+
+/* Below this many points a feed runs on the calling thread only. */
+#define SERIAL_POINTS 4096
+
+struct cpu_backend {
+    struct ga_backend base;
+    struct agg_pool *pool;
+    int nthreads;
+    struct agg_scratch *scratch;          /* one per worker */
+    struct agg_pol **pols;                /* interned policies */
+    int npols, cap_pols;
+    struct agg_win *wins;                 /* by local index */
+    size_t nwins, cap_wins;
+    uint32_t *free_slots;                 /* dropped local indexes */
+    size_t nfree, cap_free;
+    uint32_t *local;                      /* id -> local index + 1 */
+    size_t cap_local;
+    /* per feed, reused */
+    uint32_t *cnt;                        /* per local index; 0 between feeds */
+    size_t cap_cnt;
+    uint32_t *touched;
+    size_t cap_touched;
+    struct agg_job *jobs;
+    size_t cap_jobs;
+    struct agg_stage st;
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+/* Grow array *p of *cap elements to hold need; new elements are zeroed. */
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return GA_ENOMEM;
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+int agg_scratch_reserve_pairs(struct agg_scratch *s, size_t n)
+{
+    if (n <= s->cap_pairs)
+        return 0;
+    size_t c = n + n / 2 + 64;
+    int64_t *t = realloc(s->ts, c * sizeof *t);
+    if (!t)
+        return GA_ENOMEM;
+    s->ts = t;
+    double *v = realloc(s->val, c * sizeof *v);
+    if (!v)
+        return GA_ENOMEM;
+    s->val = v;
+    s->cap_pairs = c;
+    return 0;
+}
+
+int agg_scratch_reserve_bufs(struct agg_scratch *s, size_t n)
+{
+    if (n <= s->cap_buf)
+        return 0;
+    size_t c = n + n / 2 + 64;
+    double *a = realloc(s->sortbuf, c * sizeof *a);
+    if (!a)
+        return GA_ENOMEM;
+    s->sortbuf = a;
+    double *b = realloc(s->diff, c * sizeof *b);
+    if (!b)
+        return GA_ENOMEM;
+    s->diff = b;
+    s->cap_buf = c;
+    return 0;
+}
+
+void agg_scratch_free(struct agg_scratch *s)
+{
+    free(s->ts);
+    free(s->val);
+    free(s->sortbuf);
+    free(s->diff);
+    memset(s, 0, sizeof *s);
+}
+
+static unsigned need_of(const ga_method_t *ms, int n)
+{
+    unsigned need = 0;
+    for (int i = 0; i < n; i++) {
+        int b = GA_M_BASE(ms[i]);
+        if (b == GA_M_MEAN || b == GA_M_SUM || b == GA_M_STD)
+            need |= AGG_NEED_SUM;
+        else if (b == GA_M_MIN || b == GA_M_MAX)
+            need |= AGG_NEED_MINMAX;
+        else if (b == GA_M_MEDIAN || GA_M_IS_PCT(ms[i]))
+            need |= AGG_NEED_SORT;
+    }
+    return need;
+}
+
+int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p)
+{
+    if (p->ndefs < 1 || p->ndefs > GA_POLICY_MAX_DEFS || p->nmethods < 1 ||
+        p->nmethods > GA_POLICY_MAX_METHODS || p->back_window < 0)
+        return GA_EINVAL;
+    memset(pol, 0, sizeof *pol);
+    pol->p = *p;
+    for (int d = 0; d < p->ndefs; d++) {
+        if (p->defs[d].granularity_ns <= 0 || p->defs[d].timespan_ns < 0 ||
+            (d && p->defs[d].granularity_ns <= p->defs[d - 1].granularity_ns))
+            return GA_EINVAL;
+    }
+    for (int i = 0; i < p->nmethods; i++) {
+        ga_method_t m = p->methods[i];
+        int b = GA_M_BASE(m);
+        if ((m & ~(GA_M_RATE | 0xff)) || !((b >= GA_M_MEAN && b <= GA_M_MEDIAN) || GA_M_IS_PCT(m)))
+            return GA_EINVAL;
+        if (GA_M_IS_RATE(m))
+            pol->rate[pol->nrate++] = m;
+        else
+            pol->plain[pol->nplain++] = m;
+    }
+    pol->block = p->defs[p->ndefs - 1].granularity_ns;
+    pol->bw = p->back_window + (pol->nrate ? 1 : 0);
+    pol->plain_need = need_of(pol->plain, pol->nplain);
+    pol->rate_need = need_of(pol->rate, pol->nrate);
+    return 0;
+}
+
+/* Index of an interned copy of p, adding one.  >= 0 or GA_E*. */
+static int intern_policy(struct cpu_backend *cb, const struct ga_policy *p)
+{
+    struct agg_pol tmp;
+    int rc = agg_pol_init(&tmp, p);
+    if (rc)
+        return rc;
+    for (int i = 0; i < cb->npols; i++)
+        if (memcmp(&cb->pols[i]->p, &tmp.p, sizeof tmp.p) == 0)
+            return i;
+    size_t cap = (size_t)cb->cap_pols;
+    if (grow((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols))
+        return GA_ENOMEM;
+    cb->cap_pols = (int)cap;
+    struct agg_pol *np = malloc(sizeof *np);
+    if (!np)
+        return GA_ENOMEM;
+    *np = tmp;
+    cb->pols[cb->npols] = np;
+    return cb->npols++;
+}
+
+static struct agg_win *win_of(struct cpu_backend *cb, uint32_t id)
+{
+    if (id >= cb->cap_local || !cb->local[id])
+        return NULL;
+    return &cb->wins[cb->local[id] - 1];
+}
+
+/* ---- ops ------------------------------------------------------------------ */
+
+static int cpu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    struct ga_policy copy = *p;
+    /* normalise the unused tails so memcmp interning works */
+    memset(copy.defs + copy.ndefs, 0,
+           sizeof copy.defs - (size_t)(copy.ndefs > 0 ? copy.ndefs : 0) * sizeof copy.defs[0]);
+    memset(copy.methods + copy.nmethods, 0,
+           sizeof copy.methods - (size_t)(copy.nmethods > 0 ? copy.nmethods : 0) * sizeof copy.methods[0]);
+    if (copy.ndefs < 0 || copy.ndefs > GA_POLICY_MAX_DEFS || copy.nmethods < 0 ||
+        copy.nmethods > GA_POLICY_MAX_METHODS)
+        return GA_EINVAL;
+    int pi = intern_policy(cb, &copy);
+    if (pi < 0)
+        return pi;
+    struct agg_win *w = win_of(cb, id);
+    if (w) {                                   /* re-add: new policy, same window */
+        w->pol = (uint32_t)pi;
+        return 0;
+    }
+    if (grow((void **)&cb->local, &cb->cap_local, (size_t)id + 1, sizeof *cb->local))
+        return GA_ENOMEM;
+    uint32_t li;
+    if (cb->nfree) {
+        li = cb->free_slots[--cb->nfree];
+    } else {
+        if (grow((void **)&cb->wins, &cb->cap_wins, cb->nwins + 1, sizeof *cb->wins) ||
+            grow((void **)&cb->cnt, &cb->cap_cnt, cb->nwins + 1, sizeof *cb->cnt) ||
+            grow((void **)&cb->free_slots, &cb->cap_free, cb->nwins + 1, sizeof *cb->free_slots))
+            return GA_ENOMEM;
+        li = (uint32_t)cb->nwins++;
+    }
+    cb->wins[li] = (struct agg_win){ .id = id, .pol = (uint32_t)pi, .live = 1 };
+    cb->local[id] = li + 1;
+    return 0;
+}
+
+static void cpu_metric_drop(struct ga_backend *b, uint32_t id)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    struct agg_win *w = win_of(cb, id);
+    if (!w)
+        return;
+    uint32_t li = cb->local[id] - 1;
+    free(w->ts);
+    free(w->val);
+    *w = (struct agg_win){ 0 };
+    cb->free_slots[cb->nfree++] = li;         /* cap_free >= nwins */
+    cb->local[id] = 0;
+}
+
+static int cpu_window_get(struct ga_backend *b, uint32_t id, struct ga_window *out)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    struct agg_win *w = win_of(cb, id);
+    if (!w)
+        return GA_ENOENT;
+    memset(out, 0, sizeof *out);
+    size_t n = w->n ? w->n : 1;
+    out->ts = malloc(n * sizeof *out->ts);
+    out->value = malloc(n * sizeof *out->value);
+    if (!out->ts || !out->value) {
+        free(out->ts);
+        free(out->value);
+        out->ts = NULL;
+        out->value = NULL;
+        return GA_ENOMEM;
+    }
+    memcpy(out->ts, w->ts, w->n * sizeof *w->ts);
+    memcpy(out->value, w->val, w->n * sizeof *w->val);
+    out->n = w->n;
+    return 0;
+}
+
+static int cpu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
+                          const struct ga_window *win)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    if (win->has_prev)
+        return GA_EINVAL;                      /* carbonara keeps no point before the window */
+    for (size_t i = 0; i < win->n; i++)
+        if (win->ts[i] < 0 || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
+            return GA_EINVAL;
+    int rc = cpu_metric_add(b, id, p);
+    if (rc)
+        return rc;
+    struct agg_win *w = win_of(cb, id);
+    rc = agg_win_reserve(w, win->n);
+    if (rc)
+        return rc;
+    memcpy(w->ts, win->ts, win->n * sizeof *w->ts);
+    memcpy(w->val, win->value, win->n * sizeof *w->val);
+    w->n = win->n;
+    agg_win_truncate(w, cb->pols[w->pol]);
+    return 0;
+}
+
+/* ---- feed ----------------------------------------------------------------- */
+
+struct feed_ctx {
+    struct cpu_backend *cb;
+    struct ga_agg *rows;
+};
+
+static void phase1(void *ctx, size_t i, int worker)
+{
+    struct feed_ctx *fc = ctx;
+    agg_job_stage(&fc->cb->jobs[i], &fc->cb->st, &fc->cb->scratch[worker]);
+}
+
+static void phase2(void *ctx, size_t i, int worker)
+{
+    struct feed_ctx *fc = ctx;
+    struct agg_job *j = &fc->cb->jobs[i];
+    agg_job_apply(j, &fc->cb->st, &fc->cb->scratch[worker], fc->rows + j->agg_off);
+}
+
+static int stage_reserve(struct agg_stage *st, size_t n)
+{
+    if (n <= st->cap)
+        return 0;
+    size_t c = n + n / 4 + 1024;
+    int64_t *ts = realloc(st->ts, c * sizeof *ts);
+    if (!ts)
+        return GA_ENOMEM;
+    st->ts = ts;
+    double *val = realloc(st->val, c * sizeof *val);
+    if (!val)
+        return GA_ENOMEM;
+    st->val = val;
+    uint32_t *pos = realloc(st->pos, c * sizeof *pos);
+    if (!pos)
+        return GA_ENOMEM;
+    st->pos = pos;
+    uint8_t *reason = realloc(st->reason, c);
+    if (!reason)
+        return GA_ENOMEM;
+    st->reason = reason;
+    st->cap = c;
+    return 0;
+}
+
+static uint32_t local_of(const struct cpu_backend *cb, uint32_t id)
+{
+    return id < cb->cap_local ? cb->local[id] : 0;
+}
+
+/* Regroup the batch per metric into the stage and fill cb->jobs.  Returns
+ * the number of jobs; *nunknown gets the points of unknown metrics. */
+static size_t regroup(struct cpu_backend *cb, const struct ga_points *pts, size_t *nunknown)
+{
+    size_t nt = 0, unk = 0;
+    for (size_t i = 0; i < pts->n; i++) {
+        uint32_t li = local_of(cb, pts->metric[i]);
+        if (!li) {
+            unk++;
+            continue;
+        }
+        if (cb->cnt[li - 1]++ == 0)
+            cb->touched[nt++] = li - 1;
+    }
+    size_t off = 0;
+    for (size_t t = 0; t < nt; t++) {
+        uint32_t li = cb->touched[t];
+        struct agg_win *w = &cb->wins[li];
+        cb->jobs[t] = (struct agg_job){ .w = w, .pol = cb->pols[w->pol], .off = off,
+                                        .k = cb->cnt[li] };
+        off += cb->cnt[li];
+        cb->cnt[li] = (uint32_t)cb->jobs[t].off;   /* now the write cursor */
+    }
+    for (size_t i = 0; i < pts->n; i++) {
+        uint32_t li = local_of(cb, pts->metric[i]);
+        if (!li)
+            continue;
+        uint32_t at = cb->cnt[li - 1]++;
+        cb->st.ts[at] = pts->ts[i];
+        cb->st.val[at] = pts->value[i];
+    }
+    for (size_t t = 0; t < nt; t++)
+        cb->cnt[cb->touched[t]] = 0;
+    *nunknown = unk;
+    return nt;
+}
+
+static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    if (pts->n == 0)
+        return 0;
+    if (pts->n >= UINT32_MAX)
+        return GA_ETOOBIG;
+    if (stage_reserve(&cb->st, pts->n) ||
+        grow((void **)&cb->touched, &cb->cap_touched, cb->nwins, sizeof *cb->touched) ||
+        grow((void **)&cb->jobs, &cb->cap_jobs, cb->nwins, sizeof *cb->jobs))
+        return GA_ENOMEM;
+
+    size_t nunknown;
+    size_t nj = regroup(cb, pts, &nunknown);
+    int serial = pts->n < SERIAL_POINTS;
+    struct feed_ctx fc = { .cb = cb };
+    agg_pool_run(cb->pool, nj, phase1, &fc, serial);
+
+    size_t bound = 0, nlate = nunknown, need_buf = 0;
+    for (size_t t = 0; t < nj; t++) {
+        struct agg_job *j = &cb->jobs[t];
+        if (j->err)
+            return j->err;
+        j->agg_off = bound;
+        bound += j->agg_bound;
+        nlate += j->nlate;
+        need_buf = j->need_buf > need_buf ? j->need_buf : need_buf;
+    }
+    int rc = ga_result_reserve(out, bound, nlate);
+    for (int w = 0; w < cb->nthreads && !rc; w++)
+        rc = agg_scratch_reserve_bufs(&cb->scratch[w], need_buf);
+    if (rc)
+        return rc;
+
+    /* From here on nothing fails. */
+    fc.rows = out->aggs + out->naggs;
+    agg_pool_run(cb->pool, nj, phase2, &fc, serial);
+
+    size_t wr = out->naggs;
+    for (size_t t = 0; t < nj; t++) {
+        struct agg_job *j = &cb->jobs[t];
+        if (j->naggs && wr != out->naggs + j->agg_off)
+            memmove(out->aggs + wr, fc.rows + j->agg_off, j->naggs * sizeof *out->aggs);
+        wr += j->naggs;
+        for (size_t q = 0; q < j->nlate; q++) {
+            size_t at = j->late_at + q;
+            out->late[out->nlate++] = (struct ga_late){ .metric = j->w->id,
+                .reason = cb->st.reason[at], .ts = cb->st.ts[at], .value = cb->st.val[at] };
+        }
+    }
+    out->naggs = wr;
+    for (size_t i = 0; nunknown && i < pts->n; i++) {
+        if (local_of(cb, pts->metric[i]))
+            continue;
+        out->late[out->nlate++] = (struct ga_late){ .metric = pts->metric[i],
+            .reason = GA_LATE_UNKNOWN_METRIC, .ts = pts->ts[i], .value = pts->value[i] };
+    }
+    return 0;
+}
+
+static void cpu_close(struct ga_backend *b)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)b;
+    if (!cb)
+        return;
+    agg_pool_close(cb->pool);
+    for (int w = 0; cb->scratch && w < cb->nthreads; w++)
+        agg_scratch_free(&cb->scratch[w]);
+    free(cb->scratch);
+    for (int i = 0; i < cb->npols; i++)
+        free(cb->pols[i]);
+    free(cb->pols);
+    for (size_t i = 0; i < cb->nwins; i++) {
+        free(cb->wins[i].ts);
+        free(cb->wins[i].val);
+    }
+    free(cb->wins);
+    free(cb->free_slots);
+    free(cb->local);
+    free(cb->cnt);
+    free(cb->touched);
+    free(cb->jobs);
+    free(cb->st.ts);
+    free(cb->st.val);
+    free(cb->st.pos);
+    free(cb->st.reason);
+    free(cb);
+}
+
+static const struct ga_backend_ops cpu_ops = {
+    .name = "cpu",
+    .metric_add = cpu_metric_add,
+    .feed = cpu_feed,
+    .window_get = cpu_window_get,
+    .window_put = cpu_window_put,
+    .metric_drop = cpu_metric_drop,
+    .close = cpu_close,
+};
+
+int ga_cpu_backend_open(struct ga_backend **out, int threads)
+{
+    int rc = GA_ENOMEM;
+    if (threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = nc > 0 ? (int)nc : 1;
+    }
+    struct cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb)
+        return GA_ENOMEM;
+    cb->base.ops = &cpu_ops;
+    snprintf(cb->base.label, sizeof cb->base.label, "cpu");
+    cb->nthreads = threads;
+    cb->scratch = calloc((size_t)threads, sizeof *cb->scratch);
+    if (!cb->scratch)
+        goto fail;
+    rc = agg_pool_open(&cb->pool, threads);
+    if (rc)
+        goto fail;
+    *out = &cb->base;
+    return 0;
+fail:
+    cpu_close(&cb->base);
+    return rc;
+}
