@@ -35,6 +35,20 @@ off and shown on its own:
                     > 2**53) a point on or within ~1e-7 g of a bucket boundary
                     can land in the previous bucket.
 
+  rewrite='touched' a batch rewrites only the buckets it touched: those
+                    holding a new point (and, for rate:, those holding a point
+                    whose predecessor is new).  Each of those is computed by
+                    carbonara's own code exactly as metricd computes it.
+                    rewrite='carbonara' keeps everything metricd's callback
+                    computes: every bucket from round(tstamp, g) on, touched or
+                    not.  Those rewrites of untouched buckets are artifacts: a
+                    bucket of a granularity that does not divide the block
+                    loses the points truncated from the window; a rate: bucket
+                    gains or loses the difference into its first point
+                    depending on where this batch's recompute starts; Npct
+                    changes in the last bits (quantile()'s rank includes the
+                    bucket's offset in the recomputed range).
+
 Late points: carbonara silently drops a point older than the bound serie's
 first block (computed before the batch is merged); the oracle returns them
 (reason "window") so they can be compared with the engine's late report.
@@ -95,11 +109,13 @@ class Policy(object):
 
 
 class Oracle(object):
-    def __init__(self, policy, dedupe="last", buckets="exact"):
+    def __init__(self, policy, dedupe="last", buckets="exact", rewrite="touched"):
         assert dedupe in ("last", "carbonara") and buckets in ("exact", "carbonara")
+        assert rewrite in ("touched", "carbonara")
         self.policy = policy
         self.dedupe = dedupe
         self.buckets = buckets
+        self.rewrite = rewrite
         self.aggs = policy.aggregations()
         self.block_size = numpy.timedelta64(policy.granularities[-1], "ns")
         self.back_window = policy.back_window
@@ -148,11 +164,16 @@ class Oracle(object):
                 if t < fbt:
                     self.late.append((metric, int(t.astype(numpy.int64)),
                                       float(v), "window"))
+        fbt_old = bound.first_block_timestamp() if len(bound.ts) else None
+        new_ts = measures["timestamps"]
+        if fbt_old is not None:
+            new_ts = new_ts[new_ts >= fbt_old]
 
         def callback(bts):
             # gnocchi/storage/__init__.py _map_compute_splits_operations
             tstamp = max(bts.first, measures["timestamps"][0])
             grouped = {}
+            touched = self._touched(bts, new_ts) if self.rewrite == "touched" else None
             for agg in self.aggs:
                 g = agg.granularity
                 if g not in grouped:
@@ -164,10 +185,30 @@ class Oracle(object):
                     ats.truncate(agg.timespan)
                 key = (metric, int(g / numpy.timedelta64(1, "ns")), agg.method)
                 d = self.state[key]
+                keep = None
+                if touched is not None:
+                    keep = touched[(g, agg.method.startswith("rate:"))]
                 for t, v in zip(ats.timestamps.astype(numpy.int64), ats.values):
-                    d[int(t)] = float(v)
+                    if keep is None or int(t) in keep:
+                        d[int(t)] = float(v)
 
         bound.set_values(measures, before_truncate_callback=callback)
+
+    def _touched(self, bts, new_ts):
+        """rewrite='touched': {(g, rate?): set of buckets} gpuagg recomputes —
+        those holding a new point and, for rate:, those holding a point
+        whose predecessor is new (its difference changed)."""
+        allts = bts.timestamps
+        isnew = numpy.isin(allts, new_ts)
+        succ = numpy.zeros_like(isnew)
+        succ[1:] = isnew[:-1]
+        out = {}
+        for g in set(a.granularity for a in self.aggs):
+            b = carbonara.round_timestamp(allts, g).astype(numpy.int64)
+            plain = set(int(x) for x in b[isnew])
+            out[(g, False)] = plain
+            out[(g, True)] = plain | set(int(x) for x in b[succ])
+        return out
 
     def _note_scale(self, metric, grouped):
         g = int(grouped.granularity / numpy.timedelta64(1, "ns"))
@@ -272,12 +313,13 @@ def main(argv=None):
     ap.add_argument("--input", default="-")
     ap.add_argument("--dedupe", default="last", choices=("last", "carbonara"))
     ap.add_argument("--buckets", default="exact", choices=("exact", "carbonara"))
+    ap.add_argument("--rewrite", default="touched", choices=("touched", "carbonara"))
     a = ap.parse_args(argv)
     grans = [parse_ns(x) for x in a.granularity.split(",")]
     spans = [parse_ns(x) for x in a.timespan.split(",")] if a.timespan else None
     pol = Policy(grans, a.method.split(","), a.back_window, spans)
     f = sys.stdin if a.input == "-" else open(a.input)
-    o = Oracle(pol, dedupe=a.dedupe, buckets=a.buckets)
+    o = Oracle(pol, dedupe=a.dedupe, buckets=a.buckets, rewrite=a.rewrite)
     for b in read_batches(f):
         o.feed(b)
     write_csv(o.rows(), sys.stdout)
