@@ -1,0 +1,339 @@
+/* ceilometer.c — Ceilometer udp:// publisher datagrams: decode, verify the
+ * signature, extract one sample (see ceilometer.h).
+ *
+ * The signature is reproduced from ceilometer/publisher/utils.py
+ * (Ceilometer 19, Debian 12):
+ *     for name, value in recursive_keypairs(message):   # sorted, "a:b"
+ *         if name == 'message_signature': continue
+ *         hmac.update(str(name).encode()); hmac.update(str(value).encode())
+ * where recursive_keypairs yields decode_unicode(value) for lists and
+ * tuples.  proto/pystr.c renders the str() forms. */
+#include "proto/ceilometer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ga_err.h"
+#include "proto/mp_frame.h"
+#include "proto/mp_util.h"
+#include "proto/pystr.h"
+#include "proto/sha256.h"
+
+static const char *const reject_names[CEILO_NREASONS] = {
+    [CEILO_OK] = "ok",
+    [CEILO_NOT_MSGPACK] = "not_msgpack",
+    [CEILO_NOT_MAP] = "not_map",
+    [CEILO_MISSING_FIELD] = "missing_field",
+    [CEILO_BAD_FIELD] = "bad_field",
+    [CEILO_UNSIGNED] = "unsigned",
+    [CEILO_BAD_SIGNATURE] = "bad_signature",
+    [CEILO_BAD_TIMESTAMP] = "bad_timestamp",
+    [CEILO_BAD_VALUE] = "bad_value",
+};
+
+const char *ceilo_reject_name(int r)
+{
+    return r >= 0 && r < CEILO_NREASONS ? reject_names[r] : "unknown";
+}
+
+/* ---- timestamps ---- */
+
+/* n decimal digits at s as a number, or -1. */
+static int digits(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Days from 1970-01-01 to y-m-d, proleptic Gregorian (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return dm[m - 1] + (m == 2 && leap);
+}
+
+int ceilo_parse_time(const char *s, size_t n, int64_t *ns)
+{
+    /* YYYY-MM-DDTHH:MM:SS is 19 characters */
+    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        s[13] != ':' || s[16] != ':')
+        return GA_EINVAL;
+    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+    int h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h < 0 || h > 23 ||
+        mi < 0 || mi > 59 || sec < 0 || sec > 59)
+        return GA_EINVAL;
+    size_t i = 19;
+    int64_t frac = 0;
+    if (i < n && s[i] == '.') {
+        int nd = 0;
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, nd++) {
+            if (nd == 9)
+                return GA_EINVAL;               /* finer than a nanosecond */
+            frac = frac * 10 + (s[i] - '0');
+        }
+        if (nd == 0)
+            return GA_EINVAL;
+        for (; nd < 9; nd++)
+            frac *= 10;
+    }
+    int64_t off = 0;
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i] == '-' ? -1 : 1, oh, om = 0;
+        i++;
+        if (n - i < 2 || (oh = digits(s + i, 2)) < 0 || oh > 23)
+            return GA_EINVAL;
+        i += 2;
+        if (i < n && s[i] == ':')
+            i++;
+        if (i < n) {
+            if (n - i < 2 || (om = digits(s + i, 2)) < 0 || om > 59)
+                return GA_EINVAL;
+            i += 2;
+        }
+        off = sign * (oh * 3600 + om * 60);
+    }
+    if (i != n)
+        return GA_EINVAL;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off, r;
+    if (secs < 0 && frac > 0) {         /* keep secs * 1e9 in range near INT64_MIN */
+        secs++;
+        frac -= 1000000000;
+    }
+    if (__builtin_mul_overflow(secs, (int64_t)1000000000, &r) || __builtin_add_overflow(r, frac, &r))
+        return GA_ERANGE;
+    *ns = r;
+    return 0;
+}
+
+/* ---- signature ---- */
+
+/* recursive_keypairs() over map m with names prefixed by prefix[0..plen),
+ * feeding str(name) and str(value) of each leaf to the HMAC. */
+static int sign_map(struct hmac_sha256_ctx *mac, const msgpack_object *m, struct pystr_buf *prefix,
+                    struct pystr_buf *val, const char **why)
+{
+    uint32_t *order = NULL;
+    size_t plen = prefix->len;
+    int rc = pystr_sorted_keys(m, &order, why);
+    for (uint32_t i = 0; i < m->via.map.size && rc == 0; i++) {
+        const msgpack_object_kv *kv = &m->via.map.ptr[order[i]];
+        prefix->len = plen;
+        rc = pystr_str(prefix, &kv->key, 0);
+        if (rc)
+            break;
+        if (kv->val.type == MSGPACK_OBJECT_MAP) {
+            rc = pystr_append(prefix, ":", 1);
+            if (rc == 0)
+                rc = sign_map(mac, &kv->val, prefix, val, why);
+            continue;
+        }
+        if (strcmp(prefix->p, "message_signature") == 0 && prefix->len == 17)
+            continue;
+        val->len = 0;
+        rc = pystr_str(val, &kv->val, kv->val.type == MSGPACK_OBJECT_ARRAY ? PYSTR_CEILO_DECODE : 0);
+        if (rc)
+            break;
+        hmac_sha256_update(mac, prefix->p, prefix->len);
+        hmac_sha256_update(mac, val->p, val->len);
+    }
+    if (rc == GA_EBADARG && !*why)
+        *why = prefix->why ? prefix->why : val->why;
+    prefix->len = plen;
+    free(order);
+    return rc;
+}
+
+int ceilo_signature(const msgpack_object *msg, const char *secret, size_t secret_len,
+                    char hex[65], const char **why)
+{
+    struct hmac_sha256_ctx mac;
+    struct pystr_buf prefix, val;
+    uint8_t d[SHA256_DIGEST];
+    *why = NULL;
+    if (!msg || msg->type != MSGPACK_OBJECT_MAP)
+        return GA_EINVAL;
+    pystr_buf_init(&prefix);
+    pystr_buf_init(&val);
+    hmac_sha256_init(&mac, secret, secret_len);
+    int rc = sign_map(&mac, msg, &prefix, &val, why);
+    if (rc == 0) {
+        hmac_sha256_final(&mac, d);
+        sha256_hex(d, hex);
+    }
+    pystr_buf_free(&prefix);
+    pystr_buf_free(&val);
+    return rc;
+}
+
+/* ---- decoding ---- */
+
+static int reject(int reason, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int reject(int reason, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return reason;
+}
+
+/* Check message_signature against the one computed from msg. */
+static int verify(const msgpack_object *msg, const char *secret, size_t secret_len, char *err,
+                  size_t errlen)
+{
+    const msgpack_object *sig = mp_map_get(msg, "message_signature");
+    if (!sig || sig->type == MSGPACK_OBJECT_NIL ||
+        ((sig->type == MSGPACK_OBJECT_STR || sig->type == MSGPACK_OBJECT_BIN) && sig->via.bin.size == 0))
+        return reject(CEILO_UNSIGNED, err, errlen, "message_signature absent or empty");
+    if (sig->type != MSGPACK_OBJECT_STR && sig->type != MSGPACK_OBJECT_BIN)
+        return reject(CEILO_BAD_SIGNATURE, err, errlen, "message_signature is not a string");
+    char hex[65];
+    const char *why = NULL;
+    int rc = ceilo_signature(msg, secret, secret_len, hex, &why);
+    if (rc == GA_ENOMEM)
+        return reject(CEILO_BAD_FIELD, err, errlen, "out of memory computing the signature");
+    if (rc)
+        return reject(CEILO_BAD_FIELD, err, errlen, "cannot compute signature: %s", why ? why : "?");
+    if (!sha256_ct_equal(hex, 64, sig->via.bin.ptr, sig->via.bin.size))
+        return reject(CEILO_BAD_SIGNATURE, err, errlen, "message_signature does not match");
+    return CEILO_OK;
+}
+
+/* A required non-empty str field without NUL, valid UTF-8. */
+static int get_name(const msgpack_object *msg, const char *key, const char **s, size_t *n, char *err,
+                    size_t errlen)
+{
+    int rc = mp_get_str(msg, key, s, n);
+    if (rc == GA_ENOENT)
+        return reject(CEILO_MISSING_FIELD, err, errlen, "%s missing", key);
+    if (rc)
+        return reject(CEILO_BAD_FIELD, err, errlen, "%s is not a string", key);
+    if (*n == 0 || memchr(*s, '\0', *n) || !pystr_utf8_valid(*s, *n))
+        return reject(CEILO_BAD_FIELD, err, errlen, "%s is empty, has a NUL or is not UTF-8", key);
+    return CEILO_OK;
+}
+
+/* Fill out from the fields of msg. */
+static int extract(const msgpack_object *msg, struct ceilo_sample *out, char *err, size_t errlen)
+{
+    const char *name, *rid, *type, *ts;
+    size_t nname, nrid, ntype, nts;
+    int rc = get_name(msg, "counter_name", &name, &nname, err, errlen);
+    if (rc == CEILO_OK)
+        rc = get_name(msg, "resource_id", &rid, &nrid, err, errlen);
+    if (rc)
+        return rc;
+    if (nrid + 1 + nname >= sizeof out->metric)
+        return reject(CEILO_BAD_FIELD, err, errlen, "resource_id/counter_name longer than %d bytes",
+                      CEILO_METRIC_MAX - 1);
+    rc = mp_get_str(msg, "counter_type", &type, &ntype);
+    if (rc == GA_ENOENT)
+        return reject(CEILO_MISSING_FIELD, err, errlen, "counter_type missing");
+    if (rc || !((ntype == 5 && !memcmp(type, "gauge", 5)) || (ntype == 5 && !memcmp(type, "delta", 5)) ||
+                (ntype == 10 && !memcmp(type, "cumulative", 10))))
+        return reject(CEILO_BAD_FIELD, err, errlen, "counter_type is not gauge, delta or cumulative");
+
+    const msgpack_object *vol = mp_map_get(msg, "counter_volume");
+    if (!vol)
+        return reject(CEILO_MISSING_FIELD, err, errlen, "counter_volume missing");
+    double v;
+    if (vol->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        v = (double)vol->via.u64;
+    else if (vol->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        v = (double)vol->via.i64;
+    else if (vol->type == MSGPACK_OBJECT_FLOAT32 || vol->type == MSGPACK_OBJECT_FLOAT64)
+        v = vol->via.f64;
+    else
+        return reject(CEILO_BAD_VALUE, err, errlen, "counter_volume is not a number");
+    if (!isfinite(v))
+        return reject(CEILO_BAD_VALUE, err, errlen, "counter_volume is not finite");
+
+    rc = mp_get_str(msg, "timestamp", &ts, &nts);
+    if (rc == GA_ENOENT)
+        return reject(CEILO_MISSING_FIELD, err, errlen, "timestamp missing");
+    int64_t ns;
+    if (rc || ceilo_parse_time(ts, nts, &ns) != 0)
+        return reject(CEILO_BAD_TIMESTAMP, err, errlen, "timestamp is not ISO 8601 in 1677..2262");
+
+    memcpy(out->metric, rid, nrid);
+    out->metric[nrid] = '/';
+    memcpy(out->metric + nrid + 1, name, nname);
+    out->metric[nrid + 1 + nname] = '\0';
+    memcpy(out->counter_type, type, ntype);
+    out->counter_type[ntype] = '\0';
+    out->ts_ns = ns;
+    out->value = v;
+    return CEILO_OK;
+}
+
+int ceilo_decode(const void *buf, size_t len, const char *secret, size_t secret_len,
+                 struct ceilo_sample *out, char *err, size_t errlen)
+{
+    msgpack_unpacked msg;
+    size_t frame_len = 0, off = 0;
+    uint32_t *order = NULL;
+    const char *why = NULL;
+    int rc;
+
+    if (err && errlen)
+        err[0] = '\0';
+    msgpack_unpacked_init(&msg);
+    /* the scan bounds every declared length by the datagram before msgpack-c
+     * allocates for it */
+    rc = mp_frame_scan(buf, len, len, &frame_len);
+    if (rc != 1 || frame_len != len) {
+        rc = reject(CEILO_NOT_MSGPACK, err, errlen, "%s",
+                    rc == 0 || rc == GA_ETOOBIG ? "truncated msgpack (or nested too deep)" : rc == 1 ? "bytes after the msgpack object" : "invalid msgpack");
+        goto out;
+    }
+    if (msgpack_unpack_next(&msg, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len) {
+        rc = reject(CEILO_NOT_MSGPACK, err, errlen, "msgpack does not decode (nested too deep?)");
+        goto out;
+    }
+    if (msg.data.type != MSGPACK_OBJECT_MAP) {
+        rc = reject(CEILO_NOT_MAP, err, errlen, "datagram is not a msgpack map");
+        goto out;
+    }
+    /* a Python dict has unique keys: refuse what could be read two ways */
+    int krc = pystr_sorted_keys(&msg.data, &order, &why);
+    if (krc) {
+        rc = reject(CEILO_BAD_FIELD, err, errlen, "%s", krc == GA_ENOMEM ? "out of memory" : why);
+        goto out;
+    }
+    if (secret && secret_len) {
+        rc = verify(&msg.data, secret, secret_len, err, errlen);
+        if (rc)
+            goto out;
+    }
+    rc = extract(&msg.data, out, err, errlen);
+out:
+    free(order);
+    msgpack_unpacked_destroy(&msg);
+    return rc;
+}

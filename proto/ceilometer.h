@@ -1,0 +1,86 @@
+/* ceilometer.h — decode and verify OpenStack Ceilometer udp:// publisher
+ * datagrams.
+ *
+ * Ceilometer's UDPPublisher (ceilometer/publisher/udp.py) sends each sample
+ * as one datagram holding one msgpack map, msgpack.dumps(msg,
+ * use_bin_type=True), where msg is utils.meter_message_from_counter():
+ *   source, counter_name, counter_type, counter_unit, counter_volume,
+ *   user_id, project_id, resource_id, timestamp, resource_metadata,
+ *   message_id, monotonic_time, message_signature
+ * message_signature is hex(HMAC-SHA256(telemetry_secret, …)) over every
+ * other field: keys sorted, nested maps flattened to "parent:child" names,
+ * and for each (name, value) str(name) then str(value) as UTF-8
+ * (utils.compute_signature / recursive_keypairs; lists are rendered as
+ * str(decode_unicode(list))).  An empty secret on the sender gives "".
+ *
+ * The sample becomes one point of the metric resource_id + "/" +
+ * counter_name at the sample's timestamp. */
+#ifndef GA_CEILOMETER_H
+#define GA_CEILOMETER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#define CEILO_METRIC_MAX 512            /* metric name incl. NUL */
+
+struct ceilo_sample {
+    char metric[CEILO_METRIC_MAX];      /* resource_id "/" counter_name */
+    char counter_type[16];              /* "gauge", "delta" or "cumulative" */
+    int64_t ts_ns;                      /* Unix time, ns */
+    double value;                       /* counter_volume, finite */
+};
+
+/* Why a datagram was refused; CEILO_OK is 0.  Each has a stats name. */
+enum ceilo_reject {
+    CEILO_OK,
+    CEILO_NOT_MSGPACK,      /* not exactly one well-formed msgpack object  */
+    CEILO_NOT_MAP,          /* the object is not a map                     */
+    CEILO_MISSING_FIELD,    /* a required field absent or nil              */
+    CEILO_BAD_FIELD,        /* a field of the wrong type or form; a value
+                               the signature cannot be computed over      */
+    CEILO_UNSIGNED,         /* secret set, message_signature absent/empty  */
+    CEILO_BAD_SIGNATURE,    /* secret set, signature does not match        */
+    CEILO_BAD_TIMESTAMP,    /* timestamp not ISO 8601 or out of range      */
+    CEILO_BAD_VALUE,        /* counter_volume None, not a number, NaN/inf  */
+    CEILO_NREASONS
+};
+
+/* The stats key of a reason: "ok", "not_msgpack", "not_map",
+ * "missing_field", "bad_field", "unsigned", "bad_signature",
+ * "bad_timestamp", "bad_value"; "unknown" out of range.  Static storage. */
+const char *ceilo_reject_name(int r);
+
+/* Decode one datagram.
+ *   buf, len     the datagram (exactly one msgpack object, nothing after)
+ *   secret       the telemetry secret, secret_len bytes; NULL or length 0
+ *                means no verification (message_signature is ignored)
+ *   out          the sample, filled only when CEILO_OK is returned
+ *   err, errlen  a NUL-terminated reason naming the field at fault (may be
+ *                NULL/0); "" on success
+ * With a secret the signature is checked first (UNSIGNED, BAD_SIGNATURE),
+ * before any field is trusted.  Required: counter_name, resource_id (non-
+ * empty str, no NUL, valid UTF-8), counter_type, counter_volume (int or
+ * float), timestamp (str: YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM|±HHMM],
+ * no zone meaning UTC, as Ceilometer's isoformat()).
+ * Returns CEILO_OK (0) or a reason > 0.  Allocates only temporarily; buf is
+ * not kept. */
+int ceilo_decode(const void *buf, size_t len, const char *secret, size_t secret_len,
+                 struct ceilo_sample *out, char *err, size_t errlen);
+
+/* Compute Ceilometer's signature of the decoded message map msg (any
+ * message_signature key in it is skipped) into hex[65].
+ * Returns 0, GA_EBADARG when a value cannot be rendered as Python would
+ * (why set to static text), GA_ENOMEM, or GA_EINVAL if msg is not a map.
+ * Exposed for tests and tools; ceilo_decode() calls it. */
+int ceilo_signature(const msgpack_object *msg, const char *secret, size_t secret_len,
+                    char hex[65], const char **why);
+
+/* Parse an ISO 8601 timestamp as Ceilometer writes it (see ceilo_decode)
+ * from s[0..n) into Unix ns.  Fractions of up to 9 digits are exact; more
+ * digits are refused.  Returns 0, or GA_EINVAL (malformed, or a field out
+ * of range) or GA_ERANGE (outside int64 ns: 1677-09-21..2262-04-11). */
+int ceilo_parse_time(const char *s, size_t n, int64_t *ns);
+
+#endif
