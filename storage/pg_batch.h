@@ -1,0 +1,85 @@
+/* pg_batch.h — the writer's pending batch: units coalesced in memory.
+ *
+ * Buckets are keyed by (metric, granularity, method, ts) in an open-
+ * addressing hash: a later unit's value replaces an earlier one in place.
+ * Metric definitions are keyed by id (later wins), policies by name (later
+ * wins), point counters by metric (summed), window snapshots by metric
+ * (later wins; stored encoded, pg_window.h).  Late points are appended.
+ *
+ * Not thread-safe: the writer guards a batch with its mutex. */
+#ifndef GA_PG_BATCH_H
+#define GA_PG_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+#include "gpu/policy.h"
+#include "storage/pg_writer.h"
+
+/* uint32 key → uint32 index. */
+struct pgb_map {
+    uint32_t *keys, *vals;           /* vals[i] == 0: empty; else index + 1 */
+    size_t cap, n;
+};
+
+struct pgb_def {
+    uint32_t id;
+    char *name;                      /* owned */
+    char policy[GA_POLICY_NAME_MAX];
+};
+
+struct pgb_window {
+    uint32_t metric;
+    uint8_t *snap;                   /* owned, pgwin_encode */
+    size_t len;
+};
+
+struct pgb_batch {
+    struct ga_agg *aggs;
+    size_t naggs, cap_aggs;
+    uint32_t *slots;                 /* index + 1 into aggs, 0 = empty */
+    size_t nslots;
+    struct ga_late *late;
+    size_t nlate, cap_late;
+    struct pgb_def *defs;
+    size_t ndefs, cap_defs;
+    struct pgb_map def_ix;
+    struct ga_policy *policies;
+    size_t npolicies, cap_policies;
+    struct pgw_count *counts;
+    size_t ncounts, cap_counts;
+    struct pgb_map count_ix;
+    struct pgb_window *windows;
+    size_t nwindows, cap_windows;
+    struct pgb_map window_ix;
+    uint64_t lsn, window_lsn;        /* highest of the merged units (0: none) */
+    uint64_t units, last_seq;        /* units merged; seq of the last one */
+    int64_t oldest_mono_ns;          /* submit time of the first unit, 0 if empty */
+};
+
+/* Merge u into b.  skip_rows: drop u's aggs, late points and counters;
+ * skip_windows: drop its windows (see pg_writer.h "LSNs").  On failure
+ * (GA_ENOMEM, GA_EINVAL for a bad window or name) b is unchanged except for
+ * spare capacity.  Windows are encoded here. */
+int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
+              uint64_t seq, int64_t now_mono_ns);
+
+/* 1 if b holds nothing to write (no rows, late, defs, counts, windows, and
+ * no LSN to advance). */
+int pgb_empty(const struct pgb_batch *b);
+
+/* Rows that count against flush_rows and queue_max_rows. */
+size_t pgb_rows(const struct pgb_batch *b);
+
+/* Sort aggs by (ts day, metric, granularity, method, ts), the order that
+ * keeps each partition's index inserts sequential.  Invalidates the hash:
+ * call only once the batch is closed for merging. */
+void pgb_sort(struct pgb_batch *b);
+
+/* Empty b, keeping its memory. */
+void pgb_reset(struct pgb_batch *b);
+/* Free everything; b is left zeroed. */
+void pgb_free(struct pgb_batch *b);
+
+#endif

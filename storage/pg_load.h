@@ -1,0 +1,56 @@
+/* pg_load.h — what the daemon reads back from PostgreSQL at start.
+ *
+ * Order at start: pgl_load (migrates the schema, then reads the metrics
+ * with their policies, the checkpoint, and streams the window snapshots to
+ * a callback), restore the registry and the engine from it, start the
+ * writer with the checkpoint (pgw_opts.committed_lsn / window_lsn), then
+ * replay the journal from window_lsn (pg_writer.h "LSNs").
+ *
+ * Everything is read in one REPEATABLE READ transaction, so the metrics,
+ * checkpoint and windows are one consistent snapshot. */
+#ifndef GA_PG_LOAD_H
+#define GA_PG_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+#include "gpu/policy.h"
+
+struct pgl_metric {
+    uint32_t id;
+    char *name;                       /* owned by the state */
+    const struct ga_policy *policy;   /* points into pgl_state.policies */
+    uint64_t points;                  /* metrics.points */
+};
+
+struct pgl_state {
+    uint64_t committed_lsn;           /* replayed units at or below are in the database */
+    uint64_t window_lsn;              /* replay the journal from here */
+    struct ga_policy *policies;       /* as stored in archive_policies */
+    size_t npolicies;
+    struct pgl_metric *metrics;       /* ascending id */
+    size_t nmetrics;
+    size_t nwindows;                  /* windows passed to the callback */
+};
+
+/* Called once per stored window; w is valid during the call only (copy
+ * what you keep; ga_engine_window_put copies).  lsn is the window set's
+ * window_lsn.  Return 0 to go on, or a negative code to stop the load
+ * (returned by pgl_load). */
+typedef int (*pgl_window_cb)(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w);
+
+/* Connect to conninfo, migrate the schema (pg_schema.h), read everything
+ * into *out (free with pgl_free; zeroed on failure) and call on_window for
+ * each window snapshot (may be NULL to skip them).  Blocking; call from a
+ * worker thread or before the loop starts.  Returns 0; GA_EIO (cannot
+ * connect), GA_EDB, GA_EPROTO (schema newer than this binary),
+ * GA_ECORRUPT (a snapshot or policy that does not decode; err names the
+ * metric or policy), GA_ENOMEM, or the callback's code; err[errlen] says
+ * why. */
+int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_window, void *ctx,
+             char *err, size_t errlen);
+
+void pgl_free(struct pgl_state *s);
+
+#endif

@@ -1,0 +1,58 @@
+/* pg_query.h — read queries for the control ops `metrics` and `query`.
+ *
+ * Runs on its own small pool of connections (application_name
+ * "gpuaggd-query"), never the writer's, so reads do not wait behind a
+ * flush.  Calls block: make them from a worker thread (uv_queue_work), not
+ * the loop thread.  Connections are opened on first use and reopened after
+ * a failure (one retry per call).  They see committed data only: call
+ * pgw_flush first for "everything up to now".
+ *
+ * Thread-safety: every function may be called from any number of threads
+ * at once (up to pool_size run in parallel, the rest wait), except
+ * pgq_close. */
+#ifndef GA_PG_QUERY_H
+#define GA_PG_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/policy.h"
+
+struct pgq;
+
+struct pgq_metric {
+    uint32_t id;
+    char *name;                       /* owned by the array */
+    char policy[GA_POLICY_NAME_MAX];
+    uint64_t points;                  /* points aggregated (metrics.points) */
+};
+
+struct pgq_point {
+    int64_t ts;                       /* bucket start, ns since the epoch */
+    double value;
+};
+
+/* Create the pool (no connection yet).  conninfo copied; pool_size >= 1.
+ * Returns 0, GA_EINVAL or GA_ENOMEM. */
+int pgq_open(struct pgq **out, const char *conninfo, int pool_size);
+/* Close every connection and free q.  No call may be running.  NULL ok. */
+void pgq_close(struct pgq *q);
+
+/* Every metric, ascending by name (byte order).  *out (free with
+ * pgq_metrics_free) and *n.  Returns 0, GA_EIO (cannot connect) or GA_EDB,
+ * with err[errlen]. */
+int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, size_t errlen);
+void pgq_metrics_free(struct pgq_metric *m, size_t n);
+
+/* The buckets of one series with start_ns <= ts < stop_ns, ascending ts.
+ * granularity_ns must be one of the metric's policy, method (a name such
+ * as "mean", "90pct", "rate:max") one of its methods.  *out is malloc'ed
+ * (free(); NULL when *n == 0).  Returns 0; GA_ENOENT unknown metric;
+ * GA_EINVAL unknown method, method or granularity not in the metric's
+ * policy, or start_ns > stop_ns; GA_EIO / GA_EDB; err[errlen] names the
+ * offending value. */
+int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const char *method,
+              int64_t start_ns, int64_t stop_ns, struct pgq_point **out, size_t *n, char *err,
+              size_t errlen);
+
+#endif

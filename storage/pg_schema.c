@@ -1,0 +1,341 @@
+/* pg_schema.c — embedded migrations and schema helpers (see pg_schema.h,
+ * docs/STORAGE.md).  A migration, once released, is never edited: changes
+ * go in a new step appended to `steps`. */
+#include "storage/pg_schema.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "proto/ga_err.h"
+#include "storage/pg_util.h"
+
+/* pg_advisory_xact_lock key: "gpuagg" in ASCII. */
+#define PGS_LOCK_KEY "106240213050983"
+
+static const char schema_v1[] =
+    "CREATE TABLE methods (\n"
+    "    id   smallint PRIMARY KEY,\n"
+    "    name text NOT NULL UNIQUE\n"
+    ");\n"
+    "CREATE TABLE archive_policies (\n"
+    "    name        text PRIMARY KEY,\n"
+    "    back_window bigint NOT NULL,\n"
+    "    definition  jsonb NOT NULL,\n"
+    "    methods     text[] NOT NULL,\n"
+    "    updated     timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "CREATE TABLE metrics (\n"
+    "    id      integer PRIMARY KEY CHECK (id >= 0),\n"
+    "    name    text NOT NULL UNIQUE,\n"
+    "    policy  text NOT NULL REFERENCES archive_policies (name),\n"
+    "    points  bigint NOT NULL DEFAULT 0,\n"
+    "    created timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "CREATE TABLE aggregates (\n"
+    "    metric      integer NOT NULL,\n"
+    "    granularity bigint NOT NULL,\n"
+    "    method      smallint NOT NULL,\n"
+    "    ts          bigint NOT NULL,\n"
+    "    value       double precision NOT NULL,\n"
+    "    PRIMARY KEY (metric, granularity, method, ts)\n"
+    ") PARTITION BY RANGE (ts);\n"
+    "CREATE TABLE aggregate_partitions (\n"
+    "    name    text PRIMARY KEY,\n"
+    "    from_ns bigint NOT NULL UNIQUE,\n"
+    "    to_ns   bigint NOT NULL\n"
+    ");\n"
+    "CREATE TABLE late_points (\n"
+    "    metric   integer NOT NULL,\n"
+    "    ts       bigint NOT NULL,\n"
+    "    value    double precision NOT NULL,\n"
+    "    reason   text NOT NULL,\n"
+    "    received timestamptz NOT NULL DEFAULT now(),\n"
+    "    PRIMARY KEY (metric, ts, reason, value)\n"
+    ");\n"
+    "CREATE TABLE checkpoints (\n"
+    "    id            smallint PRIMARY KEY CHECK (id = 1),\n"
+    "    committed_lsn bigint NOT NULL,\n"
+    "    window_lsn    bigint NOT NULL,\n"
+    "    last_batch    bigint NOT NULL,\n"
+    "    updated       timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "INSERT INTO checkpoints (id, committed_lsn, window_lsn, last_batch) VALUES (1, 0, 0, 0);\n"
+    "CREATE TABLE metric_windows (\n"
+    "    metric   integer PRIMARY KEY,\n"
+    "    lsn      bigint NOT NULL,\n"
+    "    snapshot bytea NOT NULL,\n"
+    "    updated  timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "CREATE FUNCTION gpuagg_ns(t timestamptz) RETURNS bigint\n"
+    "    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n"
+    "    AS $$ SELECT (extract(epoch FROM t) * 1000000000)::bigint $$;\n"
+    "CREATE FUNCTION gpuagg_time(ns bigint) RETURNS timestamptz\n"
+    "    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n"
+    "    AS $$ SELECT timestamptz '1970-01-01 00:00:00+00'\n"
+    "                 + (ns / 1000000000) * interval '1 second'\n"
+    "                 + (ns % 1000000000 / 1000) * interval '1 microsecond' $$;\n"
+    "CREATE VIEW gpuagg_measures AS\n"
+    "    SELECT m.name AS metric, mt.name AS method,\n"
+    "           a.granularity / 1e9::double precision AS granularity_s,\n"
+    "           gpuagg_time(a.ts) AS time, a.value,\n"
+    "           a.ts AS ts_ns, a.granularity AS granularity_ns\n"
+    "      FROM aggregates a\n"
+    "      JOIN metrics m ON m.id = a.metric\n"
+    "      JOIN methods mt ON mt.id = a.method;\n"
+    "CREATE FUNCTION gpuagg_ensure_partition(day bigint) RETURNS boolean\n"
+    "    LANGUAGE plpgsql AS $$\n"
+    "DECLARE\n"
+    "    lo bigint := day * 86400000000000;\n"
+    "    nm text := 'aggregates_' || to_char(timestamp '1970-01-01' + day * interval '1 day',\n"
+    "                                        'YYYYMMDD');\n"
+    "BEGIN\n"
+    "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"
+    "    IF EXISTS (SELECT 1 FROM aggregate_partitions WHERE from_ns = lo) THEN\n"
+    "        RETURN false;\n"
+    "    END IF;\n"
+    "    EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF aggregates '\n"
+    "                   'FOR VALUES FROM (%s) TO (%s)', nm, lo, lo + 86400000000000);\n"
+    "    INSERT INTO aggregate_partitions VALUES (nm, lo, lo + 86400000000000);\n"
+    "    RETURN true;\n"
+    "END $$;\n"
+    "CREATE FUNCTION gpuagg_retention(now_ns bigint) RETURNS SETOF text\n"
+    "    LANGUAGE plpgsql AS $$\n"
+    "DECLARE\n"
+    "    unbounded boolean;\n"
+    "    reach bigint;\n"
+    "    r record;\n"
+    "BEGIN\n"
+    "    SELECT bool_or((d->>'timespan_ns')::bigint = 0),\n"
+    "           max((d->>'timespan_ns')::bigint + (d->>'granularity_ns')::bigint)\n"
+    "      INTO unbounded, reach\n"
+    "      FROM archive_policies p CROSS JOIN LATERAL jsonb_array_elements(p.definition) d\n"
+    "     WHERE p.name IN (SELECT policy FROM metrics);\n"
+    "    IF reach IS NULL OR unbounded THEN\n"
+    "        RETURN;\n"
+    "    END IF;\n"
+    "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"
+    "    FOR r IN SELECT name FROM aggregate_partitions\n"
+    "              WHERE to_ns <= now_ns - reach ORDER BY from_ns LOOP\n"
+    "        EXECUTE format('DROP TABLE IF EXISTS %I', r.name);\n"
+    "        DELETE FROM aggregate_partitions WHERE name = r.name;\n"
+    "        RETURN NEXT r.name;\n"
+    "    END LOOP;\n"
+    "END $$;\n";
+
+/* Fill the methods lookup table with every valid ga_method_t. */
+static int seed_methods(PGconn *c, char *err, size_t errlen)
+{
+    char ids[4096], names[8192], nm[GA_METHOD_NAME_MAX];
+    size_t io = 0, no = 0;
+    int first = 1;
+    ids[io++] = '{';
+    names[no++] = '{';
+    for (int rate = 0; rate < 2; rate++) {
+        for (int b = GA_M_MEAN; b < GA_M_PCT_BASE + 100; b++) {
+            if (b > GA_M_MEDIAN && b <= GA_M_PCT_BASE)
+                continue;
+            ga_method_t m = (ga_method_t)(b | (rate ? GA_M_RATE : 0));
+            io += (size_t)snprintf(ids + io, sizeof ids - io, "%s%u", first ? "" : ",", m);
+            no += (size_t)snprintf(names + no, sizeof names - no, "%s\"%s\"", first ? "" : ",",
+                                   ga_method_name(m, nm));
+            first = 0;
+        }
+    }
+    snprintf(ids + io, sizeof ids - io, "}");
+    snprintf(names + no, sizeof names - no, "}");
+    const char *params[] = { ids, names };
+    PGresult *r = PQexecParams(c,
+                               "INSERT INTO methods (id, name) "
+                               "SELECT * FROM unnest($1::smallint[], $2::text[])",
+                               2, NULL, params, NULL, NULL, 0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    return rc;
+}
+
+struct step {
+    int version;
+    const char *name;
+    const char *sql;
+    int (*after)(PGconn *c, char *err, size_t errlen);
+};
+
+static const struct step steps[] = {
+    { 1, "initial schema", schema_v1, seed_methods },
+};
+#define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
+
+int pgs_latest_version(void)
+{
+    return steps[NSTEPS - 1].version;
+}
+
+/* Current version inside the open transaction: 0 for a fresh database. */
+static int current_version(PGconn *c, int *version, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(c, "SELECT to_regclass('gpuagg_migrations') IS NOT NULL");
+    int rc = 0;
+    *version = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        goto dberr;
+    if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+        PQclear(r);
+        r = PQexec(c, "CREATE TABLE gpuagg_migrations (\n"
+                      "    version integer PRIMARY KEY,\n"
+                      "    name    text NOT NULL,\n"
+                      "    applied timestamptz NOT NULL DEFAULT now())");
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            goto dberr;
+        goto out;
+    }
+    PQclear(r);
+    r = PQexec(c, "SELECT coalesce(max(version), 0) FROM gpuagg_migrations");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        goto dberr;
+    *version = atoi(PQgetvalue(r, 0, 0));
+    goto out;
+dberr:
+    pgu_result_error(err, errlen, c, r);
+    rc = GA_EDB;
+out:
+    PQclear(r);
+    return rc;
+}
+
+static int record_step(PGconn *c, const struct step *s, char *err, size_t errlen)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", s->version);
+    const char *params[] = { v, s->name };
+    PGresult *r = PQexecParams(c, "INSERT INTO gpuagg_migrations (version, name) VALUES ($1, $2)",
+                               2, NULL, params, NULL, NULL, 0);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    return rc;
+}
+
+int pgs_migrate(PGconn *c, char *err, size_t errlen)
+{
+    char why[512] = "";
+    int version = 0, applied = 0, rc;
+    if ((rc = pgu_exec(c, "BEGIN", why, sizeof why)) < 0 ||
+        (rc = pgu_exec(c, "SELECT pg_advisory_xact_lock(" PGS_LOCK_KEY ")", why, sizeof why)) < 0 ||
+        (rc = current_version(c, &version, why, sizeof why)) < 0) {
+        snprintf(err, errlen, "migrations: %s", why);
+        goto fail;
+    }
+    if (version > pgs_latest_version()) {
+        snprintf(err, errlen, "database schema is version %d, newer than this gpuaggd knows (%d)",
+                 version, pgs_latest_version());
+        rc = GA_EPROTO;
+        goto fail;
+    }
+    for (int i = 0; i < NSTEPS; i++) {
+        const struct step *s = &steps[i];
+        if (s->version <= version)
+            continue;
+        if ((rc = pgu_exec(c, s->sql, why, sizeof why)) < 0 ||
+            (s->after && (rc = s->after(c, why, sizeof why)) < 0) ||
+            (rc = record_step(c, s, why, sizeof why)) < 0) {
+            snprintf(err, errlen, "migration %d (%s): %s", s->version, s->name, why);
+            goto fail;
+        }
+        applied++;
+    }
+    if ((rc = pgu_exec(c, "COMMIT", why, sizeof why)) < 0) {
+        snprintf(err, errlen, "migrations: commit: %s", why);
+        goto fail;
+    }
+    if (applied)
+        ga_log(GA_LOG_INFO, "storage_migrated", "from=%d to=%d", version, pgs_latest_version());
+    return applied;
+fail:
+    if (PQtransactionStatus(c) != PQTRANS_IDLE)
+        pgu_exec(c, "ROLLBACK", why, sizeof why);
+    return rc;
+}
+
+int pgs_ensure_partitions(PGconn *c, const int64_t *days, size_t n, char *err, size_t errlen)
+{
+    struct pgu_buf b = { 0 };
+    pgu_array_begin(&b, PGU_INT8OID, n);
+    for (size_t i = 0; i < n; i++)
+        pgu_array_i64(&b, days[i]);
+    if (b.oom) {
+        pgu_buf_free(&b);
+        snprintf(err, errlen, "out of memory");
+        return GA_ENOMEM;
+    }
+    const char *vals[] = { (const char *)b.p };
+    int lens[] = { (int)b.len }, fmts[] = { 1 };
+    PGresult *r = PQexecParams(c,
+                               "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
+                               "FROM unnest($1::int8[]) d",
+                               1, NULL, vals, lens, fmts, 0);
+    int rc;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        rc = atoi(PQgetvalue(r, 0, 0));
+    } else {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    pgu_buf_free(&b);
+    return rc;
+}
+
+int pgs_retention(PGconn *c, int64_t now_ns, char *err, size_t errlen)
+{
+    char now[32];
+    snprintf(now, sizeof now, "%" PRId64, now_ns);
+    const char *vals[] = { now };
+    PGresult *r = PQexecParams(c, "SELECT gpuagg_retention($1::bigint)", 1, NULL, vals, NULL,
+                               NULL, 0);
+    int rc;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        rc = PQntuples(r);
+        for (int i = 0; i < rc; i++)
+            ga_log(GA_LOG_INFO, "storage_retention_drop", "partition=%s", PQgetvalue(r, i, 0));
+    } else {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    return rc;
+}
+
+int pgs_policy_json(const struct ga_policy *p, char *def, size_t deflen, char *methods,
+                    size_t mlen)
+{
+    size_t o = 0;
+    char nm[GA_METHOD_NAME_MAX];
+    o += (size_t)snprintf(def, deflen, "[");
+    for (int i = 0; i < p->ndefs && o < deflen; i++)
+        o += (size_t)snprintf(def + o, deflen - o,
+                              "%s{\"granularity_ns\": %" PRId64 ", \"timespan_ns\": %" PRId64
+                              ", \"points\": %" PRId64 "}",
+                              i ? ", " : "", p->defs[i].granularity_ns, p->defs[i].timespan_ns,
+                              p->defs[i].points);
+    if (o < deflen)
+        o += (size_t)snprintf(def + o, deflen - o, "]");
+    if (o >= deflen)
+        return GA_ERANGE;
+    o = (size_t)snprintf(methods, mlen, "{");
+    for (int i = 0; i < p->nmethods && o < mlen; i++)
+        o += (size_t)snprintf(methods + o, mlen - o, "%s\"%s\"", i ? "," : "",
+                              ga_method_name(p->methods[i], nm));
+    if (o < mlen)
+        o += (size_t)snprintf(methods + o, mlen - o, "}");
+    return o >= mlen ? GA_ERANGE : 0;
+}

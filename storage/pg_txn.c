@@ -1,0 +1,511 @@
+/* pg_txn.c — the writer's connection and flush transaction (see pg_txn.h,
+ * docs/STORAGE.md "The flush transaction"). */
+#include "storage/pg_txn.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "proto/ga_err.h"
+#include "storage/pg_schema.h"
+#include "storage/pg_util.h"
+
+#define COPY_CHUNK (1u << 20)
+#define MAX_STEPS 8
+
+static const char session_sql[] =
+    "SET temp_buffers = '256MB';\n"
+    "CREATE TEMP TABLE gpuagg_stage_aggs (\n"
+    "    metric integer, granularity bigint, method smallint, ts bigint,\n"
+    "    value double precision) ON COMMIT DELETE ROWS";
+
+static const char upsert_aggs_sql[] =
+    "INSERT INTO aggregates (metric, granularity, method, ts, value)\n"
+    "SELECT metric, granularity, method, ts, value FROM gpuagg_stage_aggs\n"
+    "ON CONFLICT (metric, granularity, method, ts) DO UPDATE SET value = EXCLUDED.value";
+
+static const char upsert_policy_sql[] =
+    "INSERT INTO archive_policies (name, back_window, definition, methods)\n"
+    "SELECT n, bw, d::jsonb, m::text[] FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[])\n"
+    "    u(n, bw, d, m)\n"
+    "ON CONFLICT (name) DO UPDATE SET back_window = EXCLUDED.back_window,\n"
+    "    definition = EXCLUDED.definition, methods = EXCLUDED.methods, updated = now()\n"
+    "WHERE (archive_policies.back_window, archive_policies.definition, archive_policies.methods)\n"
+    "    IS DISTINCT FROM (EXCLUDED.back_window, EXCLUDED.definition, EXCLUDED.methods)";
+
+static const char insert_metrics_sql[] =
+    "INSERT INTO metrics (id, name, policy)\n"
+    "SELECT * FROM unnest($1::int4[], $2::text[], $3::text[])\n"
+    "ON CONFLICT (id) DO NOTHING";
+
+static const char insert_late_sql[] =
+    "INSERT INTO late_points (metric, ts, value, reason)\n"
+    "SELECT * FROM unnest($1::int4[], $2::int8[], $3::float8[], $4::text[])\n"
+    "ON CONFLICT DO NOTHING";
+
+static const char update_counts_sql[] =
+    "UPDATE metrics m SET points = m.points + u.n\n"
+    "FROM unnest($1::int4[], $2::int8[]) u(id, n) WHERE m.id = u.id";
+
+static const char upsert_windows_sql[] =
+    "INSERT INTO metric_windows (metric, lsn, snapshot)\n"
+    "SELECT u.m, $3::bigint, u.s FROM unnest($1::int4[], $2::bytea[]) u(m, s)\n"
+    "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, snapshot = EXCLUDED.snapshot,\n"
+    "    updated = now()";
+
+static const char checkpoint_sql[] =
+    "UPDATE checkpoints SET committed_lsn = greatest(committed_lsn, $1::bigint),\n"
+    "    window_lsn = greatest(window_lsn, $2::bigint), last_batch = $3::bigint, updated = now()\n"
+    "WHERE id = 1";
+
+static double ms_since(int64_t t0)
+{
+    return (double)(ga_now_mono_ns() - t0) / 1e6;
+}
+
+/* GA_EIO when the connection is gone, else GA_EDB. */
+static int fail_code(PGconn *c)
+{
+    return PQstatus(c) == CONNECTION_OK ? GA_EDB : GA_EIO;
+}
+
+void pgt_close(struct pgt_conn *tc)
+{
+    if (tc->c)
+        PQfinish(tc->c);
+    free(tc->days);
+    memset(tc, 0, sizeof *tc);
+}
+
+int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen)
+{
+    PGresult *r = PQexecParams(tc->c,
+                               "SELECT committed_lsn, window_lsn, last_batch FROM checkpoints "
+                               "WHERE id = 1",
+                               0, NULL, NULL, NULL, NULL, 1);
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        pgu_result_error(err, errlen, tc->c, r);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK)
+            snprintf(err, errlen, "checkpoints has %d rows, expected 1", PQntuples(r));
+        rc = fail_code(tc->c);
+    } else {
+        cp->committed_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 0));
+        cp->window_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
+        cp->last_batch = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 2));
+    }
+    PQclear(r);
+    return rc;
+}
+
+int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *cp, char *err,
+             size_t errlen)
+{
+    int rc;
+    memset(tc, 0, sizeof *tc);
+    tc->c = pgu_connect(conninfo, "gpuaggd-writer");
+    if (!tc->c) {
+        snprintf(err, errlen, "out of memory");
+        return GA_ENOMEM;
+    }
+    if (PQstatus(tc->c) != CONNECTION_OK) {
+        pgu_errcopy(err, errlen, PQerrorMessage(tc->c));
+        rc = GA_EIO;
+        goto fail;
+    }
+    if ((rc = pgs_migrate(tc->c, err, errlen)) < 0 ||
+        (rc = pgu_exec(tc->c, session_sql, err, errlen)) < 0 ||
+        (rc = pgt_read_checkpoint(tc, cp, err, errlen)) < 0)
+        goto fail;
+    return 0;
+fail:
+    if (rc == GA_EDB)
+        rc = fail_code(tc->c);
+    pgt_close(tc);
+    return rc;
+}
+
+static int day_known(const struct pgt_conn *tc, int64_t day)
+{
+    size_t lo = 0, hi = tc->ndays;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tc->days[mid] == day)
+            return 1;
+        if (tc->days[mid] < day)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Ensure the partitions of days[n] (sorted, unique) exist. */
+static int ensure_days(struct pgt_conn *tc, const int64_t *days, size_t n, int *created,
+                       char *err, size_t errlen)
+{
+    int64_t *want = malloc((n ? n : 1) * sizeof *want);
+    size_t nw = 0;
+    int rc = 0;
+    if (!want)
+        return GA_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!day_known(tc, days[i]))
+            want[nw++] = days[i];
+    if (!nw)
+        goto out;
+    if ((rc = pgs_ensure_partitions(tc->c, want, nw, err, errlen)) < 0) {
+        rc = rc == GA_EDB ? fail_code(tc->c) : rc;
+        goto out;
+    }
+    *created += rc;
+    rc = 0;
+    if (tc->ndays + nw > tc->cap_days) {
+        size_t cap = (tc->ndays + nw) * 2;
+        int64_t *d = realloc(tc->days, cap * sizeof *d);
+        if (!d) {
+            rc = GA_ENOMEM;
+            goto out;
+        }
+        tc->days = d;
+        tc->cap_days = cap;
+    }
+    memcpy(tc->days + tc->ndays, want, nw * sizeof *want);
+    tc->ndays += nw;
+    qsort(tc->days, tc->ndays, sizeof *tc->days, cmp_i64);
+out:
+    free(want);
+    return rc;
+}
+
+static int batch_days(struct pgt_conn *tc, const struct pgb_batch *b, int *created, char *err,
+                      size_t errlen)
+{
+    int64_t *days = malloc((b->naggs ? b->naggs : 1) * sizeof *days);
+    size_t n = 0;
+    if (!days)
+        return GA_ENOMEM;
+    for (size_t i = 0; i < b->naggs; i++)
+        days[n++] = b->aggs[i].ts / PGS_PARTITION_NS;
+    qsort(days, n, sizeof *days, cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || days[u - 1] != days[i])
+            days[u++] = days[i];
+    int rc = ensure_days(tc, days, u, created, err, errlen);
+    free(days);
+    return rc;
+}
+
+static void copy_row(struct pgu_buf *cb, const struct ga_agg *a)
+{
+    pgu_put_i16(cb, 5);
+    pgu_put_i32(cb, 4);
+    pgu_put_i32(cb, (int32_t)a->metric);
+    pgu_put_i32(cb, 8);
+    pgu_put_i64(cb, a->granularity_ns);
+    pgu_put_i32(cb, 2);
+    pgu_put_i16(cb, (int16_t)a->method);
+    pgu_put_i32(cb, 8);
+    pgu_put_i64(cb, a->ts);
+    pgu_put_i32(cb, 8);
+    pgu_put_f64(cb, a->value);
+}
+
+/* COPY b's aggs into the staging table (inside the open transaction). */
+static int copy_aggs(PGconn *c, const struct pgb_batch *b, char *err, size_t errlen)
+{
+    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
+    struct pgu_buf cb = { 0 };
+    int rc = GA_EDB;
+    PGresult *r = PQexec(c, "COPY gpuagg_stage_aggs FROM STDIN (FORMAT binary)");
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        pgu_result_error(err, errlen, c, r);
+        goto out;
+    }
+    pgu_buf_reserve(&cb, COPY_CHUNK + 64);
+    pgu_put(&cb, header, sizeof header);
+    for (size_t i = 0; i < b->naggs; i++) {
+        copy_row(&cb, &b->aggs[i]);
+        if (cb.len >= COPY_CHUNK || i + 1 == b->naggs) {
+            if (i + 1 == b->naggs)
+                pgu_put_i16(&cb, -1);
+            if (cb.oom) {
+                PQputCopyEnd(c, "out of memory");
+                snprintf(err, errlen, "out of memory");
+                goto drain;
+            }
+            if (PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
+                pgu_errcopy(err, errlen, PQerrorMessage(c));
+                goto drain;
+            }
+            cb.len = 0;
+        }
+    }
+    if (PQputCopyEnd(c, NULL) != 1) {
+        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        goto drain;
+    }
+    rc = 0;
+drain:
+    PQclear(r);
+    /* The COPY's own result, then NULL. */
+    while ((r = PQgetResult(c)) != NULL) {
+        if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
+            pgu_result_error(err, errlen, c, r);
+            rc = GA_EDB;
+        }
+        PQclear(r);
+    }
+    r = NULL;
+out:
+    PQclear(r);
+    pgu_buf_free(&cb);
+    return rc;
+}
+
+/* The pipelined statements after the COPY, with their binary parameters. */
+struct step {
+    const char *what;
+    const char *sql;
+    int nparams;
+    struct pgu_buf p[4];
+    char text[4][64];                /* small text parameters */
+    int text_param[4];               /* 0: p[i] binary; 1: text[i] */
+};
+
+static void step_text(struct step *s, int i, const char *fmt, uint64_t v)
+{
+    snprintf(s->text[i], sizeof s->text[i], fmt, v);
+    s->text_param[i] = 1;
+}
+
+static int send_step(PGconn *c, struct step *s)
+{
+    const char *vals[4];
+    int lens[4], fmts[4];
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->text_param[i] == 1) {
+            vals[i] = s->text[i];
+            lens[i] = 0;
+            fmts[i] = 0;
+        } else {
+            if (s->p[i].oom)
+                return GA_ENOMEM;
+            vals[i] = (const char *)s->p[i].p;
+            lens[i] = (int)s->p[i].len;
+            fmts[i] = 1;
+        }
+    }
+    return PQsendQueryParams(c, s->sql, s->nparams, NULL, vals, lens, fmts, 0) == 1 ? 0 : GA_EIO;
+}
+
+/* Build the steps for b; returns their count. */
+static int build_steps(const struct pgb_batch *b, uint64_t batch_id, struct step *st)
+{
+    int n = 0;
+    char def[4096], methods[4096];
+    if (b->naggs)
+        st[n++] = (struct step){ .what = "upsert aggregates", .sql = upsert_aggs_sql };
+    if (b->npolicies) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "upsert policies", .sql = upsert_policy_sql, .nparams = 4 };
+        pgu_array_begin(&s->p[0], PGU_TEXTOID, b->npolicies);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, b->npolicies);
+        pgu_array_begin(&s->p[2], PGU_TEXTOID, b->npolicies);
+        pgu_array_begin(&s->p[3], PGU_TEXTOID, b->npolicies);
+        for (size_t i = 0; i < b->npolicies; i++) {
+            const struct ga_policy *p = &b->policies[i];
+            pgs_policy_json(p, def, sizeof def, methods, sizeof methods);
+            pgu_array_bytes(&s->p[0], p->name, strlen(p->name));
+            pgu_array_i64(&s->p[1], p->back_window);
+            pgu_array_bytes(&s->p[2], def, strlen(def));
+            pgu_array_bytes(&s->p[3], methods, strlen(methods));
+        }
+    }
+    if (b->ndefs) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 3 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, b->ndefs);
+        pgu_array_begin(&s->p[1], PGU_TEXTOID, b->ndefs);
+        pgu_array_begin(&s->p[2], PGU_TEXTOID, b->ndefs);
+        for (size_t i = 0; i < b->ndefs; i++) {
+            pgu_array_i32(&s->p[0], (int32_t)b->defs[i].id);
+            pgu_array_bytes(&s->p[1], b->defs[i].name, strlen(b->defs[i].name));
+            pgu_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
+        }
+    }
+    if (b->nlate) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "insert late points", .sql = insert_late_sql, .nparams = 4 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nlate);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, b->nlate);
+        pgu_array_begin(&s->p[2], PGU_FLOAT8OID, b->nlate);
+        pgu_array_begin(&s->p[3], PGU_TEXTOID, b->nlate);
+        for (size_t i = 0; i < b->nlate; i++) {
+            const char *why = ga_late_reason_name(b->late[i].reason);
+            pgu_array_i32(&s->p[0], (int32_t)b->late[i].metric);
+            pgu_array_i64(&s->p[1], b->late[i].ts);
+            pgu_array_f64(&s->p[2], b->late[i].value);
+            pgu_array_bytes(&s->p[3], why, strlen(why));
+        }
+    }
+    if (b->ncounts) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "count points", .sql = update_counts_sql, .nparams = 2 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, b->ncounts);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, b->ncounts);
+        for (size_t i = 0; i < b->ncounts; i++) {
+            pgu_array_i32(&s->p[0], (int32_t)b->counts[i].metric);
+            pgu_array_i64(&s->p[1], (int64_t)b->counts[i].points);
+        }
+    }
+    if (b->nwindows) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nwindows);
+        pgu_array_begin(&s->p[1], PGU_BYTEAOID, b->nwindows);
+        for (size_t i = 0; i < b->nwindows; i++) {
+            pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
+            pgu_array_bytes(&s->p[1], b->windows[i].snap, b->windows[i].len);
+        }
+        step_text(s, 2, "%" PRIu64, b->window_lsn);
+    }
+    struct step *s = &st[n++];
+    *s = (struct step){ .what = "advance checkpoint", .sql = checkpoint_sql, .nparams = 3 };
+    step_text(s, 0, "%" PRIu64, b->lsn);
+    step_text(s, 1, "%" PRIu64, b->window_lsn);
+    step_text(s, 2, "%" PRId64, batch_id & INT64_MAX);
+    st[n++] = (struct step){ .what = "commit", .sql = "COMMIT" };
+    return n;
+}
+
+/* Send the steps in one pipeline and read every result.  Returns 0 when all
+ * succeeded (the transaction is committed). */
+static int run_pipeline(PGconn *c, struct step *st, int n, int64_t t0, struct pgt_timing *t,
+                        char *err, size_t errlen)
+{
+    int rc = 0, failed = 0;
+    if (PQenterPipelineMode(c) != 1) {
+        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        return fail_code(c);
+    }
+    for (int i = 0; i < n && !rc; i++)
+        if ((rc = send_step(c, &st[i])) < 0)
+            pgu_errcopy(err, errlen, rc == GA_ENOMEM ? "out of memory" : PQerrorMessage(c));
+    if (rc < 0 || PQpipelineSync(c) != 1) {
+        if (!rc)
+            pgu_errcopy(err, errlen, PQerrorMessage(c));
+        PQexitPipelineMode(c);
+        return fail_code(c);
+    }
+    int64_t commit_t0 = 0;
+    for (int i = 0; i < n; i++) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            pgu_errcopy(err, errlen, PQerrorMessage(c));
+            return GA_EIO;
+        }
+        ExecStatusType es = PQresultStatus(r);
+        if (es != PGRES_COMMAND_OK && !failed) {
+            char why[400];
+            pgu_result_error(why, sizeof why, c, r);
+            snprintf(err, errlen, "%s: %s", st[i].what, why);
+            failed = 1;
+        } else if (es == PGRES_COMMAND_OK && st[i].sql == checkpoint_sql &&
+                   strcmp(PQcmdTuples(r), "1") != 0 && !failed) {
+            snprintf(err, errlen, "advance checkpoint: the checkpoints row is missing");
+            failed = 1;
+        }
+        PQclear(r);
+        while ((r = PQgetResult(c)) != NULL)          /* the NULL ending each query */
+            PQclear(r);
+        if (i == 0)
+            t->upsert_ms = ms_since(t0);
+        if (st[i].sql == checkpoint_sql)
+            commit_t0 = ga_now_mono_ns();
+    }
+    if (commit_t0)
+        t->commit_ms = ms_since(commit_t0);
+    PGresult *r = PQgetResult(c);                     /* PGRES_PIPELINE_SYNC */
+    int synced = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+    PQclear(r);
+    if (!synced || PQexitPipelineMode(c) != 1) {
+        if (!failed)
+            pgu_errcopy(err, errlen, PQerrorMessage(c));
+        return GA_EIO;
+    }
+    return failed ? fail_code(c) : 0;
+}
+
+int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
+              struct pgt_timing *t, char *err, size_t errlen)
+{
+    PGconn *c = tc->c;
+    struct step st[MAX_STEPS];
+    int n = 0, rc;
+    int64_t t0 = ga_now_mono_ns(), t1;
+    memset(t, 0, sizeof *t);
+    if (!c) {
+        snprintf(err, errlen, "not connected");
+        return GA_EIO;
+    }
+    if ((rc = batch_days(tc, b, &t->partitions_created, err, errlen)) < 0)
+        goto out;
+    t->partitions_ms = ms_since(t0);
+    if ((rc = pgu_exec(c, "BEGIN", err, errlen)) < 0)
+        goto fail;
+    t1 = ga_now_mono_ns();
+    if (b->naggs && (rc = copy_aggs(c, b, err, errlen)) < 0)
+        goto fail;
+    t->copy_ms = ms_since(t1);
+    n = build_steps(b, batch_id, st);
+    rc = run_pipeline(c, st, n, ga_now_mono_ns(), t, err, errlen);
+    if (rc == 0)
+        goto out;
+fail:
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
+        char why[256];
+        if (pgu_exec(c, "ROLLBACK", why, sizeof why) < 0)
+            rc = GA_EIO;
+    }
+    if (rc == GA_EDB)
+        rc = fail_code(c);
+    /* A failure may come from a partition dropped behind our back: forget
+     * the cache so the next attempt checks again. */
+    tc->ndays = 0;
+out:
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++)
+            pgu_buf_free(&st[i].p[k]);
+    t->total_ms = ms_since(t0);
+    return rc;
+}
+
+int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
+                 char *err, size_t errlen)
+{
+    int64_t days[64];
+    int n = 0, rc;
+    *created = *dropped = 0;
+    if (ahead_days > 62)
+        ahead_days = 62;
+    for (int64_t d = now_ns / PGS_PARTITION_NS; n <= ahead_days; d++)
+        days[n++] = d;
+    if ((rc = pgs_retention(tc->c, now_ns, err, errlen)) < 0)
+        return fail_code(tc->c);
+    *dropped = rc;
+    if (rc > 0)
+        tc->ndays = 0;
+    if ((rc = ensure_days(tc, days, (size_t)n, created, err, errlen)) < 0)
+        return rc;
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* pg_txn.h — one writer connection and the flush transaction.
+ *
+ * Used by the writer thread only (pg_writer.c); exposed for tests and the
+ * benchmark.  A pgt_conn is one libpq connection with the session setup the
+ * flush needs (temp staging table, migrations checked) and a cache of the
+ * aggregates partitions known to exist.  Not thread-safe: one thread per
+ * pgt_conn. */
+#ifndef GA_PG_TXN_H
+#define GA_PG_TXN_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/pg_batch.h"
+
+struct pgt_conn {
+    PGconn *c;                       /* NULL when not connected */
+    int64_t *days;                   /* partitions known to exist, sorted */
+    size_t ndays, cap_days;
+};
+
+/* The database's checkpoint row. */
+struct pgt_checkpoint {
+    uint64_t committed_lsn, window_lsn, last_batch;
+};
+
+struct pgt_timing {
+    double partitions_ms, copy_ms, upsert_ms, commit_ms, total_ms;
+    int partitions_created;
+};
+
+/* Connect to conninfo as application_name "gpuaggd-writer", migrate the
+ * schema, prepare the session and read the checkpoint into *cp.  Returns 0,
+ * or GA_EDB / GA_EPROTO / GA_ENOMEM with the reason in err (tc is left
+ * closed). */
+int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *cp, char *err,
+             size_t errlen);
+
+/* Close the connection (if any) and free the cache; tc can be reopened. */
+void pgt_close(struct pgt_conn *tc);
+
+/* Read the checkpoint row.  0 or GA_EDB (err). */
+int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen);
+
+/* Write b (sorted with pgb_sort) as one transaction and set
+ * checkpoints.last_batch = batch_id (a unique non-zero tag that tells,
+ * after a lost connection, whether the commit happened).  Creates the
+ * partitions it needs first (committed on their own).  Returns 0 once
+ * committed; GA_EDB (rolled back, the connection still usable) or GA_EIO
+ * (the connection is broken: pgt_close it) with the reason in err.  *t
+ * gets the timings. */
+int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
+              struct pgt_timing *t, char *err, size_t errlen);
+
+/* Maintenance: create the partitions for today (now_ns) and ahead_days
+ * after it, then drop the partitions past every policy's reach.  Returns
+ * 0 and the counts, or GA_EDB / GA_EIO (err). */
+int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
+                 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,160 @@
+/* pg_util.c — libpq helpers (see pg_util.h). */
+#include "storage/pg_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ga_err.h"
+
+void pgu_buf_reserve(struct pgu_buf *b, size_t more)
+{
+    if (b->oom || b->len + more <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+void pgu_put(struct pgu_buf *b, const void *data, size_t n)
+{
+    pgu_buf_reserve(b, n);
+    if (b->oom)
+        return;
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static void put_be(struct pgu_buf *b, uint64_t v, int bytes)
+{
+    uint8_t tmp[8];
+    for (int i = 0; i < bytes; i++)
+        tmp[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    pgu_put(b, tmp, (size_t)bytes);
+}
+
+void pgu_put_i16(struct pgu_buf *b, int16_t v) { put_be(b, (uint16_t)v, 2); }
+void pgu_put_i32(struct pgu_buf *b, int32_t v) { put_be(b, (uint32_t)v, 4); }
+void pgu_put_i64(struct pgu_buf *b, int64_t v) { put_be(b, (uint64_t)v, 8); }
+
+void pgu_put_f64(struct pgu_buf *b, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    put_be(b, bits, 8);
+}
+
+void pgu_buf_free(struct pgu_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void pgu_array_begin(struct pgu_buf *b, uint32_t elem_oid, size_t n)
+{
+    pgu_put_i32(b, 1);                 /* ndim */
+    pgu_put_i32(b, 0);                 /* no NULLs */
+    pgu_put_i32(b, (int32_t)elem_oid);
+    pgu_put_i32(b, (int32_t)n);        /* dimension length */
+    pgu_put_i32(b, 1);                 /* lower bound */
+}
+
+void pgu_array_i32(struct pgu_buf *b, int32_t v)
+{
+    pgu_put_i32(b, 4);
+    pgu_put_i32(b, v);
+}
+
+void pgu_array_i64(struct pgu_buf *b, int64_t v)
+{
+    pgu_put_i32(b, 8);
+    pgu_put_i64(b, v);
+}
+
+void pgu_array_f64(struct pgu_buf *b, double v)
+{
+    pgu_put_i32(b, 8);
+    pgu_put_f64(b, v);
+}
+
+void pgu_array_bytes(struct pgu_buf *b, const void *p, size_t n)
+{
+    pgu_put_i32(b, (int32_t)n);
+    pgu_put(b, p, n);
+}
+
+void pgu_errcopy(char *dst, size_t n, const char *msg)
+{
+    if (!n)
+        return;
+    snprintf(dst, n, "%s", msg ? msg : "");
+    size_t len = strlen(dst);
+    while (len && (dst[len - 1] == '\n' || dst[len - 1] == ' '))
+        dst[--len] = '\0';
+    for (char *c = dst; *c; c++)
+        if (*c == '\n' || *c == '"')
+            *c = ' ';
+}
+
+void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r)
+{
+    const char *msg = r ? PQresultErrorMessage(r) : NULL;
+    if (!msg || !*msg)
+        msg = c ? PQerrorMessage(c) : "no connection";
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    char line[512];
+    pgu_errcopy(line, sizeof line, msg);
+    if (state)
+        snprintf(dst, n, "SQLSTATE %s: %s", state, line);
+    else
+        snprintf(dst, n, "%s", line);
+}
+
+int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    int rc = 0;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    return rc;
+}
+
+PGconn *pgu_connect(const char *conninfo, const char *application_name)
+{
+    const char *keys[] = { "connect_timeout", "application_name", "dbname", NULL };
+    const char *vals[] = { "5", application_name, conninfo, NULL };
+    /* expand_dbname=1: the conninfo string is parsed in place of dbname and
+     * its settings override the defaults listed before it. */
+    return PQconnectdbParams(keys, vals, 1);
+}
+
+static uint64_t get_be(const char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | (uint8_t)p[i];
+    return v;
+}
+
+int64_t pgu_get_i64(const char *p) { return (int64_t)get_be(p, 8); }
+int32_t pgu_get_i32(const char *p) { return (int32_t)(uint32_t)get_be(p, 4); }
+
+double pgu_get_f64(const char *p)
+{
+    uint64_t bits = get_be(p, 8);
+    double v;
+    memcpy(&v, &bits, 8);
+    return v;
+}

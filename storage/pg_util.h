@@ -1,0 +1,71 @@
+/* pg_util.h — small libpq helpers shared by the storage modules.
+ *
+ * A growable byte buffer with big-endian appenders for PostgreSQL's binary
+ * formats (COPY BINARY and binary array parameters), one-line error text
+ * from libpq, and a checked "exec and clear" for commands.  No state; every
+ * function is thread-safe on distinct arguments. */
+#ifndef GA_PG_UTIL_H
+#define GA_PG_UTIL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* PostgreSQL type OIDs used in binary parameters and arrays (pg_type.h). */
+#define PGU_BYTEAOID 17
+#define PGU_INT8OID 20
+#define PGU_INT2OID 21
+#define PGU_INT4OID 23
+#define PGU_TEXTOID 25
+#define PGU_FLOAT8OID 701
+
+struct pgu_buf {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;                    /* an append failed; the buffer is unusable */
+};
+
+/* Appenders: never fail loudly; on allocation failure they set b->oom and
+ * the caller checks it once at the end.  The buffer owns its memory; free
+ * it with pgu_buf_free (b is left empty and reusable). */
+void pgu_buf_reserve(struct pgu_buf *b, size_t more);
+void pgu_put(struct pgu_buf *b, const void *data, size_t n);
+void pgu_put_i16(struct pgu_buf *b, int16_t v);
+void pgu_put_i32(struct pgu_buf *b, int32_t v);
+void pgu_put_i64(struct pgu_buf *b, int64_t v);
+void pgu_put_f64(struct pgu_buf *b, double v);
+void pgu_buf_free(struct pgu_buf *b);
+
+/* One-dimensional binary array (for `unnest($1::int4[])` with binary
+ * parameters).  Call pgu_array_begin with the element type OID and count,
+ * then append each element as a length (pgu_put_i32) and its bytes; the
+ * convenience appenders below do both. */
+void pgu_array_begin(struct pgu_buf *b, uint32_t elem_oid, size_t n);
+void pgu_array_i32(struct pgu_buf *b, int32_t v);
+void pgu_array_i64(struct pgu_buf *b, int64_t v);
+void pgu_array_f64(struct pgu_buf *b, double v);
+void pgu_array_bytes(struct pgu_buf *b, const void *p, size_t n);
+
+/* Copy msg into dst[n] as one line: no trailing newline, inner newlines and
+ * double quotes replaced by spaces (safe inside a log's msg="..."). */
+void pgu_errcopy(char *dst, size_t n, const char *msg);
+
+/* Copy a failed result's message (or the connection's when r is NULL) with
+ * its SQLSTATE prefix: "SQLSTATE 23514: no partition of relation ...". */
+void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r);
+
+/* Run a parameterless command (no rows expected).  Returns 0, or GA_EDB
+ * with the error in err[errlen].  The result is always cleared. */
+int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen);
+
+/* Connect with application_name and a 5 s connect timeout as defaults
+ * (the conninfo's own settings win).  Returns the connection (check
+ * PQstatus; always PQfinish it) or NULL when out of memory. */
+PGconn *pgu_connect(const char *conninfo, const char *application_name);
+
+/* Big-endian readers for binary results. */
+int64_t pgu_get_i64(const char *p);
+int32_t pgu_get_i32(const char *p);
+double pgu_get_f64(const char *p);
+
+#endif

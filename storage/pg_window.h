@@ -1,0 +1,43 @@
+/* pg_window.h — the binary encoding of a metric's raw window snapshot, as
+ * stored in metric_windows.snapshot (docs/STORAGE.md "Window snapshots").
+ *
+ *   byte 0      version, 1
+ *   byte 1      flags: bit 0 = has_prev; other bits 0
+ *   varint      n, the number of points
+ *   if has_prev:
+ *     zigzag varint prev_ts, then 8 bytes prev_value (IEEE-754 binary64,
+ *     little-endian)
+ *   if n > 0:
+ *     zigzag varint ts[0], then n-1 unsigned varints ts[i] - ts[i-1] (>= 1:
+ *     the window is sorted with unique timestamps)
+ *     n x 8 bytes value[i] (IEEE-754 binary64, little-endian, bit-exact)
+ *
+ * varint = LEB128 (7 bits a byte, low first, high bit = more); zigzag maps a
+ * signed s to (s << 1) ^ (s >> 63).  Nothing may follow the last value.
+ *
+ * Pure functions, thread-safe. */
+#ifndef GA_PG_WINDOW_H
+#define GA_PG_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+
+#define PGWIN_VERSION 1
+
+/* Encode w.  On success *out is a malloc'ed buffer of *len bytes owned by
+ * the caller (free()).  Returns 0, GA_EINVAL when the timestamps are not
+ * strictly increasing, or GA_ENOMEM. */
+int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len);
+
+/* Upper bound of the encoding's size for n points (for buffer planning). */
+size_t pgwin_encoded_max(size_t n);
+
+/* Decode buf[len] into w (w->ts and w->value malloc'ed, owned by the
+ * caller; both NULL when n == 0).  Returns 0, GA_ECORRUPT for a truncated,
+ * overlong or malformed snapshot or an unknown version (w untouched), or
+ * GA_ENOMEM. */
+int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w);
+
+#endif

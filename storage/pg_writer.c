@@ -1,0 +1,571 @@
+/* pg_writer.c — the storage writer thread (see pg_writer.h).
+ *
+ * Two batches: `filling` takes submitted units (under mu, from any thread);
+ * `flushing` is the one being written, owned by the writer thread.  When
+ * the filling batch is due, the writer swaps them under mu and writes
+ * `flushing` outside the lock, retrying until it commits.  Lock order: only
+ * mu; callbacks run with no lock held. */
+#include "storage/pg_writer.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "daemon/log.h"
+#include "proto/ga_err.h"
+#include "storage/pg_batch.h"
+#include "storage/pg_txn.h"
+#include "storage/pg_util.h"
+
+#define IDLE_CHECK_MS 5000
+#define DEFAULT_MAINT_MS 3600000
+#define DEFAULT_AHEAD_DAYS 2
+
+struct flush_req {
+    uint64_t target_seq;
+    void (*cb)(void *ctx, int rc, uint64_t committed_lsn);
+    void *ctx;
+    struct flush_req *next;
+};
+
+struct pgw {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;              /* the writer waits on it */
+    pthread_cond_t done;              /* pgw_flush_sync waits on it */
+    char *conninfo;
+    struct pgw_opts o;                /* tuning fields guarded by mu */
+
+    /* guarded by mu */
+    struct pgb_batch filling;
+    uint64_t seq, committed_seq, flush_target;
+    uint64_t skip_lsn, skip_window_lsn;
+    struct flush_req *reqs;
+    int stopping, exited;
+    int64_t stop_deadline_mono;       /* 0: none */
+    int64_t flushing_oldest_mono;     /* 0: nothing being written */
+    uint64_t flushing_rows, flushing_units;
+    struct pgw_status st;
+
+    /* writer thread only */
+    struct pgb_batch flushing;
+    struct pgt_conn tc;
+    int backoff_ms;
+    int64_t next_maint_mono, last_activity_mono;
+    int stop_rc;
+};
+
+static int64_t ms_to_ns(int64_t ms)
+{
+    return ms * 1000000;
+}
+
+static void set_state_locked(struct pgw *w, enum pgc_state s)
+{
+    if (w->st.state != s)
+        w->st.since_real_ns = ga_now_real_ns();
+    w->st.state = s;
+}
+
+static void set_state(struct pgw *w, enum pgc_state s, const char *err)
+{
+    pthread_mutex_lock(&w->mu);
+    set_state_locked(w, s);
+    if (err)
+        pgu_errcopy(w->st.last_error, sizeof w->st.last_error, err);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Sleep up to ms, or less when the stop deadline comes first.  Returns 1
+ * when the stop deadline has passed. */
+static int sleep_ms(struct pgw *w, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    pthread_mutex_lock(&w->mu);
+    int64_t dl = w->stop_deadline_mono, now = ga_now_mono_ns();
+    if (w->stopping && dl && dl - now < ms_to_ns(ms))
+        ms = dl > now ? (int)((dl - now) / 1000000) + 1 : 0;
+    int64_t ns = until.tv_nsec + ms_to_ns(ms);
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    for (;;) {
+        if (pthread_cond_timedwait(&w->wake, &w->mu, &until) != 0)
+            break;
+        /* pgw_stop wakes us: end the sleep at its deadline, or at once when
+         * nothing is left to write. */
+        if (w->stopping && ((w->stop_deadline_mono && ga_now_mono_ns() >= w->stop_deadline_mono) ||
+                            (pgb_empty(&w->filling) && !w->flushing_units)))
+            break;
+    }
+    int stop = w->stopping && w->stop_deadline_mono && ga_now_mono_ns() >= w->stop_deadline_mono;
+    pthread_mutex_unlock(&w->mu);
+    return stop;
+}
+
+static int next_backoff(struct pgw *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int lo = w->o.retry_initial_ms, hi = w->o.retry_max_ms;
+    pthread_mutex_unlock(&w->mu);
+    w->backoff_ms = w->backoff_ms ? (w->backoff_ms > hi / 2 ? hi : w->backoff_ms * 2) : lo;
+    return w->backoff_ms;
+}
+
+/* Connect if needed.  Returns 0 when connected; else GA_EIO after waiting
+ * the backoff (or GA_ETIMEDOUT when the stop deadline passed). */
+static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
+{
+    char err[256];
+    struct pgt_checkpoint cp;
+    if (w->tc.c)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    set_state_locked(w, w->st.connects ? PGC_CONNECTING : w->st.state);
+    pthread_mutex_unlock(&w->mu);
+    int rc = pgt_open(&w->tc, w->conninfo, &cp, err, sizeof err);
+    if (rc == 0) {
+        w->backoff_ms = 0;
+        w->next_maint_mono = 0;
+        w->last_activity_mono = ga_now_mono_ns();
+        pthread_mutex_lock(&w->mu);
+        w->st.connects++;
+        if (cp.committed_lsn > w->st.committed_lsn)
+            w->st.committed_lsn = w->skip_lsn = cp.committed_lsn;
+        if (cp.window_lsn > w->st.window_lsn)
+            w->st.window_lsn = w->skip_window_lsn = cp.window_lsn;
+        set_state_locked(w, PGC_CONNECTED);
+        pthread_mutex_unlock(&w->mu);
+        ga_log(GA_LOG_INFO, "storage_writer_connected", "committed_lsn=%" PRIu64 " window_lsn=%" PRIu64,
+               cp.committed_lsn, cp.window_lsn);
+        if (cp_out)
+            *cp_out = cp;
+        return 0;
+    }
+    int wait = next_backoff(w);
+    set_state(w, PGC_DOWN, err);
+    ga_log(GA_LOG_WARN, "storage_writer_down", "retry_in_ms=%d error=\"%s\"", wait, err);
+    return sleep_ms(w, wait) ? GA_ETIMEDOUT : GA_EIO;
+}
+
+static uint64_t new_batch_id(void)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != sizeof id)
+        id = (uint64_t)ga_now_real_ns() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ga_now_mono_ns();
+    id &= INT64_MAX;
+    return id ? id : 1;
+}
+
+/* Write w->flushing until it commits.  0, or GA_ETIMEDOUT when the stop
+ * deadline passed first. */
+static int write_batch(struct pgw *w)
+{
+    uint64_t id = new_batch_id();
+    char err[512];
+    struct pgt_timing t;
+    int maybe_committed = 0;
+    pgb_sort(&w->flushing);
+    for (;;) {
+        struct pgt_checkpoint cp = { 0 };
+        int rc = ensure_conn(w, &cp);
+        if (rc == GA_ETIMEDOUT)
+            return rc;
+        if (rc < 0)
+            continue;
+        if (maybe_committed && cp.last_batch == id) {
+            ga_log(GA_LOG_INFO, "storage_commit_confirmed", "batch=%" PRIu64, id);
+            memset(&t, 0, sizeof t);
+            break;
+        }
+        maybe_committed = 0;
+        rc = pgt_write(&w->tc, &w->flushing, id, &t, err, sizeof err);
+        w->last_activity_mono = ga_now_mono_ns();
+        if (rc == 0)
+            break;
+        if (rc == GA_EIO) {
+            /* The commit may have happened before the link broke. */
+            maybe_committed = 1;
+            pgt_close(&w->tc);
+        }
+        int wait = next_backoff(w);
+        pthread_mutex_lock(&w->mu);
+        w->st.retries++;
+        pgu_errcopy(w->st.last_error, sizeof w->st.last_error, err);
+        set_state_locked(w, w->tc.c ? PGC_CONNECTED : PGC_CONNECTING);
+        pthread_mutex_unlock(&w->mu);
+        ga_log(GA_LOG_WARN, "storage_flush_failed", "rows=%zu retry_in_ms=%d error=\"%s\"",
+               pgb_rows(&w->flushing), wait, err);
+        if (sleep_ms(w, wait))
+            return GA_ETIMEDOUT;
+    }
+    w->backoff_ms = 0;
+    pthread_mutex_lock(&w->mu);
+    struct pgw_status *st = &w->st;
+    st->transactions++;
+    st->rows_committed += w->flushing.naggs;
+    st->late_committed += w->flushing.nlate;
+    st->windows_committed += w->flushing.nwindows;
+    st->defs_committed += w->flushing.ndefs;
+    st->partitions_created += (uint64_t)t.partitions_created;
+    st->last_rows = w->flushing.naggs;
+    st->last_flush_ms = t.total_ms;
+    st->last_copy_ms = t.copy_ms;
+    st->last_upsert_ms = t.upsert_ms;
+    st->last_commit_ms = t.commit_ms;
+    st->last_error[0] = '\0';
+    if (w->flushing.lsn > st->committed_lsn)
+        st->committed_lsn = w->flushing.lsn;
+    if (w->flushing.window_lsn > st->window_lsn)
+        st->window_lsn = w->flushing.window_lsn;
+    set_state_locked(w, PGC_CONNECTED);
+    pthread_mutex_unlock(&w->mu);
+    ga_log(GA_LOG_DEBUG, "storage_commit",
+           "rows=%zu late=%zu windows=%zu lsn=%" PRIu64 " ms=%.1f copy_ms=%.1f upsert_ms=%.1f",
+           w->flushing.naggs, w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
+           t.total_ms, t.copy_ms, t.upsert_ms);
+    return 0;
+}
+
+/* After a commit (or at exit with rc != 0): complete the flush requests
+ * that are satisfied, then call on_commit.  Called without the lock. */
+static void complete(struct pgw *w, int committed, int rc)
+{
+    struct flush_req *done = NULL, **pp;
+    pthread_mutex_lock(&w->mu);
+    if (committed) {
+        w->committed_seq = w->flushing.last_seq > w->committed_seq ? w->flushing.last_seq
+                                                                   : w->committed_seq;
+        w->flushing_oldest_mono = 0;
+        w->flushing_rows = w->flushing_units = 0;
+    }
+    for (pp = &w->reqs; *pp;) {
+        struct flush_req *r = *pp;
+        if (rc != 0 || r->target_seq <= w->committed_seq) {
+            *pp = r->next;
+            r->next = done;
+            done = r;
+        } else {
+            pp = &r->next;
+        }
+    }
+    uint64_t lsn = w->st.committed_lsn, wlsn = w->st.window_lsn;
+    pthread_cond_broadcast(&w->done);
+    pthread_mutex_unlock(&w->mu);
+    if (committed && w->o.on_commit)
+        w->o.on_commit(w->o.ctx, lsn, wlsn);
+    while (done) {
+        struct flush_req *r = done;
+        done = r->next;
+        r->cb(r->ctx, rc, lsn);
+        free(r);
+    }
+}
+
+/* Under mu: is the filling batch due for writing? */
+static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
+{
+    struct pgb_batch *b = &w->filling;
+    *wait_ns = ms_to_ns(IDLE_CHECK_MS);
+    if (pgb_empty(b))
+        return 0;
+    if (w->stopping || w->flush_target > w->committed_seq ||
+        pgb_rows(b) >= (size_t)w->o.flush_rows)
+        return 1;
+    int64_t age = now - b->oldest_mono_ns, iv = ms_to_ns(w->o.flush_interval_ms);
+    if (age >= iv)
+        return 1;
+    *wait_ns = iv - age;
+    return 0;
+}
+
+static void maintain(struct pgw *w)
+{
+    int created = 0, dropped = 0;
+    char err[512];
+    pthread_mutex_lock(&w->mu);
+    int iv = w->o.maintenance_interval_ms, ahead = w->o.partitions_ahead_days;
+    pthread_mutex_unlock(&w->mu);
+    if (iv < 0 || !w->tc.c || ga_now_mono_ns() < w->next_maint_mono)
+        return;
+    w->next_maint_mono = ga_now_mono_ns() + ms_to_ns(iv);
+    int rc = pgt_maintain(&w->tc, ga_now_real_ns(), ahead, &created, &dropped, err, sizeof err);
+    if (rc < 0) {
+        ga_log(GA_LOG_WARN, "storage_maintenance_failed", "error=\"%s\"", err);
+        if (rc == GA_EIO)
+            pgt_close(&w->tc);
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->st.partitions_created += (uint64_t)created;
+    w->st.partitions_dropped += (uint64_t)dropped;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* When idle for a while, make sure the connection still works so that the
+ * status tells the truth. */
+static void idle_check(struct pgw *w)
+{
+    if (!w->tc.c || ga_now_mono_ns() - w->last_activity_mono < ms_to_ns(IDLE_CHECK_MS))
+        return;
+    char err[256];
+    w->last_activity_mono = ga_now_mono_ns();
+    if (pgu_exec(w->tc.c, "SELECT 1", err, sizeof err) < 0) {
+        ga_log(GA_LOG_WARN, "storage_writer_lost", "error=\"%s\"", err);
+        pgt_close(&w->tc);
+        set_state(w, PGC_CONNECTING, err);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct pgw *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        int idle_stop = w->stopping && pgb_empty(&w->filling);
+        pthread_mutex_unlock(&w->mu);
+        if (idle_stop)
+            break;
+        if (ensure_conn(w, NULL) == 0) {
+            maintain(w);
+            idle_check(w);
+        }
+        pthread_mutex_lock(&w->mu);
+        int64_t wait_ns;
+        int due = due_locked(w, ga_now_mono_ns(), &wait_ns);
+        if (!due && w->stopping) {
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        if (!due) {
+            if (!w->tc.c)
+                wait_ns = 0;                /* go back to ensure_conn's backoff */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            int64_t ns = until.tv_nsec + wait_ns;
+            until.tv_sec += ns / 1000000000;
+            until.tv_nsec = ns % 1000000000;
+            if (wait_ns)
+                pthread_cond_timedwait(&w->wake, &w->mu, &until);
+            pthread_mutex_unlock(&w->mu);
+            continue;
+        }
+        struct pgb_batch tmp = w->flushing;
+        w->flushing = w->filling;
+        w->filling = tmp;
+        w->flushing_oldest_mono = w->flushing.oldest_mono_ns;
+        w->flushing_rows = pgb_rows(&w->flushing);
+        w->flushing_units = w->flushing.units;
+        pthread_mutex_unlock(&w->mu);
+        if (write_batch(w) < 0) {
+            w->stop_rc = GA_ETIMEDOUT;
+            break;
+        }
+        complete(w, 1, 0);
+        pgb_reset(&w->flushing);
+    }
+    if (w->stop_rc) {
+        pthread_mutex_lock(&w->mu);
+        ga_log(GA_LOG_ERROR, "storage_stop_uncommitted",
+               "units=%" PRIu64 " rows=%zu committed_lsn=%" PRIu64
+               " msg=\"left in the journal; replayed at next start\"",
+               w->flushing.units + w->filling.units, pgb_rows(&w->flushing) + pgb_rows(&w->filling),
+               w->st.committed_lsn);
+        pthread_mutex_unlock(&w->mu);
+    }
+    complete(w, 0, GA_ESHUTDOWN);
+    pgt_close(&w->tc);
+    pthread_mutex_lock(&w->mu);
+    w->exited = 1;
+    set_state_locked(w, PGC_STOPPED);
+    pthread_cond_broadcast(&w->done);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int pgw_start(struct pgw **out, const struct pgw_opts *o)
+{
+    if (!o->conninfo || o->flush_rows <= 0 || o->flush_interval_ms <= 0 ||
+        o->retry_initial_ms <= 0 || o->retry_max_ms < o->retry_initial_ms ||
+        o->committed_lsn > INT64_MAX || o->window_lsn > INT64_MAX)
+        return GA_EINVAL;
+    struct pgw *w = calloc(1, sizeof *w);
+    if (!w)
+        return GA_ENOMEM;
+    w->o = *o;
+    w->conninfo = strdup(o->conninfo);
+    if (!w->conninfo)
+        goto fail;
+    w->o.conninfo = w->conninfo;
+    if (!w->o.queue_max_rows)
+        w->o.queue_max_rows = (size_t)o->flush_rows * 8;
+    if (!w->o.maintenance_interval_ms)
+        w->o.maintenance_interval_ms = DEFAULT_MAINT_MS;
+    if (!w->o.partitions_ahead_days)
+        w->o.partitions_ahead_days = DEFAULT_AHEAD_DAYS;
+    w->skip_lsn = w->st.committed_lsn = o->committed_lsn;
+    w->skip_window_lsn = w->st.window_lsn = o->window_lsn;
+    w->st.state = PGC_CONNECTING;
+    w->st.since_real_ns = ga_now_real_ns();
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    pthread_cond_init(&w->done, NULL);
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        pthread_cond_destroy(&w->done);
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->mu);
+        goto fail;
+    }
+    *out = w;
+    return 0;
+fail:
+    free(w->conninfo);
+    free(w);
+    return GA_ENOMEM;
+}
+
+int pgw_submit(struct pgw *w, const struct pgw_unit *u)
+{
+    size_t add = u->naggs + u->nlate + u->nwindows;
+    int rc;
+    pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        rc = GA_ESHUTDOWN;
+        goto out;
+    }
+    if (u->lsn && u->lsn < w->st.submitted_lsn) {
+        rc = GA_EINVAL;
+        goto out;
+    }
+    size_t rows = pgb_rows(&w->filling);
+    if (rows && rows + add > w->o.queue_max_rows) {
+        w->st.busy_refusals++;
+        rc = GA_EBUSY;
+        goto out;
+    }
+    int skip_rows = u->lsn && u->lsn <= w->skip_lsn;
+    int skip_windows = u->window_lsn && u->window_lsn <= w->skip_window_lsn;
+    rc = pgb_merge(&w->filling, u, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
+    if (rc < 0)
+        goto out;
+    w->seq++;
+    w->st.units_skipped += (uint64_t)skip_rows;
+    if (u->lsn > w->st.submitted_lsn)
+        w->st.submitted_lsn = u->lsn;
+    if (pgb_rows(&w->filling) >= (size_t)w->o.flush_rows)
+        pthread_cond_signal(&w->wake);
+out:
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        return GA_ESHUTDOWN;
+    }
+    if (w->seq == w->committed_seq) {
+        uint64_t lsn = w->st.committed_lsn;
+        pthread_mutex_unlock(&w->mu);
+        cb(ctx, 0, lsn);
+        return 0;
+    }
+    struct flush_req *r = malloc(sizeof *r);
+    if (!r) {
+        pthread_mutex_unlock(&w->mu);
+        return GA_ENOMEM;
+    }
+    *r = (struct flush_req){ w->seq, cb, ctx, w->reqs };
+    w->reqs = r;
+    w->flush_target = w->seq;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+int pgw_flush_sync(struct pgw *w, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + ms_to_ns(timeout_ms < 0 ? 0 : timeout_ms);
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        return GA_ESHUTDOWN;
+    }
+    uint64_t target = w->seq;
+    if (target > w->flush_target)
+        w->flush_target = target;
+    pthread_cond_signal(&w->wake);
+    while (w->committed_seq < target && !w->exited && rc == 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&w->done, &w->mu);
+        else if (pthread_cond_timedwait(&w->done, &w->mu, &until) != 0)
+            rc = GA_ETIMEDOUT;
+    }
+    if (rc == 0 && w->committed_seq < target)
+        rc = GA_ESHUTDOWN;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void pgw_set_tuning(struct pgw *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
+                    int retry_max_ms)
+{
+    pthread_mutex_lock(&w->mu);
+    if (flush_rows > 0)
+        w->o.flush_rows = flush_rows;
+    if (flush_interval_ms > 0)
+        w->o.flush_interval_ms = flush_interval_ms;
+    if (retry_initial_ms > 0)
+        w->o.retry_initial_ms = retry_initial_ms;
+    if (retry_max_ms > 0)
+        w->o.retry_max_ms = retry_max_ms;
+    if (w->o.retry_max_ms < w->o.retry_initial_ms)
+        w->o.retry_max_ms = w->o.retry_initial_ms;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void pgw_get_status(struct pgw *w, struct pgw_status *st)
+{
+    pthread_mutex_lock(&w->mu);
+    *st = w->st;
+    int64_t oldest = w->flushing_oldest_mono ? w->flushing_oldest_mono : w->filling.oldest_mono_ns;
+    st->lag_s = oldest ? (double)(ga_now_mono_ns() - oldest) / 1e9 : 0;
+    st->lag_lsn = st->submitted_lsn > st->committed_lsn ? st->submitted_lsn - st->committed_lsn : 0;
+    st->pending_rows = w->flushing_rows + pgb_rows(&w->filling);
+    st->pending_units = w->flushing_units + w->filling.units;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int pgw_stop(struct pgw *w, int timeout_ms)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = 1;
+    if (timeout_ms >= 0)
+        w->stop_deadline_mono = ga_now_mono_ns() + ms_to_ns(timeout_ms);
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    int rc = w->stop_rc;
+    pgb_free(&w->filling);
+    pgb_free(&w->flushing);
+    pthread_cond_destroy(&w->done);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->mu);
+    free(w->conninfo);
+    free(w);
+    return rc;
+}

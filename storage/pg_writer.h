@@ -1,0 +1,160 @@
+/* pg_writer.h — the storage writer: batches of changed buckets, late
+ * points, metric definitions and window snapshots, written to PostgreSQL in
+ * one transaction per flush, together with the journal checkpoint they
+ * cover.
+ *
+ * The daemon submits units of work (pgw_submit, any thread).  Units are
+ * copied and coalesced at once into the pending batch: for the same
+ * (metric, granularity, method, ts) the later value wins, the latest window
+ * snapshot of a metric wins, point counters add up.  A dedicated thread
+ * with its own connection flushes the pending batch when it holds
+ * flush_rows rows, when its oldest unit is flush_interval_ms old, on
+ * pgw_flush, and at stop, as ONE transaction:
+ *
+ *   COPY (binary) aggregates → temp staging table; INSERT … SELECT … ON
+ *   CONFLICT (pk) DO UPDATE; insert late points; upsert policies, metrics,
+ *   point counters and window snapshots; advance the checkpoint row; COMMIT
+ *
+ * then calls on_commit(ctx, committed_lsn, window_lsn) from that thread.
+ * When PostgreSQL is down or the transaction fails, the same batch is
+ * retried with exponential backoff (retry_initial_ms .. retry_max_ms);
+ * nothing is ever dropped.  A commit whose outcome was lost with the
+ * connection is recognised on reconnect (checkpoints.last_batch) and not
+ * applied twice.  New units keep coalescing into the next batch meanwhile,
+ * up to queue_max_rows; then pgw_submit returns GA_EBUSY (backpressure).
+ *
+ * LSNs.  unit.lsn means: every journal record below this LSN is covered by
+ * this unit and the units submitted before it (0 = the unit covers no
+ * journal record).  unit.window_lsn != 0 means: unit.windows holds the
+ * window of every metric that changed since the previous snapshot set, as it
+ * was after every record below window_lsn.  The checkpoint row holds the
+ * highest committed of each.  At start the daemon loads the checkpoint
+ * (pg_load.h), restores the windows and replays the journal from
+ * window_lsn; replayed units whose lsn <= the loaded committed_lsn are
+ * already in the database, so the writer drops their buckets, late points
+ * and counters (counted in units_skipped) and keeps only their metric
+ * definitions; window sets with window_lsn <= the committed window_lsn are
+ * dropped likewise.
+ *
+ * Thread-safety: every function may be called from any thread, except
+ * pgw_stop (once, and nothing else on w after it starts). */
+#ifndef GA_PG_WRITER_H
+#define GA_PG_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+#include "gpu/policy.h"
+#include "storage/pg_conn.h"
+
+/* A new metric: its dense id, name and policy. */
+struct pgw_metric_def {
+    uint32_t id;
+    const char *name;                 /* NUL-terminated, <= 255 bytes */
+    const struct ga_policy *policy;
+};
+
+/* Points aggregated for a metric by this unit (metrics.points += points). */
+struct pgw_count {
+    uint32_t metric;
+    uint64_t points;
+};
+
+/* A metric's raw window (ga_engine_window_get), borrowed. */
+struct pgw_window {
+    uint32_t metric;
+    const struct ga_window *window;
+};
+
+/* One unit of work.  Every array is borrowed for the duration of
+ * pgw_submit only (copied).  Any count may be 0. */
+struct pgw_unit {
+    const struct ga_agg *aggs;
+    size_t naggs;
+    const struct ga_late *late;
+    size_t nlate;
+    const struct pgw_metric_def *defs;
+    size_t ndefs;
+    const struct pgw_count *counts;
+    size_t ncounts;
+    const struct pgw_window *windows;
+    size_t nwindows;
+    uint64_t lsn;                     /* see "LSNs" above; must not decrease */
+    uint64_t window_lsn;              /* != 0: windows is a complete set */
+};
+
+struct pgw;
+
+struct pgw_opts {
+    const char *conninfo;             /* copied */
+    int flush_rows;                   /* storage.flush_rows (> 0) */
+    int flush_interval_ms;            /* storage.flush_interval_ms (> 0) */
+    int retry_initial_ms;             /* storage.retry_initial_ms (> 0) */
+    int retry_max_ms;                 /* storage.retry_max_ms (>= initial) */
+    size_t queue_max_rows;            /* pending rows cap; 0 = 8 * flush_rows */
+    int maintenance_interval_ms;      /* partitions ahead + retention; 0 = 1 h, < 0 off */
+    int partitions_ahead_days;        /* created ahead of today; 0 = 2 */
+    uint64_t committed_lsn;           /* the loaded checkpoint (pg_load.h) */
+    uint64_t window_lsn;
+    /* Called from the writer thread after each commit; may be NULL.  Must
+     * not call pgw_stop. */
+    void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
+    void *ctx;
+};
+
+struct pgw_status {
+    enum pgc_state state;             /* connecting / connected / down / stopped */
+    char last_error[256];             /* "" when none since the last commit */
+    int64_t since_real_ns;            /* when state last changed */
+    uint64_t committed_lsn, window_lsn;
+    uint64_t submitted_lsn;           /* highest unit.lsn submitted */
+    double lag_s;                     /* age of the oldest uncommitted unit, 0 if none */
+    uint64_t lag_lsn;                 /* submitted_lsn - committed_lsn */
+    uint64_t pending_rows;            /* coalesced rows not yet committed */
+    uint64_t pending_units;
+    uint64_t rows_committed, late_committed, windows_committed, defs_committed;
+    uint64_t transactions, retries, connects, units_skipped, busy_refusals;
+    uint64_t partitions_created, partitions_dropped;
+    uint64_t last_rows;               /* rows of the last transaction */
+    double last_flush_ms;             /* its wall time, and the parts: */
+    double last_copy_ms, last_upsert_ms, last_commit_ms;
+};
+
+/* Start the writer thread; it connects (with backoff) on its own.  Returns
+ * 0 and *out, or GA_EINVAL (bad options) / GA_ENOMEM. */
+int pgw_start(struct pgw **out, const struct pgw_opts *o);
+
+/* Copy and coalesce a unit into the pending batch.  Returns 0; GA_EBUSY
+ * when the pending rows would pass queue_max_rows (nothing taken: retry
+ * later; a unit alone larger than the cap is taken when nothing is
+ * pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
+ * strictly increasing, a name too long, an LSN above INT64_MAX or lower
+ * than the previous unit's; GA_ENOMEM. */
+int pgw_submit(struct pgw *w, const struct pgw_unit *u);
+
+/* Ask for everything submitted so far to be committed now.  cb(ctx, rc,
+ * committed_lsn) is called once it is (rc 0), from the writer thread — or
+ * at once from this thread when nothing is pending — or with GA_ESHUTDOWN
+ * if the writer stops before it could commit.  Returns 0 or GA_ENOMEM /
+ * GA_ESHUTDOWN (cb not called). */
+int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx);
+
+/* pgw_flush and wait.  Returns 0 when committed, GA_ETIMEDOUT after
+ * timeout_ms (< 0: no limit; the flush still happens), GA_ESHUTDOWN. */
+int pgw_flush_sync(struct pgw *w, int timeout_ms);
+
+/* Reload: new flush and backoff settings (values <= 0 keep the old one). */
+void pgw_set_tuning(struct pgw *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
+                    int retry_max_ms);
+
+/* Snapshot of the status; thread-safe. */
+void pgw_get_status(struct pgw *w, struct pgw_status *st);
+
+/* Graceful stop: refuse new units, flush and commit everything pending,
+ * close the connection, free w.  If it cannot commit within timeout_ms
+ * (< 0: wait forever) it gives up, logs what stayed uncommitted (it is
+ * still in the journal) and returns GA_ETIMEDOUT; else 0.  NULL: no-op. */
+int pgw_stop(struct pgw *w, int timeout_ms);
+
+#endif
