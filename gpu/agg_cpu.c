@@ -249,8 +249,10 @@ static int cpu_window_get(struct ga_backend *b, uint32_t id, struct ga_window *o
         out->value = NULL;
         return GA_ENOMEM;
     }
-    memcpy(out->ts, w->ts, w->n * sizeof *w->ts);
-    memcpy(out->value, w->val, w->n * sizeof *w->val);
+    if (w->n) {
+        memcpy(out->ts, w->ts, w->n * sizeof *w->ts);
+        memcpy(out->value, w->val, w->n * sizeof *w->val);
+    }
     out->n = w->n;
     return 0;
 }
@@ -271,8 +273,10 @@ static int cpu_window_put(struct ga_backend *b, uint32_t id, const struct ga_pol
     rc = agg_win_reserve(w, win->n);
     if (rc)
         return rc;
-    memcpy(w->ts, win->ts, win->n * sizeof *w->ts);
-    memcpy(w->val, win->value, win->n * sizeof *w->val);
+    if (win->n) {
+        memcpy(w->ts, win->ts, win->n * sizeof *w->ts);
+        memcpy(w->val, win->value, win->n * sizeof *w->val);
+    }
     w->n = win->n;
     agg_win_truncate(w, cb->pols[w->pol]);
     return 0;
