@@ -205,7 +205,7 @@ int pystr_utf8_valid(const char *str, size_t n)
  * and characters escaped as PyBytes_Repr / unicode_repr do. */
 static int quote_repr(struct pystr_buf *b, const char *s, size_t n, int is_str)
 {
-    int sq = memchr(s, '\'', n) != NULL, dq = memchr(s, '"', n) != NULL;
+    int sq = n && memchr(s, '\'', n), dq = n && memchr(s, '"', n);
     char quote = sq && !dq ? '"' : '\'';
     int rc = is_str ? 0 : pystr_append(b, "b", 1);
     if (rc == 0)

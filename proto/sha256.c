@@ -62,6 +62,8 @@ void sha256_init(struct sha256_ctx *c)
 void sha256_update(struct sha256_ctx *c, const void *p, size_t len)
 {
     const uint8_t *in = p;
+    if (len == 0)
+        return;
     c->nbytes += len;
     if (c->nbuf) {
         size_t take = SHA256_BLOCK - c->nbuf;

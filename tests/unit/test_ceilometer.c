@@ -292,15 +292,12 @@ static void check_vector(int lineno, const char *secret, size_t slen, const uint
     for (size_t p = 0; signed_ && p < len; p++) {
         if (maybe_float_payload(dg, p) || maybe_empty_map_key(dg, len, p))
             continue;
-        for (int k = 0; k < 2; k++) {
-            copy[p] ^= k ? 0x80 : 0x01;
-            r = ceilo_decode(copy, len, secret, slen, &s, err, sizeof err);
-            copy[p] = dg[p];
-            if (r == CEILO_OK) {
-                harness_fail(__FILE__, __LINE__, "line %d: byte %zu changed, still accepted", lineno, p);
-                p = len;
-                break;
-            }
+        copy[p] ^= (uint8_t)(p % 3 == 0 ? 0x80 : 1u << (p % 7));      /* vary the bit flipped */
+        r = ceilo_decode(copy, len, secret, slen, &s, err, sizeof err);
+        copy[p] = dg[p];
+        if (r == CEILO_OK) {
+            harness_fail(__FILE__, __LINE__, "line %d: byte %zu changed, still accepted", lineno, p);
+            break;
         }
     }
     free(copy);
