@@ -133,8 +133,9 @@ int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen)
 
 PGconn *pgu_connect(const char *conninfo, const char *application_name)
 {
-    const char *keys[] = { "connect_timeout", "application_name", "dbname", NULL };
-    const char *vals[] = { "5", application_name, conninfo, NULL };
+    const char *keys[] = { "connect_timeout", "application_name", "options", "dbname", NULL };
+    const char *vals[] = { "5", application_name, "-c client_min_messages=warning", conninfo,
+                           NULL };
     /* expand_dbname=1: the conninfo string is parsed in place of dbname and
      * its settings override the defaults listed before it. */
     return PQconnectdbParams(keys, vals, 1);

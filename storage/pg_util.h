@@ -58,8 +58,9 @@ void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r);
  * with the error in err[errlen].  The result is always cleared. */
 int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen);
 
-/* Connect with application_name and a 5 s connect timeout as defaults
- * (the conninfo's own settings win).  Returns the connection (check
+/* Connect with application_name, a 5 s connect timeout and
+ * client_min_messages=warning (no NOTICE lines on stderr) as defaults (the
+ * conninfo's own settings win).  Returns the connection (check
  * PQstatus; always PQfinish it) or NULL when out of memory. */
 PGconn *pgu_connect(const char *conninfo, const char *application_name);
 

@@ -126,9 +126,9 @@ struct pgw_status {
 int pgw_start(struct pgw **out, const struct pgw_opts *o);
 
 /* Copy and coalesce a unit into the pending batch.  Returns 0; GA_EBUSY
- * when the pending rows would pass queue_max_rows (nothing taken: retry
- * later; a unit alone larger than the cap is taken when nothing is
- * pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
+ * when the rows of the batch being filled plus the unit's rows (before
+ * coalescing) would pass queue_max_rows (nothing taken: retry later; a
+ * unit alone larger than the cap is taken when nothing is pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
  * strictly increasing, a name too long, an LSN above INT64_MAX or lower
  * than the previous unit's; GA_ENOMEM. */
 int pgw_submit(struct pgw *w, const struct pgw_unit *u);

@@ -1,0 +1,165 @@
+/* test_pg_window.c — window snapshot encoding: random round trips
+ * (bit-exact), and every kind of damaged input refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ga_err.h"
+#include "storage/pg_window.h"
+#include "tests/unit/harness.h"
+#include "tests/unit/test_pg_env.h"
+
+static uint64_t seed;
+
+static void random_window(uint64_t *s, struct ga_window *w, size_t n)
+{
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    w->ts = malloc((n ? n : 1) * sizeof *w->ts);
+    w->value = malloc((n ? n : 1) * sizeof *w->value);
+    int64_t t = (int64_t)(rnd_next(s) % 2000000000000000000ULL) - (rnd_next(s) % 3 == 0 ? 1000 : 0);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t kind = rnd_next(s) % 4;
+        int64_t d = kind == 0 ? 1 : kind == 1 ? (int64_t)(rnd_next(s) % 1000) + 1
+                  : kind == 2 ? 1000000000 : (int64_t)(rnd_next(s) % 100000000000ULL) + 1;
+        t += d;
+        w->ts[i] = t;
+        uint64_t bits = rnd_next(s);
+        memcpy(&w->value[i], &bits, 8);      /* any bit pattern, NaNs included */
+        if (rnd_next(s) % 2)
+            w->value[i] = rnd_value(s);
+    }
+    w->has_prev = (int)(rnd_next(s) % 2);
+    if (w->has_prev) {
+        w->prev_ts = n ? w->ts[0] - 1 - (int64_t)(rnd_next(s) % 1000) : (int64_t)rnd_next(s);
+        w->prev_value = rnd_value(s);
+    }
+}
+
+static void free_window(struct ga_window *w)
+{
+    free(w->ts);
+    free(w->value);
+}
+
+static void test_round_trip_random(void)
+{
+    uint64_t s = seed;
+    for (int iter = 0; iter < 400; iter++) {
+        size_t n = iter < 5 ? (size_t)iter : (size_t)(rnd_next(&s) % 3000);
+        struct ga_window w, back;
+        random_window(&s, &w, n);
+        uint8_t *buf;
+        size_t len;
+        CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+        CHECK(len <= pgwin_encoded_max(n));
+        CHECK_INT(buf[0], PGWIN_VERSION);
+        CHECK_INT(pgwin_decode(buf, len, &back), 0);
+        CHECK_INT(back.n, n);
+        CHECK_INT(back.has_prev, w.has_prev);
+        if (w.has_prev) {
+            CHECK_INT(back.prev_ts, w.prev_ts);
+            CHECK(memcmp(&back.prev_value, &w.prev_value, 8) == 0);
+        }
+        if (n) {
+            CHECK(memcmp(back.ts, w.ts, n * 8) == 0);
+            CHECK(memcmp(back.value, w.value, n * 8) == 0);
+        }
+        free_window(&back);
+        free(buf);
+        free_window(&w);
+    }
+}
+
+static void test_compact(void)
+{
+    /* 3600 points a second apart: ~5 bytes of ts + 8 of value each. */
+    struct ga_window w = { 0 };
+    w.n = 3600;
+    w.ts = malloc(w.n * 8);
+    w.value = malloc(w.n * 8);
+    for (size_t i = 0; i < w.n; i++) {
+        w.ts[i] = 1700000000000000000LL + (int64_t)i * 1000000000;
+        w.value[i] = (double)i * 0.25 + 1;
+    }
+    uint8_t *buf;
+    size_t len;
+    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    CHECK(len < w.n * 14);
+    free(buf);
+    free_window(&w);
+}
+
+static void test_unsorted_refused(void)
+{
+    int64_t ts[] = { 10, 20, 20 };
+    double v[] = { 1, 2, 3 };
+    struct ga_window w = { .n = 3, .ts = ts, .value = v };
+    uint8_t *buf = NULL;
+    size_t len;
+    CHECK_INT(pgwin_encode(&w, &buf, &len), GA_EINVAL);
+    ts[2] = 15;
+    CHECK_INT(pgwin_encode(&w, &buf, &len), GA_EINVAL);
+    CHECK(buf == NULL);
+}
+
+static void test_damage_refused(void)
+{
+    uint64_t s = seed ^ 0x5555;
+    struct ga_window w, back;
+    random_window(&s, &w, 50);
+    w.has_prev = 1;
+    w.prev_ts = w.ts[0] - 5;
+    uint8_t *buf;
+    size_t len;
+    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    /* every truncation */
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK_INT(pgwin_decode(buf, cut, &back), GA_ECORRUPT);
+    /* trailing garbage */
+    uint8_t *longer = malloc(len + 1);
+    memcpy(longer, buf, len);
+    longer[len] = 0;
+    CHECK_INT(pgwin_decode(longer, len + 1, &back), GA_ECORRUPT);
+    /* unknown version and flags */
+    longer[0] = PGWIN_VERSION + 1;
+    CHECK_INT(pgwin_decode(longer, len, &back), GA_ECORRUPT);
+    memcpy(longer, buf, len);
+    longer[1] |= 0x80;
+    CHECK_INT(pgwin_decode(longer, len, &back), GA_ECORRUPT);
+    /* an absurd count must not allocate or read out of bounds */
+    uint8_t huge[] = { PGWIN_VERSION, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0 };
+    CHECK_INT(pgwin_decode(huge, sizeof huge, &back), GA_ECORRUPT);
+    /* a zero delta (duplicate timestamp) */
+    int64_t ts2[] = { 100, 101 };
+    double v2[] = { 1, 2 };
+    struct ga_window w2 = { .n = 2, .ts = ts2, .value = v2 };
+    uint8_t *b2;
+    size_t l2;
+    CHECK_INT(pgwin_encode(&w2, &b2, &l2), 0);
+    /* version, flags, n = 2, zigzag(100) = 200 = varint c8 01, delta 1 */
+    CHECK_INT(l2, 6 + 16);
+    CHECK_INT(b2[3], 0xc8);
+    CHECK_INT(b2[4], 0x01);
+    CHECK_INT(b2[5], 1);
+    free(b2);
+    uint8_t dup[] = { PGWIN_VERSION, 0, 2, 0x02, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    CHECK_INT(pgwin_decode(dup, sizeof dup, &back), GA_ECORRUPT);
+    dup[4] = 1;
+    CHECK_INT(pgwin_decode(dup, sizeof dup, &back), 0);
+    CHECK_INT(back.ts[0], 1);
+    CHECK_INT(back.ts[1], 2);
+    free_window(&back);
+    free(longer);
+    free(buf);
+    free_window(&w);
+}
+
+void run_tests(void)
+{
+    seed = rnd_seed();
+    printf("seed=%llu (GA_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    RUN(test_round_trip_random);
+    RUN(test_compact);
+    RUN(test_unsorted_refused);
+    RUN(test_damage_refused);
+}

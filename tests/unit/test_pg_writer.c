@@ -1,0 +1,394 @@
+/* test_pg_writer.c — the storage writer against a real private PostgreSQL:
+ * random round trip across partitions (bit-exact), coalescing, late points,
+ * metric definitions and counters, checkpoint and commit callback, flush
+ * requests, backpressure, replay skipping, graceful stop. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "gpu/engine.h"
+#include "gpu/policy.h"
+#include "proto/ga_err.h"
+#include "storage/pg_schema.h"
+#include "storage/pg_writer.h"
+#include "tests/unit/harness.h"
+#include "tests/unit/test_pg_env.h"
+
+static struct pgenv env;
+static int env_ok;
+static uint64_t seed;
+static struct ga_policy nano;
+static const struct ga_policy *pols[3];
+
+static void reset_db(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    pg_cmd(c, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    PQfinish(c);
+}
+
+struct commits {
+    pthread_mutex_t mu;
+    int calls;
+    uint64_t lsn, wlsn;
+};
+
+static void on_commit(void *ctx, uint64_t lsn, uint64_t wlsn)
+{
+    struct commits *k = ctx;
+    pthread_mutex_lock(&k->mu);
+    k->calls++;
+    k->lsn = lsn;
+    k->wlsn = wlsn;
+    pthread_mutex_unlock(&k->mu);
+}
+
+static struct pgw_opts opts(struct commits *k)
+{
+    struct pgw_opts o = { 0 };
+    o.conninfo = env.conninfo;
+    o.flush_rows = 5000;
+    o.flush_interval_ms = 200;
+    o.retry_initial_ms = 20;
+    o.retry_max_ms = 200;
+    o.on_commit = k ? on_commit : NULL;
+    o.ctx = k;
+    return o;
+}
+
+/* Definitions for metrics 0..n-1, policy by id % 3, names "m<id>/é" (UTF-8). */
+static void make_defs(struct pgw_metric_def *d, char (*names)[32], int n)
+{
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], 32, "m%d/\xc3\xa9", i);
+        d[i] = (struct pgw_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
+    }
+}
+
+static void test_round_trip_random(void)
+{
+    reset_db();
+    uint64_t s = seed;
+    enum { NM = 40, NUNITS = 30, PER = 700 };
+    struct pgw_metric_def defs[NM];
+    char names[NM][32];
+    make_defs(defs, names, NM);
+    struct commits k = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+    struct pgw *w;
+    struct pgw_opts o = opts(&k);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    int64_t today = ga_now_real_ns() / PGS_PARTITION_NS;
+    struct ga_agg *all = malloc(NUNITS * PER * sizeof *all);
+    size_t nall = 0;
+    for (int u = 0; u < NUNITS; u++) {
+        struct ga_agg *a = all + nall;
+        for (int i = 0; i < PER; i++) {
+            uint32_t m = (uint32_t)(rnd_next(&s) % NM);
+            a[i] = rnd_agg(&s, m, pols[m % 3], today - 3, 5);
+            /* re-send an earlier key now and then: must coalesce */
+            if (nall && i % 7 == 3) {
+                struct ga_agg again = all[rnd_next(&s) % nall];
+                again.value = rnd_value(&s);
+                a[i] = again;
+            }
+        }
+        struct pgw_unit unit = { .aggs = a, .naggs = PER, .lsn = 1000 + (uint64_t)u * 10 };
+        if (u == 0) {
+            unit.defs = defs;
+            unit.ndefs = NM;
+        }
+        CHECK_INT(pgw_submit(w, &unit), 0);
+        nall += PER;
+    }
+    CHECK_INT(pgw_flush_sync(w, 30000), 0);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.committed_lsn, 1000 + (NUNITS - 1) * 10);
+    CHECK_INT(st.state, PGC_CONNECTED);
+    CHECK(st.transactions >= 1);
+    CHECK_INT(st.pending_rows, 0);
+    CHECK(st.lag_s == 0);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK(k.calls >= 1);
+    CHECK_INT(k.lsn, 1000 + (NUNITS - 1) * 10);
+
+    struct ga_agg *want, *got;
+    size_t nw = aggs_expected(all, nall, &want);
+    PGconn *c = pgenv_connect(&env);
+    size_t ng = pg_read_aggs(c, &got);
+    CHECK(nw > 10000);
+    CHECK_INT(ng, nw);
+    CHECK_INT(aggs_diff(got, ng, want, nw), 0);
+    CHECK_INT(st.rows_committed >= nw, 1);
+    /* the rows went to several daily partitions */
+    CHECK(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions") >= 5);
+    CHECK(pg_scalar(c, "SELECT count(DISTINCT tableoid) FROM aggregates") >= 5);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 1000 + (NUNITS - 1) * 10);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), NM);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics WHERE name LIKE 'm%/\xc3\xa9'"), NM);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM archive_policies"), 3);
+    PQfinish(c);
+    free(want);
+    free(got);
+    free(all);
+}
+
+static void test_coalesce_later_wins(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.flush_interval_ms = 60000;                /* only the explicit flush writes */
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d = { 7, "coalesce.me", pols[2] };
+    int64_t g = pols[2]->defs[0].granularity_ns;
+    struct ga_agg a1[2] = { { 7, GA_M_MEAN, g, 10 * g, 1.5 }, { 7, GA_M_MEAN, g, 10 * g, 2.5 } };
+    struct ga_agg a2[1] = { { 7, GA_M_MEAN, g, 10 * g, -3.25 } };
+    struct pgw_unit u1 = { .aggs = a1, .naggs = 2, .defs = &d, .ndefs = 1, .lsn = 5 };
+    struct pgw_unit u2 = { .aggs = a2, .naggs = 1, .lsn = 6 };
+    CHECK_INT(pgw_submit(w, &u1), 0);
+    CHECK_INT(pgw_submit(w, &u2), 0);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.pending_rows, 1);               /* three submissions, one key */
+    CHECK_INT(st.pending_units, 2);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT (value * 100)::int FROM aggregates"), -325);
+    /* a later flush with the same key updates the row in place */
+    a2[0].value = 9.75;
+    u2.lsn = 7;
+    CHECK_INT(pgw_submit(w, &u2), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT (value * 100)::int FROM aggregates"), 975);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 7);
+    PQfinish(c);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+static void test_late_points_and_counters(void)
+{
+    reset_db();
+    uint64_t s = seed ^ 77;
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d[2] = { { 0, "late.a", pols[0] }, { 1, "late.b", pols[1] } };
+    struct ga_late late[50];
+    for (int i = 0; i < 50; i++) {
+        late[i].metric = (uint32_t)(i % 3);      /* 2 is an unknown metric */
+        late[i].reason = (uint32_t)(1 + i % 4);
+        late[i].ts = (int64_t)(rnd_next(&s) % 1000000000000ULL) - (i % 4 == 1 ? 2000000000000LL : 0);
+        late[i].value = i % 4 == 2 ? NAN : rnd_value(&s);
+    }
+    struct pgw_count cnt[2] = { { 0, 17 }, { 1, 5 } };
+    struct pgw_unit u = { .late = late, .nlate = 50, .defs = d, .ndefs = 2, .counts = cnt,
+                          .ncounts = 2, .lsn = 100 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    cnt[0].points = 3;
+    u.lsn = 200;
+    u.nlate = 10;                                 /* the same 10 again: not duplicated */
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points"), 50);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points WHERE reason = 'window'"), 13);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points WHERE reason = 'nonfinite' "
+                           "AND value = 'NaN'"), 12);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points WHERE reason = 'before_epoch' "
+                           "AND ts < 0"), 13);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points WHERE metric = 2"), 16);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE name = 'late.a'"), 20);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE name = 'late.b'"), 10);
+    /* bit-exact values of the finite ones */
+    PGresult *r = PQexecParams(c, "SELECT ts, value FROM late_points WHERE metric = 0 AND "
+                                  "reason = 'window' ORDER BY ts", 0, NULL, NULL, NULL, NULL, 1);
+    int found = 0;
+    for (int i = 0; i < PQntuples(r); i++)
+        for (int j = 0; j < 50; j++)
+            if (late[j].metric == 0 && late[j].reason == 1 &&
+                late[j].ts == pgu_get_i64(PQgetvalue(r, i, 0))) {
+                double v = pgu_get_f64(PQgetvalue(r, i, 1));
+                found += memcmp(&v, &late[j].value, 8) == 0;
+            }
+    CHECK(found >= 4);
+    CHECK_INT(found, PQntuples(r));
+    PQclear(r);
+    PQfinish(c);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+static void flushed(void *ctx, int rc, uint64_t lsn)
+{
+    int *got = ctx;
+    *got = rc == 0 ? (int)lsn : -1;
+}
+
+static void test_flush_request_and_stop(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.flush_interval_ms = 600000;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d = { 3, "flush.req", pols[1] };
+    int64_t g = pols[1]->defs[0].granularity_ns;
+    struct ga_agg a = { 3, pols[1]->methods[0], g, 1234 * g, 42.5 };
+    struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .lsn = 77 };
+    /* nothing pending: the callback runs at once */
+    int got = -2;
+    CHECK_INT(pgw_flush(w, flushed, &got), 0);
+    CHECK_INT(got, 0);
+    CHECK_INT(pgw_submit(w, &u), 0);
+    got = -2;
+    CHECK_INT(pgw_flush(w, flushed, &got), 0);
+    for (int i = 0; i < 500 && got == -2; i++)
+        usleep(10000);
+    CHECK_INT(got, 77);
+    /* stop commits what is pending, even with a long flush interval */
+    a.ts += g;
+    u.lsn = 88;
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 2);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 88);
+    PQfinish(c);
+}
+
+static void test_backpressure(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
+    o.queue_max_rows = 100;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct ga_agg a[60];
+    for (int i = 0; i < 60; i++)
+        a[i] = (struct ga_agg){ 1, GA_M_MEAN, 1000, (int64_t)i * 1000, i + 1.0 };
+    struct pgw_unit u = { .aggs = a, .naggs = 60, .lsn = 1 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    u.lsn = 2;
+    u.naggs = 30;
+    CHECK_INT(pgw_submit(w, &u), 0);              /* 60 + 30 <= 100; same keys: still 60 */
+    u.naggs = 60;
+    for (int i = 0; i < 60; i++)
+        a[i].ts += 60000;
+    u.lsn = 3;
+    CHECK_INT(pgw_submit(w, &u), GA_EBUSY);       /* 120 > 100 */
+    u.lsn = 0;
+    u.naggs = 40;
+    CHECK_INT(pgw_submit(w, &u), 0);              /* exactly 100 */
+    u.lsn = 1;
+    CHECK_INT(pgw_submit(w, &u), GA_EINVAL);      /* LSN went backwards */
+    struct pgw_status st;
+    for (int i = 0; i < 300; i++) {
+        pgw_get_status(w, &st);
+        if (st.state == PGC_DOWN)
+            break;
+        usleep(10000);
+    }
+    CHECK_INT(st.state, PGC_DOWN);
+    CHECK(st.last_error[0] != '\0');
+    CHECK_INT(st.busy_refusals, 1);
+    CHECK_INT(st.pending_rows, 100);
+    CHECK_INT(st.lag_lsn, 2);
+    CHECK(st.lag_s > 0);
+    CHECK_INT(pgw_flush_sync(w, 100), GA_ETIMEDOUT);
+    /* a stop that cannot commit gives up at its deadline */
+    int64_t t0 = ga_now_mono_ns();
+    CHECK_INT(pgw_stop(w, 300), GA_ETIMEDOUT);
+    CHECK((ga_now_mono_ns() - t0) / 1000000 < 3000);
+}
+
+static void test_replay_skips_committed(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.committed_lsn = 500;                        /* as loaded at start */
+    o.window_lsn = 400;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d = { 0, "replayed", pols[1] };
+    int64_t g = pols[1]->defs[0].granularity_ns;
+    struct ga_agg a = { 0, pols[1]->methods[0], g, 50 * g, 1.0 };
+    struct pgw_count cnt = { 0, 9 };
+    int64_t wts[2] = { 50 * g, 50 * g + 1 };
+    double wv[2] = { 1.0, 2.0 };
+    struct ga_window win = { .n = 2, .ts = wts, .value = wv };
+    struct pgw_window pw = { 0, &win };
+    /* a replayed unit below the checkpoint: only its definition stays */
+    struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .counts = &cnt,
+                          .ncounts = 1, .windows = &pw, .nwindows = 1, .lsn = 450,
+                          .window_lsn = 380 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    /* the first unit past it */
+    a.value = 2.0;
+    u.defs = NULL;
+    u.ndefs = 0;
+    u.lsn = 600;
+    u.window_lsn = 600;
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.units_skipped, 1);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics"), 9);
+    CHECK_INT(pg_scalar(c, "SELECT value FROM aggregates"), 2);
+    CHECK_INT(pg_scalar(c, "SELECT lsn FROM metric_windows"), 600);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 600);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 600);
+    PQfinish(c);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+static void test_bad_units_refused(void)
+{
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d = { 0, "bad\xff" "utf8", pols[0] };
+    struct pgw_unit u = { .defs = &d, .ndefs = 1 };
+    CHECK_INT(pgw_submit(w, &u), GA_EINVAL);
+    int64_t ts[2] = { 5, 5 };
+    double v[2] = { 1, 2 };
+    struct ga_window win = { .n = 2, .ts = ts, .value = v };
+    struct pgw_window pw = { 0, &win };
+    struct pgw_unit u2 = { .windows = &pw, .nwindows = 1 };
+    CHECK_INT(pgw_submit(w, &u2), GA_EINVAL);
+    struct pgw_unit u3 = { .lsn = (uint64_t)INT64_MAX + 1 };
+    CHECK_INT(pgw_submit(w, &u3), GA_EINVAL);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    o.flush_rows = 0;
+    CHECK_INT(pgw_start(&w, &o), GA_EINVAL);
+}
+
+void run_tests(void)
+{
+    PGENV_SKIP_IF_NO_PG("test_pg_writer");
+    seed = rnd_seed();
+    printf("seed=%llu (GA_TEST_SEED to repeat)\n", (unsigned long long)seed);
+    nano_policy(&nano);
+    pols[0] = ga_policy_builtin("low");
+    pols[1] = ga_policy_builtin("high");
+    pols[2] = &nano;
+    env_ok = pgenv_start(&env) == 0;
+    CHECK(env_ok);
+    if (!env_ok)
+        return;
+    RUN(test_round_trip_random);
+    RUN(test_coalesce_later_wins);
+    RUN(test_late_points_and_counters);
+    RUN(test_flush_request_and_stop);
+    RUN(test_backpressure);
+    RUN(test_replay_skips_committed);
+    RUN(test_bad_units_refused);
+    pgenv_destroy(&env);
+}
