@@ -1,0 +1,132 @@
+/* journal.h — the write-ahead journal of accepted batches (docs/JOURNAL.md).
+ *
+ * Records are opaque payloads addressed by LSN: the byte offset of the
+ * record in the logical log, a u64 that only grows and is never reused.
+ * The log lives in segment files "<20-digit start LSN>.wal" in one
+ * directory; each record carries a CRC-32C, so a torn tail left by a crash
+ * is found and cut at open, and damage anywhere else stops the open instead
+ * of being replayed.
+ *
+ * The daemon's use:
+ *   jnl_open → jnl_replay(checkpoint from PostgreSQL) → jnl_commit_start →
+ *   jnl_append per accepted batch, ack when the commit callback's durable
+ *   LSN reaches the batch's end → jnl_release(checkpoint) after each
+ *   storage transaction → jnl_commit_stop → jnl_close.
+ *
+ * Thread-safety: every function may be called from any thread at the same
+ * time as the others, except jnl_close (nothing else may run on j) and
+ * jnl_commit_stop (nothing else may run on that committer).  One internal
+ * mutex guards the journal; fsync runs outside it. */
+#ifndef GA_JOURNAL_H
+#define GA_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JNL_HDR_BYTES 24                    /* record header, see docs/JOURNAL.md */
+#define JNL_MAX_PAYLOAD (1u << 30)          /* larger appends fail with GA_ETOOBIG */
+#define JNL_MIN_SEGMENT_BYTES 4096
+
+struct jnl_opts {
+    const char *dir;            /* journal.dir; created (0750) if missing */
+    uint64_t segment_bytes;     /* roll to a new segment past this; >= JNL_MIN_SEGMENT_BYTES */
+    uint64_t max_bytes;         /* retained bytes cap (backpressure); >= 2 * segment_bytes */
+    int repair;                 /* 1: cut the log at the first damaged record instead of refusing */
+};
+
+struct jnl_stats {
+    uint64_t first_lsn;         /* start of the oldest retained segment */
+    uint64_t next_lsn;          /* LSN the next append gets */
+    uint64_t durable_lsn;       /* everything below is fsynced */
+    uint64_t released_lsn;      /* highest checkpoint passed to jnl_release */
+    uint64_t retained_bytes;    /* next_lsn - first_lsn: what max_bytes limits */
+    uint64_t segments;          /* segment files */
+    uint64_t appends;           /* records appended since open */
+    uint64_t syncs;             /* fdatasync calls completed since open */
+    uint64_t bytes_written;     /* bytes written to segment files since open */
+    uint64_t torn_tails_cut;    /* torn tails cut at open (0 or 1) */
+    uint64_t cut_bytes;         /* bytes cut at open (torn tail or repair) */
+    uint64_t backpressure;      /* appends refused with GA_ENOSPC */
+};
+
+struct jnl;
+
+/* Open (creating if needed) the journal in o->dir: take an exclusive flock
+ * on "<dir>/LOCK", validate every record of every segment, cut a torn tail
+ * off the last segment (logged, counted).  Damage anywhere else — a bad
+ * record before the end, a gap between segments — fails with GA_ECORRUPT
+ * and err naming the file, offset and LSN, unless o->repair is set: then the
+ * log is cut at the damage and the bytes dropped are logged and counted.
+ * Returns 0 and *out (free with jnl_close), or GA_EINVAL (bad options),
+ * GA_EBUSY (another process holds the lock), GA_ECORRUPT, -errno; err gets
+ * one line saying what was wrong.  o is copied. */
+int jnl_open(struct jnl **out, const struct jnl_opts *o, char *err, size_t errlen);
+
+/* Write out and fsync what was appended, release the lock, free j.  Stop
+ * any committer on j first.  NULL is a no-op. */
+void jnl_close(struct jnl *j);
+
+/* Append one record holding payload[0..len) (copied; len may be 0).  On
+ * success *lsn (if not NULL) is the record's LSN and *end (if not NULL) the
+ * LSN just past it: the record is durable once the durable LSN >= *end.
+ * Returns 0; GA_ENOSPC when the retained bytes would pass max_bytes
+ * (backpressure: retry after jnl_release); GA_ETOOBIG when len is over
+ * JNL_MAX_PAYLOAD or the record alone is over max_bytes; GA_EIO after a
+ * write or fsync failed (the journal stays failed until reopened).
+ * Never waits for fsync (it may write(2), and fsyncs once per segment roll). */
+int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end);
+
+/* Make everything appended so far durable (write + fdatasync).  Returns 0
+ * and the durable LSN in *durable_lsn (if not NULL), or GA_EIO. */
+int jnl_sync(struct jnl *j, uint64_t *durable_lsn);
+
+/* Call records with lsn >= from, in LSN order, as cb(ctx, lsn, payload,
+ * len); payload is valid only during the call.  cb returns 0 to go on, or
+ * a negative code that stops the replay and is returned.  Returns 0,
+ * GA_ERANGE when from is below first_lsn (records storage still needs were
+ * released) or above next_lsn (the journal is behind the checkpoint),
+ * GA_ECORRUPT if a record went bad since open, or -errno.  Records appended
+ * while it runs may or may not be included. */
+int jnl_replay(struct jnl *j, uint64_t from,
+               int (*cb)(void *ctx, uint64_t lsn, const void *payload, size_t len), void *ctx);
+
+/* Storage has durably committed every record below lsn (the checkpoint).
+ * Deletes the segments that lie entirely below it; when it covers
+ * everything (lsn >= next_lsn) the active segment too, after starting an
+ * empty one named for the next LSN, so the directory always records where
+ * numbering goes on.  lsn > next_lsn (the journal is behind the database,
+ * e.g. its directory was lost) moves next_lsn up to lsn, so new records are
+ * never hidden below the checkpoint.  Returns 0 or -errno (a deletion
+ * failed: logged; the file is picked up again by the next open). */
+int jnl_release(struct jnl *j, uint64_t lsn);
+
+/* Snapshot of the counters. */
+void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
+
+/* Set fn(ctx) to be called after every successful append, from the
+ * appending thread with the journal lock held: it must be quick and must
+ * not call into j.  NULL removes it; once this returns the old hook is not
+ * running and will not run again.  Used by the group committer. */
+void jnl_set_append_hook(struct jnl *j, void (*fn)(void *ctx), void *ctx);
+
+/* ---- group commit (storage/journal_commit.c) ---- */
+
+struct jnl_commit;
+
+/* Start a thread that, while there are appended records not yet durable,
+ * calls jnl_sync at most once every interval_ms (journal.fsync_interval_ms,
+ * 0..60000; 0 = as soon as data is there) (the first sync
+ * after an idle spell starts at once) and then cb(ctx, durable_lsn, 0)
+ * from that thread whenever the durable LSN grew (the daemon forwards it to
+ * its loop with uv_async_send).  Durable LSNs passed to cb strictly
+ * increase.  If a sync fails, cb(ctx, last durable LSN, GA_EIO) is called
+ * once and no more syncs are tried.  Returns 0 and *out, or GA_ENOMEM /
+ * -errno, GA_EINVAL for a bad interval.  At most one committer per
+ * journal; it replaces any append hook. */
+int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,
+                     void (*cb)(void *ctx, uint64_t durable_lsn, int err), void *ctx);
+
+/* Stop the thread after a final sync (and cb), free c.  NULL is a no-op. */
+void jnl_commit_stop(struct jnl_commit *c);
+
+#endif
