@@ -1,0 +1,519 @@
+/* ingest_points.c — decode a points message, friendly and columnar forms
+ * (proto/INGEST.md §4–§6).
+ *
+ * Frame-level problems fail the whole batch with a message naming the
+ * field; per-point problems reject that point only.  The friendly form is
+ * walked twice with the pull reader: once to validate the structure and
+ * size the output, once to fill it.  The columnar form checks lengths, then
+ * memcpy's the ts/values bins into the output and makes one validation pass
+ * that compacts rejected points away (nothing moves when all are good). */
+#include "proto/ingest_priv.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/ga_err.h"
+#include "proto/ts_parse.h"
+
+#define BAD(...) ing_fail(GA_EPROTO, err, errlen, __VA_ARGS__)
+#define TRUNCATED() BAD("points: malformed msgpack")
+
+static const char R_BEFORE[] = "timestamp before 1970";
+static const char R_AFTER[] = "timestamp after 2262-04-11T23:47:16.854775807Z";
+static const char R_TS_NOT_FINITE[] = "timestamp is not finite";
+static const char R_TS_TYPE[] = "timestamp is not an integer, float or string";
+static const char R_NAN[] = "value is NaN";
+static const char R_INF[] = "value is infinite";
+static const char R_VALUE_TYPE[] = "value is not a number";
+static const char R_PAIR[] = "point is not a [timestamp, value] pair";
+
+/* ---- metric names ---- */
+
+/* Why the metric name s[0..n) is refused, or NULL if it is fine. */
+static const char *name_problem(const uint8_t *s, uint32_t n)
+{
+    static const char bad_utf8[] = "metric name not valid UTF-8";
+    int ctl = 0;
+    if (n == 0)
+        return "metric name empty";
+    if (n > ING_NAME_MAX)
+        return "metric name longer than 255 bytes";
+    for (uint32_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            ctl |= c < 0x20 || c == 0x7f;
+            i++;
+            continue;
+        }
+        uint32_t need, cp;
+        uint8_t lo = 0x80, hi = 0xbf;   /* allowed range of the 2nd byte (Unicode Table 3-7) */
+        if (c >= 0xc2 && c <= 0xdf) {
+            need = 1, cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2, cp = c & 0x0f;
+            lo = c == 0xe0 ? 0xa0 : 0x80;
+            hi = c == 0xed ? 0x9f : 0xbf;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3, cp = c & 0x07;
+            lo = c == 0xf0 ? 0x90 : 0x80;
+            hi = c == 0xf4 ? 0x8f : 0xbf;
+        } else {
+            return bad_utf8;
+        }
+        if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi)
+            return bad_utf8;
+        for (uint32_t k = 1; k <= need; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return bad_utf8;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        ctl |= cp <= 0x9f;              /* C1 controls U+0080..U+009F */
+        i += need + 1;
+    }
+    return ctl ? "metric name contains control characters" : NULL;
+}
+
+/* The batch's name table: max pointers, max lengths, then the characters. */
+static int names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **chars)
+{
+    size_t sz = max * (sizeof(char *) + sizeof(uint32_t) + 1) + bytes;
+    void *m = malloc(sz ? sz : 1);
+    if (!m)
+        return GA_ENOMEM;
+    b->names = m;
+    b->name_len = (uint32_t *)(b->names + max);
+    *chars = (char *)(b->name_len + max);
+    return 0;
+}
+
+static void names_push(struct ing_batch *b, char **chars, const uint8_t *s, uint32_t n)
+{
+    memcpy(*chars, s, n);
+    (*chars)[n] = '\0';
+    b->names[b->nnames] = *chars;
+    b->name_len[b->nnames++] = n;
+    *chars += n + 1;
+}
+
+/* ts, value, name_idx for n points in one block (b->ts is its base). */
+static int points_alloc(struct ing_batch *b, size_t n)
+{
+    if (n == 0)
+        return 0;
+    void *m = malloc(n * (sizeof(int64_t) + sizeof(double) + sizeof(uint32_t)));
+    if (!m)
+        return GA_ENOMEM;
+    b->ts = m;
+    b->value = (double *)(b->ts + n);
+    b->name_idx = (uint32_t *)(b->value + n);
+    return 0;
+}
+
+static int reject(struct ing_batch *b, uint64_t index, const char *why)
+{
+    return ing_reject_push(&b->rejected, &b->nrejected, &b->rej_cap, index, why);
+}
+
+static int reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
+{
+    char buf[ING_REASON_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    const char *s = ing_text_dup(&b->text, buf, strlen(buf));
+    return s ? reject(b, index, s) : GA_ENOMEM;
+}
+
+/* ---- friendly form ---- */
+
+/* Timestamp token → ns, or the reason it is refused (*dyn set for an RFC
+ * 3339 syntax error, whose reason quotes the text). */
+static const char *ts_of(const struct ing_tok *t, int64_t *ns, int *dyn)
+{
+    int rc;
+    switch (t->kind) {
+    case RK_UINT:
+        if (t->u > (uint64_t)INT64_MAX)
+            return R_AFTER;
+        *ns = (int64_t)t->u;
+        return NULL;
+    case RK_INT:
+        return R_BEFORE;
+    case RK_FLOAT:
+        rc = ts_from_seconds(t->f, ns);
+        if (rc == GA_EINVAL)
+            return R_TS_NOT_FINITE;
+        break;
+    case RK_STR:
+        rc = ts_parse_rfc3339((const char *)t->ptr, t->n, ns, NULL, 0);
+        if (rc == GA_EINVAL) {
+            *dyn = 1;
+            return "";
+        }
+        break;
+    default:
+        return R_TS_TYPE;
+    }
+    if (*ns < 0)
+        return R_BEFORE;
+    return rc == GA_ERANGE ? R_AFTER : NULL;
+}
+
+static const char *value_of(const struct ing_tok *t, double *v)
+{
+    switch (t->kind) {
+    case RK_UINT: *v = (double)t->u; return NULL;
+    case RK_INT: *v = (double)t->i; return NULL;
+    case RK_FLOAT:
+        *v = t->f;
+        return isnan(t->f) ? R_NAN : isinf(t->f) ? R_INF : NULL;
+    default:
+        return R_VALUE_TYPE;
+    }
+}
+
+/* "timestamp not RFC 3339: <text>", the text printable ASCII, shortened. */
+static int reject_rfc3339(struct ing_batch *b, uint64_t index, const struct ing_tok *t)
+{
+    char txt[52];
+    size_t k = 0;
+    for (; k < t->n && k < 48; k++)
+        txt[k] = t->ptr[k] >= 0x20 && t->ptr[k] < 0x7f ? (char)t->ptr[k] : '?';
+    if (t->n > 48)
+        memcpy(txt + k, "...", 3), k += 3;
+    txt[k] = '\0';
+    return reject_fmt(b, index, "timestamp not RFC 3339: %s", txt);
+}
+
+static int is_container(const struct ing_tok *t)
+{
+    return t->kind == RK_ARRAY || t->kind == RK_MAP;
+}
+
+/* Decode point `index` at r for name ni.  0, -1 (malformed), GA_ENOMEM. */
+static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint64_t index)
+{
+    const uint8_t *start = r->p;
+    struct ing_tok p, tt, vt;
+    const char *why = NULL;
+    int resync = 0, dyn = 0;
+    int64_t ns = 0;
+    double v = 0;
+
+    if (ing_rd_next(r, &p) < 0)
+        return -1;
+    if (p.kind != RK_ARRAY || p.n != 2) {
+        why = R_PAIR;
+        resync = is_container(&p);
+    } else if (ing_rd_next(r, &tt) < 0) {
+        return -1;
+    } else if (is_container(&tt)) {
+        why = R_TS_TYPE;
+        resync = 1;
+    } else if (ing_rd_next(r, &vt) < 0) {
+        return -1;
+    } else if (is_container(&vt)) {
+        resync = 1;
+        why = ts_of(&tt, &ns, &dyn);
+        if (!why)
+            why = R_VALUE_TYPE;
+    } else {
+        why = ts_of(&tt, &ns, &dyn);
+        if (!why)
+            why = value_of(&vt, &v);
+    }
+    if (resync) {
+        r->p = start;
+        if (ing_rd_skip(r) < 0)
+            return -1;
+    }
+    if (dyn)
+        return reject_rfc3339(b, index, &tt);
+    if (why)
+        return reject(b, index, why);
+    b->name_idx[b->n] = ni;
+    b->ts[b->n] = ns;
+    b->value[b->n] = v;
+    b->n++;
+    return 0;
+}
+
+/* Read entry i of 'metrics' at r: the name token and the points header,
+ * with r->p left after the entry and *pts at the first point. */
+static int read_entry(struct ing_rd *r, const uint8_t *end, uint32_t i, struct ing_tok *name,
+                      struct ing_tok *pts, struct ing_rd *pr, char *err, size_t errlen)
+{
+    static const char *const keys[] = { "metric", "points" };
+    const uint8_t *vals[2] = { NULL, NULL };
+    struct ing_tok t;
+    if (ing_rd_next(r, &t) < 0)
+        return TRUNCATED();
+    if (t.kind != RK_MAP)
+        return BAD("points: 'metrics'[%u] must be a map", i);
+    if (ing_rd_fields(r, t.n, keys, vals, 2) < 0)
+        return TRUNCATED();
+    if (!vals[0])
+        return BAD("points: 'metrics'[%u]: 'metric' missing", i);
+    struct ing_rd nr = { vals[0], end };
+    if (ing_rd_next(&nr, name) < 0 || name->kind != RK_STR)
+        return BAD("points: 'metrics'[%u]: 'metric' must be a string", i);
+    if (!vals[1])
+        return BAD("points: 'metrics'[%u]: 'points' missing", i);
+    *pr = (struct ing_rd){ vals[1], end };
+    if (ing_rd_next(pr, pts) < 0 || pts->kind != RK_ARRAY)
+        return BAD("points: 'metrics'[%u]: 'points' must be an array", i);
+    return 0;
+}
+
+static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
+                           const struct ing_limits *lim, struct ing_batch *b, char *err,
+                           size_t errlen)
+{
+    struct ing_rd r = { metrics, end }, pr;
+    struct ing_tok t, name, pts;
+    size_t total = 0, bytes = 0;
+    int rc;
+
+    if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
+        return BAD("points: 'metrics' must be an array");
+    uint32_t nent = t.n;
+    if (nent > lim->max_names)
+        return ing_fail(GA_ETOOBIG, err, errlen, "points: 'metrics' has %u entries, at most %zu",
+                        nent, lim->max_names);
+    const uint8_t *first = r.p;
+    for (uint32_t i = 0; i < nent; i++) {           /* pass 1: structure and sizes */
+        rc = read_entry(&r, end, i, &name, &pts, &pr, err, errlen);
+        if (rc < 0)
+            return rc;
+        bytes += name.n;
+        total += pts.n;
+        if (total > lim->max_points)
+            return ing_fail(GA_ETOOBIG, err, errlen, "points: more than %zu points",
+                            lim->max_points);
+    }
+    char *chars;
+    if ((rc = names_alloc(b, nent, bytes, &chars)) < 0 || (rc = points_alloc(b, total)) < 0)
+        return rc;
+    r.p = first;
+    uint64_t index = 0;
+    for (uint32_t i = 0; i < nent; i++) {           /* pass 2: fill */
+        rc = read_entry(&r, end, i, &name, &pts, &pr, err, errlen);
+        if (rc < 0)
+            return rc;
+        const char *why = name_problem(name.ptr, name.n);
+        if (why) {
+            for (uint32_t j = 0; j < pts.n; j++)
+                if ((rc = reject(b, index++, why)) < 0)
+                    return rc;
+            continue;
+        }
+        uint32_t ni = b->nnames;
+        names_push(b, &chars, name.ptr, name.n);
+        for (uint32_t j = 0; j < pts.n; j++) {
+            rc = decode_point(&pr, b, ni, index++);
+            if (rc == -1)
+                return TRUNCATED();
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- columnar form ---- */
+
+static void copy_le(void *dst, const uint8_t *src, size_t n, size_t width)
+{
+    if (n == 0)
+        return;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(dst, src, n * width);
+#else
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (size_t k = width; k-- > 0;)
+            v = (v << 8) | src[i * width + k];
+        if (width == 8)
+            ((uint64_t *)dst)[i] = v;
+        else
+            ((uint32_t *)dst)[i] = (uint32_t)v;
+    }
+#endif
+}
+
+/* The bin value of field `key` at `at` (NULL: absent). */
+static int bin_field(const uint8_t *at, const uint8_t *end, const char *key, struct ing_tok *t,
+                     char *err, size_t errlen)
+{
+    struct ing_rd r = { at, end };
+    if (!at)
+        return BAD("points: '%s' missing", key);
+    if (ing_rd_next(&r, t) < 0 || t->kind != RK_BIN)
+        return BAD("points: '%s' must be bin", key);
+    return 0;
+}
+
+static int point_ok(int64_t ts, double v)
+{
+    return ts >= 0 && isfinite(v);
+}
+
+static int decode_columnar(const struct ing_fields *f, const uint8_t *end,
+                           const struct ing_limits *lim, struct ing_batch *b, char *err,
+                           size_t errlen)
+{
+    struct ing_rd r = { f->names, end };
+    struct ing_tok t, idx, tst, vst;
+    uint32_t *remap = NULL;
+    const char **why = NULL;
+    size_t n = 0, bytes = 0;
+    int rc = 0, any_bad = 0;
+    char *chars;
+
+    if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
+        return BAD("points: 'names' must be an array");
+    uint32_t nn = t.n;
+    if (nn > lim->max_names)
+        return ing_fail(GA_ETOOBIG, err, errlen, "points: 'names' has %u entries, at most %zu", nn,
+                        lim->max_names);
+    const uint8_t *first = r.p;
+    for (uint32_t i = 0; i < nn; i++) {
+        if (ing_rd_next(&r, &t) < 0 || t.kind != RK_STR)
+            return BAD("points: 'names'[%u] must be a string", i);
+        bytes += t.n;
+    }
+    if (f->index && f->counts)
+        return BAD("points: both 'index' and 'counts' given");
+    if (f->index) {
+        if ((rc = bin_field(f->index, end, "index", &idx, err, errlen)) < 0)
+            return rc;
+        if (idx.n % 4)
+            return BAD("points: 'index' is %u bytes, not a multiple of 4", idx.n);
+        n = idx.n / 4;
+    } else if (f->counts) {
+        r = (struct ing_rd){ f->counts, end };
+        if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
+            return BAD("points: 'counts' must be an array");
+        if (t.n != nn)
+            return BAD("points: 'counts' has %u entries, expected one per name (%u)", t.n, nn);
+        for (uint32_t i = 0; i < nn; i++) {
+            if (ing_rd_next(&r, &t) < 0 || t.kind != RK_UINT)
+                return BAD("points: 'counts'[%u] must be an unsigned integer", i);
+            if (t.u > lim->max_points - n)
+                return ing_fail(GA_ETOOBIG, err, errlen, "points: more than %zu points",
+                                lim->max_points);
+            n += t.u;
+        }
+    } else {
+        return BAD("points: 'index' or 'counts' missing");
+    }
+    if (n > lim->max_points)
+        return ing_fail(GA_ETOOBIG, err, errlen, "points: %zu points, at most %zu", n,
+                        lim->max_points);
+    if ((rc = bin_field(f->ts, end, "ts", &tst, err, errlen)) < 0)
+        return rc;
+    if (tst.n != 8 * n)
+        return BAD("points: 'ts' is %u bytes, expected 8 × %zu points", tst.n, n);
+    if ((rc = bin_field(f->values, end, "values", &vst, err, errlen)) < 0)
+        return rc;
+    if (vst.n != 8 * n)
+        return BAD("points: 'values' is %u bytes, expected 8 × %zu points", vst.n, n);
+
+    /* the frame is valid: build the name table and the points */
+    if ((rc = names_alloc(b, nn, bytes, &chars)) < 0 || (rc = points_alloc(b, n)) < 0)
+        goto out;
+    remap = malloc((nn ? nn : 1) * sizeof *remap);
+    why = malloc((nn ? nn : 1) * sizeof *why);
+    if (!remap || !why) {
+        rc = GA_ENOMEM;
+        goto out;
+    }
+    r.p = first;
+    for (uint32_t i = 0; i < nn; i++) {
+        ing_rd_next(&r, &t);
+        why[i] = name_problem(t.ptr, t.n);
+        remap[i] = why[i] ? UINT32_MAX : b->nnames;
+        if (why[i])
+            any_bad = 1;
+        else
+            names_push(b, &chars, t.ptr, t.n);
+    }
+    copy_le(b->ts, tst.ptr, n, 8);
+    copy_le(b->value, vst.ptr, n, 8);
+    if (f->index) {
+        copy_le(b->name_idx, idx.ptr, n, 4);
+    } else {
+        size_t k = 0;
+        r = (struct ing_rd){ f->counts, end };
+        ing_rd_next(&r, &t);
+        for (uint32_t i = 0; i < nn; i++) {
+            ing_rd_next(&r, &t);
+            for (uint64_t j = 0; j < t.u; j++)
+                b->name_idx[k++] = i;
+        }
+    }
+
+    /* validate; compact from the first rejected point on */
+    size_t k = 0;
+    if (!any_bad)
+        while (k < n && b->name_idx[k] < nn && point_ok(b->ts[k], b->value[k]))
+            k++;
+    size_t w = k;
+    for (; k < n; k++) {
+        uint32_t ix = b->name_idx[k];
+        int64_t ts = b->ts[k];
+        double v = b->value[k];
+        const char *bad = NULL;
+        if (ix >= nn) {
+            if ((rc = reject_fmt(b, k, "metric index %u out of range", ix)) < 0)
+                goto out;
+            continue;
+        }
+        if (why[ix])
+            bad = why[ix];
+        else if (ts < 0)
+            bad = R_BEFORE;
+        else if (isnan(v))
+            bad = R_NAN;
+        else if (isinf(v))
+            bad = R_INF;
+        if (bad) {
+            if ((rc = reject(b, k, bad)) < 0)
+                goto out;
+            continue;
+        }
+        b->name_idx[w] = remap[ix];
+        b->ts[w] = ts;
+        b->value[w] = v;
+        w++;
+    }
+    b->n = w;
+out:
+    free(remap);
+    free(why);
+    return rc;
+}
+
+int ing_decode_points(const struct ing_fields *f, const uint8_t *end, const struct ing_limits *lim,
+                      struct ing_batch *b, char *err, size_t errlen)
+{
+    int rc;
+    if (f->metrics && f->names)
+        rc = BAD("points: both 'metrics' and 'names' given");
+    else if (f->metrics)
+        rc = decode_friendly(f->metrics, end, lim, b, err, errlen);
+    else if (f->names)
+        rc = decode_columnar(f, end, lim, b, err, errlen);
+    else
+        rc = BAD("points: 'metrics' or 'names' missing");
+    if (rc < 0)
+        ing_batch_free(b);
+    return rc;
+}
