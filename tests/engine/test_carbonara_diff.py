@@ -251,9 +251,10 @@ def run_cli(path, grans, methods, back_window, spans=None):
     return cmd, p
 
 
-def run_replay(path, grans, methods, back_window, spans, late_path):
+def run_replay(path, grans, methods, back_window, spans, late_path, threads=1):
     cmd = [REPLAY, "--granularity", gran_arg(grans), "--method", ",".join(methods),
-           "--back-window", str(back_window), "--input", path, "--late", late_path]
+           "--back-window", str(back_window), "--input", path, "--late", late_path,
+           "--threads", str(threads)]
     if any(spans):
         cmd += ["--timespan", ",".join(co.fmt_gran(s or 0) for s in spans)]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -296,16 +297,20 @@ def case_cli_random(suite, i):
     for name in metric_names(rng, rng.randint(1, 4)):
         pts += gen_metric_points(rng, name, grans, rng.choice([0.5, 2, 5, 20]))
     pts = arrival_order(rng, pts)
-    run_cli_case(suite, "cli_random_%d" % i, seed, rng, [pts], grans, methods, back_window)
+    spans = None
+    if rng.random() < 0.3:
+        spans = [g * rng.randint(1, 40) if rng.random() < 0.7 else None for g in grans]
+    run_cli_case(suite, "cli_random_%d" % i, seed, rng, [pts], grans, methods, back_window,
+                 spans)
 
 
-def run_cli_case(suite, name, seed, rng, batches, grans, methods, back_window):
+def run_cli_case(suite, name, seed, rng, batches, grans, methods, back_window, spans=None):
     path = keep_path(name)
     write_input(path, batches, rng)
-    oracle = co.Oracle(co.Policy(grans, methods, back_window))
+    oracle = co.Oracle(co.Policy(grans, methods, back_window, spans))
     for b in batches:
         oracle.feed(b)
-    cmd, p = run_cli(path, grans, methods, back_window)
+    cmd, p = run_cli(path, grans, methods, back_window, spans)
     if p.returncode != 0:
         return suite.result(name, ["exit %d: %s" % (p.returncode, p.stderr.strip()[-500:])],
                             seed, cmd, path)
@@ -376,7 +381,8 @@ def run_replay_case(suite, name, seed, batches, grans, methods, back_window, spa
     oracle = co.Oracle(co.Policy(grans, methods, back_window, spans))
     for b in batches:
         oracle.feed(b)
-    cmd, p = run_replay(path, grans, methods, back_window, spans, late_path)
+    cmd, p = run_replay(path, grans, methods, back_window, spans, late_path,
+                        rng.choice([1, 1, 2, 3]))
     if p.returncode != 0:
         return suite.result(name, ["exit %d: %s" % (p.returncode, p.stderr.strip()[-500:])],
                             seed, cmd, path)
