@@ -81,18 +81,32 @@ static int usage_error(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-static int run_resample(int argc, char **argv)
+/* argv[0] is "resample"; json: --json came before the command (passed on). */
+static int run_resample(int argc, char **argv, int json)
 {
-    int local = 0;
-    for (int i = 1; i < argc; i++)
+    int local = 0, help = 0;
+    for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--local") == 0)
             local = 1;
-    if (!local) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            help = 1;
+    }
+    if (!local && !help) {
         fprintf(stderr, "gpuaggctl: resample without --local needs the job manager (not yet available)\n");
         return EXIT_USAGE;
     }
 #if HAVE_RESAMPLE_LOCAL
-    return ctl_resample_local(argc, argv);
+    char **av = calloc((size_t)argc + 2, sizeof *av);
+    if (!av) {
+        fprintf(stderr, "gpuaggctl: out of memory\n");
+        return EXIT_COMM;
+    }
+    memcpy(av, argv, (size_t)argc * sizeof *av);
+    if (json)
+        av[argc++] = "--json";
+    int rc = ctl_resample_local(argc, av);
+    free(av);
+    return rc;
 #else
     fprintf(stderr, "gpuaggctl: resample --local is not built into this gpuaggctl\n");
     return EXIT_USAGE;
@@ -249,7 +263,7 @@ int main(int argc, char **argv)
             return EXIT_OK;
         }
         if (cmdname == NULL && strcmp(a, "resample") == 0)
-            return run_resample(argc - i, argv + i);
+            return run_resample(argc - i, argv + i, json);
         if (a[0] == '-' && a[1] != '\0')
             return usage_error("unknown option '%s'", a);
         if (cmdname == NULL)
