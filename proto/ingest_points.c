@@ -197,10 +197,53 @@ static int is_container(const struct ing_tok *t)
     return t->kind == RK_ARRAY || t->kind == RK_MAP;
 }
 
+static uint64_t be64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* The common shape, as the encoders write it: fixarray 2, uint64 ns or
+ * float64 seconds, float64 value — all good.  1 if taken, else 0 (the
+ * general path decides). */
+static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni)
+{
+    const uint8_t *q = r->p;
+    if (r->end - q < 19 || q[0] != 0x92 || q[10] != 0xcb || (q[1] != 0xcf && q[1] != 0xcb))
+        return 0;
+    uint64_t tb = be64(q + 2), vb = be64(q + 11);
+    double v, sec;
+    int64_t ns;
+    memcpy(&v, &vb, 8);
+    if (q[1] == 0xcf) {
+        if (tb > (uint64_t)INT64_MAX)
+            return 0;
+        ns = (int64_t)tb;
+    } else {
+        memcpy(&sec, &tb, 8);
+        if (ts_from_seconds(sec, &ns) != 0 || ns < 0)
+            return 0;
+    }
+    if (!isfinite(v))
+        return 0;
+    b->name_idx[b->n] = ni;
+    b->ts[b->n] = ns;
+    b->value[b->n] = v;
+    b->n++;
+    r->p = q + 19;
+    return 1;
+}
+
 /* Decode point `index` at r for name ni.  0, -1 (malformed), GA_ENOMEM. */
 static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint64_t index)
 {
     const uint8_t *start = r->p;
+    if (fast_point(r, b, ni))
+        return 0;
     struct ing_tok p, tt, vt;
     const char *why = NULL;
     int resync = 0, dyn = 0;
@@ -272,14 +315,22 @@ static int read_entry(struct ing_rd *r, const uint8_t *end, uint32_t i, struct i
     return 0;
 }
 
+/* Where pass 1 found entry i's name and first point. */
+struct entry {
+    const uint8_t *name, *pts;
+    uint32_t name_n, npts;
+};
+
 static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
                            const struct ing_limits *lim, struct ing_batch *b, char *err,
                            size_t errlen)
 {
     struct ing_rd r = { metrics, end }, pr;
     struct ing_tok t, name, pts;
+    struct entry *ent = NULL;
     size_t total = 0, bytes = 0;
-    int rc;
+    char *chars;
+    int rc = 0;
 
     if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
         return BAD("points: 'metrics' must be an array");
@@ -287,44 +338,46 @@ static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
     if (nent > lim->max_names)
         return ing_fail(GA_ETOOBIG, err, errlen, "points: 'metrics' has %u entries, at most %zu",
                         nent, lim->max_names);
-    const uint8_t *first = r.p;
+    /* each entry takes >= 1 byte of the frame, so nent is bounded by it */
+    if (!(ent = malloc((nent ? nent : 1) * sizeof *ent)))
+        return GA_ENOMEM;
     for (uint32_t i = 0; i < nent; i++) {           /* pass 1: structure and sizes */
-        rc = read_entry(&r, end, i, &name, &pts, &pr, err, errlen);
-        if (rc < 0)
-            return rc;
+        if ((rc = read_entry(&r, end, i, &name, &pts, &pr, err, errlen)) < 0)
+            goto out;
+        ent[i] = (struct entry){ name.ptr, pr.p, name.n, pts.n };
         bytes += name.n;
         total += pts.n;
-        if (total > lim->max_points)
-            return ing_fail(GA_ETOOBIG, err, errlen, "points: more than %zu points",
-                            lim->max_points);
+        if (total > lim->max_points) {
+            rc = ing_fail(GA_ETOOBIG, err, errlen, "points: more than %zu points",
+                          lim->max_points);
+            goto out;
+        }
     }
-    char *chars;
     if ((rc = names_alloc(b, nent, bytes, &chars)) < 0 || (rc = points_alloc(b, total)) < 0)
-        return rc;
-    r.p = first;
+        goto out;
     uint64_t index = 0;
     for (uint32_t i = 0; i < nent; i++) {           /* pass 2: fill */
-        rc = read_entry(&r, end, i, &name, &pts, &pr, err, errlen);
-        if (rc < 0)
-            return rc;
-        const char *why = name_problem(name.ptr, name.n);
+        const char *why = name_problem(ent[i].name, ent[i].name_n);
         if (why) {
-            for (uint32_t j = 0; j < pts.n; j++)
+            for (uint32_t j = 0; j < ent[i].npts; j++)
                 if ((rc = reject(b, index++, why)) < 0)
-                    return rc;
+                    goto out;
             continue;
         }
         uint32_t ni = b->nnames;
-        names_push(b, &chars, name.ptr, name.n);
-        for (uint32_t j = 0; j < pts.n; j++) {
+        names_push(b, &chars, ent[i].name, ent[i].name_n);
+        pr = (struct ing_rd){ ent[i].pts, end };
+        for (uint32_t j = 0; j < ent[i].npts; j++) {
             rc = decode_point(&pr, b, ni, index++);
             if (rc == -1)
-                return TRUNCATED();
+                rc = TRUNCATED();
             if (rc < 0)
-                return rc;
+                goto out;
         }
     }
-    return 0;
+out:
+    free(ent);
+    return rc;
 }
 
 /* ---- columnar form ---- */

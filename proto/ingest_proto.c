@@ -207,19 +207,25 @@ int ing_decode(const void *frame, size_t len, const struct ing_limits *lim, stru
     if (len > lim->max_frame)
         return ing_fail(GA_ETOOBIG, err, errlen, "frame: %zu bytes, at most %zu", len,
                         lim->max_frame);
-    rc = len ? mp_frame_scan(p, len, SIZE_MAX, &fl) : 0;
-    if (rc == 0)
-        return BAD("frame: truncated msgpack (%zu bytes)", len);
-    if (rc == GA_EPROTO)
-        return BAD("frame: invalid msgpack (type byte 0xc1)");
-    if (rc < 0)
-        return ing_fail(rc, err, errlen, "frame: nested deeper than %d levels", MP_FRAME_MAX_DEPTH);
-    if (fl != len)
-        return BAD("frame: %zu bytes after the end of the message", len - fl);
-    if (ing_rd_next(&r, &t) < 0 || t.kind != RK_MAP)
-        return BAD("message: not a map");
-    if (ing_rd_fields(&r, t.n, keys, v, 8) < 0)
-        return BAD("frame: malformed msgpack");
+    /* one walk over the top-level map validates every value (they are
+     * skipped with mp_frame_scan); only when it fails is the frame scanned
+     * again to say why */
+    t.kind = RK_NIL;
+    if (ing_rd_next(&r, &t) < 0 || t.kind != RK_MAP || ing_rd_fields(&r, t.n, keys, v, 8) < 0) {
+        rc = len ? mp_frame_scan(p, len, SIZE_MAX, &fl) : 0;
+        if (rc == 0)
+            return BAD("frame: truncated msgpack (%zu bytes)", len);
+        if (rc == GA_EPROTO)
+            return BAD("frame: invalid msgpack (type byte 0xc1)");
+        if (rc < 0)
+            return ing_fail(rc, err, errlen, "frame: nested deeper than %d levels",
+                            MP_FRAME_MAX_DEPTH);
+        if (fl == len)
+            return BAD(t.kind != RK_MAP ? "message: not a map" : "frame: malformed msgpack");
+        r.p = p + fl;
+    }
+    if (r.p != p + len)
+        return BAD("frame: %zu bytes after the end of the message", (size_t)(p + len - r.p));
     if (!v[0])
         return BAD("message: 'type' missing");
     r = (struct ing_rd){ v[0], p + len };
