@@ -36,6 +36,7 @@ import random
 import subprocess
 import sys
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -588,18 +589,18 @@ def main():
             print("carbonara_diff: 0 passed, 1 failed")
             return 1
     suite = Suite()
-    for i in range(NCASES * 2):
-        case_cli_random(suite, i)
-    for i in range(NCASES):
-        case_replay_random(suite, i)
-    case_dedupe_last_vs_min(suite)
-    case_float_bucketing(suite)
-    case_late_fixed(suite)
-    case_nonfinite_rejected(suite)
-    case_rewrite_partial_bucket(suite)
-    case_rewrite_rate_gap(suite)
-    for seed in (1, 2):
-        case_all_methods(suite, BASE_SEED + seed)
+    cases = [(case_cli_random, i) for i in range(NCASES * 2)]
+    cases += [(case_replay_random, i) for i in range(NCASES)]
+    cases += [(f, None) for f in (case_dedupe_last_vs_min, case_float_bucketing,
+                                  case_late_fixed, case_nonfinite_rejected,
+                                  case_rewrite_partial_bucket, case_rewrite_rate_gap)]
+    cases += [(case_all_methods, BASE_SEED + seed) for seed in (1, 2)]
+    for fn, arg in cases:
+        try:
+            fn(suite) if arg is None else fn(suite, arg)
+        except Exception:                  # a crash is one failed case, not the suite
+            suite.result("%s(%s)" % (fn.__name__, "" if arg is None else arg),
+                         traceback.format_exc().splitlines()[-3:])
     print("%.1fs" % (time.time() - t0))
     print("carbonara_diff: %d passed, %d failed" % (suite.passed, suite.failed))
     return 0 if suite.failed == 0 else 1
