@@ -483,7 +483,7 @@ static int recover(struct jnl *j, char *err, size_t errlen)
         if (x != REC_END) {
             uint64_t at = 0;
             int later = 0;
-            if (last && x == REC_BAD) {
+            if (last) {     /* a bad length can look like a short record: look past it too */
                 uint64_t from = rec.fo + (rec.hdr_ok ? JNL_HDR_BYTES + (uint64_t)rec.len : 1);
                 if ((later = find_valid_after(fd, j->segs[i], from, size, &at)) < 0) {
                     rc = later;

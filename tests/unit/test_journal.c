@@ -565,6 +565,19 @@ static void test_flip_in_earlier_segment(void)
     free(b);
     CHECK_INT(opts_open(&j, 64 * KiB, 64 * MiB, 0, err), GA_ECORRUPT);
     CHECK_CONTAINS(err, "sound records follow");
+    /* the same with a length that runs past the end of the file */
+    b = slurp(p, &len);
+    b[r.v[k].lsn - sk + HDR] ^= 0x10;
+    b[r.v[k].lsn - sk + 6] = 0x20;
+    spew(p, b, len);
+    free(b);
+    CHECK_INT(opts_open(&j, 64 * KiB, 64 * MiB, 0, err), GA_ECORRUPT);
+    CHECK_CONTAINS(err, "record runs past end of file; sound records follow");
+    CHECK_INT(opts_open(&j, 64 * KiB, 64 * MiB, 1, err), 0);
+    jnl_get_stats(j, &st);
+    CHECK_INT(st.next_lsn, r.v[k].lsn);
+    CHECK_INT(st.torn_tails_cut, 0);
+    jnl_close(j);
 
     /* a missing segment in the middle */
     tmp_remove();
