@@ -120,4 +120,4 @@ install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
 clean:
 	rm -rf build build-asan build-fuzz var
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj -name '*.d' -type f 2>/dev/null)
