@@ -215,11 +215,16 @@ def parse_output(text):
     return out, order
 
 
+STATS = collections.Counter()
+
+
 def close(method, a, b, scale):
     base = method[5:] if method.startswith("rate:") else method
+    STATS["values"] += 1
     if a == b or (math.isnan(a) and math.isnan(b)):
         return True
     if base in TOLERANT:
+        STATS["within tolerance, not bit-equal"] += 1
         return abs(a - b) <= 1e-12 * max(abs(a), abs(b), scale)
     return False
 
@@ -601,7 +606,8 @@ def main():
         except Exception:                  # a crash is one failed case, not the suite
             suite.result("%s(%s)" % (fn.__name__, "" if arg is None else arg),
                          traceback.format_exc().splitlines()[-3:])
-    print("%.1fs" % (time.time() - t0))
+    print("%.1fs; %d values compared, %d within tolerance but not bit-equal"
+          % (time.time() - t0, STATS["values"], STATS["within tolerance, not bit-equal"]))
     print("carbonara_diff: %d passed, %d failed" % (suite.passed, suite.failed))
     return 0 if suite.failed == 0 else 1
 
