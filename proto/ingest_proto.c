@@ -145,8 +145,8 @@ static int decode_error(const msgpack_object *o, struct ing_msg *m, char *err, s
     int rc = mp_get_int(o, "code", &e->code);
     if (rc == GA_ENOENT)
         return BAD("error: 'code' missing");
-    if (rc < 0 || e->code >= 0)
-        return BAD("error: 'code' must be a negative integer");
+    if (rc < 0 || e->code >= 0 || e->code < INT32_MIN)
+        return BAD("error: 'code' must be a negative 32-bit integer");
     if ((rc = str_field(o, "error", "name", &s, &n, err, errlen)) < 0)
         return rc;
     copy_trunc(s, n, e->name, sizeof e->name);

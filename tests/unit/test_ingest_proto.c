@@ -726,7 +726,9 @@ static void test_frame_errors(void)
     /* error */
     FAIL(build("m1 s s", "type", "error"), P, "error: 'code' missing");
     FAIL(build("m2 s s s u", "type", "error", "code", (uint64_t)1), P,
-         "error: 'code' must be a negative integer");
+         "error: 'code' must be a negative 32-bit integer");
+    FAIL(build("m2 s s s i", "type", "error", "code", (int64_t)INT32_MIN - 1), P,
+         "error: 'code' must be a negative 32-bit integer");
     FAIL(build("m2 s s s i", "type", "error", "code", (int64_t)-1), P, "error: 'name' missing");
     FAIL(build("m3 s s s i s s", "type", "error", "code", (int64_t)-1, "name", "E"), P,
          "error: 'message' missing");
