@@ -110,7 +110,7 @@ void ing_pack_points_columnar(msgpack_packer *pk, uint64_t seq, uint32_t nnames,
         mp_pack_cstr(pk, "counts");
         msgpack_pack_array(pk, nnames);
         for (uint32_t i = 0; i < nnames; i++)
-            msgpack_pack_uint32(pk, counts[i]);
+            msgpack_pack_uint32(pk, counts ? counts[i] : 0);
     }
     mp_pack_cstr(pk, "ts");
     pack_le_bin(pk, ts, n, 8);

@@ -63,7 +63,8 @@ struct ing_text;    /* private: storage of reasons that are not static */
  *                 name sent twice appears twice.
  *   name_idx[k]   index into names of accepted point k; ts[k] ns since the
  *                 epoch (>= 0); value[k] finite.  Accepted points only, in
- *                 arrival order; ts/value 8-byte aligned.
+ *                 arrival order; ts/value 8-byte aligned; all three NULL
+ *                 when the batch had no points.
  *   rejected      per-point rejections in index order (see INGEST.md §5). */
 struct ing_batch {
     uint64_t seq;
@@ -168,9 +169,11 @@ void ing_pack_points_friendly(msgpack_packer *pk, uint64_t seq, uint32_t nnames,
                               const char *const *names, const uint32_t *counts,
                               const int64_t *ts, const double *value, enum ing_ts_form form);
 
-/* Columnar points.  Exactly one of index / counts is non-NULL:
+/* Columnar points.  At most one of index / counts is non-NULL:
  *   index      n per-point indexes into names ("index", u32 LE bin)
- *   counts     nnames counts, points grouped by name ("counts" array)
+ *   counts     nnames counts, points grouped by name ("counts" array);
+ *              both NULL packs counts of 0 (n must be 0: an empty batch,
+ *              as a decoded batch of no points has name_idx NULL)
  *   ts, value  n each, packed as i64 LE / f64 LE bins */
 void ing_pack_points_columnar(msgpack_packer *pk, uint64_t seq, uint32_t nnames,
                               const char *const *names, const uint32_t *index,

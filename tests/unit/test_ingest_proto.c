@@ -18,8 +18,8 @@
 #include "proto/mp_frame.h"
 #include "proto/ts_parse.h"
 
-/* Generated with /usr/bin/python3 and msgpack-python: msgpack.packb(example)
- * for the examples of proto/INGEST.md (the script is in INGEST.md §9). */
+/* Generated with python3 and msgpack-python 1.x: msgpack.packb(example)
+ * for the examples of proto/INGEST.md §9 (how: INGEST.md §9.9). */
 static const char HEX_HELLO_CLIENT[] =
     "84a474797065a568656c6c6fa776657273696f6e01a6636c69656e74b26365696c6f6d657465722d6167656e742d31a5"
     "746f6b656ea6733363726574"
@@ -342,6 +342,29 @@ static void test_decode_examples(void)
     CHECK_INT(m.u.error.code, GA_EAUTH);
     CHECK(!m.u.error.has_seq && !m.has_seq);
     ing_msg_free(&m);
+}
+
+/* A batch of no points decodes to NULL arrays, and encodes again. */
+static void test_empty_batch(void)
+{
+    struct frame f = build("m3 s s s u s a1 m2 s s s a0", "type", "points", "seq", (uint64_t)8,
+                           "metrics", "metric", "cpu.util", "points");
+    struct ing_msg m, m2;
+    char err[128];
+    CHECK_INT(decode(f, NULL, &m, err, sizeof err), ING_POINTS);
+    struct ing_batch *b = &m.u.points;
+    CHECK(b->n == 0 && !b->ts && !b->value && !b->name_idx && b->nnames == 1);
+    struct pk p;
+    ing_pack_points_columnar(pk_init(&p), b->seq, b->nnames, b->names, b->name_idx, NULL, b->n,
+                             b->ts, b->value);
+    struct frame g = pk_take(&p);
+    CHECK_INT(decode(g, NULL, &m2, err, sizeof err), ING_POINTS);
+    CHECK(m2.u.points.seq == 8 && m2.u.points.n == 0 && m2.u.points.nnames == 1);
+    CHECK_STR(m2.u.points.names[0], "cpu.util");
+    ing_msg_free(&m2);
+    ing_msg_free(&m);
+    frame_free(&g);
+    frame_free(&f);
 }
 
 /* ---- per-point rejections ---- */
@@ -1101,6 +1124,7 @@ void run_tests(void)
 {
     RUN(test_encoders_match_python);
     RUN(test_decode_examples);
+    RUN(test_empty_batch);
     RUN(test_friendly_rejections);
     RUN(test_columnar_rejections);
     RUN(test_frame_errors);
