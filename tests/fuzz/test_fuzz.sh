@@ -45,7 +45,9 @@ for src in proto/*.c; do
     obj="$out/obj/${src%.c}.o"
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find proto -name '*.h' -newer "$obj" 2>/dev/null)" ]; then
         # shellcheck disable=SC2086
-        if ! $CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj" 2>"$out/logs/build.log"; then
+        if ! $CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj.$$" 2>"$out/logs/build.log" ||
+           ! mv -f "$obj.$$" "$obj"; then
+            rm -f "$obj.$$"
             echo "build failed: $src"
             sed 's/^/    | /' "$out/logs/build.log" | head -30
             fail=1
@@ -54,9 +56,9 @@ for src in proto/*.c; do
     fi
     objs="$objs $obj"
 done
-rm -f "$out/libproto.a"
+# built aside and renamed, so a concurrent run never links a half-written archive
 # shellcheck disable=SC2086
-ar rcs "$out/libproto.a" $objs
+ar rcs "$out/libproto.a.$$" $objs && mv -f "$out/libproto.a.$$" "$out/libproto.a"
 
 # build every target, then run them side by side
 targets=""
@@ -66,8 +68,8 @@ for src in tests/fuzz/fuzz_*.c; do
     name=${name#fuzz_}
     case "$only" in ""|"$name") ;; *) continue ;; esac
     # shellcheck disable=SC2086
-    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS -o "$out/fuzz_$name" \
-            >"$out/logs/$name.build.log" 2>&1; then
+    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS -o "$out/fuzz_$name.$$" \
+            >"$out/logs/$name.build.log" 2>&1 && mv -f "$out/fuzz_$name.$$" "$out/fuzz_$name"; then
         targets="$targets $name"
     else
         echo "FAIL $name: does not build"
