@@ -11,7 +11,20 @@
  * other field: keys sorted, nested maps flattened to "parent:child" names,
  * and for each (name, value) str(name) then str(value) as UTF-8
  * (utils.compute_signature / recursive_keypairs; lists are rendered as
- * str(decode_unicode(list))).  An empty secret on the sender gives "".
+ * str(decode_unicode(list)), where str and bytes swap).  An empty secret on
+ * the sender gives "".  A key whose value is an empty dict adds nothing, so
+ * it is not covered by the signature (Ceilometer's design, kept here).
+ *
+ * Worked example (tests/unit/test_ceilometer.c test_signature_example):
+ *   84                                 map of 4
+ *     a1 62  82                        "b": map of 2
+ *        a1 63  92 01 a1 78              "c": [1, "x"]
+ *        a1 64  cb 3fb999999999999a      "d": 0.1
+ *     a1 61  01                        "a": 1
+ *     a1 65  c0                        "e": None
+ *     a1 66  c4 01 00                  "f": b"\x00"
+ * hashes the bytes  a1b:c[1, b'x']b:d0.1eNonefb'\x00'  and with the secret
+ * "k" gives f447730d10cba49dc98a54362edd4aa6bc5b763239d9adb41df1bb2646f94607.
  *
  * The sample becomes one point of the metric resource_id + "/" +
  * counter_name at the sample's timestamp. */

@@ -4,9 +4,9 @@ on fresh vectors.
 tests/ceilometer/gen_vectors.py signs and sends new random samples through
 Debian's real UDPPublisher (fetching python3-ceilometer if it is missing)
 and prints new random doubles with CPython's repr(); build/tests/
-test_ceilometer then checks them instead of its committed vectors.  Each of
-the two vector files counts as one pass or fail (both fail when
-test_ceilometer fails on them); the last line is
+test_ceilometer and build/tests/test_pystr then check them instead of the
+committed vectors.  Each of the two counts as one pass or fail (a vector
+file that cannot be made fails both); the last line is
     ceilometer_live: N passed, N failed
 GA_SEED=N repeats a run (the seed is printed); GA_LIVE_COUNT=N sets the
 number of random samples.
@@ -18,7 +18,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("GA_ROOT") or os.path.dirname(os.path.dirname(HERE))
-TEST = os.path.join(ROOT, "build", "tests", "test_ceilometer")
 KEEP = os.path.join(ROOT, "build", "test-logs", "ceilometer_live")
 GEN = os.path.join(HERE, "gen_vectors.py")
 
@@ -43,18 +42,20 @@ def main():
         print("ceilometer_live: %d passed, %d failed" % (passed, failed))
         return 1
     passed = 0
-    if not os.access(TEST, os.X_OK):
-        print("FAIL %s not built (make all)" % TEST)
-        failed = 1
-    else:
-        env = dict(os.environ, GA_CEILO_VECTORS=samples, GA_FLOAT_VECTORS=floats)
-        r = subprocess.run([TEST], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = dict(os.environ, GA_CEILO_VECTORS=samples, GA_FLOAT_VECTORS=floats)
+    for name in ("test_ceilometer", "test_pystr"):
+        exe = os.path.join(ROOT, "build", "tests", name)
+        if not os.access(exe, os.X_OK):
+            print("FAIL %s not built (make all)" % exe)
+            failed += 1
+            continue
+        r = subprocess.run([exe], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(r.stdout.rstrip())
         if r.returncode != 0:
-            print("FAIL: vectors kept in %s" % KEEP)
-            failed = 2
+            print("FAIL %s: vectors kept in %s" % (name, KEEP))
+            failed += 1
         else:
-            passed = 2
+            passed += 1
     print("ceilometer_live: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
