@@ -17,7 +17,7 @@ import time
 import msgpack
 
 ROOT = os.environ.get("GA_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CTL = os.path.join(ROOT, "build", "bin", "gpuaggctl")
+CTL = os.environ.get("GA_CTL") or os.path.join(ROOT, "build", "bin", "gpuaggctl")   # GA_CTL: e.g. an ASan build
 passed = failed = 0
 
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 ROOT = os.environ.get("GA_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CTL = os.path.join(ROOT, "build", "bin", "gpuaggctl")
+CTL = os.environ.get("GA_CTL") or os.path.join(ROOT, "build", "bin", "gpuaggctl")   # GA_CTL: e.g. an ASan build
 passed = failed = 0
 
 
