@@ -50,7 +50,7 @@ def ensure_ceilometer():
     if site not in sys.path:
         sys.path.append(site)
     try:
-        import ceilometer.publisher.udp  # noqa: F401
+        importlib.import_module("ceilometer.publisher.udp")
         return None
     except ImportError:
         pass
@@ -65,7 +65,7 @@ def ensure_ceilometer():
     sys.path_importer_cache.pop(site, None)     # it did not exist a moment ago
     importlib.invalidate_caches()
     try:
-        import ceilometer.publisher.udp  # noqa: F401,F811
+        importlib.import_module("ceilometer.publisher.udp")
         return None
     except ImportError as e:
         return "ceilometer unpacked but not importable: %s" % e
