@@ -1,12 +1,12 @@
-/* ingest_points.c — decode a points message, friendly and columnar forms
- * (proto/INGEST.md §4–§6).
+/* ingest_points.c — decode a points message (proto/INGEST.md §3–§7): the
+ * batch-building helpers shared with ingest_columnar.c, the friendly form,
+ * and the choice between the two forms.
  *
  * Frame-level problems fail the whole batch with a message naming the
  * field; per-point problems reject that point only.  The friendly form is
  * walked twice with the pull reader: once to validate the structure and
- * size the output, once to fill it.  The columnar form checks lengths, then
- * memcpy's the ts/values bins into the output and makes one validation pass
- * that compacts rejected points away (nothing moves when all are good). */
+ * size the output (remembering where each entry's name and points are),
+ * once to fill it. */
 #include "proto/ingest_priv.h"
 
 #include <math.h>
@@ -21,19 +21,18 @@
 #define BAD(...) ing_fail(GA_EPROTO, err, errlen, __VA_ARGS__)
 #define TRUNCATED() BAD("points: malformed msgpack")
 
-static const char R_BEFORE[] = "timestamp before 1970";
+#define R_BEFORE ING_R_BEFORE
 static const char R_AFTER[] = "timestamp after 2262-04-11T23:47:16.854775807Z";
 static const char R_TS_NOT_FINITE[] = "timestamp is not finite";
 static const char R_TS_TYPE[] = "timestamp is not an integer, float or string";
-static const char R_NAN[] = "value is NaN";
-static const char R_INF[] = "value is infinite";
+#define R_NAN ING_R_NAN
+#define R_INF ING_R_INF
 static const char R_VALUE_TYPE[] = "value is not a number";
 static const char R_PAIR[] = "point is not a [timestamp, value] pair";
 
 /* ---- metric names ---- */
 
-/* Why the metric name s[0..n) is refused, or NULL if it is fine. */
-static const char *name_problem(const uint8_t *s, uint32_t n)
+const char *ing_name_problem(const uint8_t *s, uint32_t n)
 {
     static const char bad_utf8[] = "metric name not valid UTF-8";
     int ctl = 0;
@@ -76,8 +75,8 @@ static const char *name_problem(const uint8_t *s, uint32_t n)
     return ctl ? "metric name contains control characters" : NULL;
 }
 
-/* The batch's name table: max pointers, max lengths, then the characters. */
-static int names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **chars)
+/* The name table is one block: max pointers, max lengths, the characters. */
+int ing_names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **chars)
 {
     size_t sz = max * (sizeof(char *) + sizeof(uint32_t) + 1) + bytes;
     void *m = malloc(sz ? sz : 1);
@@ -89,7 +88,7 @@ static int names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **cha
     return 0;
 }
 
-static void names_push(struct ing_batch *b, char **chars, const uint8_t *s, uint32_t n)
+void ing_names_push(struct ing_batch *b, char **chars, const uint8_t *s, uint32_t n)
 {
     memcpy(*chars, s, n);
     (*chars)[n] = '\0';
@@ -98,8 +97,8 @@ static void names_push(struct ing_batch *b, char **chars, const uint8_t *s, uint
     *chars += n + 1;
 }
 
-/* ts, value, name_idx for n points in one block (b->ts is its base). */
-static int points_alloc(struct ing_batch *b, size_t n)
+/* One block for ts, value, name_idx (b->ts is its base). */
+int ing_points_alloc(struct ing_batch *b, size_t n)
 {
     if (n == 0)
         return 0;
@@ -112,15 +111,12 @@ static int points_alloc(struct ing_batch *b, size_t n)
     return 0;
 }
 
-static int reject(struct ing_batch *b, uint64_t index, const char *why)
+int ing_reject(struct ing_batch *b, uint64_t index, const char *why)
 {
     return ing_reject_push(&b->rejected, &b->nrejected, &b->rej_cap, index, why);
 }
 
-static int reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
+int ing_reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
 {
     char buf[ING_REASON_MAX + 1];
     va_list ap;
@@ -128,7 +124,7 @@ static int reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     const char *s = ing_text_dup(&b->text, buf, strlen(buf));
-    return s ? reject(b, index, s) : GA_ENOMEM;
+    return s ? ing_reject(b, index, s) : GA_ENOMEM;
 }
 
 /* ---- friendly form ---- */
@@ -189,7 +185,7 @@ static int reject_rfc3339(struct ing_batch *b, uint64_t index, const struct ing_
     if (t->n > 48)
         memcpy(txt + k, "...", 3), k += 3;
     txt[k] = '\0';
-    return reject_fmt(b, index, "timestamp not RFC 3339: %s", txt);
+    return ing_reject_fmt(b, index, "timestamp not RFC 3339: %s", txt);
 }
 
 static int is_container(const struct ing_tok *t)
@@ -280,7 +276,7 @@ static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint
     if (dyn)
         return reject_rfc3339(b, index, &tt);
     if (why)
-        return reject(b, index, why);
+        return ing_reject(b, index, why);
     b->name_idx[b->n] = ni;
     b->ts[b->n] = ns;
     b->value[b->n] = v;
@@ -353,19 +349,19 @@ static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
             goto out;
         }
     }
-    if ((rc = names_alloc(b, nent, bytes, &chars)) < 0 || (rc = points_alloc(b, total)) < 0)
+    if ((rc = ing_names_alloc(b, nent, bytes, &chars)) < 0 || (rc = ing_points_alloc(b, total)) < 0)
         goto out;
     uint64_t index = 0;
     for (uint32_t i = 0; i < nent; i++) {           /* pass 2: fill */
-        const char *why = name_problem(ent[i].name, ent[i].name_n);
+        const char *why = ing_name_problem(ent[i].name, ent[i].name_n);
         if (why) {
             for (uint32_t j = 0; j < ent[i].npts; j++)
-                if ((rc = reject(b, index++, why)) < 0)
+                if ((rc = ing_reject(b, index++, why)) < 0)
                     goto out;
             continue;
         }
         uint32_t ni = b->nnames;
-        names_push(b, &chars, ent[i].name, ent[i].name_n);
+        ing_names_push(b, &chars, ent[i].name, ent[i].name_n);
         pr = (struct ing_rd){ ent[i].pts, end };
         for (uint32_t j = 0; j < ent[i].npts; j++) {
             rc = decode_point(&pr, b, ni, index++);
@@ -380,180 +376,6 @@ out:
     return rc;
 }
 
-/* ---- columnar form ---- */
-
-static void copy_le(void *dst, const uint8_t *src, size_t n, size_t width)
-{
-    if (n == 0)
-        return;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    memcpy(dst, src, n * width);
-#else
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = 0;
-        for (size_t k = width; k-- > 0;)
-            v = (v << 8) | src[i * width + k];
-        if (width == 8)
-            ((uint64_t *)dst)[i] = v;
-        else
-            ((uint32_t *)dst)[i] = (uint32_t)v;
-    }
-#endif
-}
-
-/* The bin value of field `key` at `at` (NULL: absent). */
-static int bin_field(const uint8_t *at, const uint8_t *end, const char *key, struct ing_tok *t,
-                     char *err, size_t errlen)
-{
-    struct ing_rd r = { at, end };
-    if (!at)
-        return BAD("points: '%s' missing", key);
-    if (ing_rd_next(&r, t) < 0 || t->kind != RK_BIN)
-        return BAD("points: '%s' must be bin", key);
-    return 0;
-}
-
-static int point_ok(int64_t ts, double v)
-{
-    return ts >= 0 && isfinite(v);
-}
-
-static int decode_columnar(const struct ing_fields *f, const uint8_t *end,
-                           const struct ing_limits *lim, struct ing_batch *b, char *err,
-                           size_t errlen)
-{
-    struct ing_rd r = { f->names, end };
-    struct ing_tok t, idx, tst, vst;
-    uint32_t *remap = NULL;
-    const char **why = NULL;
-    size_t n = 0, bytes = 0;
-    int rc = 0, any_bad = 0;
-    char *chars;
-
-    if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
-        return BAD("points: 'names' must be an array");
-    uint32_t nn = t.n;
-    if (nn > lim->max_names)
-        return ing_fail(GA_ETOOBIG, err, errlen, "points: 'names' has %u entries, at most %zu", nn,
-                        lim->max_names);
-    const uint8_t *first = r.p;
-    for (uint32_t i = 0; i < nn; i++) {
-        if (ing_rd_next(&r, &t) < 0 || t.kind != RK_STR)
-            return BAD("points: 'names'[%u] must be a string", i);
-        bytes += t.n;
-    }
-    if (f->index && f->counts)
-        return BAD("points: both 'index' and 'counts' given");
-    if (f->index) {
-        if ((rc = bin_field(f->index, end, "index", &idx, err, errlen)) < 0)
-            return rc;
-        if (idx.n % 4)
-            return BAD("points: 'index' is %u bytes, not a multiple of 4", idx.n);
-        n = idx.n / 4;
-    } else if (f->counts) {
-        r = (struct ing_rd){ f->counts, end };
-        if (ing_rd_next(&r, &t) < 0 || t.kind != RK_ARRAY)
-            return BAD("points: 'counts' must be an array");
-        if (t.n != nn)
-            return BAD("points: 'counts' has %u entries, expected one per name (%u)", t.n, nn);
-        for (uint32_t i = 0; i < nn; i++) {
-            if (ing_rd_next(&r, &t) < 0 || t.kind != RK_UINT)
-                return BAD("points: 'counts'[%u] must be an unsigned integer", i);
-            if (t.u > lim->max_points - n)
-                return ing_fail(GA_ETOOBIG, err, errlen, "points: more than %zu points",
-                                lim->max_points);
-            n += t.u;
-        }
-    } else {
-        return BAD("points: 'index' or 'counts' missing");
-    }
-    if (n > lim->max_points)
-        return ing_fail(GA_ETOOBIG, err, errlen, "points: %zu points, at most %zu", n,
-                        lim->max_points);
-    if ((rc = bin_field(f->ts, end, "ts", &tst, err, errlen)) < 0)
-        return rc;
-    if (tst.n != 8 * n)
-        return BAD("points: 'ts' is %u bytes, expected 8 × %zu points", tst.n, n);
-    if ((rc = bin_field(f->values, end, "values", &vst, err, errlen)) < 0)
-        return rc;
-    if (vst.n != 8 * n)
-        return BAD("points: 'values' is %u bytes, expected 8 × %zu points", vst.n, n);
-
-    /* the frame is valid: build the name table and the points */
-    if ((rc = names_alloc(b, nn, bytes, &chars)) < 0 || (rc = points_alloc(b, n)) < 0)
-        goto out;
-    remap = malloc((nn ? nn : 1) * sizeof *remap);
-    why = malloc((nn ? nn : 1) * sizeof *why);
-    if (!remap || !why) {
-        rc = GA_ENOMEM;
-        goto out;
-    }
-    r.p = first;
-    for (uint32_t i = 0; i < nn; i++) {
-        ing_rd_next(&r, &t);
-        why[i] = name_problem(t.ptr, t.n);
-        remap[i] = why[i] ? UINT32_MAX : b->nnames;
-        if (why[i])
-            any_bad = 1;
-        else
-            names_push(b, &chars, t.ptr, t.n);
-    }
-    copy_le(b->ts, tst.ptr, n, 8);
-    copy_le(b->value, vst.ptr, n, 8);
-    if (f->index) {
-        copy_le(b->name_idx, idx.ptr, n, 4);
-    } else {
-        size_t k = 0;
-        r = (struct ing_rd){ f->counts, end };
-        ing_rd_next(&r, &t);
-        for (uint32_t i = 0; i < nn; i++) {
-            ing_rd_next(&r, &t);
-            for (uint64_t j = 0; j < t.u; j++)
-                b->name_idx[k++] = i;
-        }
-    }
-
-    /* validate; compact from the first rejected point on */
-    size_t k = 0;
-    if (!any_bad)
-        while (k < n && b->name_idx[k] < nn && point_ok(b->ts[k], b->value[k]))
-            k++;
-    size_t w = k;
-    for (; k < n; k++) {
-        uint32_t ix = b->name_idx[k];
-        int64_t ts = b->ts[k];
-        double v = b->value[k];
-        const char *bad = NULL;
-        if (ix >= nn) {
-            if ((rc = reject_fmt(b, k, "metric index %u out of range", ix)) < 0)
-                goto out;
-            continue;
-        }
-        if (why[ix])
-            bad = why[ix];
-        else if (ts < 0)
-            bad = R_BEFORE;
-        else if (isnan(v))
-            bad = R_NAN;
-        else if (isinf(v))
-            bad = R_INF;
-        if (bad) {
-            if ((rc = reject(b, k, bad)) < 0)
-                goto out;
-            continue;
-        }
-        b->name_idx[w] = remap[ix];
-        b->ts[w] = ts;
-        b->value[w] = v;
-        w++;
-    }
-    b->n = w;
-out:
-    free(remap);
-    free(why);
-    return rc;
-}
-
 int ing_decode_points(const struct ing_fields *f, const uint8_t *end, const struct ing_limits *lim,
                       struct ing_batch *b, char *err, size_t errlen)
 {
@@ -563,7 +385,7 @@ int ing_decode_points(const struct ing_fields *f, const uint8_t *end, const stru
     else if (f->metrics)
         rc = decode_friendly(f->metrics, end, lim, b, err, errlen);
     else if (f->names)
-        rc = decode_columnar(f, end, lim, b, err, errlen);
+        rc = ing_decode_columnar(f, end, lim, b, err, errlen);
     else
         rc = BAD("points: 'metrics' or 'names' missing");
     if (rc < 0)

@@ -52,6 +52,27 @@ int ing_rd_fields(struct ing_rd *r, uint32_t n, const char *const *keys, const u
 /* 1 when t is a str equal to the C string s. */
 int ing_tok_is(const struct ing_tok *t, const char *s);
 
+/* ---- building a batch (ingest_points.c), shared with ingest_columnar.c ---- */
+
+#define ING_R_BEFORE "timestamp before 1970"
+#define ING_R_NAN "value is NaN"
+#define ING_R_INF "value is infinite"
+
+/* Why the metric name s[0..n) is refused (static text), or NULL. */
+const char *ing_name_problem(const uint8_t *s, uint32_t n);
+/* Allocate b's name table for up to max names of `bytes` characters in
+ * all; *chars is where ing_names_push() writes the first.  0 or GA_ENOMEM. */
+int ing_names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **chars);
+/* Append the name s[0..n) (NUL added) to b's table. */
+void ing_names_push(struct ing_batch *b, char **chars, const uint8_t *s, uint32_t n);
+/* Allocate ts, value and name_idx for n points (nothing for 0).  0 or GA_ENOMEM. */
+int ing_points_alloc(struct ing_batch *b, size_t n);
+/* Reject point `index` of b with a static reason, or a formatted one
+ * (copied into b's reasons store).  0 or GA_ENOMEM. */
+int ing_reject(struct ing_batch *b, uint64_t index, const char *why);
+int ing_reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Positions of the top-level values of a points frame (NULL = absent). */
 struct ing_fields {
     const uint8_t *seq, *metrics, *names, *index, *counts, *ts, *values;
@@ -60,6 +81,10 @@ struct ing_fields {
  * ends at end) into b (zeroed by the caller but for b->seq; f->seq is not
  * looked at).  Returns 0 or a negative GA_E* with err set; on failure b is
  * freed and zeroed. */
+/* The columnar form (ingest_columnar.c); same contract, but b is not freed. */
+int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
+                        const struct ing_limits *lim, struct ing_batch *b, char *err,
+                        size_t errlen);
 int ing_decode_points(const struct ing_fields *f, const uint8_t *end, const struct ing_limits *lim,
                       struct ing_batch *b, char *err, size_t errlen);
 

@@ -1,7 +1,8 @@
 /* ingest_proto.c — ingest protocol v1 decoder entry: frame checks, message
  * type dispatch, hello/ack/error (through msgpack-c), freeing (see
- * ingest_proto.h and proto/INGEST.md).  Points are in ingest_points.c,
- * encoders in ingest_pack.c. */
+ * ingest_proto.h and proto/INGEST.md).  Points are decoded in
+ * ingest_points.c and ingest_columnar.c with the pull reader of
+ * ingest_reader.c; the encoders are in ingest_pack.c. */
 #include "proto/ingest_proto.h"
 
 #include <stdlib.h>
