@@ -20,7 +20,7 @@
  * empty ones too; a scalar inside 64 nested arrays is fine, a 65th array is
  * not.  (msgpack-c 4's own unpacker stops at 32: frames nested 33..64 deep
  * pass the scan and then fail to decode.) */
-#define MP_FRAME_MAX_DEPTH 64
+#define MP_FRAME_MAX_DEPTH 32   /* = msgpack-c's MSGPACK_EMBED_STACK_SIZE: what scans, decodes */
 
 /* Scan buf[0..len) for one complete msgpack object.
  *   buf, len   bytes received so far (buf may be NULL when len is 0)

@@ -10,8 +10,7 @@
  *     length - 1;
  *   - disagreement with msgpack-c's unpacker: a complete frame it cannot
  *     decode to the same length, or an EPROTO it does not also reject
- *     (NOMEM is tolerated: msgpack-c stops at 32 nested containers, the
- *     scanner at 64).
+ *     (both stop at 32 nested containers).
  * msgpack-c is only consulted where the scanner bounded every declared
  * count by the input size, so it never attempts a hostile allocation. */
 #include <stdint.h>

@@ -187,16 +187,16 @@ static void test_depth_limit(void)
 {
     uint8_t b[MP_FRAME_MAX_DEPTH + 2];
     size_t fl;
-    memset(b, 0x91, MP_FRAME_MAX_DEPTH);        /* 64 nested one-element arrays */
+    memset(b, 0x91, MP_FRAME_MAX_DEPTH);        /* MAX_DEPTH nested one-element arrays */
     b[MP_FRAME_MAX_DEPTH] = 0x07;
     CHECK_INT(scan(b, MP_FRAME_MAX_DEPTH + 1, BIG, &fl), 1);
     CHECK_INT(fl, MP_FRAME_MAX_DEPTH + 1);
-    b[MP_FRAME_MAX_DEPTH - 1] = 0x90;           /* 63 arrays around an empty one: 64 */
+    b[MP_FRAME_MAX_DEPTH - 1] = 0x90;           /* MAX_DEPTH-1 arrays around an empty one */
     CHECK_INT(scan(b, MP_FRAME_MAX_DEPTH, BIG, &fl), 1);
     b[MP_FRAME_MAX_DEPTH - 1] = 0x91;
-    b[MP_FRAME_MAX_DEPTH] = 0x90;               /* 65th level, even empty */
+    b[MP_FRAME_MAX_DEPTH] = 0x90;               /* one level too deep, even empty */
     CHECK_INT(scan(b, MP_FRAME_MAX_DEPTH + 1, BIG, &fl), GA_ETOOBIG);
-    b[MP_FRAME_MAX_DEPTH] = 0x81;               /* 65th as a map, before its contents arrive */
+    b[MP_FRAME_MAX_DEPTH] = 0x81;               /* too deep as a map, before its contents arrive */
     CHECK_INT(scan(b, MP_FRAME_MAX_DEPTH + 1, BIG, &fl), GA_ETOOBIG);
     /* depth goes back down: [[..64..], [..64..]] is fine — siblings do not add up */
     uint8_t c[2 * MP_FRAME_MAX_DEPTH + 1];
