@@ -178,7 +178,7 @@ static void merge_def(struct pgb_batch *b, const struct pgw_metric_def *d, char 
     }
     e->id = d->id;
     e->name = name;
-    strncpy(e->policy, d->policy->name, sizeof e->policy - 1);
+    memcpy(e->policy, d->policy->name, sizeof e->policy);
     e->policy[sizeof e->policy - 1] = '\0';
 }
 
@@ -349,10 +349,10 @@ static int agg_order(const void *pa, const void *pb)
         return da < db ? -1 : 1;
     if (a->metric != b->metric)
         return a->metric < b->metric ? -1 : 1;
-    if (a->granularity_ns != b->granularity_ns)
-        return a->granularity_ns < b->granularity_ns ? -1 : 1;
     if (a->method != b->method)
         return a->method < b->method ? -1 : 1;
+    if (a->granularity_ns != b->granularity_ns)
+        return a->granularity_ns < b->granularity_ns ? -1 : 1;
     return (a->ts > b->ts) - (a->ts < b->ts);
 }
 

@@ -18,13 +18,13 @@
 static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
     "CREATE TEMP TABLE gpuagg_stage_aggs (\n"
-    "    metric integer, granularity bigint, method smallint, ts bigint,\n"
+    "    metric integer, method smallint, granularity bigint, ts bigint,\n"
     "    value double precision) ON COMMIT DELETE ROWS";
 
 static const char upsert_aggs_sql[] =
-    "INSERT INTO aggregates (metric, granularity, method, ts, value)\n"
-    "SELECT metric, granularity, method, ts, value FROM gpuagg_stage_aggs\n"
-    "ON CONFLICT (metric, granularity, method, ts) DO UPDATE SET value = EXCLUDED.value";
+    "INSERT INTO aggregates (metric, method, granularity, ts, value)\n"
+    "SELECT metric, method, granularity, ts, value FROM gpuagg_stage_aggs\n"
+    "ON CONFLICT (metric, method, granularity, ts) DO UPDATE SET value = EXCLUDED.value";
 
 static const char upsert_policy_sql[] =
     "INSERT INTO archive_policies (name, back_window, definition, methods)\n"
@@ -210,10 +210,10 @@ static void copy_row(struct pgu_buf *cb, const struct ga_agg *a)
     pgu_put_i16(cb, 5);
     pgu_put_i32(cb, 4);
     pgu_put_i32(cb, (int32_t)a->metric);
-    pgu_put_i32(cb, 8);
-    pgu_put_i64(cb, a->granularity_ns);
     pgu_put_i32(cb, 2);
     pgu_put_i16(cb, (int16_t)a->method);
+    pgu_put_i32(cb, 8);
+    pgu_put_i64(cb, a->granularity_ns);
     pgu_put_i32(cb, 8);
     pgu_put_i64(cb, a->ts);
     pgu_put_i32(cb, 8);

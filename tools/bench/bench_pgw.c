@@ -1,0 +1,195 @@
+/* bench_pgw.c — storage writer throughput: rows/s from pgw_submit to
+ * commit, against a private PostgreSQL started here (tools/pg-private.sh,
+ * fsync on) or a given conninfo.
+ *
+ *   build/bench/bench_pgw [--rows N] [--metrics M] [--unit-rows U]
+ *                         [--flush-rows F] [--conninfo STR] [--keep]
+ *
+ * Two phases over the same keys: "insert" (every bucket new) and "update"
+ * (every bucket again with a new value: the ON CONFLICT DO UPDATE path).
+ * Each unit holds U rows: for consecutive metrics, 6 methods x 3
+ * granularities of one minute bucket.  Prints one line per phase with
+ * rows/s and the mean share of each part of the flush transaction. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "gpu/engine.h"
+#include "gpu/policy.h"
+#include "proto/ga_err.h"
+#include "storage/pg_schema.h"
+#include "storage/pg_writer.h"
+
+struct acc {
+    pthread_mutex_t mu;
+    struct pgw *w;
+    double copy, upsert, commit, total;
+    uint64_t txns;
+};
+
+static void on_commit(void *ctx, uint64_t lsn, uint64_t wlsn)
+{
+    struct acc *a = ctx;
+    struct pgw_status st;
+    (void)lsn, (void)wlsn;
+    pthread_mutex_lock(&a->mu);
+    if (a->w) {
+        pgw_get_status(a->w, &st);
+        a->copy += st.last_copy_ms;
+        a->upsert += st.last_upsert_ms;
+        a->commit += st.last_commit_ms;
+        a->total += st.last_flush_ms;
+        a->txns++;
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+static const ga_method_t methods[6] = { GA_M_MEAN, GA_M_SUM, GA_M_MIN, GA_M_MAX, GA_M_COUNT, GA_M_STD };
+static const int64_t grans[3] = { 60000000000LL, 3600000000000LL, 86400000000000LL };
+
+/* Row k of the key space: 18 rows per (metric, minute). */
+static void row(struct ga_agg *a, uint64_t k, uint32_t nmetrics, int64_t base, double salt)
+{
+    uint64_t combo = k % 18, mk = k / 18;
+    uint32_t m = (uint32_t)(mk % nmetrics);
+    int64_t minute = (int64_t)(mk / nmetrics);
+    a->metric = m;
+    a->method = methods[combo % 6];
+    a->granularity_ns = grans[combo / 6];
+    int64_t t = base + minute * 60000000000LL;
+    a->ts = t / a->granularity_ns * a->granularity_ns;
+    a->value = (double)(k % 100003) * 0.5 + salt + 1;
+}
+
+static uint64_t lsn;                  /* continues across phases: the checkpoint only grows */
+
+static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint32_t nmetrics,
+                     size_t unit_rows, int flush_rows, int64_t base, double salt,
+                     struct pgw_metric_def *defs)
+{
+    struct acc a = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0 };
+    struct pgw_opts o = { .conninfo = conninfo, .flush_rows = flush_rows, .flush_interval_ms = 1000,
+                          .retry_initial_ms = 50, .retry_max_ms = 1000, .maintenance_interval_ms = -1,
+                          .queue_max_rows = (size_t)flush_rows * 2, .on_commit = on_commit, .ctx = &a };
+    struct pgw *w;
+    if (pgw_start(&w, &o) < 0)
+        return 1;
+    pthread_mutex_lock(&a.mu);
+    a.w = w;
+    pthread_mutex_unlock(&a.mu);
+    /* metric definitions first, outside the timing */
+    struct pgw_unit du = { .defs = defs, .ndefs = nmetrics };
+    if (pgw_submit(w, &du) < 0 || pgw_flush_sync(w, -1) < 0)
+        return 1;
+    pthread_mutex_lock(&a.mu);
+    a.copy = a.upsert = a.commit = a.total = 0;
+    a.txns = 0;
+    pthread_mutex_unlock(&a.mu);
+    struct ga_agg *buf = malloc(unit_rows * sizeof *buf);
+    uint64_t busy = 0;
+    struct pgw_status st0;
+    pgw_get_status(w, &st0);
+    int64_t t0 = ga_now_mono_ns();
+    for (uint64_t k = 0; k < rows;) {
+        size_t n = rows - k < unit_rows ? (size_t)(rows - k) : unit_rows;
+        for (size_t i = 0; i < n; i++)
+            row(&buf[i], k + i, nmetrics, base, salt);
+        struct pgw_unit u = { .aggs = buf, .naggs = n, .lsn = ++lsn };
+        int rc;
+        while ((rc = pgw_submit(w, &u)) == GA_EBUSY) {
+            busy++;
+            usleep(500);
+        }
+        if (rc < 0) {
+            fprintf(stderr, "submit: %s\n", ga_strerror(rc));
+            return 1;
+        }
+        k += n;
+    }
+    int64_t t_sub = ga_now_mono_ns();
+    if (pgw_flush_sync(w, -1) < 0)
+        return 1;
+    int64_t t1 = ga_now_mono_ns();
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    pthread_mutex_lock(&a.mu);
+    a.w = NULL;
+    pthread_mutex_unlock(&a.mu);
+    pgw_stop(w, -1);
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("%-7s rows=%" PRIu64 " secs=%.2f rows_per_s=%.0f txns=%" PRIu64
+           " submit_s=%.2f busy_waits=%" PRIu64 " | per txn: total=%.0fms copy=%.0fms "
+           "upsert=%.0fms commit=%.1fms rows=%.0f\n",
+           name, rows, secs, (double)rows / secs, a.txns, (double)(t_sub - t0) / 1e9, busy,
+           a.total / (double)a.txns, a.copy / (double)a.txns, a.upsert / (double)a.txns,
+           a.commit / (double)a.txns,
+           (double)(st.rows_committed - st0.rows_committed) / (double)(a.txns ? a.txns : 1));
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t rows = 2000000;
+    uint32_t nmetrics = 10000;
+    size_t unit_rows = 18000;
+    int flush_rows = 200000, keep = 0;
+    const char *conninfo = NULL;
+    char dir[] = "/tmp/gapg-bench-XXXXXX", line[1200], ci[512] = "";
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--rows") && v)
+            rows = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--metrics") && v)
+            nmetrics = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--unit-rows") && v)
+            unit_rows = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--flush-rows") && v)
+            flush_rows = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--conninfo") && v)
+            conninfo = argv[++i];
+        else if (!strcmp(argv[i], "--keep"))
+            keep = 1;
+        else {
+            fprintf(stderr, "usage: %s [--rows N] [--metrics M] [--unit-rows U] [--flush-rows F] "
+                            "[--conninfo STR] [--keep]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!conninfo) {
+        if (!mkdtemp(dir))
+            return 1;
+        snprintf(line, sizeof line, "tools/pg-private.sh start %s", dir);
+        FILE *f = popen(line, "r");
+        if (!f || !fgets(ci, sizeof ci, f) || pclose(f) != 0) {
+            fprintf(stderr, "could not start a private PostgreSQL (run from the repository root)\n");
+            return 1;
+        }
+        ci[strcspn(ci, "\n")] = '\0';
+        conninfo = ci;
+    }
+    const struct ga_policy *p = ga_policy_builtin("medium");
+    struct pgw_metric_def *defs = malloc(nmetrics * sizeof *defs);
+    char (*names)[24] = malloc(nmetrics * sizeof *names);
+    for (uint32_t i = 0; i < nmetrics; i++) {
+        snprintf(names[i], sizeof names[i], "bench.%u", i);
+        defs[i] = (struct pgw_metric_def){ i, names[i], p };
+    }
+    int64_t base = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
+    printf("bench_pgw: rows=%" PRIu64 " metrics=%u unit_rows=%zu flush_rows=%d fsync=on\n", rows,
+           nmetrics, unit_rows, flush_rows);
+    int rc = run_phase("insert", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0, defs) ||
+             run_phase("update", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0.25, defs);
+    if (ci[0] && !keep) {
+        snprintf(line, sizeof line, "tools/pg-private.sh stop %s && rm -rf %s", dir, dir);
+        if (system(line) != 0)
+            fprintf(stderr, "could not clean %s\n", dir);
+    }
+    free(defs);
+    free(names);
+    return rc;
+}
