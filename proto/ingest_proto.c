@@ -83,7 +83,8 @@ static int decode_hello(const msgpack_object *o, struct ing_hello *h, char *err,
     if (h->version != ING_PROTO_VERSION)
         return BAD("hello: version %llu not supported (this end speaks %d)",
                    (unsigned long long)h->version, ING_PROTO_VERSION);
-    if (mp_map_get(o, "server")) {
+    const msgpack_object *sv = mp_map_get(o, "server");
+    if (sv && sv->type != MSGPACK_OBJECT_NIL) {
         h->from_server = 1;
         if ((rc = name_field(o, "hello", "server", h->server, 0, err, errlen)) < 0 ||
             (rc = uint_field(o, "hello", "max_frame", &h->max_frame, err, errlen)) < 0 ||
@@ -176,7 +177,14 @@ static int decode_small(const void *frame, size_t len, enum ing_type type,
                         names[type], len, ING_SMALL_FRAME_MAX);
     msgpack_unpacked_init(&u);
     if (msgpack_unpack_next(&u, frame, len, &off) != MSGPACK_UNPACK_SUCCESS) {
-        rc = BAD("frame: msgpack-c cannot decode it (nested deeper than 32?)");
+        /* the top-level walk limits the depth of each value, not of the
+         * frame: a value at the limit inside the map is one too deep */
+        size_t fl;
+        if (mp_frame_scan(frame, len, SIZE_MAX, &fl) == GA_ETOOBIG)
+            rc = ing_fail(GA_ETOOBIG, err, errlen, "frame: nested deeper than %d levels",
+                          MP_FRAME_MAX_DEPTH);
+        else
+            rc = BAD("frame: msgpack-c cannot decode it");
         goto out;
     }
     switch (type) {

@@ -625,10 +625,12 @@ static void test_frame_errors(void)
     FAIL(build("m1 s u", "type", (uint64_t)1), P, "message: 'type' must be a string");
     FAIL(build("m1 s s", "type", "bogus\n"), P, "message: unknown type 'bogus?'");
     {
-        uint8_t deep[70];
-        memset(deep, 0x91, 65);
-        deep[65] = 0x01;
-        FAIL(build("r", deep, (size_t)66), GA_ETOOBIG, "frame: nested deeper than 64 levels");
+        uint8_t deep[MP_FRAME_MAX_DEPTH + 2];
+        char msg[64];
+        memset(deep, 0x91, MP_FRAME_MAX_DEPTH + 1);
+        deep[MP_FRAME_MAX_DEPTH + 1] = 0x01;
+        snprintf(msg, sizeof msg, "frame: nested deeper than %d levels", MP_FRAME_MAX_DEPTH);
+        FAIL(build("r", deep, sizeof deep), GA_ETOOBIG, msg);
     }
     struct ing_limits tiny = { .max_points = 3, .max_names = 2, .max_frame = 47 };
     struct ing_limits small = { .max_points = 3, .max_names = 2, .max_frame = 1 << 20 };
@@ -718,6 +720,8 @@ static void test_frame_errors(void)
                (size_t)3), P, "hello: 'client' contains a NUL byte");
     FAIL(build("m4 s s s u s s s u", "type", "hello", "version", (uint64_t)1, "client", "c",
                "token", (uint64_t)1), P, "hello: 'token' must be a string");
+    FAIL(build("m3 s s s u s n", "type", "hello", "version", (uint64_t)1, "server"), P,
+         "hello: 'client' missing");                    /* nil is absent */
     FAIL(build("m4 s s s u s s s u", "type", "hello", "version", (uint64_t)1, "server", "d",
                "max_frame", (uint64_t)1), P, "hello: 'max_inflight' missing");
     {
@@ -725,11 +729,21 @@ static void test_frame_errors(void)
         memset(big, 'x', sizeof big - 1);
         FAIL(build("m3 s s s u s s", "type", "hello", "version", (uint64_t)1, "client", big),
              GA_ETOOBIG, "hello: frame is 70032 bytes, at most 65536");
-        uint8_t deep[40];
-        memset(deep, 0x91, 33);
-        deep[33] = 0x01;
-        FAIL(build("m3 s s s u s r", "type", "hello", "version", (uint64_t)1, "x", deep,
-                   (size_t)34), P, "frame: msgpack-c cannot decode it (nested deeper than 32?)");
+        /* the deepest frame that scans also decodes with msgpack-c: the map
+         * and MP_FRAME_MAX_DEPTH - 1 arrays; one more and it does not scan */
+        uint8_t deep[MP_FRAME_MAX_DEPTH + 1];
+        char msg[64];
+        memset(deep, 0x91, MP_FRAME_MAX_DEPTH);
+        deep[MP_FRAME_MAX_DEPTH] = 0x01;
+        struct frame f = build("m4 s s s u s s s r", "type", "hello", "version", (uint64_t)1,
+                               "client", "c", "x", deep + 1, sizeof deep - 1);
+        struct ing_msg m;
+        char err[128];
+        CHECK_INT(decode(f, NULL, &m, err, sizeof err), ING_HELLO);
+        frame_free(&f);
+        snprintf(msg, sizeof msg, "frame: nested deeper than %d levels", MP_FRAME_MAX_DEPTH);
+        FAIL(build("m4 s s s u s s s r", "type", "hello", "version", (uint64_t)1, "client", "c",
+                   "x", deep, sizeof deep), GA_ETOOBIG, msg);
     }
     /* ack */
     FAIL(build("m1 s s", "type", "ack"), P, "ack: 'seq' missing");
