@@ -21,7 +21,8 @@
  * Decoding costs no msgpack object tree for points (the only big message):
  * a bounds-checked pull reader walks the frame once to validate and size it
  * and once to fill exact-size output arrays, so a batch needs its output
- * (20 bytes a point) and nothing else; columnar ts/values are memcpy'd.
+ * (20 bytes a point, the names, 16 bytes a rejection) plus, while decoding,
+ * 24 bytes per "metrics" entry; columnar ts/values are memcpy'd.
  * hello/ack/error go through msgpack_unpack().  ing_decode() is safe on any
  * byte sequence (tests/fuzz/fuzz_ingest.c). */
 #ifndef GA_INGEST_PROTO_H
