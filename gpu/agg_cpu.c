@@ -21,33 +21,10 @@
 /* Below this many points a feed runs on the calling thread only. */
 #define SERIAL_POINTS 4096
 
-struct cpu_backend {
-    struct ga_backend base;
-    struct agg_pool *pool;
-    int nthreads;
-    struct agg_scratch *scratch;          /* one per worker */
-    struct agg_pol **pols;                /* interned policies */
-    int npols, cap_pols;
-    struct agg_win *wins;                 /* by local index */
-    size_t nwins, cap_wins;
-    uint32_t *free_slots;                 /* dropped local indexes */
-    size_t nfree, cap_free;
-    uint32_t *local;                      /* id -> local index + 1 */
-    size_t cap_local;
-    /* per feed, reused */
-    uint32_t *cnt;                        /* per local index; 0 between feeds */
-    size_t cap_cnt;
-    uint32_t *touched;
-    size_t cap_touched;
-    struct agg_job *jobs;
-    size_t cap_jobs;
-    struct agg_stage st;
-};
 
 /* ---- small helpers -------------------------------------------------------- */
 
-/* Grow array *p of *cap elements to hold need; new elements are zeroed. */
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int agg_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -161,7 +138,7 @@ static int intern_policy(struct cpu_backend *cb, const struct ga_policy *p)
         if (memcmp(&cb->pols[i]->p, &tmp.p, sizeof tmp.p) == 0)
             return i;
     size_t cap = (size_t)cb->cap_pols;
-    if (grow((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols))
+    if (agg_grow((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols))
         return GA_ENOMEM;
     cb->cap_pols = (int)cap;
     struct agg_pol *np = malloc(sizeof *np);
@@ -201,15 +178,15 @@ static int cpu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_pol
         w->pol = (uint32_t)pi;
         return 0;
     }
-    if (grow((void **)&cb->local, &cb->cap_local, (size_t)id + 1, sizeof *cb->local))
+    if (agg_grow((void **)&cb->local, &cb->cap_local, (size_t)id + 1, sizeof *cb->local))
         return GA_ENOMEM;
     uint32_t li;
     if (cb->nfree) {
         li = cb->free_slots[--cb->nfree];
     } else {
-        if (grow((void **)&cb->wins, &cb->cap_wins, cb->nwins + 1, sizeof *cb->wins) ||
-            grow((void **)&cb->cnt, &cb->cap_cnt, cb->nwins + 1, sizeof *cb->cnt) ||
-            grow((void **)&cb->free_slots, &cb->cap_free, cb->nwins + 1, sizeof *cb->free_slots))
+        if (agg_grow((void **)&cb->wins, &cb->cap_wins, cb->nwins + 1, sizeof *cb->wins) ||
+            agg_grow((void **)&cb->cnt, &cb->cap_cnt, cb->nwins + 1, sizeof *cb->cnt) ||
+            agg_grow((void **)&cb->free_slots, &cb->cap_free, cb->nwins + 1, sizeof *cb->free_slots))
             return GA_ENOMEM;
         li = (uint32_t)cb->nwins++;
     }
@@ -327,48 +304,6 @@ static int stage_reserve(struct agg_stage *st, size_t n)
     return 0;
 }
 
-static uint32_t local_of(const struct cpu_backend *cb, uint32_t id)
-{
-    return id < cb->cap_local ? cb->local[id] : 0;
-}
-
-/* Regroup the batch per metric into the stage and fill cb->jobs.  Returns
- * the number of jobs; *nunknown gets the points of unknown metrics. */
-static size_t regroup(struct cpu_backend *cb, const struct ga_points *pts, size_t *nunknown)
-{
-    size_t nt = 0, unk = 0;
-    for (size_t i = 0; i < pts->n; i++) {
-        uint32_t li = local_of(cb, pts->metric[i]);
-        if (!li) {
-            unk++;
-            continue;
-        }
-        if (cb->cnt[li - 1]++ == 0)
-            cb->touched[nt++] = li - 1;
-    }
-    size_t off = 0;
-    for (size_t t = 0; t < nt; t++) {
-        uint32_t li = cb->touched[t];
-        struct agg_win *w = &cb->wins[li];
-        cb->jobs[t] = (struct agg_job){ .w = w, .pol = cb->pols[w->pol], .off = off,
-                                        .k = cb->cnt[li] };
-        off += cb->cnt[li];
-        cb->cnt[li] = (uint32_t)cb->jobs[t].off;   /* now the write cursor */
-    }
-    for (size_t i = 0; i < pts->n; i++) {
-        uint32_t li = local_of(cb, pts->metric[i]);
-        if (!li)
-            continue;
-        uint32_t at = cb->cnt[li - 1]++;
-        cb->st.ts[at] = pts->ts[i];
-        cb->st.val[at] = pts->value[i];
-    }
-    for (size_t t = 0; t < nt; t++)
-        cb->cnt[cb->touched[t]] = 0;
-    *nunknown = unk;
-    return nt;
-}
-
 static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     struct cpu_backend *cb = (struct cpu_backend *)b;
@@ -377,12 +312,12 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
     if (pts->n >= UINT32_MAX)
         return GA_ETOOBIG;
     if (stage_reserve(&cb->st, pts->n) ||
-        grow((void **)&cb->touched, &cb->cap_touched, cb->nwins, sizeof *cb->touched) ||
-        grow((void **)&cb->jobs, &cb->cap_jobs, cb->nwins, sizeof *cb->jobs))
+        agg_grow((void **)&cb->touched, &cb->cap_touched, cb->nwins, sizeof *cb->touched) ||
+        agg_grow((void **)&cb->jobs, &cb->cap_jobs, cb->nwins, sizeof *cb->jobs))
         return GA_ENOMEM;
 
     size_t nunknown;
-    size_t nj = regroup(cb, pts, &nunknown);
+    size_t nj = agg_regroup(cb, pts, &nunknown);
     int serial = pts->n < SERIAL_POINTS;
     struct feed_ctx fc = { .cb = cb };
     agg_pool_run(cb->pool, nj, phase1, &fc, serial);
@@ -421,7 +356,7 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
     }
     out->naggs = wr;
     for (size_t i = 0; nunknown && i < pts->n; i++) {
-        if (local_of(cb, pts->metric[i]))
+        if (agg_local_of(cb, pts->metric[i]))
             continue;
         out->late[out->nlate++] = (struct ga_late){ .metric = pts->metric[i],
             .reason = GA_LATE_UNKNOWN_METRIC, .ts = pts->ts[i], .value = pts->value[i] };
@@ -450,6 +385,7 @@ static void cpu_close(struct ga_backend *b)
     free(cb->local);
     free(cb->cnt);
     free(cb->touched);
+    free(cb->ccnt);
     free(cb->jobs);
     free(cb->st.ts);
     free(cb->st.val);

@@ -6,6 +6,7 @@
  *   agg_cpu_window.c   one metric's raw window: stage a batch, apply it
  *   agg_cpu_kernels.c  per-bucket methods, sorts (the reference kernels)
  *   agg_cpu_pool.c     persistent thread pool over work items
+ *   agg_cpu_regroup.c  the batch regrouped per metric (counting sort)
  *
  * A feed runs in two phases so that a failure leaves every window as it was:
  * phase 1 (agg_job_stage) only reads the windows and may fail (ENOMEM while
@@ -17,6 +18,8 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
+
+struct agg_pool;
 
 /* What a method list needs computed per bucket. */
 enum { AGG_NEED_SUM = 1, AGG_NEED_MINMAX = 2, AGG_NEED_SORT = 4 };
@@ -96,6 +99,44 @@ void agg_job_stage(struct agg_job *j, struct agg_stage *st, struct agg_scratch *
 void agg_job_apply(struct agg_job *j, struct agg_stage *st, struct agg_scratch *s,
                    struct ga_agg *rows);
 
+/* ---- the backend (agg_cpu.c) --------------------------------------------- */
+
+/* One CPU backend; driven by one thread at a time (engine.h). */
+struct cpu_backend {
+    struct ga_backend base;
+    struct agg_pool *pool;
+    int nthreads;
+    struct agg_scratch *scratch;          /* one per worker */
+    struct agg_pol **pols;                /* interned policies */
+    int npols, cap_pols;
+    struct agg_win *wins;                 /* by local index */
+    size_t nwins, cap_wins;
+    uint32_t *free_slots;                 /* dropped local indexes */
+    size_t nfree, cap_free;
+    uint32_t *local;                      /* id -> local index + 1 */
+    size_t cap_local;
+    /* per feed, reused */
+    uint32_t *cnt;                        /* per local index; 0 between feeds */
+    size_t cap_cnt;
+    uint32_t *touched;
+    size_t cap_touched;
+    uint32_t *ccnt;                       /* parallel regroup: chunk x local counts */
+    size_t cap_ccnt;
+    struct agg_job *jobs;
+    size_t cap_jobs;
+    struct agg_stage st;
+};
+
+/* Grow array *p of *cap elements to hold need; new elements are zeroed.
+ * 0 or GA_ENOMEM (*p unchanged). */
+int agg_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Local index + 1 of engine metric id, 0 if the backend does not have it. */
+uint32_t agg_local_of(const struct cpu_backend *cb, uint32_t id);
+/* Regroup pts per metric into cb->st and fill cb->jobs (agg_cpu_regroup.c).
+ * Needs cb->st, cb->touched and cb->jobs sized for the batch.  Returns the
+ * number of jobs; *nunknown gets the count of points of unknown ids. */
+size_t agg_regroup(struct cpu_backend *cb, const struct ga_points *pts, size_t *nunknown);
+
 /* ---- kernels (agg_cpu_kernels.c) ----------------------------------------- */
 
 /* Where a bucket's rows go and which of them the timespan lets through. */
@@ -120,7 +161,6 @@ void agg_sort_doubles(double *x, size_t n);
 
 /* ---- pool (agg_cpu_pool.c) ---------------------------------------------- */
 
-struct agg_pool;
 /* nthreads workers in all, the caller of agg_pool_run being one of them.
  * 0 or GA_ENOMEM / -errno from pthread_create. */
 int agg_pool_open(struct agg_pool **out, int nthreads);

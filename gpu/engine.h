@@ -142,8 +142,8 @@ void ga_engine_close(struct ga_engine *e);
 int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_policy *p);
 
 /* Aggregate a batch spanning any metrics; results appended to out (rows of
- * one metric together, in the order the metrics first appear in the batch
- * per backend; within a metric by granularity, bucket, method).  Points of
+ * one metric together, metrics in no particular order; within a metric by
+ * granularity, bucket, method).  Points of
  * ids never added come back as late GA_LATE_UNKNOWN_METRIC.  Late points
  * are counted (stats, per metric) and logged, rate-limited.  0 or GA_E*; on
  * failure with several backends, the batches of the backends fed before the
