@@ -208,7 +208,7 @@ def test_cli_cannot_connect_exit_3():
     r = subprocess.run([os.path.join(ROOT, "build/bin/gpuaggctl"), "--socket",
                         "/nonexistent/gpuagg.sock", "status"], capture_output=True, text=True)
     assert r.returncode == 3, r
-    assert "/nonexistent/gpuagg.sock" in r.stderr and "not running" in r.stderr, r.stderr
+    assert "/nonexistent/gpuagg.sock" in r.stderr and "is the daemon running" in r.stderr, r.stderr
 
 
 for t in [test_check_config_ok_and_bad, test_start_status_storage_down, test_cli_status_and_json,
