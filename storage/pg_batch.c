@@ -358,7 +358,8 @@ static int agg_order(const void *pa, const void *pb)
 
 void pgb_sort(struct pgb_batch *b)
 {
-    qsort(b->aggs, b->naggs, sizeof *b->aggs, agg_order);
+    if (b->naggs > 1)
+        qsort(b->aggs, b->naggs, sizeof *b->aggs, agg_order);
     if (b->nslots)
         memset(b->slots, 0, b->nslots * sizeof *b->slots);
 }

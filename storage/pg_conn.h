@@ -5,7 +5,8 @@
  * storage.retry_initial_ms and storage.retry_max_ms, checks the connection
  * every few seconds, and reconnects when it is lost.  The daemon starts
  * whether or not PostgreSQL is reachable; status shows the state.  The
- * writer (a later module) runs its transactions on this thread. */
+ * writer (pg_writer.h) and the queries (pg_query.h) have connections of
+ * their own; this one only watches (docs/STORAGE.md "Connections"). */
 #ifndef GA_PG_CONN_H
 #define GA_PG_CONN_H
 

@@ -98,8 +98,10 @@ static const char schema_v1[] =
     "    IF EXISTS (SELECT 1 FROM aggregate_partitions WHERE from_ns = lo) THEN\n"
     "        RETURN false;\n"
     "    END IF;\n"
+    /* fillfactor 80: room for HOT updates of the open buckets */
     "    EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF aggregates '\n"
-    "                   'FOR VALUES FROM (%s) TO (%s)', nm, lo, lo + 86400000000000);\n"
+    "                   'FOR VALUES FROM (%s) TO (%s) WITH (fillfactor = 80)',\n"
+    "                   nm, lo, lo + 86400000000000);\n"
     "    INSERT INTO aggregate_partitions VALUES (nm, lo, lo + 86400000000000);\n"
     "    RETURN true;\n"
     "END $$;\n"

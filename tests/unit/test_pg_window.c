@@ -154,12 +154,29 @@ static void test_damage_refused(void)
     free_window(&w);
 }
 
+/* The example of docs/STORAGE.md, byte for byte. */
+static void test_documented_example(void)
+{
+    static const uint8_t doc[] = { 0x01, 0x00, 0x02, 0xc8, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
+                                   0, 0, 0, 0, 0, 0, 0, 0x40 };
+    int64_t ts[] = { 100, 101 };
+    double v[] = { 1.0, 2.0 };
+    struct ga_window w = { .n = 2, .ts = ts, .value = v };
+    uint8_t *buf;
+    size_t len;
+    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    CHECK_INT(len, sizeof doc);
+    CHECK(len == sizeof doc && memcmp(buf, doc, len) == 0);
+    free(buf);
+}
+
 void run_tests(void)
 {
     seed = rnd_seed();
     printf("seed=%llu (GA_TEST_SEED to repeat)\n", (unsigned long long)seed);
     RUN(test_round_trip_random);
     RUN(test_compact);
+    RUN(test_documented_example);
     RUN(test_unsorted_refused);
     RUN(test_damage_refused);
 }
