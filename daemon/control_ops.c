@@ -7,10 +7,20 @@
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
+#include "daemon/engine_worker.h"
+#include "daemon/ingest.h"
+#include "daemon/pipeline.h"
+#include "storage/journal.h"
 #include "daemon/log.h"
 #include "proto/ga_err.h"
+#include "proto/ceilometer.h"
 #include "proto/mp_util.h"
 #include "storage/pg_conn.h"
+
+static int null_write(void *data, const char *buf, size_t len)
+{
+    return 0;
+}
 
 static double uptime_s(const struct ga_daemon *d)
 {
@@ -26,17 +36,87 @@ static int op_ping(struct ga_daemon *d, const msgpack_object *args, msgpack_pack
     return 0;
 }
 
-static void pack_storage(struct ga_daemon *d, msgpack_packer *pk)
+/* Everything the status and stats ops report, gathered once. */
+struct snapshot {
+    struct pgc_status pg;
+    struct ew_status ew;
+    struct ga_ingest_stats in;
+    struct jnl_stats jn;
+    struct pl_stats pl;
+    int have_ew, have_in, have_jn, have_pl;
+};
+
+static void take_snapshot(struct ga_daemon *d, struct snapshot *s)
 {
-    struct pgc_status st;
-    pgc_get_status(d->storage, &st);
+    memset(s, 0, sizeof *s);
+    pgc_get_status(d->storage, &s->pg);
+    if ((s->have_ew = d->worker != NULL))
+        ew_get_status(d->worker, &s->ew);
+    if ((s->have_in = d->ingest != NULL))
+        ga_ingest_get_stats(d->ingest, &s->in);
+    if ((s->have_jn = d->journal != NULL))
+        jnl_get_stats(d->journal, &s->jn);
+    if ((s->have_pl = d->pipeline != NULL))
+        pl_get_stats(d->pipeline, &s->pl);
+}
+
+static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
+{
+    const struct pgw_status *w = &s->ew.writer;
+    int wr = s->ew.have_writer;
+    msgpack_pack_map(pk, 12);
+    /* The writer's view once it runs; before, the health checker's. */
+    mp_pack_kv_str(pk, "state", pgc_state_name(wr ? w->state : s->pg.state));
+    mp_pack_kv_str(pk, "last_error", wr && w->last_error[0] ? w->last_error : s->pg.last_error);
+    mp_pack_kv_double(pk, "state_for_s",
+                      (double)(ga_now_real_ns() - (wr ? w->since_real_ns : s->pg.since_real_ns)) / 1e9);
+    mp_pack_kv_uint(pk, "attempts", s->pg.attempts);
+    mp_pack_kv_uint(pk, "connects", s->pg.connects);
+    mp_pack_kv_int(pk, "server_version", s->pg.server_version);
+    mp_pack_kv_double(pk, "lag_s", wr ? w->lag_s : 0);
+    mp_pack_kv_uint(pk, "lag_journal_bytes", wr ? w->lag_lsn : 0);
+    mp_pack_kv_uint(pk, "pending_rows", wr ? w->pending_rows : 0);
+    mp_pack_kv_uint(pk, "committed_lsn", wr ? w->committed_lsn : 0);
+    mp_pack_kv_uint(pk, "rows_committed", wr ? w->rows_committed : 0);
+    mp_pack_kv_str(pk, "load_error", s->ew.load_error);
+}
+
+static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 9);
+    mp_pack_kv_str(pk, "state", s->have_ew ? ew_state_name(s->ew.state) : "off");
+    mp_pack_kv_uint(pk, "metrics", s->ew.metrics);
+    mp_pack_kv_uint(pk, "batches", s->ew.batches);
+    mp_pack_kv_uint(pk, "points", s->ew.points);
+    mp_pack_kv_uint(pk, "aggregates", s->ew.aggs);
+    mp_pack_kv_uint(pk, "late_points", s->ew.late);
+    mp_pack_kv_uint(pk, "processed_lsn", s->ew.processed_lsn);
+    mp_pack_kv_uint(pk, "replayed_records", s->ew.replayed_records);
+    mp_pack_kv_uint(pk, "window_snapshots", s->ew.snapshots);
+}
+
+static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 8);
+    mp_pack_kv_str(pk, "unix", d->cfg->listen.unix_path);
+    mp_pack_kv_int(pk, "tcp_port", ga_ingest_tcp_port(d->ingest));
+    mp_pack_kv_int(pk, "udp_port", ga_ingest_udp_port(d->ingest));
+    mp_pack_kv_uint(pk, "connections", s->in.conns_open);
+    mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
+    mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
+    mp_pack_kv_uint(pk, "udp_accepted", s->in.udp_accepted);
+    mp_pack_kv_bool(pk, "backpressure", (int)s->in.paused);
+}
+
+static void pack_journal(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+{
     msgpack_pack_map(pk, 6);
-    mp_pack_kv_str(pk, "state", pgc_state_name(st.state));
-    mp_pack_kv_str(pk, "last_error", st.last_error);
-    mp_pack_kv_double(pk, "state_for_s", (double)(ga_now_real_ns() - st.since_real_ns) / 1e9);
-    mp_pack_kv_uint(pk, "attempts", st.attempts);
-    mp_pack_kv_uint(pk, "connects", st.connects);
-    mp_pack_kv_int(pk, "server_version", st.server_version);
+    mp_pack_kv_str(pk, "dir", d->cfg->journal.dir);
+    mp_pack_kv_uint(pk, "retained_bytes", s->jn.retained_bytes);
+    mp_pack_kv_uint(pk, "max_bytes", (uint64_t)d->cfg->journal.max_bytes);
+    mp_pack_kv_uint(pk, "segments", s->jn.segments);
+    mp_pack_kv_uint(pk, "next_lsn", s->jn.next_lsn);
+    mp_pack_kv_uint(pk, "durable_lsn", s->jn.durable_lsn);
 }
 
 /* One entry per compute device: the CPU backend, then each GPU found. */
@@ -81,7 +161,9 @@ static void pack_counters(struct ga_daemon *d, msgpack_packer *pk)
 static int op_status(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
                      char *err, size_t errlen)
 {
-    msgpack_pack_map(pk, 11);
+    struct snapshot snap;
+    take_snapshot(d, &snap);
+    msgpack_pack_map(pk, 14);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -91,35 +173,112 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, msgpack_pa
     mp_pack_cstr(pk, "backends");
     pack_backends(d, pk);
     mp_pack_cstr(pk, "storage");
-    pack_storage(d, pk);
+    pack_storage(&snap, pk);
+    mp_pack_cstr(pk, "engine");
+    pack_engine(&snap, pk);
+    mp_pack_cstr(pk, "ingest");
+    pack_ingest(d, &snap, pk);
+    mp_pack_cstr(pk, "journal");
+    pack_journal(d, &snap, pk);
     mp_pack_cstr(pk, "queues");
-    msgpack_pack_map(pk, 1);
+    msgpack_pack_map(pk, 5);
     mp_pack_kv_int(pk, "control_connections", ga_control_connections(d->control));
+    mp_pack_kv_uint(pk, "sequencer_backlog", snap.pl.sequencer_backlog);
+    mp_pack_kv_uint(pk, "engine_queue", snap.pl.engine_queue);
+    mp_pack_kv_uint(pk, "engine_queue_bytes", snap.pl.engine_queue_bytes);
+    mp_pack_kv_uint(pk, "decode_bytes_inflight", snap.in.decode_bytes_inflight);
     mp_pack_cstr(pk, "counters");
     pack_counters(d, pk);
     mp_pack_kv_str(pk, "last_reload_error", d->last_reload_error);
     return 0;
 }
 
+#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
+
+/* Flat counters, one name each (docs/OPERATIONS.md lists them). */
+static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+{
+    const struct ga_counters *c = &d->counters;
+    const struct pgw_status *w = &s->ew.writer;
+    int n = 0;
+    KV("ctl.connections_total", c->ctl_connections);
+    KV("ctl.connections_open", ga_control_connections(d->control));
+    KV("ctl.requests", c->ctl_requests);
+    KV("ctl.errors", c->ctl_errors);
+    KV("ctl.protocol_errors", c->ctl_protocol_errors);
+    KV("config.reloads", c->reloads);
+    KV("config.reload_failures", c->reload_failures);
+    KV("ingest.connections_open", s->in.conns_open);
+    KV("ingest.connections_total", s->in.conns_total);
+    KV("ingest.connections_refused", s->in.conns_refused);
+    KV("ingest.bytes_in", s->in.bytes_in);
+    KV("ingest.frames", s->in.frames);
+    KV("ingest.batches_acked", s->in.batches_acked);
+    KV("ingest.points_accepted", s->in.points_accepted);
+    KV("ingest.points_rejected", s->in.points_rejected);
+    KV("ingest.protocol_errors", s->in.protocol_errors);
+    KV("ingest.auth_failures", s->in.auth_failures);
+    KV("ingest.idle_timeouts", s->in.idle_timeouts);
+    KV("ingest.slow_timeouts", s->in.slow_timeouts);
+    KV("ingest.backpressure_pauses", s->in.pauses);
+    KV("ingest.backpressure_active", s->in.paused);
+    KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
+    KV("udp.datagrams", s->in.udp_datagrams);
+    KV("udp.accepted", s->in.udp_accepted);
+    KV("udp.dropped_backpressure", s->in.udp_dropped_backpressure);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
+        KV(key, s->in.udp_rejected[r]);
+    }
+    KV("journal.retained_bytes", s->jn.retained_bytes);
+    KV("journal.segments", s->jn.segments);
+    KV("journal.appends", s->jn.appends);
+    KV("journal.syncs", s->jn.syncs);
+    KV("journal.bytes_written", s->jn.bytes_written);
+    KV("journal.full_refusals", s->jn.backpressure);
+    KV("journal.torn_tails_cut", s->jn.torn_tails_cut);
+    KV("pipeline.sequencer_backlog", s->pl.sequencer_backlog);
+    KV("pipeline.engine_queue", s->pl.engine_queue);
+    KV("pipeline.engine_queue_bytes", s->pl.engine_queue_bytes);
+    KV("pipeline.journal_only_batches", s->pl.journal_only);
+    KV("pipeline.journal_full_waits", s->pl.journal_full_waits);
+    KV("engine.metrics", s->ew.metrics);
+    KV("engine.batches", s->ew.batches);
+    KV("engine.points", s->ew.points);
+    KV("engine.aggregates", s->ew.aggs);
+    KV("engine.late_points", s->ew.late);
+    KV("engine.late.window", s->ew.late_window);
+    KV("engine.late.before_epoch", s->ew.late_before_epoch);
+    KV("engine.late.nonfinite", s->ew.late_nonfinite);
+    KV("engine.replayed_records", s->ew.replayed_records);
+    KV("engine.window_snapshots", s->ew.snapshots);
+    KV("storage.connected", (s->ew.have_writer ? w->state : s->pg.state) == PGC_CONNECTED);
+    KV("storage.connect_attempts", s->pg.attempts);
+    KV("storage.rows_committed", w->rows_committed);
+    KV("storage.late_committed", w->late_committed);
+    KV("storage.transactions", w->transactions);
+    KV("storage.retries", w->retries);
+    KV("storage.pending_rows", w->pending_rows);
+    KV("storage.lag_journal_bytes", w->lag_lsn);
+    KV("storage.partitions_created", w->partitions_created);
+    KV("storage.partitions_dropped", w->partitions_dropped);
+    KV("gpu.devices", d->ngpus);
+    return n;
+}
+
 static int op_stats(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
                     char *err, size_t errlen)
 {
-    const struct ga_counters *c = &d->counters;
-    struct pgc_status st;
-    pgc_get_status(d->storage, &st);
-    msgpack_pack_map(pk, 12);
+    struct snapshot snap;
+    take_snapshot(d, &snap);
+    /* Count first with a null writer, then pack for real. */
+    msgpack_packer counter;
+    msgpack_packer_init(&counter, NULL, null_write);
+    int n = pack_stats(d, &snap, &counter);
+    msgpack_pack_map(pk, (size_t)n + 1);
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
-    mp_pack_kv_uint(pk, "ctl.connections_total", c->ctl_connections);
-    mp_pack_kv_int(pk, "ctl.connections_open", ga_control_connections(d->control));
-    mp_pack_kv_uint(pk, "ctl.requests", c->ctl_requests);
-    mp_pack_kv_uint(pk, "ctl.errors", c->ctl_errors);
-    mp_pack_kv_uint(pk, "ctl.protocol_errors", c->ctl_protocol_errors);
-    mp_pack_kv_uint(pk, "config.reloads", c->reloads);
-    mp_pack_kv_uint(pk, "config.reload_failures", c->reload_failures);
-    mp_pack_kv_uint(pk, "storage.connect_attempts", st.attempts);
-    mp_pack_kv_uint(pk, "storage.connects", st.connects);
-    mp_pack_kv_int(pk, "storage.connected", st.state == PGC_CONNECTED);
-    mp_pack_kv_int(pk, "gpu.devices", d->ngpus);
+    pack_stats(d, &snap, pk);
     return 0;
 }
 

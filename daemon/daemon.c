@@ -9,10 +9,18 @@
 #include <unistd.h>
 
 #include "daemon/control.h"
+#include "daemon/engine_worker.h"
+#include "daemon/ingest.h"
 #include "daemon/log.h"
+#include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/ga_err.h"
+#include "gpu/engine.h"
+#include "storage/journal.h"
 #include "storage/pg_conn.h"
+
+#define DRAIN_INGEST_MS 10000          /* acks still owed after this are not sent */
+#define DRAIN_STORAGE_MS 30000         /* the final commit; the journal keeps the rest */
 
 const char *ga_state_name(enum ga_state s)
 {
@@ -79,6 +87,61 @@ static void probe_gpus(struct ga_daemon *d)
     }
 }
 
+static void on_durable(void *ctx, uint64_t durable_lsn)
+{
+    struct ga_daemon *d = ctx;
+    if (d->ingest)
+        ga_ingest_on_durable(d->ingest, durable_lsn);
+}
+
+/* A fresh journal starts numbering at a clock-derived LSN, above anything
+ * an earlier journal in a lost directory can have reached (unless it wrote
+ * more than 2 GB/s on average over its whole life), so the database's
+ * checkpoint can never mistake new records for committed ones. */
+static void number_fresh_journal(struct jnl *j)
+{
+    struct jnl_stats st;
+    jnl_get_stats(j, &st);
+    if (st.next_lsn == 0)
+        jnl_release(j, (uint64_t)(ga_now_real_ns() / 1000) * 2048);
+}
+
+static int open_engine(struct ga_daemon *d, struct ga_engine **out)
+{
+    struct ga_backend *cpu;
+    int rc = ga_cpu_backend_open(&cpu, d->cpu_threads);
+    if (rc < 0)
+        return rc;
+    return ga_engine_open(out, &cpu, 1);
+}
+
+/* Journal, pipeline, engine worker, listeners — in that order, so the
+ * worker knows where live records start before the first is appended. */
+static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
+{
+    const struct ga_config *c = d->cfg;
+    struct jnl_opts jo = { .dir = c->journal.dir, .segment_bytes = (uint64_t)c->journal.segment_bytes,
+                           .max_bytes = (uint64_t)c->journal.max_bytes };
+    int rc = jnl_open(&d->journal, &jo, err, errlen);
+    if (rc < 0)
+        return rc;
+    number_fresh_journal(d->journal);
+    size_t qbytes = (size_t)c->limits.memory_budget_bytes / 2;
+    rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms,
+                  (size_t)c->limits.queue_batches, qbytes, on_durable, d);
+    if (rc < 0) {
+        snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
+        return rc;
+    }
+    struct ga_engine *engine;
+    if ((rc = open_engine(d, &engine)) < 0 ||
+        (rc = ew_start(&d->worker, d, d->pipeline, d->journal, engine)) < 0) {
+        snprintf(err, errlen, "engine: %s", ga_strerror(rc));
+        return rc;
+    }
+    return ga_ingest_start(d, d->pipeline, &d->ingest, err, errlen);
+}
+
 static void update_status_line(struct ga_daemon *d)
 {
     struct pgc_status st;
@@ -99,6 +162,38 @@ static void on_closed_noop(uv_handle_t *h)
     (void)h;
 }
 
+/* The last drain stage: nothing of ours is left on the loop. */
+static void close_loop_handles(struct ga_daemon *d)
+{
+    ga_control_stop(d->control);
+    d->control = NULL;
+    uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
+    uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
+    uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
+    if (d->watchdog_usec)
+        uv_close((uv_handle_t *)&d->watchdog, on_closed_noop);
+}
+
+/* Ingest has answered what it could and closed its connections: finish
+ * the journal, aggregate and commit everything accepted, then stop. */
+static void on_ingest_drained(void *ctx)
+{
+    struct ga_daemon *d = ctx;
+    d->ingest = NULL;
+    if (d->pipeline) {
+        pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
+        ew_stop(d->worker, DRAIN_STORAGE_MS);
+        d->worker = NULL;
+        pl_close(d->pipeline);
+        d->pipeline = NULL;
+    }
+    if (d->journal) {
+        jnl_close(d->journal);
+        d->journal = NULL;
+    }
+    close_loop_handles(d);
+}
+
 void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
 {
     if (d->state == GA_STATE_DRAINING)
@@ -106,17 +201,13 @@ void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
     d->state = GA_STATE_DRAINING;
     ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
     ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
-    /* Stop accepting first; then every stage finishes and persists what it
-     * accepted (ingest → engine → storage as they are added) before its
-     * handles close; the loop ends when nothing is left. */
-    ga_control_stop(d->control);
-    d->control = NULL;
     uv_signal_stop(&d->sig_hup);
-    uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
-    uv_close((uv_handle_t *)&d->sig_int, on_closed_noop);
-    uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
-    if (d->watchdog_usec)
-        uv_close((uv_handle_t *)&d->watchdog, on_closed_noop);
+    /* Stop accepting; every stage then finishes and persists what it
+     * accepted: ingest (acks owed) → journal → engine → storage. */
+    if (d->ingest)
+        ga_ingest_stop(d->ingest, DRAIN_INGEST_MS, on_ingest_drained, d);
+    else
+        on_ingest_drained(d);
 }
 
 int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
@@ -135,6 +226,8 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
         int n = ga_config_apply_reload(d->cfg, next, restart_needed, rlen);
         ga_log_set_level(d->cfg->log.level);
         pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
+        if (d->worker)
+            ew_reload(d->worker);
         d->counters.reloads++;
         d->last_reload_error[0] = '\0';
         ga_log(GA_LOG_INFO, "reloaded", "config=%s restart_needed=%d keys=\"%s\"",
@@ -213,6 +306,14 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
                         cfg->storage.retry_max_ms)) < 0) {
         ga_log(GA_LOG_ERROR, "storage_start", "error=\"%s\"", ga_strerror(rc));
         d->exit_code = 1;
+        goto out;
+    }
+    if ((rc = start_data_path(d, err, sizeof err)) < 0) {
+        ga_log(GA_LOG_ERROR, "startup_failed", "error=\"%s\"", err);
+        fprintf(stderr, "gpuaggd: %s\n", err);
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "startup failure");
+        uv_run(d->loop, UV_RUN_DEFAULT);
         goto out;
     }
     if ((rc = make_parent_dirs(cfg->control.socket)) < 0 ||

@@ -28,6 +28,10 @@ struct ga_counters {
 
 struct ga_control;
 struct pgc;
+struct jnl;
+struct ga_pipeline;
+struct ga_ingest;
+struct ga_engine_worker;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -42,7 +46,11 @@ struct ga_daemon {
     uint64_t watchdog_usec;
 
     struct ga_control *control;
-    struct pgc *storage;
+    struct pgc *storage;                 /* connection health, for status */
+    struct jnl *journal;
+    struct ga_pipeline *pipeline;
+    struct ga_ingest *ingest;
+    struct ga_engine_worker *worker;
 
     int ngpus;                           /* devices found, usable or not */
     struct ga_gpu_info gpus[GA_GPU_MAX];

@@ -307,3 +307,34 @@ void ing_msg_free(struct ing_msg *m)
     }
     memset(m, 0, sizeof *m);
 }
+
+/* Hand-built batches share the decoder's two blocks (ingest_points.c). */
+int ing_batch_init(struct ing_batch *b, uint32_t nnames, size_t name_bytes, size_t n)
+{
+    memset(b, 0, sizeof *b);
+    char *chars;
+    if (ing_names_alloc(b, nnames, name_bytes, &chars) < 0)
+        return GA_ENOMEM;
+    if (ing_points_alloc(b, n) < 0) {
+        free((void *)b->names);
+        memset(b, 0, sizeof *b);
+        return GA_ENOMEM;
+    }
+    (void)chars;                       /* ing_batch_add_name finds it again */
+    return 0;
+}
+
+void ing_batch_add_name(struct ing_batch *b, const char *name, uint32_t len)
+{
+    char *chars;
+    if (b->nnames == 0) {
+        /* ing_names_alloc lays the characters after the length table, whose
+         * size is the capacity passed to ing_batch_init: recompute it from
+         * the block layout (name_len follows the pointers). */
+        size_t cap = (size_t)((const char *)b->name_len - (const char *)b->names) / sizeof(char *);
+        chars = (char *)(b->name_len + cap);
+    } else {
+        chars = (char *)b->names[b->nnames - 1] + b->name_len[b->nnames - 1] + 1;
+    }
+    ing_names_push(b, &chars, (const uint8_t *)name, len);
+}

@@ -146,6 +146,15 @@ void ing_msg_free(struct ing_msg *m);
 /* Free what a batch owns and zero it.  NULL is fine. */
 void ing_batch_free(struct ing_batch *b);
 
+/* Build a batch by hand (Ceilometer datagrams, tests) with the layout
+ * ing_decode() gives, so ing_batch_free() frees it: room for nnames names
+ * of name_bytes characters in all (NULs not counted) and n points.  Fill
+ * names with ing_batch_add_name() (nnames counts them), then name_idx, ts,
+ * value and n.  Returns 0 or GA_ENOMEM (b left empty). */
+int ing_batch_init(struct ing_batch *b, uint32_t nnames, size_t name_bytes, size_t n);
+/* Append a name (len bytes, copied) within the room ing_batch_init made. */
+void ing_batch_add_name(struct ing_batch *b, const char *name, uint32_t len);
+
 /* ---- encoders: each packs one whole message with pk ---- */
 
 /* Client hello; token NULL leaves "token" out.  client non-NULL. */

@@ -1,0 +1,641 @@
+/* engine_worker.c — durable batches → engine → storage (engine_worker.h). */
+#include "daemon/engine_worker.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/pipeline.h"
+#include "proto/ga_err.h"
+#include "storage/journal.h"
+#include "storage/pg_load.h"
+
+#define WINDOW_SNAPSHOT_MS 10000
+#define LOAD_RETRY_MAX_MS 30000
+
+struct flush_req {
+    uint64_t target;                  /* aggregate every record below, then commit */
+    void (*cb)(void *ctx, int rc);
+    void *ctx;
+    struct flush_req *next;
+};
+
+struct ga_engine_worker {
+    struct ga_daemon *d;
+    struct ga_pipeline *pl;
+    struct jnl *j;
+    struct ga_engine *engine;
+    struct ga_metrics *metrics;
+    struct pgw *writer;
+    pthread_t thread;
+    pthread_mutex_t mu;               /* guards: stop, st, cfg_next, flushes */
+    int stop;
+    struct ew_status st;
+    struct ga_config *cfg;            /* the worker's own copy */
+    struct ga_config *cfg_next;       /* from ew_reload, taken at the next batch */
+    struct flush_req *flushes;
+    uint64_t live_lsn;                /* records at or above came through the pipeline */
+    /* per-batch scratch */
+    uint32_t *name_ids, *ids, *counts_by_name;
+    size_t name_cap, id_cap;
+    struct pgw_metric_def *defs;
+    size_t def_cap;
+    struct pgw_count *counts;
+    struct ga_result res;
+    uint8_t *dirty;                   /* metrics changed since the last snapshot */
+    size_t dirty_cap;
+    int64_t last_snapshot_ns;
+    uint64_t processed_lsn;
+    int broken;                       /* a batch was not stored: claim no more windows */
+    struct ga_ratelimit late_rl;
+};
+
+const char *ew_state_name(enum ew_state s)
+{
+    static const char *const n[] = { "loading", "replaying", "running", "stopped" };
+    return s <= EW_STOPPED ? n[s] : "?";
+}
+
+static int stopping(struct ga_engine_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int s = w->stop;
+    pthread_mutex_unlock(&w->mu);
+    return s;
+}
+
+static void set_state(struct ga_engine_worker *w, enum ew_state s)
+{
+    pthread_mutex_lock(&w->mu);
+    w->st.state = s;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need)
+        n *= 2;
+    void *np = realloc(*p, n * elem);
+    if (!np)
+        return GA_ENOMEM;
+    *p = np;
+    *cap = n;
+    return 0;
+}
+
+/* ---- storage ------------------------------------------------------------- */
+
+static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
+{
+    struct ga_engine_worker *w = ctx;
+    /* Records below the committed window set can be rebuilt from PostgreSQL:
+     * the journal no longer needs them. */
+    if (window_lsn && jnl_release(w->j, window_lsn) == 0)
+        pl_journal_released(w->pl);
+}
+
+/* Submit a unit, waiting while the writer's queue is full (backpressure
+ * travels: engine queue → journal-only entries → journal cap → sockets). */
+static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
+{
+    for (;;) {
+        int rc = pgw_submit(w->writer, u);
+        if (rc != GA_EBUSY)
+            return rc;
+        if (stopping(w))
+            return GA_ESHUTDOWN;      /* still in the journal: replayed at the next start */
+        struct timespec ts = { 0, 20 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void snapshot_windows(struct ga_engine_worker *w, uint64_t lsn)
+{
+    w->last_snapshot_ns = ga_now_mono_ns();
+    if (w->broken || !w->writer)
+        return;                        /* the journal must keep what was not stored */
+    uint32_t n = ga_metrics_count(w->metrics);
+    size_t k = 0;
+    for (uint32_t id = 0; id < n; id++)
+        k += w->dirty[id];
+    struct pgw_window *pw = calloc(k ? k : 1, sizeof *pw);
+    struct ga_window *win = calloc(k ? k : 1, sizeof *win);
+    size_t m = 0;
+    int rc = pw && win ? 0 : GA_ENOMEM;
+    for (uint32_t id = 0; rc == 0 && id < n; id++) {
+        if (!w->dirty[id])
+            continue;
+        rc = ga_engine_window_get(w->engine, id, &win[m]);
+        pw[m].metric = id;
+        pw[m].window = &win[m];
+        m += rc == 0;
+    }
+    if (rc == 0) {
+        struct pgw_unit u = { .windows = pw, .nwindows = m, .lsn = lsn, .window_lsn = lsn };
+        rc = submit(w, &u);
+    }
+    if (rc == 0) {
+        memset(w->dirty, 0, n);
+        pthread_mutex_lock(&w->mu);
+        w->st.snapshots++;
+        pthread_mutex_unlock(&w->mu);
+    } else {
+        ga_log(GA_LOG_ERROR, "window_snapshot_failed", "error=\"%s\"", ga_strerror(rc));
+    }
+    for (size_t i = 0; i < m; i++) {
+        free(win[i].ts);
+        free(win[i].value);
+    }
+    free(win);
+    free(pw);
+}
+
+/* ---- one batch ----------------------------------------------------------- */
+
+static void log_late(struct ga_engine_worker *w, const struct ga_result *r)
+{
+    uint64_t suppressed;
+    if (!r->nlate || !ga_ratelimit_ok(&w->late_rl, &suppressed))
+        return;
+    const struct ga_late *l = &r->late[0];
+    struct ga_metric_info *mi = ga_metrics_get(w->metrics, l->metric);
+    ga_log(GA_LOG_WARN, "late_points", "count=%zu first_metric=\"%s\" first_ts_ns=%lld "
+           "reason=%s suppressed_lines=%llu", r->nlate, mi ? mi->name : "?", (long long)l->ts,
+           ga_late_reason_name(l->reason), (unsigned long long)suppressed);
+}
+
+/* Aggregate one batch covering journal records below `end`. */
+static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t end)
+{
+    size_t ndefs = 0;
+    int rc = grow((void **)&w->name_ids, &w->name_cap, b->nnames, sizeof *w->name_ids);
+    size_t cc = w->name_cap;
+    rc = rc ? rc : grow((void **)&w->counts_by_name, &cc, b->nnames, sizeof *w->counts_by_name);
+    rc = rc ? rc : grow((void **)&w->ids, &w->id_cap, b->n, sizeof *w->ids);
+    size_t dc = w->def_cap;
+    rc = rc ? rc : grow((void **)&w->defs, &w->def_cap, b->nnames, sizeof *w->defs);
+    rc = rc ? rc : grow((void **)&w->counts, &dc, b->nnames, sizeof *w->counts);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        int created;
+        uint32_t id;
+        rc = ga_metrics_intern(w->metrics, b->names[i], b->name_len[i], w->cfg, &id, &created);
+        if (rc < 0)
+            return rc;
+        if (created) {
+            const struct ga_policy *p = ga_metrics_get(w->metrics, id)->policy;
+            if ((rc = ga_engine_metric_add(w->engine, id, p)) < 0)
+                return rc;
+            w->defs[ndefs++] = (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
+            if (grow((void **)&w->dirty, &w->dirty_cap, id + 1, 1) < 0)
+                return GA_ENOMEM;
+            w->dirty[id] = 0;
+        }
+        w->name_ids[i] = id;
+        w->counts_by_name[i] = 0;
+    }
+    for (size_t k = 0; k < b->n; k++) {
+        w->ids[k] = w->name_ids[b->name_idx[k]];
+        w->counts_by_name[b->name_idx[k]]++;
+    }
+    struct ga_points pts = { b->n, w->ids, b->ts, b->value };
+    ga_result_reset(&w->res);
+    if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)
+        return rc;
+    size_t ncounts = 0;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        if (!w->counts_by_name[i])
+            continue;
+        w->counts[ncounts++] = (struct pgw_count){ w->name_ids[i], w->counts_by_name[i] };
+        w->dirty[w->name_ids[i]] = 1;
+    }
+    log_late(w, &w->res);
+    struct pgw_unit u = {
+        .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
+        .defs = w->defs, .ndefs = ndefs, .counts = w->counts, .ncounts = ncounts, .lsn = end,
+    };
+    if ((rc = submit(w, &u)) < 0)
+        return rc;
+    w->processed_lsn = end;
+    pthread_mutex_lock(&w->mu);
+    w->st.processed_lsn = end;
+    w->st.batches++;
+    w->st.points += b->n;
+    w->st.aggs += w->res.naggs;
+    w->st.late += w->res.nlate;
+    for (size_t i = 0; i < w->res.nlate; i++) {
+        uint32_t r = w->res.late[i].reason;
+        w->st.late_window += r == GA_LATE_WINDOW;
+        w->st.late_before_epoch += r == GA_LATE_BEFORE_EPOCH;
+        w->st.late_nonfinite += r == GA_LATE_NONFINITE;
+    }
+    w->st.metrics = ga_metrics_count(w->metrics);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+/* A batch failing in the engine is a bug or memory exhaustion: it stays in
+ * the journal (not released), is logged, and the worker goes on. */
+static void process_logged(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn,
+                           uint64_t end)
+{
+    int rc = process(w, b, end);
+    if (rc < 0 && !w->broken) {
+        /* From here on no window set is claimed, so the journal keeps this
+         * batch and the next start replays it. */
+        w->broken = 1;
+        ga_log(rc == GA_ESHUTDOWN ? GA_LOG_WARN : GA_LOG_ERROR, "engine_batch_not_stored",
+               "lsn=%llu points=%zu error=\"%s\" action=\"journal kept from here; replayed at "
+               "next start\"", (unsigned long long)lsn, b->n, ga_strerror(rc));
+    }
+}
+
+struct replay_ctx {
+    struct ga_engine_worker *w;
+    uint64_t until;                   /* stop at records at or above */
+};
+
+static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
+{
+    struct replay_ctx *rc = ctx;
+    if (lsn >= rc->until)
+        return GA_ECANCELED;          /* caught up with the pipeline: stop */
+    struct ing_msg m;
+    char err[256];
+    int t = ing_decode(payload, len, NULL, &m, err, sizeof err);
+    if (t != ING_POINTS) {
+        ga_log(GA_LOG_ERROR, "journal_record_undecodable", "lsn=%llu error=\"%s\"",
+               (unsigned long long)lsn, t < 0 ? err : "not a points message");
+        ing_msg_free(&m);
+        return 0;
+    }
+    process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len);
+    ing_msg_free(&m);
+    pthread_mutex_lock(&rc->w->mu);
+    rc->w->st.replayed_records++;
+    pthread_mutex_unlock(&rc->w->mu);
+    return 0;
+}
+
+static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until)
+{
+    struct jnl_stats js;
+    jnl_get_stats(w->j, &js);
+    if (from < js.first_lsn) {
+        if (from != 0)
+            ga_log(GA_LOG_ERROR, "journal_behind_checkpoint", "window_lsn=%llu first_lsn=%llu "
+                   "msg=\"the journal starts after the database checkpoint: was journal.dir "
+                   "replaced? records in between cannot be replayed\"", (unsigned long long)from,
+                   (unsigned long long)js.first_lsn);
+        from = js.first_lsn;
+    }
+    if (from >= until)
+        return;
+    struct replay_ctx rc = { w, until };
+    int r = jnl_replay(w->j, from, replay_one, &rc);
+    if (r < 0 && r != GA_ECANCELED)
+        ga_log(GA_LOG_ERROR, "journal_replay_failed", "from=%llu error=\"%s\"",
+               (unsigned long long)from, ga_strerror(r));
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+struct saved_window {
+    uint32_t metric;
+    struct ga_window w;
+};
+
+struct load_ctx {
+    struct saved_window *v;
+    size_t n, cap;
+};
+
+static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win)
+{
+    struct load_ctx *lc = ctx;
+    if (grow((void **)&lc->v, &lc->cap, lc->n + 1, sizeof *lc->v) < 0)
+        return GA_ENOMEM;
+    struct saved_window *s = &lc->v[lc->n];
+    s->metric = metric;
+    s->w = *win;
+    s->w.ts = malloc((win->n ? win->n : 1) * sizeof *s->w.ts);
+    s->w.value = malloc((win->n ? win->n : 1) * sizeof *s->w.value);
+    if (!s->w.ts || !s->w.value) {
+        free(s->w.ts);
+        free(s->w.value);
+        return GA_ENOMEM;
+    }
+    memcpy(s->w.ts, win->ts, win->n * sizeof *s->w.ts);
+    memcpy(s->w.value, win->value, win->n * sizeof *s->w.value);
+    lc->n++;
+    return 0;
+}
+
+/* Load PostgreSQL's state into the registry and the engine, retrying with
+ * backoff until it works or the daemon stops.  0 or GA_ESHUTDOWN. */
+static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
+{
+    int backoff = w->cfg->storage.retry_initial_ms;
+    for (;;) {
+        struct load_ctx lc = { 0 };
+        char err[256];
+        int rc = pgl_load(w->cfg->storage.conninfo, s, keep_window, &lc, err, sizeof err);
+        for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
+            const struct pgl_metric *m = &s->metrics[i];
+            rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), m->id, m->policy);
+            if (rc == 0)
+                rc = ga_engine_metric_add(w->engine, m->id, ga_metrics_get(w->metrics, m->id)->policy);
+            if (rc < 0)
+                snprintf(err, sizeof err, "restoring metric %s: %s", m->name, ga_strerror(rc));
+        }
+        uint32_t nm = ga_metrics_count(w->metrics);
+        if (rc == 0 && grow((void **)&w->dirty, &w->dirty_cap, nm ? nm : 1, 1) < 0)
+            rc = GA_ENOMEM;
+        if (rc == 0)
+            memset(w->dirty, 0, nm);
+        for (size_t i = 0; rc == 0 && i < lc.n; i++) {
+            struct ga_metric_info *mi = ga_metrics_get(w->metrics, lc.v[i].metric);
+            rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
+                    : GA_ECORRUPT;
+            if (rc < 0)
+                snprintf(err, sizeof err, "restoring the window of metric %u: %s", lc.v[i].metric,
+                         ga_strerror(rc));
+        }
+        for (size_t i = 0; i < lc.n; i++) {
+            free(lc.v[i].w.ts);
+            free(lc.v[i].w.value);
+        }
+        free(lc.v);
+        if (rc == 0) {
+            ga_log(GA_LOG_INFO, "storage_loaded", "metrics=%zu windows=%zu committed_lsn=%llu "
+                   "window_lsn=%llu", s->nmetrics, lc.n, (unsigned long long)s->committed_lsn,
+                   (unsigned long long)s->window_lsn);
+            pthread_mutex_lock(&w->mu);
+            w->st.load_error[0] = '\0';
+            w->st.metrics = nm;
+            pthread_mutex_unlock(&w->mu);
+            return 0;
+        }
+        pgl_free(s);
+        if (rc == GA_EPROTO || rc == GA_ECORRUPT) {
+            /* Not going to get better by retrying fast; keep trying slowly
+             * so an operator's fix is picked up. */
+            backoff = LOAD_RETRY_MAX_MS;
+        }
+        /* A partial restore must not linger: start over from empty. */
+        ga_metrics_close(w->metrics);
+        ga_metrics_open(&w->metrics);
+        for (uint32_t id = 0; id < nm; id++)
+            ga_engine_metric_drop(w->engine, id);
+        ga_log(GA_LOG_WARN, "storage_load_retry", "retry_in_ms=%d error=\"%s\"", backoff, err);
+        pthread_mutex_lock(&w->mu);
+        snprintf(w->st.load_error, sizeof w->st.load_error, "%s", err);
+        pthread_mutex_unlock(&w->mu);
+        for (int waited = 0; waited < backoff; waited += 50) {
+            if (stopping(w))
+                return GA_ESHUTDOWN;
+            struct timespec ts = { 0, 50 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        backoff = backoff * 2 > w->cfg->storage.retry_max_ms ? w->cfg->storage.retry_max_ms : backoff * 2;
+    }
+}
+
+static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
+{
+    const struct ga_config *c = w->cfg;
+    struct pgw_opts o = {
+        .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
+        .flush_interval_ms = c->storage.flush_interval_ms,
+        .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
+        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
+        .on_commit = on_commit, .ctx = w,
+    };
+    int rc = pgw_start(&w->writer, &o);
+    if (rc == 0) {
+        pthread_mutex_lock(&w->mu);
+        w->st.have_writer = 1;
+        pthread_mutex_unlock(&w->mu);
+    }
+    return rc;
+}
+
+/* ---- flush requests --------------------------------------------------------- */
+
+static void flush_done(void *ctx, int rc, uint64_t committed_lsn)
+{
+    struct flush_req *f = ctx;
+    f->cb(f->ctx, rc);
+    free(f);
+}
+
+/* Requests whose target is aggregated go to the writer; it answers once
+ * it has committed. */
+static void serve_flushes(struct ga_engine_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    struct flush_req **pp = &w->flushes;
+    while (*pp) {
+        struct flush_req *f = *pp;
+        if (w->processed_lsn < f->target || !w->writer) {
+            pp = &f->next;
+            continue;
+        }
+        *pp = f->next;
+        if (pgw_flush(w->writer, flush_done, f) < 0) {
+            f->cb(f->ctx, GA_ESHUTDOWN);
+            free(f);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ctx)
+{
+    struct flush_req *f = calloc(1, sizeof *f);
+    if (!f)
+        return GA_ENOMEM;
+    f->target = pl_durable_lsn(w->pl);
+    f->cb = cb;
+    f->ctx = ctx;
+    pthread_mutex_lock(&w->mu);
+    f->next = w->flushes;
+    w->flushes = f;
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+/* ---- the thread -------------------------------------------------------------- */
+
+static void take_reload(struct ga_engine_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    struct ga_config *next = w->cfg_next;
+    w->cfg_next = NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (next) {
+        free(w->cfg);
+        w->cfg = next;
+        if (w->writer)
+            pgw_set_tuning(w->writer, next->storage.flush_rows, next->storage.flush_interval_ms, 0, 0);
+    }
+}
+
+void ew_reload(struct ga_engine_worker *w)
+{
+    struct ga_config *c = malloc(sizeof *c);
+    if (!c)
+        return;
+    *c = *w->d->cfg;
+    pthread_mutex_lock(&w->mu);
+    free(w->cfg_next);
+    w->cfg_next = c;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void consume(struct ga_engine_worker *w, const struct pl_entry *e)
+{
+    if (e->batch) {
+        process_logged(w, e->batch, e->lsn, e->end);
+        ing_batch_free(e->batch);
+        free(e->batch);
+    } else {
+        replay(w, e->lsn, e->end);     /* dropped from memory: read it back */
+        w->processed_lsn = e->end;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct ga_engine_worker *w = arg;
+    struct pgl_state s = { 0 };
+    set_state(w, EW_LOADING);
+    if (load_state(w, &s) < 0)
+        goto drain;
+    if (start_writer(w, &s) < 0) {
+        ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
+        goto drain;
+    }
+    set_state(w, EW_REPLAYING);
+    w->processed_lsn = s.window_lsn;
+    replay(w, s.window_lsn, w->live_lsn);
+    w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
+    pgl_free(&s);
+    set_state(w, EW_RUNNING);
+    w->last_snapshot_ns = ga_now_mono_ns();
+    for (;;) {
+        take_reload(w);
+        struct pl_entry e;
+        int rc = pl_engine_pop(w->pl, &e, 100);
+        if (rc == 1)
+            consume(w, &e);
+        if (ga_now_mono_ns() - w->last_snapshot_ns > (int64_t)WINDOW_SNAPSHOT_MS * 1000000)
+            snapshot_windows(w, w->processed_lsn);
+        serve_flushes(w);
+        if (rc == GA_ESHUTDOWN)
+            break;
+    }
+    snapshot_windows(w, w->processed_lsn);
+    serve_flushes(w);
+    set_state(w, EW_STOPPED);
+    return NULL;
+drain:
+    /* Not loaded (stopping before PostgreSQL came back): everything stays in
+     * the journal for the next start; empty the queue. */
+    pgl_free(&s);
+    for (;;) {
+        struct pl_entry e;
+        int rc = pl_engine_pop(w->pl, &e, 100);
+        if (rc == 1 && e.batch) {
+            ing_batch_free(e.batch);
+            free(e.batch);
+        }
+        if (rc == GA_ESHUTDOWN || (rc == 0 && stopping(w)))
+            break;
+    }
+    set_state(w, EW_STOPPED);
+    return NULL;
+}
+
+int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+             struct jnl *j, struct ga_engine *engine)
+{
+    struct ga_engine_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return GA_ENOMEM;
+    w->d = d;
+    w->pl = pl;
+    w->j = j;
+    w->engine = engine;
+    w->late_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
+    w->cfg = malloc(sizeof *w->cfg);
+    if (!w->cfg || ga_metrics_open(&w->metrics) < 0)
+        goto fail;
+    *w->cfg = *d->cfg;
+    struct jnl_stats js;
+    jnl_get_stats(j, &js);
+    w->live_lsn = js.next_lsn;
+    pthread_mutex_init(&w->mu, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        goto fail;
+    }
+    *out = w;
+    return 0;
+fail:
+    ga_metrics_close(w->metrics);
+    free(w->cfg);
+    free(w);
+    return GA_ENOMEM;
+}
+
+void ew_stop(struct ga_engine_worker *w, int timeout_ms)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    if (w->writer) {
+        int rc = pgw_stop(w->writer, timeout_ms);
+        if (rc < 0)
+            ga_log(GA_LOG_WARN, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
+                   "stays in the journal and is replayed at the next start\"", ga_strerror(rc));
+    }
+    for (struct flush_req *f = w->flushes, *next; f; f = next) {
+        next = f->next;
+        f->cb(f->ctx, GA_ESHUTDOWN);
+        free(f);
+    }
+    ga_engine_close(w->engine);
+    ga_metrics_close(w->metrics);
+    ga_result_free(&w->res);
+    free(w->name_ids);
+    free(w->ids);
+    free(w->counts_by_name);
+    free(w->defs);
+    free(w->counts);
+    free(w->dirty);
+    free(w->cfg);
+    free(w->cfg_next);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+void ew_get_status(struct ga_engine_worker *w, struct ew_status *st)
+{
+    pthread_mutex_lock(&w->mu);
+    *st = w->st;
+    pthread_mutex_unlock(&w->mu);
+    if (st->have_writer)
+        pgw_get_status(w->writer, &st->writer);
+}

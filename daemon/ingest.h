@@ -1,0 +1,47 @@
+/* ingest.h — the ingest listeners: protocol v1 on Unix and TCP streams
+ * (proto/INGEST.md) and Ceilometer's UDP publisher datagrams.
+ *
+ * The loop thread accepts, reads, frames (mp_frame_scan) and answers the
+ * hello; every points frame becomes a pl_item decoded on the thread pool
+ * and sequenced into the journal in the connection's arrival order.  Acks
+ * go out in request order once the batch is durable.  A malformed frame
+ * gets an error naming what was wrong, after the acks of the batches before
+ * it, and closes that connection only.
+ *
+ * Bounded everywhere: frames over limits.max_frame_bytes are refused;
+ * a connection stops being read while it has max_inflight batches unacked;
+ * every connection stops being read while the sequencer backlog or the
+ * bytes being decoded exceed their limits (TCP/Unix backpressure), and
+ * UDP datagrams arriving then are dropped and counted. */
+#ifndef GA_INGEST_H
+#define GA_INGEST_H
+
+#include <stdint.h>
+#include <uv.h>
+
+struct ga_daemon;
+struct ga_pipeline;
+struct ga_ingest;
+
+struct ga_ingest_stats {
+    uint64_t conns_open, conns_total, conns_refused, bytes_in, frames, batches_acked;
+    uint64_t points_accepted, points_rejected, protocol_errors, auth_failures;
+    uint64_t idle_timeouts, slow_timeouts, pauses, paused, decode_bytes_inflight;
+    uint64_t udp_datagrams, udp_accepted, udp_dropped_backpressure;
+    uint64_t udp_rejected[16];              /* by ceilo_reject reason */
+};
+
+/* Start the configured listeners.  Returns 0 or GA_E* with err. */
+int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_ingest **out,
+                    char *err, size_t errlen);
+/* The durable LSN moved or items were sequenced: send what acks can go. */
+void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn);
+/* Drain: stop accepting and reading; once every batch in flight has been
+ * acked (or deadline_ms passed), close connections and call done(ctx). */
+void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx), void *ctx);
+void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
+/* Bound ports (for "port 0" configs), 0 when the listener is off. */
+int ga_ingest_tcp_port(const struct ga_ingest *g);
+int ga_ingest_udp_port(const struct ga_ingest *g);
+
+#endif
