@@ -58,9 +58,18 @@ static inline int pgenv_cmd(struct pgenv *e, const char *cmd)
 
 static inline int pgenv_start(struct pgenv *e)
 {
+    char line[4096];
     snprintf(e->dir, sizeof e->dir, "/tmp/gapg-unit-XXXXXX");
     if (!mkdtemp(e->dir))
         return -1;
+    /* A watcher stops the server and removes the directory if this process
+     * dies without pgenv_destroy (a crash, an ASan abort). */
+    snprintf(line, sizeof line,
+             "(while kill -0 %d 2>/dev/null; do sleep 1; done; [ -d '%s' ] && "
+             "'%s' stop '%s' && rm -rf '%s') >/dev/null 2>&1 </dev/null &",
+             (int)getpid(), e->dir, pgenv_script(), e->dir, e->dir);
+    if (system(line) != 0)
+        fprintf(stderr, "could not start the cleanup watcher\n");
     return pgenv_cmd(e, "start");
 }
 
