@@ -11,7 +11,9 @@
  * timed: generation and the first metric_add are not.
  *
  * Prints one line of key=value: points, metrics, batch, threads, methods,
- * seconds, points_per_s, aggs (rows reported).  --dump writes the points of
+ * seconds and points_per_s (wall clock), cpu_seconds and points_per_cpu_s
+ * (CPU time of the process, all threads: per-core throughput, robust to
+ * other load on the machine), aggs (rows reported), late.  --dump writes the points of
  * metrics [0, K) to FILE, for tools/bench/bench_engine.py to run carbonara
  * on the same data: per batch an int64 count, then count records
  * { int64 ts_ns; double value; int64 metric }. */
@@ -47,10 +49,10 @@ static double unit(uint64_t *s)
     return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -152,7 +154,7 @@ int main(int argc, char **argv)
     int64_t step = (int64_t)(interval * NS_PER_S);
 
     struct ga_result res = { 0 };
-    double busy = 0.0;
+    double busy = 0.0, cpu = 0.0;
     uint64_t naggs = 0, nlate = 0;
     long long done = 0, k0 = 0;
     while (done < npoints) {
@@ -181,9 +183,10 @@ int main(int argc, char **argv)
         }
         struct ga_points pts = { (size_t)n, mid, ts, val };
         ga_result_reset(&res);
-        double t = now_s();
+        double t = clock_s(CLOCK_MONOTONIC), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         rc = ga_engine_feed(e, &pts, &res);
-        busy += now_s() - t;
+        busy += clock_s(CLOCK_MONOTONIC) - t;
+        cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c;
         if (rc < 0) {
             fprintf(stderr, "bench_engine: feed: %s\n", ga_strerror(rc));
             return 1;
@@ -194,9 +197,10 @@ int main(int argc, char **argv)
         k0 += kper;
     }
     printf("points=%lld metrics=%lld batch=%lld threads=%d granularity=%s methods=%s "
-           "seconds=%.4f points_per_s=%.0f aggs=%" PRIu64 " late=%" PRIu64 "\n",
-           done, nmetrics, batch, threads, gran_arg, method_arg, busy, (double)done / busy, naggs,
-           nlate);
+           "seconds=%.4f points_per_s=%.0f cpu_seconds=%.4f points_per_cpu_s=%.0f aggs=%" PRIu64
+           " late=%" PRIu64 "\n",
+           done, nmetrics, batch, threads, gran_arg, method_arg, busy, (double)done / busy, cpu,
+           (double)done / cpu, naggs, nlate);
     if (dump && fclose(dump) != 0) {
         perror(dump_path);
         return 1;
