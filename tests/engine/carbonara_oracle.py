@@ -20,22 +20,23 @@ replaces the earlier one, as _update_metric_splits merges splits).  The read
 side's truncation (get_aggregated_measures: keep buckets newer than
 last - timespan, per aggregation) is applied at the end.
 
-Where gpuagg deliberately differs from carbonara (docs/SEMANTICS.md), the
-difference is an explicit, named option of Oracle, so each one can be turned
-off and shown on its own:
+Where gpuagg deliberately differs from carbonara ("Deliberate differences"
+in docs/SEMANTICS.md), the difference is an explicit, named option of Oracle,
+so each one can be turned off and shown on its own (differences 2-4, late,
+pre-1970 and NaN/Inf points reported instead of dropped or stored, are left
+to the caller: feed the oracle only the points gpuagg accepts):
 
-  dedupe='last'     a duplicate timestamp within a batch keeps the LAST
+  dedupe='last'     (1) a duplicate timestamp within a batch keeps the LAST
                     received value (gpuagg).  dedupe='carbonara' hands the batch
                     over as is: numpy.sort breaks timestamp ties on the value,
                     numpy.unique keeps the first, so carbonara keeps the
                     SMALLEST value.  Across batches both keep the newer batch.
-  buckets='exact'   bucket(ts, g) = floor(ts / g) * g in int64 ns (gpuagg).
+  buckets='exact'   (6) bucket(ts, g) = floor(ts / g) * g in int64 ns (gpuagg).
                     buckets='carbonara' is carbonara's round_timestamp, which
                     divides in float64: with present-day timestamps (~1.7e18 ns
                     > 2**53) a point on or within ~1e-7 g of a bucket boundary
                     can land in the previous bucket.
-
-  rewrite='touched' a batch rewrites only the buckets it touched: those
+  rewrite='touched' (5) a batch rewrites only the buckets it touched: those
                     holding a new point (and, for rate:, those holding a point
                     whose predecessor is new).  Each of those is computed by
                     carbonara's own code exactly as metricd computes it.
@@ -65,6 +66,8 @@ Command line (same CSV as `gpuaggctl resample --local`; input lines "#batch"
 separate batches):
     python3 carbonara_oracle.py --granularity 60,300 --method mean,90pct \
         [--timespan 3600,86400] [--back-window N] [--input FILE]
+        [--dedupe carbonara] [--buckets carbonara] [--rewrite carbonara]
+(late points go to stderr as "late,METRIC,TIMESTAMP,VALUE,window").
 """
 import argparse
 import collections
