@@ -41,10 +41,11 @@ struct ga_engine_worker {
     uint64_t live_lsn;                /* records at or above came through the pipeline */
     /* per-batch scratch */
     uint32_t *name_ids, *ids, *counts_by_name;
-    size_t name_cap, id_cap;
+    size_t name_cap, id_cap, cbn_cap;
     struct pgw_metric_def *defs;
     size_t def_cap;
     struct pgw_count *counts;
+    size_t count_cap;
     struct ga_result res;
     uint8_t *dirty;                   /* metrics changed since the last snapshot */
     size_t dirty_cap;
@@ -176,12 +177,10 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
 {
     size_t ndefs = 0;
     int rc = grow((void **)&w->name_ids, &w->name_cap, b->nnames, sizeof *w->name_ids);
-    size_t cc = w->name_cap;
-    rc = rc ? rc : grow((void **)&w->counts_by_name, &cc, b->nnames, sizeof *w->counts_by_name);
+    rc = rc ? rc : grow((void **)&w->counts_by_name, &w->cbn_cap, b->nnames, sizeof *w->counts_by_name);
     rc = rc ? rc : grow((void **)&w->ids, &w->id_cap, b->n, sizeof *w->ids);
-    size_t dc = w->def_cap;
     rc = rc ? rc : grow((void **)&w->defs, &w->def_cap, b->nnames, sizeof *w->defs);
-    rc = rc ? rc : grow((void **)&w->counts, &dc, b->nnames, sizeof *w->counts);
+    rc = rc ? rc : grow((void **)&w->counts, &w->count_cap, b->nnames, sizeof *w->counts);
     if (rc < 0)
         return rc;
     for (uint32_t i = 0; i < b->nnames; i++) {

@@ -787,7 +787,9 @@ int jnl_release(struct jnl *j, uint64_t lsn)
         j->released_lsn = lsn;
     if (lsn > j->next_lsn || (lsn == j->next_lsn && j->next_lsn > active_start(j) && !j->failed)) {
         /* everything is covered: start an empty segment at max(lsn, next) */
-        if (lsn > j->next_lsn)
+        if (lsn > j->next_lsn && j->next_lsn == 0)   /* a fresh journal numbered by the daemon */
+            ga_log(GA_LOG_INFO, "journal_numbered", "dir=%s first_lsn=%" PRIu64, j->dir, lsn);
+        else if (lsn > j->next_lsn)
             ga_log(GA_LOG_WARN, "journal_behind_checkpoint", "dir=%s next_lsn=%" PRIu64 " checkpoint=%"
                    PRIu64 " msg=\"numbering continues at the checkpoint\"", j->dir, j->next_lsn, lsn);
         if ((rc = j->failed) == 0 && (rc = flush_wbuf(j)) == 0 && (rc = new_segment(j, lsn)) == 0) {
