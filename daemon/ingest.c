@@ -340,10 +340,10 @@ static void handle_hello(struct ic_conn *c, const uint8_t *frame, size_t len)
         return;
     }
     if (c->tcp && cfg->listen.token[0] && !token_ok(cfg->listen.token, m.u.hello.token)) {
+        int had_token = m.u.hello.has_token;   /* ing_msg_free zeroes m */
         g->st.auth_failures++;
         ing_msg_free(&m);
-        conn_fail(c, GA_EAUTH, m.u.hello.has_token ? "hello: wrong token" : "hello: token required",
-                  0, 0);
+        conn_fail(c, GA_EAUTH, had_token ? "hello: wrong token" : "hello: token required", 0, 0);
         return;
     }
     ga_log(GA_LOG_DEBUG, "ingest_hello", "conn=%llu client=\"%s\"", (unsigned long long)c->id,
