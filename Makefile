@@ -37,10 +37,13 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+# gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X.cu the
+# CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU (CUDA=0).
+LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+           $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
 ifeq ($(CUDA),1)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
-CU_SRC  := $(wildcard gpu/cuda/*.cu)
+CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu)
 CU_C_SRC := $(wildcard gpu/cuda/*.c)
 NVFLAGS ?= -O3 -g -lineinfo
 NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-warnings -MMD -MP \
@@ -48,7 +51,7 @@ NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-war
 LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 else
 CU_SRC  :=
-CU_C_SRC := $(wildcard gpu/nocuda/*.c)
+CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c)
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)

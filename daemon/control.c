@@ -1,4 +1,6 @@
-/* control.c — control socket server (see control.h). */
+/* control.c — control socket server (see control.h): sockets, framing,
+ * dispatch, and each connection's FIFO of owed replies.  Deferred requests
+ * and blocking work are in control_defer.c. */
 #include "daemon/control.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/control_priv.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "proto/ctl_proto.h"
@@ -18,25 +21,6 @@
 
 #define CTL_READ_CHUNK 65536
 #define CTL_BUF_MAX (CTL_MAX_FRAME + CTL_READ_CHUNK)
-
-struct ctl_conn {
-    uv_pipe_t pipe;                  /* first: the handle's data is the conn */
-    struct ga_control *srv;
-    char *buf;
-    size_t len, cap;
-    int closing;
-    uint64_t id;                     /* connection number, for logs */
-    struct ctl_conn *prev, *next;
-};
-
-struct ga_control {
-    uv_pipe_t server;
-    struct ga_daemon *d;
-    struct ctl_conn *conns;
-    int nconns;
-    int stopping, server_closed;
-    char path[GA_SUN_PATH_MAX];
-};
 
 struct ctl_write {
     uv_write_t req;
@@ -51,12 +35,26 @@ int ga_control_connections(const struct ga_control *c)
     return c ? c->nconns : 0;
 }
 
-static void maybe_free_server(struct ga_control *s)
+static void on_server_handle_closed(uv_handle_t *h)
 {
-    if (s->stopping && s->server_closed && s->nconns == 0) {
-        unlink(s->path);
+    struct ga_control *s = h->data;
+    if (--s->handles_open == 0) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
         free(s);
     }
+}
+
+void ctl_maybe_free_server(struct ga_control *s)
+{
+    if (!s->stopping || !s->server_closed || s->nconns != 0 || s->freeing)
+        return;
+    if (!ctl_defer_idle_close(s))
+        return;                          /* completions still owed */
+    s->freeing = 1;
+    unlink(s->path);
+    uv_close((uv_handle_t *)&s->async, on_server_handle_closed);
+    uv_close((uv_handle_t *)&s->timer, on_server_handle_closed);
 }
 
 static void on_conn_closed(uv_handle_t *h)
@@ -72,14 +70,24 @@ static void on_conn_closed(uv_handle_t *h)
     s->nconns--;
     free(c->buf);
     free(c);
-    maybe_free_server(s);
+    ctl_maybe_free_server(s);
 }
 
+/* Drop every reply still owed (their requests are orphaned) and close. */
 static void conn_close(struct ctl_conn *c)
 {
     if (c->closing)
         return;
     c->closing = 1;
+    for (struct ctl_slot *sl = c->head, *next; sl; sl = next) {
+        next = sl->next;
+        if (sl->req)
+            ctl_slot_orphan(sl);
+        free(sl->data);
+        free(sl);
+    }
+    c->head = c->tail = NULL;
+    c->npending = 0;
     uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 }
 
@@ -90,17 +98,25 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     conn_close(c);
 }
 
-/* Close after the queued replies are written. */
+/* Close after the owed replies are written: at once when the FIFO is
+ * empty, else once ctl_conn_pump empties it. */
 static void conn_close_gracefully(struct ctl_conn *c)
 {
-    if (c->closing)
+    if (c->closing || c->shut)
         return;
     uv_read_stop((uv_stream_t *)&c->pipe);
+    if (c->head) {
+        c->close_after = 1;
+        return;
+    }
+    c->close_after = 0;
     uv_shutdown_t *req = malloc(sizeof *req);
     if (req) {
         req->data = c;
-        if (uv_shutdown(req, (uv_stream_t *)&c->pipe, on_shutdown) == 0)
+        if (uv_shutdown(req, (uv_stream_t *)&c->pipe, on_shutdown) == 0) {
+            c->shut = 1;
             return;
+        }
         free(req);
     }
     conn_close(c);
@@ -116,42 +132,128 @@ static void on_written(uv_write_t *req, int status)
     free(w);
 }
 
-/* Queue the bytes of sb (taken over) on c. */
-static void conn_send(struct ctl_conn *c, msgpack_sbuffer *sb)
+/* Write data (taken over).  Returns 0 or -1 (c closed). */
+static int conn_write(struct ctl_conn *c, char *data, size_t len)
 {
     struct ctl_write *w = malloc(sizeof *w);
     if (!w) {
-        msgpack_sbuffer_destroy(sb);
+        free(data);
+        conn_close(c);
+        return -1;
+    }
+    w->conn = c;
+    w->buf = uv_buf_init(data, (unsigned)len);
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->pipe, &w->buf, 1, on_written);
+    if (rc < 0) {
+        free(data);
+        free(w);
+        conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+struct ctl_slot *ctl_conn_push(struct ctl_conn *c, struct ga_ctl_req *req, char *data, size_t len)
+{
+    struct ctl_slot *sl = calloc(1, sizeof *sl);
+    if (!sl) {
+        free(data);
+        return NULL;
+    }
+    sl->conn = c;
+    sl->req = req;
+    sl->data = data;
+    sl->len = len;
+    if (c->tail)
+        c->tail->next = sl;
+    else
+        c->head = sl;
+    c->tail = sl;
+    if (req)
+        c->npending++;
+    return sl;
+}
+
+void ctl_conn_pump(struct ctl_conn *c)
+{
+    while (!c->closing && c->head && !c->head->req) {
+        struct ctl_slot *sl = c->head;
+        c->head = sl->next;
+        if (!c->head)
+            c->tail = NULL;
+        char *data = sl->data;
+        size_t len = sl->len;
+        free(sl);
+        if (conn_write(c, data, len) < 0)
+            return;
+    }
+    if (!c->closing && c->close_after && !c->head)
+        conn_close_gracefully(c);
+}
+
+/* Queue a ready response; pack failures close the connection. */
+static void send_response(struct ctl_conn *c, uint64_t id, int rc, const char *result, size_t rlen,
+                          const char *msg)
+{
+    size_t len = 0;
+    char *data = ctl_pack_response(id, rc, result, rlen, msg, &len);
+    if (!data || !ctl_conn_push(c, NULL, data, len)) {
         conn_close(c);
         return;
     }
-    w->conn = c;
-    w->buf = uv_buf_init(sb->data, (unsigned)sb->size);
-    sb->data = NULL;                 /* ownership moves to w */
-    int rc = uv_write(&w->req, (uv_stream_t *)&c->pipe, &w->buf, 1, on_written);
-    if (rc < 0) {
-        free(w->buf.base);
-        free(w);
-        conn_close(c);
-    }
+    ctl_conn_pump(c);
 }
 
 static void send_error(struct ctl_conn *c, uint64_t id, int code, const char *msg)
 {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    ctl_pack_error(&pk, id, code, msg);
-    conn_send(c, &sb);
+    send_response(c, id, code, NULL, 0, msg);
 }
 
-static const struct ga_ctl_op *find_op(const char *name, size_t len)
+static const struct ga_ctl_op *find_op(const struct ga_ctl_op *ops, const char *name, size_t len)
 {
-    for (const struct ga_ctl_op *op = ga_ctl_ops; op->name; op++)
+    for (const struct ga_ctl_op *op = ops; op->name; op++)
         if (strlen(op->name) == len && memcmp(op->name, name, len) == 0)
             return op;
     return NULL;
+}
+
+/* Run a known op: its reply is queued now or, deferred, owed in order. */
+static void dispatch(struct ctl_conn *c, const struct ga_ctl_op *op, uint64_t id,
+                     const msgpack_object *args)
+{
+    struct ga_control *s = c->srv;
+    struct ga_daemon *d = s->d;
+    char err[512] = "";
+    if (c->npending >= CTL_MAX_PENDING) {
+        d->counters.ctl_errors++;
+        snprintf(err, sizeof err, "%d requests already pending on this connection", CTL_MAX_PENDING);
+        send_error(c, id, GA_EBUSY, err);
+        return;
+    }
+    struct ga_ctl_req *req = ctl_req_new(s, id, op->name, strlen(op->name));
+    if (!req) {
+        send_error(c, id, GA_ENOMEM, NULL);
+        return;
+    }
+    msgpack_sbuffer result;
+    msgpack_packer rpk;
+    msgpack_sbuffer_init(&result);
+    msgpack_packer_init(&rpk, &result, msgpack_sbuffer_write);
+    int hrc = op->fn(d, args, req, &rpk, err, sizeof err);
+    if (hrc == GA_CTL_DEFERRED) {
+        msgpack_sbuffer_destroy(&result);
+        struct ctl_slot *sl = ctl_conn_push(c, req, NULL, 0);
+        ctl_req_deferred(s, req, sl);    /* sl NULL (no memory): orphaned */
+        if (!sl)
+            conn_close(c);
+        return;
+    }
+    free(req);
+    if (hrc < 0)
+        d->counters.ctl_errors++;
+    send_response(c, id, hrc < 0 ? hrc : 0, result.data, result.size,
+                  err[0] ? err : NULL);
+    msgpack_sbuffer_destroy(&result);
 }
 
 /* Decode and answer one complete frame.  Returns 0, or -1 when the
@@ -180,33 +282,15 @@ static int handle_frame(struct ctl_conn *c, const char *frame, size_t flen)
         goto out;
     }
     d->counters.ctl_requests++;
-    const struct ga_ctl_op *op = find_op(opname, oplen);
+    rc = 0;
+    const struct ga_ctl_op *op = find_op(c->srv->ops, opname, oplen);
     if (!op) {
         d->counters.ctl_errors++;
         snprintf(err, sizeof err, "unknown op '%.*s'", (int)(oplen > 64 ? 64 : oplen), opname);
         send_error(c, id, GA_EBADOP, err);
-        rc = 0;
         goto out;
     }
-    msgpack_sbuffer result, reply;
-    msgpack_packer rpk, pk;
-    msgpack_sbuffer_init(&result);
-    msgpack_packer_init(&rpk, &result, msgpack_sbuffer_write);
-    int hrc = op->fn(d, args, &rpk, err, sizeof err);
-    if (hrc < 0) {
-        d->counters.ctl_errors++;
-        msgpack_sbuffer_destroy(&result);
-        send_error(c, id, hrc, err[0] ? err : ga_strerror(hrc));
-        rc = 0;
-        goto out;
-    }
-    msgpack_sbuffer_init(&reply);
-    msgpack_packer_init(&pk, &reply, msgpack_sbuffer_write);
-    ctl_pack_ok_head(&pk, id);
-    msgpack_sbuffer_write(&reply, result.data, result.size);
-    msgpack_sbuffer_destroy(&result);
-    conn_send(c, &reply);
-    rc = 0;
+    dispatch(c, op, id, args);
 out:
     msgpack_unpacked_destroy(&msg);
     return rc;
@@ -237,7 +321,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     c->len += (size_t)nread;
     size_t pos = 0;
-    while (pos < c->len && !c->closing) {
+    while (pos < c->len && !c->closing && !c->close_after && !c->shut) {
         size_t flen = 0;
         int r = mp_frame_scan((const uint8_t *)c->buf + pos, c->len - pos, CTL_MAX_FRAME, &flen);
         if (r == 0) {
@@ -309,26 +393,31 @@ static void on_server_closed(uv_handle_t *h)
 {
     struct ga_control *s = h->data;
     s->server_closed = 1;
-    maybe_free_server(s);
+    ctl_maybe_free_server(s);
 }
 
 int ga_control_start(struct ga_daemon *d, const char *path, int mode,
-                     struct ga_control **out, char *err, size_t errlen)
+                     const struct ga_ctl_op *ops, struct ga_control **out, char *err,
+                     size_t errlen)
 {
+    if (socket_alive(path)) {
+        snprintf(err, errlen, "control socket %s is in use by a running process", path);
+        return GA_EEXIST;
+    }
+    if (unlink(path) < 0 && errno != ENOENT) {
+        int e = errno;
+        snprintf(err, errlen, "cannot remove stale control socket %s: %s", path, strerror(e));
+        return -e;
+    }
     struct ga_control *s = calloc(1, sizeof *s);
     if (!s)
         return GA_ENOMEM;
     s->d = d;
+    s->ops = ops;
     snprintf(s->path, sizeof s->path, "%s", path);
-    if (socket_alive(path)) {
-        snprintf(err, errlen, "control socket %s is in use by a running process", path);
+    if (ctl_defer_init(s) < 0) {
         free(s);
-        return GA_EEXIST;
-    }
-    if (unlink(path) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot remove stale control socket %s: %s", path, strerror(errno));
-        free(s);
-        return -errno;
+        return GA_ENOMEM;
     }
     uv_pipe_init(d->loop, &s->server, 0);
     s->server.data = s;

@@ -1,11 +1,14 @@
-/* control_ops.c — the control protocol's operations (proto/PROTOCOL.md).
- * Each handler packs one result object or returns a GA_E* code + message. */
+/* control_ops.c — the control protocol's operations (proto/PROTOCOL.md) and
+ * the op table.  Each handler here packs one result object or returns a GA_E*
+ * code + message; the deferred ones (flush, metrics, query) are in
+ * control_ops_query.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "daemon/control.h"
+#include "daemon/control_ops.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
 #include "daemon/ingest.h"
@@ -27,8 +30,8 @@ static double uptime_s(const struct ga_daemon *d)
     return (double)(ga_now_mono_ns() - d->start_mono_ns) / 1e9;
 }
 
-static int op_ping(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                   char *err, size_t errlen)
+static int op_ping(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     msgpack_pack_map(pk, 2);
     mp_pack_kv_bool(pk, "pong", 1);
@@ -158,8 +161,8 @@ static void pack_counters(struct ga_daemon *d, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "reload_failures", c->reload_failures);
 }
 
-static int op_status(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                     char *err, size_t errlen)
+static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
@@ -267,8 +270,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     return n;
 }
 
-static int op_stats(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                    char *err, size_t errlen)
+static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
@@ -282,14 +285,14 @@ static int op_stats(struct ga_daemon *d, const msgpack_object *args, msgpack_pac
     return 0;
 }
 
-static int op_config_get(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                         char *err, size_t errlen)
+static int op_config_get(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     return ga_config_pack(d->cfg, pk);
 }
 
-static int op_reload(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                     char *err, size_t errlen)
+static int op_reload(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     char restart[1024];
     int rc = ga_daemon_reload(d, restart, sizeof restart, err, errlen);
@@ -314,8 +317,8 @@ static void on_shutdown_timer(uv_timer_t *t)
     ga_daemon_shutdown(d, "control");
 }
 
-static int op_shutdown(struct ga_daemon *d, const msgpack_object *args, msgpack_packer *pk,
-                       char *err, size_t errlen)
+static int op_shutdown(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
 {
     /* Start the drain on the next loop turn, after this reply is queued. */
     uv_timer_t *t = malloc(sizeof *t);
@@ -336,5 +339,8 @@ const struct ga_ctl_op ga_ctl_ops[] = {
     { "config.get", op_config_get },
     { "reload", op_reload },
     { "shutdown", op_shutdown },
+    { "flush", ga_ctl_op_flush },
+    { "metrics", ga_ctl_op_metrics },
+    { "query", ga_ctl_op_query },
     { NULL, NULL },
 };

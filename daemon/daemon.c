@@ -18,6 +18,7 @@
 #include "gpu/engine.h"
 #include "storage/journal.h"
 #include "storage/pg_conn.h"
+#include "storage/pg_query.h"
 
 #define DRAIN_INGEST_MS 10000          /* acks still owed after this are not sent */
 #define DRAIN_STORAGE_MS 30000         /* the final commit; the journal keeps the rest */
@@ -308,6 +309,11 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
         d->exit_code = 1;
         goto out;
     }
+    if ((rc = pgq_open(&d->query, cfg->storage.conninfo, cfg->storage.pool_size)) < 0) {
+        ga_log(GA_LOG_ERROR, "storage_query_pool", "error=\"%s\"", ga_strerror(rc));
+        d->exit_code = 1;
+        goto out;
+    }
     if ((rc = start_data_path(d, err, sizeof err)) < 0) {
         ga_log(GA_LOG_ERROR, "startup_failed", "error=\"%s\"", err);
         fprintf(stderr, "gpuaggd: %s\n", err);
@@ -317,8 +323,8 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
         goto out;
     }
     if ((rc = make_parent_dirs(cfg->control.socket)) < 0 ||
-        (rc = ga_control_start(d, cfg->control.socket, cfg->control.mode, &d->control, err,
-                               sizeof err)) < 0) {
+        (rc = ga_control_start(d, cfg->control.socket, cfg->control.mode, ga_ctl_ops,
+                               &d->control, err, sizeof err)) < 0) {
         if (rc != GA_EIO && rc != GA_EEXIST && rc != GA_ENOMEM)
             snprintf(err, sizeof err, "cannot create directory for %s: %s", cfg->control.socket,
                      ga_strerror(rc));
@@ -354,6 +360,7 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     uv_run(d->loop, UV_RUN_DEFAULT);
 out:
     pgc_stop(d->storage);
+    pgq_close(d->query);                 /* the control server's threads are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

@@ -32,6 +32,7 @@ struct jnl;
 struct ga_pipeline;
 struct ga_ingest;
 struct ga_engine_worker;
+struct pgq;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -51,6 +52,7 @@ struct ga_daemon {
     struct ga_pipeline *pipeline;
     struct ga_ingest *ingest;
     struct ga_engine_worker *worker;
+    struct pgq *query;                   /* read queries of the control ops; blocking */
 
     int ngpus;                           /* devices found, usable or not */
     struct ga_gpu_info gpus[GA_GPU_MAX];

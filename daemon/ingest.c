@@ -628,6 +628,8 @@ void ic_check_stopped(struct ga_ingest *g)
     busy |= !ic_udp_idle(g);
     if (g->stopping == 1 && (!busy || now > g->stop_deadline_ns)) {
         g->stopping = 2;               /* close everything */
+        if (busy)                      /* items waiting for journal space give up */
+            pl_drain(g->pl);
         for (struct ic_conn *c = g->conns, *next; c; c = next) {
             next = c->next;
             conn_close(c);

@@ -29,6 +29,7 @@ struct ga_pipeline {
     pthread_cond_t space_cv;           /* sequencer: journal released */
     pthread_t seq_thread;
     int stop;
+    int draining;                      /* pl_drain: stop waiting for journal space */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
@@ -284,7 +285,7 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
             break;
         if (rc == GA_ENOSPC) {
             pthread_mutex_lock(&p->mu);
-            if (p->stop) {             /* draining with storage behind: never acked, so safe */
+            if (p->stop || p->draining) {  /* draining with storage behind: never acked, so safe */
                 pthread_mutex_unlock(&p->mu);
                 it->rc = GA_ESHUTDOWN;
                 snprintf(it->err, sizeof it->err, "journal full while shutting down; resend");
@@ -406,6 +407,14 @@ static void on_notify(uv_async_t *a)
 {
     struct ga_pipeline *p = a->data;
     p->on_durable(p->ctx, pl_durable_lsn(p));
+}
+
+void pl_drain(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->draining = 1;
+    pthread_cond_broadcast(&p->space_cv);
+    pthread_mutex_unlock(&p->mu);
 }
 
 void pl_journal_released(struct ga_pipeline *p)

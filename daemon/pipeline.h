@@ -98,6 +98,11 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync
  * stops the threads.  Blocks; call once the loop no longer submits.  The
  * engine side may still pop what is queued. */
 void pl_stop(struct ga_pipeline *p);
+/* The drain's deadline passed: items waiting for journal space fail with
+ * GA_ESHUTDOWN from now on instead of waiting (they were never
+ * acknowledged), so their connections can close before pl_stop.  Loop
+ * thread; does not block. */
+void pl_drain(struct ga_pipeline *p);
 /* Free what is left and close the loop handle (loop thread, after the
  * engine worker stopped). */
 void pl_close(struct ga_pipeline *p);

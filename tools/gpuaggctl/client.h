@@ -12,6 +12,9 @@
 
 #include <msgpack.h>
 
+/* gpuaggctl's exit codes (docs/gpuaggctl.1). */
+enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_CONNECT = 3, EXIT_COMM = 4 };
+
 struct ctl_client {
     int fd;                     /* -1 when closed */
     int timeout_ms;             /* per connect and per call */

@@ -34,8 +34,6 @@
 #define DEFAULT_SOCKET "/run/gpuaggd/control.sock"
 #define DEFAULT_TIMEOUT_S 5.0
 
-enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_CONNECT = 3, EXIT_COMM = 4 };
-
 enum render { R_PING, R_TREE, R_TABLE, R_RELOAD, R_SHUTDOWN };
 
 static const struct command {
