@@ -19,6 +19,7 @@
 #include "proto/mp_util.h"
 #include "tools/gpuaggctl/client.h"
 #include "tools/gpuaggctl/output.h"
+#include "tools/gpuaggctl/query.h"
 
 #if __has_include("tools/gpuaggctl/resample.h")
 #include "tools/gpuaggctl/resample.h"
@@ -56,12 +57,16 @@ static void usage(FILE *f)
     fprintf(f, "usage: gpuaggctl [--socket PATH] [--json] [--timeout SEC] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "  %-9s %s\n", "flush", "commit everything acknowledged so far to PostgreSQL, then return");
+    fprintf(f, "  %-9s %s\n", "metrics", "list metrics: NAME POLICY POINTS [--prefix P]");
+    fprintf(f, "  %-9s %s\n", "query", "METRIC --granularity SEC --method M [--start T] [--stop T]");
+    fprintf(f, "  %-9s %s\n", "", "  the stored roll-ups; T is RFC 3339 or seconds since the epoch");
     fprintf(f, "  %-9s %s\n", "resample", "roll up a CSV of points (--local: in-process, no daemon)");
     fprintf(f, "  %-9s %s\n", "help", "this text");
     fprintf(f, "\noptions:\n"
                "  --socket PATH   control socket (default $GPUAGG_SOCKET, else " DEFAULT_SOCKET ")\n"
                "  --json          print the result as JSON\n"
-               "  --timeout SEC   give up after SEC seconds (default 5)\n"
+               "  --timeout SEC   give up after SEC seconds (default 5; flush: wait that long for the commit)\n"
                "  --version       print the version\n"
                "\nexit status: 0 ok, 1 daemon error, 2 usage, 3 cannot connect, 4 communication failure\n");
 }
@@ -244,6 +249,7 @@ int main(int argc, char **argv)
     int json = 0;
     const char *cmdname = NULL;
     const char *extra = NULL;
+    int nrest = 0;              /* a data command's own arguments, compacted into argv[1..] */
 
     for (int i = 1; i < argc; i++) {
         int g = global_option(argc, argv, &i, &socket, &timeout_s, &json);
@@ -262,6 +268,10 @@ int main(int argc, char **argv)
         }
         if (cmdname == NULL && strcmp(a, "resample") == 0)
             return run_resample(argc - i, argv + i, json);
+        if (cmdname != NULL && ctl_is_data_command(cmdname)) {
+            argv[1 + nrest++] = argv[i];     /* 1 + nrest <= i: already read */
+            continue;
+        }
         if (a[0] == '-' && a[1] != '\0')
             return usage_error("unknown option '%s'", a);
         if (cmdname == NULL)
@@ -274,6 +284,10 @@ int main(int argc, char **argv)
     if (strcmp(cmdname, "help") == 0) {
         usage(stdout);
         return EXIT_OK;
+    }
+    if (ctl_is_data_command(cmdname)) {
+        struct ctl_opts o = { .socket = socket, .timeout_s = timeout_s, .json = json };
+        return ctl_data_command(cmdname, nrest, argv + 1, &o);
     }
     for (size_t k = 0; k < NCOMMANDS; k++) {
         if (strcmp(cmdname, commands[k].name) != 0)
