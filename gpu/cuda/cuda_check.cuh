@@ -5,8 +5,10 @@
 
 #include <cuda_runtime.h>
 
+extern "C" {
 #include "daemon/log.h"
 #include "proto/ga_err.h"
+}
 
 #define CUDA_CHECK(call)                                                           \
     do {                                                                           \

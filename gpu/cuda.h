@@ -1,0 +1,74 @@
+/* cuda.h — the CUDA backend of the engine (gpu/engine.h), and its benchmark
+ * hooks.
+ *
+ * Built with nvcc (the .cu files of gpu/cuda) the backend keeps every metric's raw
+ * window in GPU memory and runs the whole feed there: classify, sort, dedupe,
+ * merge with the window, bucket keys for every granularity, every method,
+ * truncate.  Built without (gpu/nocuda/cuda_backend.c) the open call answers
+ * GA_ENOGPU.  Answers equal the CPU backend's (docs/GPU.md says how exactly).
+ *
+ * Failure contract (docs/GPU.md "Fallback"): feed() returns GA_ECUDA when a
+ * CUDA call failed; the backend's state is then the one before the feed.
+ * window_get() keeps working unless the CUDA context itself is lost (a
+ * "sticky" error: illegal address, device lost), in which case it returns
+ * GA_ECUDA and the windows must be rebuilt from storage + journal. */
+#ifndef GA_CUDA_H
+#define GA_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "gpu/engine.h"
+
+struct ga_cuda_opts {
+    size_t chunk_points;   /* points per H2D staging chunk; 0 = 1<<20 */
+    int ring;              /* pinned staging slots in the ring (>= 2); 0 = 3 */
+    int emulate;           /* 1: run every kernel on the host (tests without a GPU;
+                              slow); needs a build with nvcc, no GPU */
+};
+
+/* Open a CUDA backend on CUDA device `device` (an ordinal from
+ * ga_gpu_probe()).  o may be NULL (defaults).  *out is owned by the caller
+ * (ops->close), or by the engine once passed to ga_engine_open().
+ * Returns 0, GA_ENOGPU (no usable device, or built without CUDA), GA_ECUDA
+ * (a CUDA call failed while setting up), GA_ENOMEM or GA_EINVAL. */
+int ga_cuda_backend_open(struct ga_backend **out, int device, const struct ga_cuda_opts *o);
+
+/* Feed statistics of a CUDA backend, for status and benchmarks: seconds
+ * spent in each stage of the last feed (host wall clock between syncs). */
+struct ga_cuda_feed_stats {
+    double upload_s, sort_s, merge_s, buckets_s, download_s, rebuild_s, total_s;
+    uint64_t points, aggs, late, pool_points;
+};
+/* 0, or GA_EINVAL when b is not a CUDA backend. */
+int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);
+
+/* ---- benchmark hooks (tools/bench/bench_gpu.c) ---------------------------- */
+
+/* Kernel-only timings over points already on the GPU: nmetrics series of
+ * npoints_per_metric sorted points each, step_ns apart, aggregated at
+ * granularity gran_ns.  Each figure is the median of `repeat` timed runs
+ * after a warm-up, in seconds. */
+struct ga_cuda_kbench {
+    int64_t nmetrics, npoints_per_metric, step_ns, gran_ns;
+    int repeat;
+    /* out */
+    double d2d_gbps;       /* device-to-device copy, bytes read + written per s */
+    double h2d_gbps;       /* pinned host to device */
+    double basic_s;        /* bucket keys + count,sum,mean,min,max,first,last,std */
+    double sum_s;          /* bucket keys + sum alone */
+    double sort_s;         /* bucket keys + median + 90pct (segmented sort) */
+    double rate_s;         /* bucket keys + rate:mean,rate:sum,rate:std,rate:max */
+    uint64_t buckets;
+    int checked;           /* 1 if a sample of buckets matched a host recomputation */
+};
+int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

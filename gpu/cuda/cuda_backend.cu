@@ -1,0 +1,940 @@
+// cuda_backend.cu — the CUDA backend (gpu/cuda.h): metric table, device
+// memory, streams, and the feed, strung from the kernels of gk_feed.cu,
+// gk_bucket.cu and gk_prim.cu.  docs/GPU.md describes the design.
+//
+// State on the GPU: every metric's raw window, packed in one pool (ts and
+// value arrays, metric after metric in slot order) with per-slot offset and
+// length.  A feed never changes that state until its very end: it builds the
+// next pool in a second buffer and swaps on success, so any failure leaves
+// the backend as it was (engine.h).
+//
+// Streams: s_h2d uploads the batch chunk by chunk from a ring of pinned
+// slots while s_comp classifies the chunks already there; s_d2h brings the
+// late points back while s_comp sorts, merges and computes buckets, and the
+// rows back chunk by chunk while later bucket chunks compute and the pool is
+// rebuilt.  Events order the streams; the host waits only where it needs a
+// count to size the next step.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/cuda.h"
+#include "gpu/cuda/gk_feed.cuh"
+#include "gpu/cuda/gk_prim.cuh"
+
+#define RING_MAX 8
+#define ROW_CHUNKS 4
+
+namespace {
+
+struct dbuf {
+    void *p;
+    size_t cap;                   // bytes
+};
+
+struct cuda_backend {
+    struct ga_backend base;
+    int dev, emu;
+    gk_exec x;                    // x.s is s_comp
+    cudaStream_t s_h2d, s_d2h;
+    cudaEvent_t ev_in[RING_MAX], ev_late, ev_rows[ROW_CHUNKS];
+    size_t chunk;
+    int ring;
+    void *pin_in[RING_MAX];       // chunk * (4 + 8 + 8) bytes each
+    dbuf pin_rows, pin_late;      // pinned (host memory in emulation)
+    uint64_t *pin_scalar;         // 8 counters
+    // host tables
+    struct agg_pol *pols;
+    int npols, cap_pols, D;
+    uint32_t *loc;                // id -> slot + 1
+    size_t cap_local;
+    uint32_t *slot_pol, *slot_id;
+    uint8_t *slot_live;
+    size_t nslots, cap_slots;
+    uint32_t *free_slots;
+    size_t nfree;
+    uint32_t *resets;
+    size_t nresets, cap_resets;
+    int pols_dirty, tables_dirty;
+    // device state
+    dbuf d_pols, d_loc, d_slot_pol, d_slot_id, d_resets;
+    dbuf d_w_off[2], d_w_n[2], d_pts[2], d_pval[2];
+    int cur;
+    uint64_t pool_n;
+    // per-feed device buffers
+    dbuf in_metric, in_ts, in_val, reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
+    dbuf late_idx, late, keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
+        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
+        row_off, tasks, cut, slot_t, tmin, sortlen, sortoff, unsorted, sorted, rows, bnd, small;
+    struct ga_cuda_feed_stats st;
+};
+
+double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+// Grow b to `bytes` (GPU memory, or host memory when emulating); keep the
+// contents if keep.  Only grows, by half again, so steady state allocates
+// nothing.
+int dres(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
+{
+    if (bytes <= b->cap)
+        return 0;
+    size_t cap = bytes + bytes / 2 + 256;
+    if (cb->emu) {
+        void *p = realloc(b->p, cap);
+        if (!p)
+            return GA_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+        return 0;
+    }
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, cap));
+    if (b->p) {
+        cudaError_t e = cudaSuccess;
+        if (keep)
+            e = cudaMemcpyAsync(p, b->p, b->cap, cudaMemcpyDeviceToDevice, cb->x.s);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(cb->x.s);
+        if (e != cudaSuccess) {
+            cudaFree(p);
+            CUDA_CHECK(e);
+        }
+        CUDA_CHECK(cudaFree(b->p));
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+// Pinned host buffer (plain host memory when emulating); contents dropped.
+int pres(cuda_backend *cb, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    size_t cap = bytes + bytes / 2 + 256;
+    if (cb->emu) {
+        free(b->p);
+        b->p = malloc(cap);
+        b->cap = b->p ? cap : 0;
+        return b->p ? 0 : GA_ENOMEM;
+    }
+    if (b->p) {
+        CUDA_CHECK(cudaFreeHost(b->p));
+        b->p = NULL;
+        b->cap = 0;
+    }
+    CUDA_CHECK(cudaHostAlloc(&b->p, cap, cudaHostAllocDefault));
+    b->cap = cap;
+    return 0;
+}
+
+void dfree(cuda_backend *cb, dbuf *b)
+{
+    if (b->p) {
+        if (cb->emu)
+            free(b->p);
+        else
+            cudaFree(b->p);
+    }
+    b->p = NULL;
+    b->cap = 0;
+}
+
+int cp(cuda_backend *cb, void *dst, const void *src, size_t bytes, cudaMemcpyKind k, cudaStream_t s)
+{
+    if (!bytes)
+        return 0;
+    if (cb->emu) {
+        memmove(dst, src, bytes);
+        return 0;
+    }
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, s));
+    return 0;
+}
+
+int zero(cuda_backend *cb, void *p, size_t bytes)
+{
+    if (!bytes)
+        return 0;
+    if (cb->emu) {
+        memset(p, 0, bytes);
+        return 0;
+    }
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, cb->x.s));
+    return 0;
+}
+
+int sync_stream(cuda_backend *cb, cudaStream_t s)
+{
+    if (!cb->emu)
+        CUDA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+// Read one device counter (waits for the compute stream).
+int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
+{
+    int rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    if (!rc)
+        *out = cb->pin_scalar[0];
+    return rc;
+}
+
+int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
+{
+    int rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    if (!rc)
+        *out = *(uint32_t *)cb->pin_scalar;
+    return rc;
+}
+
+int record(cuda_backend *cb, cudaEvent_t e, cudaStream_t s)
+{
+    if (!cb->emu)
+        CUDA_CHECK(cudaEventRecord(e, s));
+    return 0;
+}
+
+int wait_ev(cuda_backend *cb, cudaStream_t s, cudaEvent_t e)
+{
+    if (!cb->emu)
+        CUDA_CHECK(cudaStreamWaitEvent(s, e, 0));
+    return 0;
+}
+
+#define B(name, type) ((type *)cb->name.p)
+#define RES(name, bytes, keep) do { int r_ = dres(cb, &cb->name, (bytes), (keep)); if (r_) return r_; } while (0)
+#define TRY(call) do { int r_ = (call); if (r_) return r_; } while (0)
+
+// ---- host tables -----------------------------------------------------------
+
+int grow_h(void **p, size_t *cap, size_t need, size_t elem)
+{
+    return agg_grow(p, cap, need, elem);
+}
+
+int intern_policy(cuda_backend *cb, const struct ga_policy *p)
+{
+    struct agg_pol tmp;
+    int rc = agg_pol_init(&tmp, p);
+    if (rc)
+        return rc;
+    for (int i = 0; i < cb->npols; i++)
+        if (memcmp(&cb->pols[i].p, &tmp.p, sizeof tmp.p) == 0)
+            return i;
+    size_t cap = (size_t)cb->cap_pols;
+    if (grow_h((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols))
+        return GA_ENOMEM;
+    cb->cap_pols = (int)cap;
+    cb->pols[cb->npols] = tmp;
+    if (tmp.p.ndefs > cb->D)
+        cb->D = tmp.p.ndefs;
+    cb->pols_dirty = 1;
+    return cb->npols++;
+}
+
+int push_reset(cuda_backend *cb, uint32_t slot)
+{
+    if (grow_h((void **)&cb->resets, &cb->cap_resets, cb->nresets + 1, sizeof *cb->resets))
+        return GA_ENOMEM;
+    cb->resets[cb->nresets++] = slot;
+    return 0;
+}
+
+int32_t slot_of_id(const cuda_backend *cb, uint32_t id)
+{
+    return id < cb->cap_local && cb->loc[id] ? (int32_t)cb->loc[id] - 1 : -1;
+}
+
+// Bring the device tables up to date with the host's (after metric_add /
+// metric_drop): policies, id -> slot, slot -> policy / id, and zero the
+// windows of added or dropped slots.
+int sync_tables(cuda_backend *cb)
+{
+    size_t S = cb->nslots ? cb->nslots : 1;
+    if (cb->pols_dirty) {
+        RES(d_pols, (size_t)cb->npols * sizeof *cb->pols, 0);
+        TRY(cp(cb, cb->d_pols.p, cb->pols, (size_t)cb->npols * sizeof *cb->pols,
+               cudaMemcpyHostToDevice, cb->x.s));
+        cb->pols_dirty = 0;
+    }
+    RES(d_w_off[cb->cur], (S + 1) * 8, 1);
+    RES(d_w_n[cb->cur], (S + 1) * 8, 1);
+    if (cb->tables_dirty) {
+        RES(d_loc, cb->cap_local * 4 + 4, 0);
+        RES(d_slot_pol, S * 4, 0);
+        RES(d_slot_id, S * 4, 0);
+        TRY(cp(cb, cb->d_loc.p, cb->loc, cb->cap_local * 4, cudaMemcpyHostToDevice, cb->x.s));
+        TRY(cp(cb, cb->d_slot_pol.p, cb->slot_pol, cb->nslots * 4, cudaMemcpyHostToDevice, cb->x.s));
+        TRY(cp(cb, cb->d_slot_id.p, cb->slot_id, cb->nslots * 4, cudaMemcpyHostToDevice, cb->x.s));
+        cb->tables_dirty = 0;
+    }
+    if (cb->nresets) {
+        RES(d_resets, cb->nresets * 4, 0);
+        TRY(cp(cb, cb->d_resets.p, cb->resets, cb->nresets * 4, cudaMemcpyHostToDevice, cb->x.s));
+        TRY(gk_reset_slots(&cb->x, B(d_w_n[cb->cur], uint64_t), B(d_resets, uint32_t), cb->nresets));
+        TRY(sync_stream(cb, cb->x.s));   // the host list may change before the copy ran
+        cb->nresets = 0;
+    }
+    return 0;
+}
+
+// Pointers of every buffer, after any reservation.
+void fill(cuda_backend *cb, gk_feed *f)
+{
+    int c = cb->cur, o = 1 - cb->cur;
+    memset(f, 0, sizeof *f);
+    f->loc = B(d_loc, uint32_t);
+    f->cap_local = (uint32_t)cb->cap_local;
+    f->nslots = (uint32_t)cb->nslots;
+    f->pols = B(d_pols, struct agg_pol);
+    f->slot_pol = B(d_slot_pol, uint32_t);
+    f->slot_id = B(d_slot_id, uint32_t);
+    f->w_off = B(d_w_off[c], uint64_t);
+    f->w_n = B(d_w_n[c], uint64_t);
+    f->p_ts = B(d_pts[c], int64_t);
+    f->p_val = B(d_pval[c], double);
+    f->metric = B(in_metric, uint32_t);
+    f->ts = B(in_ts, int64_t);
+    f->val = B(in_val, double);
+    f->reason = B(reason, uint8_t);
+    f->slot_of = B(slot_of, uint32_t);
+    f->key64 = B(key64a, uint64_t);
+    f->idx = B(idxa, uint32_t);
+    f->tmin = B(tmin, int64_t);
+    f->key32s = B(key32b, uint32_t);
+    f->idx_s = B(idxa, uint32_t);
+    f->keep = B(keep, uint8_t);
+    f->keep_idx = B(keep_idx, uint32_t);
+    f->u_slot = B(u_slot, uint32_t);
+    f->u_ts = B(u_ts, int64_t);
+    f->u_val = B(u_val, double);
+    f->head = B(head, uint8_t);
+    f->seg32 = B(seg32, uint32_t);
+    f->seg = B(seg, uint64_t);
+    f->tslot = B(tslot, uint32_t);
+    f->old_n = B(old_n, uint64_t);
+    f->dup = B(dup, uint64_t);
+    f->dupx = B(dupx, uint64_t);
+    f->rold = B(rold, uint64_t);
+    f->pos = B(pos, uint64_t);
+    f->m_n = B(m_n, uint64_t);
+    f->m_off = B(m_off, uint64_t);
+    f->o_off = B(o_off, uint64_t);
+    f->m_ts = B(m_ts, int64_t);
+    f->m_val = B(m_val, double);
+    f->ctx = B(ctx, gk_ctx);
+    f->D = cb->D ? cb->D : 1;
+    f->cnt_task = B(cnt_task, uint64_t);
+    f->cnt_row = B(cnt_row, uint64_t);
+    f->task_off = B(task_off, uint64_t);
+    f->row_off = B(row_off, uint64_t);
+    f->tasks = B(tasks, gk_task);
+    f->cut = B(cut, uint64_t);
+    f->new_n = B(d_w_n[o], uint64_t);
+    f->slot_t = B(slot_t, uint32_t);
+    f->new_off = B(d_w_off[o], uint64_t);
+    f->p2_ts = B(d_pts[o], int64_t);
+    f->p2_val = B(d_pval[o], double);
+}
+
+gk_view view_of(const gk_feed *f)
+{
+    gk_view v;
+    v.pols = f->pols;
+    v.slot_pol = f->slot_pol;
+    v.slot_id = f->slot_id;
+    v.tslot = f->tslot;
+    v.m_off = f->m_off;
+    v.m_n = f->m_n;
+    v.m_ts = f->m_ts;
+    v.m_val = f->m_val;
+    v.ctx = f->ctx;
+    v.D = f->D;
+    return v;
+}
+
+struct fill_i64_f {
+    int64_t *p;
+    int64_t v;
+    __host__ __device__ void operator()(size_t i) const { p[i] = v; }
+};
+
+struct bnd_f {                    // row offset of every chunk boundary task
+    const gk_task *tasks;
+    size_t ntasks, per;
+    uint64_t R;
+    uint64_t *bnd;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        size_t t = k * per;
+        bnd[k] = t < ntasks ? tasks[t].row_off : R;
+    }
+};
+
+// The next pool from the merged windows of T touched metrics (m_*, tslot,
+// m_off, m_n set): truncate them, copy the untouched windows.  Writes the
+// other half of the double buffer only; *total gets the new pool size.
+int rebuild(cuda_backend *cb, size_t T, uint64_t *total)
+{
+    size_t S = cb->nslots ? cb->nslots : 1;
+    int o = 1 - cb->cur;
+    RES(d_w_off[o], (S + 1) * 8, 0);
+    RES(d_w_n[o], (S + 1) * 8, 0);
+    RES(slot_t, S * 4, 0);
+    RES(cut, (T + 1) * 8, 0);
+    gk_feed f;
+    fill(cb, &f);
+    TRY(cp(cb, f.new_n, f.w_n, cb->nslots * 8, cudaMemcpyDeviceToDevice, cb->x.s));
+    TRY(zero(cb, f.new_n + cb->nslots, 8));
+    TRY(zero(cb, f.slot_t, cb->nslots * 4));
+    TRY(gk_rebuild_counts(&cb->x, &f, T));
+    TRY(gk_scan_u64(&cb->x, f.new_n, (uint64_t *)f.new_off, cb->nslots + 1));
+    TRY(rd64(cb, f.new_off + cb->nslots, total));
+    RES(d_pts[o], (*total + 1) * 8, 0);
+    RES(d_pval[o], (*total + 1) * 8, 0);
+    fill(cb, &f);
+    TRY(gk_rebuild_copy(&cb->x, &f, *total));
+    return 0;
+}
+
+void commit(cuda_backend *cb, uint64_t total)
+{
+    cb->cur = 1 - cb->cur;
+    cb->pool_n = total;
+}
+
+// ---- ops -------------------------------------------------------------------
+
+int cu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    struct ga_policy copy = *p;
+    if (copy.ndefs < 0 || copy.ndefs > GA_POLICY_MAX_DEFS || copy.nmethods < 0 ||
+        copy.nmethods > GA_POLICY_MAX_METHODS)
+        return GA_EINVAL;
+    memset(copy.defs + copy.ndefs, 0, sizeof copy.defs - (size_t)copy.ndefs * sizeof copy.defs[0]);
+    memset(copy.methods + copy.nmethods, 0,
+           sizeof copy.methods - (size_t)copy.nmethods * sizeof copy.methods[0]);
+    int pi = intern_policy(cb, &copy);
+    if (pi < 0)
+        return pi;
+    int32_t s = slot_of_id(cb, id);
+    if (s >= 0) {
+        cb->slot_pol[s] = (uint32_t)pi;
+        cb->tables_dirty = 1;
+        return 0;
+    }
+    if (grow_h((void **)&cb->loc, &cb->cap_local, (size_t)id + 1, sizeof *cb->loc))
+        return GA_ENOMEM;
+    int reuse = cb->nfree > 0;
+    if (!reuse) {
+        size_t c1 = cb->cap_slots, c2 = c1, c3 = c1, c4 = c1;
+        if (grow_h((void **)&cb->slot_pol, &c1, cb->nslots + 1, 4) ||
+            grow_h((void **)&cb->slot_id, &c2, cb->nslots + 1, 4) ||
+            grow_h((void **)&cb->slot_live, &c3, cb->nslots + 1, 1) ||
+            grow_h((void **)&cb->free_slots, &c4, cb->nslots + 1, 4))
+            return GA_ENOMEM;    // the arrays that grew keep their (unused) room
+        cb->cap_slots = c1;       // same growth rule for all four: c1 == c2 == c3 == c4
+    }
+    uint32_t li = reuse ? cb->free_slots[cb->nfree - 1] : (uint32_t)cb->nslots;
+    if (push_reset(cb, li))
+        return GA_ENOMEM;
+    if (reuse)
+        cb->nfree--;
+    else
+        cb->nslots++;
+    cb->slot_pol[li] = (uint32_t)pi;
+    cb->slot_id[li] = id;
+    cb->slot_live[li] = 1;
+    cb->loc[id] = li + 1;
+    cb->tables_dirty = 1;
+    return 0;
+}
+
+void cu_metric_drop(struct ga_backend *b, uint32_t id)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    int32_t s = slot_of_id(cb, id);
+    if (s < 0)
+        return;
+    if (push_reset(cb, (uint32_t)s))
+        return;                   // ENOMEM: keep the metric rather than leak a stale window
+    cb->loc[id] = 0;
+    cb->slot_live[s] = 0;
+    cb->free_slots[cb->nfree++] = (uint32_t)s;   // cap_slots >= nslots
+    cb->tables_dirty = 1;
+}
+
+int cu_window_get(struct ga_backend *b, uint32_t id, struct ga_window *out)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    int32_t s = slot_of_id(cb, id);
+    if (s < 0)
+        return GA_ENOENT;
+    memset(out, 0, sizeof *out);
+    int rc = sync_tables(cb);
+    uint64_t off = 0, n = 0;
+    if (!rc)
+        rc = rd64(cb, B(d_w_off[cb->cur], uint64_t) + s, &off);
+    if (!rc)
+        rc = rd64(cb, B(d_w_n[cb->cur], uint64_t) + s, &n);
+    if (rc)
+        return rc;
+    out->ts = (int64_t *)malloc((n ? n : 1) * sizeof *out->ts);
+    out->value = (double *)malloc((n ? n : 1) * sizeof *out->value);
+    if (!out->ts || !out->value) {
+        rc = GA_ENOMEM;
+        goto fail;
+    }
+    rc = cp(cb, out->ts, B(d_pts[cb->cur], int64_t) + off, n * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = cp(cb, out->value, B(d_pval[cb->cur], double) + off, n * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    if (rc)
+        goto fail;
+    out->n = n;
+    return 0;
+fail:
+    free(out->ts);
+    free(out->value);
+    out->ts = NULL;
+    out->value = NULL;
+    return rc;
+}
+
+int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
+                  const struct ga_window *win)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (win->has_prev)
+        return GA_EINVAL;
+    for (size_t i = 0; i < win->n; i++)
+        if (win->ts[i] < 0 || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
+            return GA_EINVAL;
+    int rc = cu_metric_add(b, id, p);
+    if (rc)
+        return rc;
+    int32_t s = slot_of_id(cb, id);
+    size_t n = win->n;
+    TRY(sync_tables(cb));
+    RES(m_ts, (n + 1) * 8, 0);
+    RES(m_val, (n + 1) * 8, 0);
+    RES(tslot, 8, 0);
+    RES(m_off, 16, 0);
+    RES(m_n, 16, 0);
+    uint64_t hdr[3] = { 0, n, 0 };
+    uint32_t ts0 = (uint32_t)s;
+    TRY(cp(cb, cb->m_ts.p, win->ts, n * 8, cudaMemcpyHostToDevice, cb->x.s));
+    TRY(cp(cb, cb->m_val.p, win->value, n * 8, cudaMemcpyHostToDevice, cb->x.s));
+    TRY(cp(cb, cb->tslot.p, &ts0, 4, cudaMemcpyHostToDevice, cb->x.s));
+    TRY(cp(cb, cb->m_off.p, hdr, 16, cudaMemcpyHostToDevice, cb->x.s));
+    TRY(cp(cb, cb->m_n.p, hdr + 1, 16, cudaMemcpyHostToDevice, cb->x.s));
+    uint64_t total = 0;
+    TRY(rebuild(cb, 1, &total));
+    TRY(sync_stream(cb, cb->x.s));   // the host copies above are pageable: done before return
+    commit(cb, total);
+    return 0;
+}
+
+// Upload the batch chunk by chunk through the pinned ring and classify each
+// chunk as soon as it is on the GPU.
+int upload_classify(cuda_backend *cb, const struct ga_points *pts)
+{
+    size_t n = pts->n;
+    gk_feed f;
+    fill(cb, &f);
+    for (size_t i0 = 0, c = 0; i0 < n; i0 += cb->chunk, c++) {
+        size_t k = n - i0 < cb->chunk ? n - i0 : cb->chunk;
+        int slot = (int)(c % (size_t)cb->ring);
+        if (cb->emu) {
+            memcpy(B(in_metric, uint32_t) + i0, pts->metric + i0, k * 4);
+            memcpy(B(in_ts, int64_t) + i0, pts->ts + i0, k * 8);
+            memcpy(B(in_val, double) + i0, pts->value + i0, k * 8);
+        } else {
+            if (c >= (size_t)cb->ring)
+                CUDA_CHECK(cudaEventSynchronize(cb->ev_in[slot]));   // slot's last copy done
+            char *pin = (char *)cb->pin_in[slot];
+            memcpy(pin, pts->metric + i0, k * 4);
+            memcpy(pin + cb->chunk * 4, pts->ts + i0, k * 8);
+            memcpy(pin + cb->chunk * 12, pts->value + i0, k * 8);
+            CUDA_CHECK(cudaMemcpyAsync(B(in_metric, uint32_t) + i0, pin, k * 4,
+                                       cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(B(in_ts, int64_t) + i0, pin + cb->chunk * 4, k * 8,
+                                       cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(B(in_val, double) + i0, pin + cb->chunk * 12, k * 8,
+                                       cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaEventRecord(cb->ev_in[slot], cb->s_h2d));
+            CUDA_CHECK(cudaStreamWaitEvent(cb->x.s, cb->ev_in[slot], 0));
+        }
+        TRY(gk_classify(&cb->x, &f, i0, i0 + k));
+    }
+    return 0;
+}
+
+int bits_for(uint64_t v)
+{
+    int b = 1;
+    while (b < 64 && (v >> b))
+        b++;
+    return b;
+}
+
+// The feed up to the rows and the next pool; nothing visible changes.
+int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uint64_t *L_out,
+             uint64_t *total_out, int *changed)
+{
+    size_t n = pts->n, S = cb->nslots ? cb->nslots : 1, D = (size_t)(cb->D ? cb->D : 1);
+    double t0 = now_s();
+    *changed = 0;
+    *R_out = *L_out = 0;
+    TRY(sync_tables(cb));
+    RES(in_metric, n * 4, 0);
+    RES(in_ts, n * 8, 0);
+    RES(in_val, n * 8, 0);
+    RES(reason, n, 0);
+    RES(slot_of, n * 4, 0);
+    RES(key64a, n * 8, 0);
+    RES(key64b, n * 8, 0);
+    RES(idxa, n * 4, 0);
+    RES(idxb, n * 4, 0);
+    RES(key32a, n * 4, 0);
+    RES(key32b, n * 4, 0);
+    RES(late_idx, n * 4, 0);
+    RES(tmin, S * 8, 0);
+    RES(small, 64, 0);
+    gk_feed f;
+    fill(cb, &f);
+    TRY(gk_for(&cb->x, cb->nslots, fill_i64_f{ f.tmin, INT64_MAX }));
+    TRY(upload_classify(cb, pts));
+
+    // Late points: selected, gathered, and on their way back while the rest runs.
+    uint32_t *d_cnt = B(small, uint32_t);
+    uint64_t L = 0;
+    TRY(gk_select_idx(&cb->x, f.reason, B(late_idx, uint32_t), d_cnt, n));
+    TRY(rd32(cb, d_cnt, &L));
+    double t1 = now_s();
+    cb->st.upload_s = t1 - t0;
+    if (L) {
+        RES(late, L * sizeof(struct ga_late), 0);
+        TRY(pres(cb, &cb->pin_late, L * sizeof(struct ga_late)));
+        fill(cb, &f);
+        TRY(gk_late_rows(&cb->x, &f, B(late_idx, uint32_t), L, B(late, struct ga_late)));
+        TRY(record(cb, cb->ev_late, cb->x.s));
+        TRY(wait_ev(cb, cb->s_d2h, cb->ev_late));
+        TRY(cp(cb, cb->pin_late.p, cb->late.p, L * sizeof(struct ga_late), cudaMemcpyDeviceToHost,
+               cb->s_d2h));
+    }
+    *L_out = L;
+    uint64_t A = n - L;
+    if (!A)
+        return sync_stream(cb, cb->s_d2h);
+
+    // Order by (slot, ts, arrival): ts first, then a stable sort by slot that
+    // sends the rejected points (slot = nslots) to the end.
+    TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
+                    B(idxb, uint32_t), n, 64));
+    TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
+    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
+                    B(idxa, uint32_t), n, bits_for(cb->nslots)));
+    RES(keep, A, 0);
+    RES(keep_idx, A * 4, 0);
+    fill(cb, &f);
+    TRY(gk_dedupe_flags(&cb->x, &f, A));
+    uint64_t U = 0, T = 0;
+    TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), d_cnt, A));
+    TRY(rd32(cb, d_cnt, &U));
+    RES(u_slot, U * 4, 0);
+    RES(u_ts, U * 8, 0);
+    RES(u_val, U * 8, 0);
+    RES(head, U, 0);
+    RES(seg32, U * 4, 0);
+    fill(cb, &f);
+    TRY(gk_gather_unique(&cb->x, &f, U));
+    TRY(gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), d_cnt, U));
+    TRY(rd32(cb, d_cnt, &T));
+    double t2 = now_s();
+    cb->st.sort_s = t2 - t1;
+
+    // Merge with the windows.
+    RES(seg, (T + 1) * 8, 0);
+    RES(tslot, (T + 1) * 4, 0);
+    RES(old_n, (T + 1) * 8, 0);
+    RES(m_n, (T + 1) * 8, 0);
+    RES(m_off, (T + 1) * 8, 0);
+    RES(o_off, (T + 1) * 8, 0);
+    RES(dup, (U + 1) * 8, 0);
+    RES(dupx, (U + 1) * 8, 0);
+    RES(rold, U * 8, 0);
+    RES(pos, U * 8, 0);
+    fill(cb, &f);
+    TRY(gk_segments(&cb->x, &f, U, T));
+    TRY(gk_merge_counts(&cb->x, &f, U, T));
+    TRY(gk_scan_u64(&cb->x, f.dup, f.dupx, U + 1));
+    TRY(gk_merge_lengths(&cb->x, &f, T));
+    TRY(gk_scan_u64(&cb->x, f.m_n, (uint64_t *)f.m_off, T + 1));
+    TRY(gk_scan_u64(&cb->x, f.old_n, (uint64_t *)f.o_off, T + 1));
+    uint64_t M = 0, O = 0;
+    TRY(rd64(cb, f.o_off + T, &O));
+    TRY(rd64(cb, f.m_off + T, &M));
+    RES(m_ts, (M + 1) * 8, 0);
+    RES(m_val, (M + 1) * 8, 0);
+    RES(ctx, T * D * sizeof(gk_ctx), 0);
+    fill(cb, &f);
+    TRY(gk_merge_place(&cb->x, &f, U, T, O));
+    TRY(gk_contexts(&cb->x, &f, T));
+    double t3 = now_s();
+    cb->st.merge_s = t3 - t2;
+
+    // Bucket tasks, then the rows.
+    size_t UD = U * D;
+    RES(cnt_task, (UD + 1) * 8, 0);
+    RES(cnt_row, (UD + 1) * 8, 0);
+    RES(task_off, (UD + 1) * 8, 0);
+    RES(row_off, (UD + 1) * 8, 0);
+    fill(cb, &f);
+    TRY(gk_tasks(&cb->x, &f, U, T, 0));
+    TRY(zero(cb, f.cnt_task + UD, 8));
+    TRY(zero(cb, f.cnt_row + UD, 8));
+    TRY(gk_scan_u64(&cb->x, f.cnt_task, (uint64_t *)f.task_off, UD + 1));
+    TRY(gk_scan_u64(&cb->x, f.cnt_row, (uint64_t *)f.row_off, UD + 1));
+    uint64_t ntasks = 0, R = 0, NS = 0;
+    TRY(rd64(cb, f.task_off + UD, &ntasks));
+    TRY(rd64(cb, f.row_off + UD, &R));
+    RES(tasks, (ntasks + 1) * sizeof(gk_task), 0);
+    RES(sortlen, (2 * ntasks + 1) * 8, 0);
+    RES(sortoff, (2 * ntasks + 1) * 8, 0);
+    fill(cb, &f);
+    TRY(gk_tasks(&cb->x, &f, U, T, 1));
+    gk_view v = view_of(&f);
+    TRY(gk_bucket_sortlen(&cb->x, &v, f.tasks, ntasks, B(sortlen, uint64_t)));
+    TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
+    TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
+    TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
+    if (NS) {
+        RES(unsorted, NS * 8, 0);
+        RES(sorted, NS * 8, 0);
+        TRY(gk_bucket_gather(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(unsorted, double)));
+        TRY(gk_segsort_f64(&cb->x, B(unsorted, double), B(sorted, double), NS, B(sortoff, uint64_t),
+                           2 * ntasks));
+    }
+    RES(rows, (R + 1) * sizeof(struct ga_agg), 0);
+    RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
+    TRY(pres(cb, &cb->pin_rows, (R + 1) * sizeof(struct ga_agg) + (ROW_CHUNKS + 1) * 8));
+    size_t per = (ntasks + ROW_CHUNKS - 1) / ROW_CHUNKS;
+    per = per ? per : 1;
+    uint64_t *hb = (uint64_t *)((char *)cb->pin_rows.p + (R + 1) * sizeof(struct ga_agg));
+    TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
+    TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
+    TRY(sync_stream(cb, cb->x.s));
+    double t4 = now_s();
+    for (int k = 0; k < ROW_CHUNKS; k++) {
+        size_t a = k * per, z = (k + 1) * per;
+        a = a < ntasks ? a : ntasks;
+        z = z < ntasks ? z : ntasks;
+        TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
+                           B(rows, struct ga_agg)));
+        TRY(record(cb, cb->ev_rows[k], cb->x.s));
+        TRY(wait_ev(cb, cb->s_d2h, cb->ev_rows[k]));
+        TRY(cp(cb, (struct ga_agg *)cb->pin_rows.p + hb[k], B(rows, struct ga_agg) + hb[k],
+               (hb[k + 1] - hb[k]) * sizeof(struct ga_agg), cudaMemcpyDeviceToHost, cb->s_d2h));
+    }
+    *R_out = R;
+    // The next pool, while the rows travel.
+    TRY(rebuild(cb, T, total_out));
+    TRY(sync_stream(cb, cb->x.s));
+    double t5 = now_s();
+    TRY(sync_stream(cb, cb->s_d2h));
+    double t6 = now_s();
+    cb->st.buckets_s = t4 - t3;
+    cb->st.rebuild_s = t5 - t4;
+    cb->st.download_s = t6 - t5;
+    *changed = 1;
+    return 0;
+}
+
+int cu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (pts->n == 0)
+        return 0;
+    if (pts->n >= UINT32_MAX)
+        return GA_ETOOBIG;
+    double t0 = now_s();
+    uint64_t R = 0, L = 0, total = 0;
+    int changed = 0;
+    int rc = feed_gpu(cb, pts, &R, &L, &total, &changed);
+    if (rc) {
+        // Leave no copy in flight into buffers a retry may reuse.
+        if (!cb->emu) {
+            cudaStreamSynchronize(cb->s_h2d);
+            cudaStreamSynchronize(cb->s_d2h);
+            cudaStreamSynchronize(cb->x.s);
+        }
+        return rc;
+    }
+    rc = ga_result_reserve(out, R, L);
+    if (rc)
+        return rc;
+    if (R)
+        memcpy(out->aggs + out->naggs, cb->pin_rows.p, R * sizeof *out->aggs);
+    out->naggs += R;
+    if (L)
+        memcpy(out->late + out->nlate, cb->pin_late.p, L * sizeof *out->late);
+    out->nlate += L;
+    if (changed)
+        commit(cb, total);
+    cb->st.points = pts->n;
+    cb->st.aggs = R;
+    cb->st.late = L;
+    cb->st.pool_points = cb->pool_n;
+    cb->st.total_s = now_s() - t0;
+    return 0;
+}
+
+void cu_close(struct ga_backend *b)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (!cb)
+        return;
+    if (!cb->emu)
+        cudaSetDevice(cb->dev);
+    dbuf *all[] = { &cb->d_pols, &cb->d_loc, &cb->d_slot_pol, &cb->d_slot_id, &cb->d_resets,
+                    &cb->d_w_off[0], &cb->d_w_off[1], &cb->d_w_n[0], &cb->d_w_n[1], &cb->d_pts[0],
+                    &cb->d_pts[1], &cb->d_pval[0], &cb->d_pval[1], &cb->in_metric, &cb->in_ts,
+                    &cb->in_val, &cb->reason, &cb->slot_of, &cb->key64a, &cb->key64b, &cb->idxa,
+                    &cb->idxb, &cb->key32a, &cb->key32b, &cb->late_idx, &cb->late, &cb->keep,
+                    &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
+                    &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
+                    &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
+                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->cut,
+                    &cb->slot_t, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
+                    &cb->rows, &cb->bnd, &cb->small };
+    if (!cb->emu)
+        cudaDeviceSynchronize();
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        dfree(cb, all[i]);
+    if (cb->emu) {
+        free(cb->pin_rows.p);
+        free(cb->pin_late.p);
+        free(cb->pin_scalar);
+    } else {
+        if (cb->x.tmp)
+            cudaFree(cb->x.tmp);
+        for (int i = 0; i < RING_MAX; i++) {
+            if (cb->pin_in[i])
+                cudaFreeHost(cb->pin_in[i]);
+            if (cb->ev_in[i])
+                cudaEventDestroy(cb->ev_in[i]);
+        }
+        for (int i = 0; i < ROW_CHUNKS; i++)
+            if (cb->ev_rows[i])
+                cudaEventDestroy(cb->ev_rows[i]);
+        if (cb->ev_late)
+            cudaEventDestroy(cb->ev_late);
+        if (cb->pin_rows.p)
+            cudaFreeHost(cb->pin_rows.p);
+        if (cb->pin_late.p)
+            cudaFreeHost(cb->pin_late.p);
+        if (cb->pin_scalar)
+            cudaFreeHost(cb->pin_scalar);
+        if (cb->x.s)
+            cudaStreamDestroy(cb->x.s);
+        if (cb->s_h2d)
+            cudaStreamDestroy(cb->s_h2d);
+        if (cb->s_d2h)
+            cudaStreamDestroy(cb->s_d2h);
+    }
+    free(cb->pols);
+    free(cb->loc);
+    free(cb->slot_pol);
+    free(cb->slot_id);
+    free(cb->slot_live);
+    free(cb->free_slots);
+    free(cb->resets);
+    free(cb);
+}
+
+const struct ga_backend_ops cuda_ops = {
+    "cuda", cu_metric_add, cu_feed, cu_window_get, cu_window_put, cu_metric_drop, cu_close,
+};
+
+int setup_gpu(cuda_backend *cb)
+{
+    CUDA_CHECK(cudaSetDevice(cb->dev));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&cb->x.s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_h2d, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_d2h, cudaStreamNonBlocking));
+    for (int i = 0; i < cb->ring; i++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_in[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaHostAlloc(&cb->pin_in[i], cb->chunk * 20, cudaHostAllocDefault));
+    }
+    for (int i = 0; i < ROW_CHUNKS; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_rows[i], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_late, cudaEventDisableTiming));
+    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, cudaHostAllocDefault));
+    return 0;
+}
+
+} // namespace
+
+extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const struct ga_cuda_opts *o)
+{
+    *out = NULL;
+    struct ga_cuda_opts d = { 0, 0, 0 };
+    if (!o)
+        o = &d;
+    if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0)
+        return GA_EINVAL;
+    if (!o->emulate) {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
+            return GA_ENOGPU;
+        cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, device) != cudaSuccess || p.major < 9)
+            return GA_ENOGPU;
+    }
+    cuda_backend *cb = (cuda_backend *)calloc(1, sizeof *cb);
+    if (!cb)
+        return GA_ENOMEM;
+    cb->base.ops = &cuda_ops;
+    cb->dev = device;
+    cb->emu = o->emulate != 0;
+    cb->x.emu = cb->emu;
+    cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;
+    cb->ring = o->ring ? o->ring : 3;
+    snprintf(cb->base.label, sizeof cb->base.label, cb->emu ? "cuda-emu" : "cuda:%d", device);
+    int rc = 0;
+    if (cb->emu) {
+        cb->pin_scalar = (uint64_t *)calloc(8, sizeof *cb->pin_scalar);
+        if (!cb->pin_scalar)
+            rc = GA_ENOMEM;
+    } else {
+        rc = setup_gpu(cb);
+    }
+    if (rc) {
+        cu_close(&cb->base);
+        return rc;
+    }
+    *out = &cb->base;
+    return 0;
+}
+
+extern "C" int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st)
+{
+    if (!b || b->ops != &cuda_ops)
+        return GA_EINVAL;
+    *st = ((const cuda_backend *)b)->st;
+    return 0;
+}

@@ -1,0 +1,131 @@
+// gk.cuh — what the CUDA backend's kernel families share: the executor (a
+// stream, or the host when emulating), the element-wise launcher, and the
+// int64 bucket arithmetic of docs/SEMANTICS.md as __host__ __device__ code.
+//
+// Every kernel of the backend is an element-wise functor run by gk_for():
+// on the GPU a grid-stride kernel on the executor's stream, in emulation a
+// plain loop on the calling thread.  So the whole feed can run (slowly) on a
+// host without a GPU, which is how tests/unit/test_cuda_backend.c checks the
+// algorithm where CI has no GPU; on the device the same functors run.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/cuda/cuda_check.cuh"
+
+extern "C" {
+#include "gpu/agg_cpu.h"
+}
+
+struct gk_exec {
+    int emu;                      // 1: host loops, host memory
+    cudaStream_t s;               // compute stream (GPU)
+    void *tmp;                    // CUB temporary storage (GPU), grown by gk_prim
+    size_t tmp_cap;
+};
+
+#define GK_THREADS 256
+
+template <class F>
+__global__ void __launch_bounds__(GK_THREADS) gk_for_kernel(size_t n, F f)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+        f(i);
+}
+
+// Run f(i) for i in [0, n).  0 or GA_ECUDA.
+template <class F>
+static inline int gk_for(const gk_exec *x, size_t n, F f)
+{
+    if (!n)
+        return 0;
+    if (x->emu) {
+        for (size_t i = 0; i < n; i++)
+            f(i);
+        return 0;
+    }
+    size_t blocks = (n + GK_THREADS - 1) / GK_THREADS;
+    if (blocks > 132 * 64)
+        blocks = 132 * 64;        // grid-stride beyond ~64 blocks per SM
+    gk_for_kernel<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(n, f);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+// ---- bucket arithmetic (docs/SEMANTICS.md), identical to gpu/agg_cpu_window.c
+
+__host__ __device__ static inline int64_t gk_bucket(int64_t ts, int64_t g)
+{
+    return ts - ts % g;           // ts >= 0: floor
+}
+
+// First block timestamp of a window whose newest point is last.
+__host__ __device__ static inline int64_t gk_first_block(int64_t last, int64_t block, int64_t bw)
+{
+    if (bw > 0 && block > INT64_MAX / bw)
+        return INT64_MIN;         // the CPU's __builtin_mul_overflow case
+    return gk_bucket(last, block) - block * bw;
+}
+
+// First i in [lo, hi) with ts[i] >= key, hi if none.
+__host__ __device__ static inline size_t gk_lower_bound(const int64_t *ts, size_t lo, size_t hi,
+                                                        int64_t key)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// First i in [lo, hi) past bucket b (ts[i] - b >= g).
+__host__ __device__ static inline size_t gk_bucket_end(const int64_t *ts, size_t lo, size_t hi,
+                                                       int64_t b, int64_t g)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] - b < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// Last i in [0, n) with off[i] <= key (off ascending, off[0] <= key).
+__host__ __device__ static inline size_t gk_seg_of(const uint64_t *off, size_t n, uint64_t key)
+{
+    size_t lo = 0, hi = n;        // first with off > key
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (off[mid] <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
+// Round-to-nearest multiply/add that nvcc may not fuse into an FMA (the CPU
+// reference is built without contraction; an FMA would change the bits).
+__host__ __device__ static inline double gk_mul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+__host__ __device__ static inline double gk_add(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}

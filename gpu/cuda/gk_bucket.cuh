@@ -1,0 +1,85 @@
+// gk_bucket.cuh — the bucket kernels: every method of a policy over the
+// buckets a feed touched (gk_bucket.cu).  One task is one bucket of one
+// granularity of one metric; its values are the merged window's points
+// [lo, hi) (plain methods) and their differences (rate: methods).
+// Arithmetic is gpu/agg_cpu_kernels.c's, operation for operation (sums left
+// to right, no FMA), so the rows are bit-identical to the CPU backend's.
+#pragma once
+
+#include "gpu/cuda/gk.cuh"
+
+// Per (touched metric, granularity): where carbonara's recomputation starts
+// and the newest bucket of each method kind (timespan), as in
+// gpu/agg_cpu_window.c's gran_ctx.
+struct gk_ctx {
+    int64_t base, dfirst, fd;
+    int64_t last_plain, last_std, last_rate, last_rstd;
+};
+
+struct gk_task {
+    uint32_t t;                   // touched-metric index
+    uint16_t d;                   // granularity index in the policy
+    uint16_t plain;               // 1: plain and rate: methods; 0: rate: only
+    int64_t b;                    // bucket start, ns
+    uint64_t lo, hi;              // points [lo, hi) of the metric's merged window
+    uint64_t row_off;             // first output row
+};
+
+// What the bucket kernels read: the merged windows of the touched metrics.
+struct gk_view {
+    const struct agg_pol *pols;
+    const uint32_t *slot_pol, *slot_id;
+    const uint32_t *tslot;        // touched index -> slot
+    const uint64_t *m_off;        // touched index -> first point in m_ts/m_val
+    const uint64_t *m_n;          // touched index -> merged window length
+    const int64_t *m_ts;
+    const double *m_val;
+    const gk_ctx *ctx;            // [t * D + d]
+    int D;
+};
+
+__host__ __device__ static inline int gk_allowed(int64_t b, int64_t last, int64_t timespan)
+{
+    if (!timespan)
+        return 1;
+    return last >= 0 && b > last - timespan;
+}
+
+// Rows methods ms[0..nm) emit over n values (the CPU's agg_kern_bucket count).
+__host__ __device__ static inline uint64_t gk_nrows(uint64_t n, const ga_method_t *ms, int nm,
+                                                    int allow_std, int allow_other)
+{
+    uint64_t r = 0;
+    for (int k = 0; k < nm; k++) {
+        if (GA_M_BASE(ms[k]) == GA_M_STD)
+            r += n >= 2 && allow_std;
+        else
+            r += allow_other != 0;
+    }
+    return r;
+}
+
+// Values to sort for a task's plain part and rate part (0 when the part has
+// no median / Npct), and the rate part's first point.
+__host__ __device__ static inline void gk_task_parts(const gk_view &v, const gk_task &tk,
+                                                     uint64_t *np, uint64_t *nr, uint64_t *dlo)
+{
+    const struct agg_pol *pol = &v.pols[v.slot_pol[v.tslot[tk.t]]];
+    const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
+    uint64_t lo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
+    *dlo = lo;
+    *np = tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_SORT) ? tk.hi - tk.lo : 0;
+    *nr = pol->nrate && (pol->rate_need & AGG_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
+}
+
+// Launchers.  0 or GA_ECUDA.
+// sortlen[2 * i], sortlen[2 * i + 1] = values task i sorts (plain, rate).
+int gk_bucket_sortlen(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
+                      uint64_t *sortlen);
+// Copy each task part's values into unsorted[sortoff[part]..].
+int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
+                     const uint64_t *sortoff, double *unsorted);
+// Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies
+// from sorted[sortoff[part]..].
+int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
+                   const uint64_t *sortoff, const double *sorted, struct ga_agg *rows);

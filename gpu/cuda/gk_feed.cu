@@ -1,0 +1,414 @@
+// gk_feed.cu — the feed's element-wise kernels (gk_feed.cuh).
+#include "gpu/cuda/gk_feed.cuh"
+
+#include <math.h>
+
+namespace {
+
+__host__ __device__ void min_i64(int64_t *p, int64_t v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMin((long long *)p, (long long)v);
+#else
+    if (v < *p)
+        *p = v;
+#endif
+}
+
+// Step 1 and 2 of docs/SEMANTICS.md per point.
+struct classify_f {
+    gk_feed f;
+    size_t i0;
+    __host__ __device__ void operator()(size_t j) const
+    {
+        size_t i = i0 + j;
+        uint32_t id = f.metric[i];
+        uint32_t li = id < f.cap_local ? f.loc[id] : 0;
+        int64_t t = f.ts[i];
+        double v = f.val[i];
+        uint8_t why = 0;
+        uint32_t s = f.nslots;
+        if (!li) {
+            why = GA_LATE_UNKNOWN_METRIC;
+        } else if (t < 0) {
+            why = GA_LATE_BEFORE_EPOCH;
+        } else if (!isfinite(v)) {
+            why = GA_LATE_NONFINITE;
+        } else {
+            s = li - 1;
+            min_i64(&f.tmin[s], t);
+            uint64_t n = f.w_n[s];
+            if (n) {
+                const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
+                int64_t fbt = gk_first_block(f.p_ts[f.w_off[s] + n - 1], pol->block, pol->bw);
+                if (t < fbt)
+                    why = GA_LATE_WINDOW;
+            }
+            if (why)
+                s = f.nslots;
+        }
+        f.reason[i] = why;
+        f.slot_of[i] = s;
+        f.key64[i] = (uint64_t)t;
+        f.idx[i] = (uint32_t)i;
+    }
+};
+
+struct late_f {
+    gk_feed f;
+    const uint32_t *late_idx;
+    struct ga_late *out;
+    __host__ __device__ void operator()(size_t j) const
+    {
+        uint32_t i = late_idx[j];
+        struct ga_late *l = &out[j];
+        l->metric = f.metric[i];
+        l->reason = f.reason[i];
+        l->ts = f.ts[i];
+        l->value = f.val[i];
+    }
+};
+
+struct slot_keys_f {
+    gk_feed f;
+    const uint32_t *idx1;
+    uint32_t *key32;
+    __host__ __device__ void operator()(size_t j) const { key32[j] = f.slot_of[idx1[j]]; }
+};
+
+// Keep the last received of equal (slot, ts): the sort is stable.
+struct dedupe_f {
+    gk_feed f;
+    size_t A;
+    __host__ __device__ void operator()(size_t j) const
+    {
+        uint8_t k = 1;
+        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] == f.ts[f.idx_s[j]])
+            k = 0;
+        f.keep[j] = k;
+    }
+};
+
+struct unique_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        uint32_t j = f.keep_idx[k];
+        uint32_t i = f.idx_s[j];
+        f.u_slot[k] = f.key32s[j];
+        f.u_ts[k] = f.ts[i];
+        f.u_val[k] = f.val[i];
+        f.head[k] = k == 0 || f.u_slot[k] != f.key32s[f.keep_idx[k - 1]];
+    }
+};
+
+struct seg_f {
+    gk_feed f;
+    size_t U, T;
+    __host__ __device__ void operator()(size_t t) const
+    {
+        if (t == T) {
+            f.seg[T] = U;
+            f.old_n[T] = 0;
+            f.m_n[T] = 0;
+            return;
+        }
+        uint32_t s = f.u_slot[f.seg32[t]];
+        f.seg[t] = f.seg32[t];
+        f.tslot[t] = s;
+        f.old_n[t] = f.w_n[s];
+    }
+};
+
+struct dup_f {
+    gk_feed f;
+    size_t U, T;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        if (k == U) {
+            f.dup[U] = 0;
+            return;
+        }
+        size_t t = gk_seg_of(f.seg, T, k);
+        uint32_t s = f.tslot[t];
+        const int64_t *old = f.p_ts + f.w_off[s];
+        uint64_t on = f.w_n[s];
+        uint64_t r = gk_lower_bound(old, 0, on, f.u_ts[k]);
+        f.rold[k] = r;
+        f.dup[k] = r < on && old[r] == f.u_ts[k];
+    }
+};
+
+struct mn_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t t) const
+    {
+        uint64_t a = f.seg[t], b = f.seg[t + 1];
+        f.m_n[t] = f.old_n[t] + (b - a) - (f.dupx[b] - f.dupx[a]);
+    }
+};
+
+// Merged index of new point k: old points before it, less those it and
+// earlier new points replace, plus the new points before it.
+struct place_new_f {
+    gk_feed f;
+    size_t T;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        size_t t = gk_seg_of(f.seg, T, k);
+        uint64_t a = f.seg[t];
+        uint64_t p = f.rold[k] + (k - a) - (f.dupx[k] - f.dupx[a]);
+        f.pos[k] = p;
+        f.m_ts[f.m_off[t] + p] = f.u_ts[k];
+        f.m_val[f.m_off[t] + p] = f.u_val[k];
+    }
+};
+
+struct place_old_f {
+    gk_feed f;
+    size_t T;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        size_t t = gk_seg_of(f.o_off, T, i);
+        uint64_t io = i - f.o_off[t];
+        uint32_t s = f.tslot[t];
+        int64_t ts = f.p_ts[f.w_off[s] + io];
+        uint64_t a = f.seg[t], b = f.seg[t + 1];
+        uint64_t r = gk_lower_bound(f.u_ts, a, b, ts);
+        if (r < b && f.u_ts[r] == ts)
+            return;                               // replaced by a new point
+        uint64_t p = io + (r - a) - (f.dupx[r] - f.dupx[a]);
+        f.m_ts[f.m_off[t] + p] = ts;
+        f.m_val[f.m_off[t] + p] = f.p_val[f.w_off[s] + io];
+    }
+};
+
+// Newest bucket >= base of which a std-like method emits a value.
+__host__ __device__ int64_t last_pair_bucket(const int64_t *ts, uint64_t n, uint64_t first, int64_t g)
+{
+    for (uint64_t i = n; i-- > first + 1;)
+        if (gk_bucket(ts[i - 1], g) == gk_bucket(ts[i], g))
+            return gk_bucket(ts[i], g);
+    return -1;
+}
+
+struct ctx_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t q) const
+    {
+        size_t t = q / f.D;
+        int d = (int)(q % f.D);
+        uint32_t s = f.tslot[t];
+        const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
+        if (d >= pol->p.ndefs)
+            return;
+        const int64_t *ts = f.m_ts + f.m_off[t];
+        uint64_t n = f.m_n[t];
+        int64_t tmin = f.tmin[s];
+        int64_t tstamp = ts[0] > tmin ? ts[0] : tmin;
+        int64_t g = pol->p.defs[d].granularity_ns, span = pol->p.defs[d].timespan_ns;
+        int64_t start = gk_bucket(tstamp, g);
+        gk_ctx c;
+        uint64_t base = gk_lower_bound(ts, 0, n, start);
+        uint64_t dfirst = gk_lower_bound(ts, 0, base, start - g) + 1;
+        uint64_t fd = base > dfirst ? base : dfirst;
+        c.base = (int64_t)base;
+        c.dfirst = (int64_t)dfirst;
+        c.fd = (int64_t)fd;
+        c.last_plain = c.last_std = c.last_rate = c.last_rstd = -1;
+        if (span) {
+            c.last_plain = gk_bucket(ts[n - 1], g);
+            c.last_std = last_pair_bucket(ts, n, base, g);
+            c.last_rate = n - 1 >= fd ? c.last_plain : -1;
+            c.last_rstd = last_pair_bucket(ts, n, fd, g);
+        }
+        f.ctx[q] = c;
+    }
+};
+
+// Rows a task part emits (gk_nrows with the timespan rules).
+__host__ __device__ uint64_t task_rows(const struct agg_pol *pol, const gk_ctx &c, int64_t span,
+                                       int plain, int64_t b, uint64_t lo, uint64_t hi)
+{
+    uint64_t r = 0;
+    if (plain && pol->nplain)
+        r += gk_nrows(hi - lo, pol->plain, pol->nplain, gk_allowed(b, c.last_std, span),
+                      gk_allowed(b, c.last_plain, span));
+    uint64_t dlo = lo > (uint64_t)c.dfirst ? lo : (uint64_t)c.dfirst;
+    if (pol->nrate && dlo < hi)
+        r += gk_nrows(hi - dlo, pol->rate, pol->nrate, gk_allowed(b, c.last_rstd, span),
+                      gk_allowed(b, c.last_rate, span));
+    return r;
+}
+
+// Item q of [0, U * D) is (touched metric t, granularity d, new point k),
+// ordered by t, then d, then k: the CPU's row order within a metric.  A
+// first new point of a bucket makes that bucket's task and, for rate:
+// methods, maybe the task of the bucket after (gpu/agg_cpu_window.c).
+struct tasks_f {
+    gk_feed f;
+    size_t T;
+    int write;
+    __host__ __device__ void operator()(size_t q) const
+    {
+        size_t k0 = q / f.D;
+        size_t t = gk_seg_of(f.seg, T, k0);
+        uint64_t a = f.seg[t], L = f.seg[t + 1] - a;
+        uint64_t qq = q - a * f.D;
+        int d = (int)(qq / L);
+        uint64_t k = a + qq % L;
+        uint32_t s = f.tslot[t];
+        const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
+        uint64_t ntask = 0, nrow = 0;
+        if (d < pol->p.ndefs) {
+            int64_t g = pol->p.defs[d].granularity_ns, span = pol->p.defs[d].timespan_ns;
+            int64_t b = gk_bucket(f.u_ts[k], g);
+            if (k == a || gk_bucket(f.u_ts[k - 1], g) != b) {
+                const gk_ctx &c = f.ctx[t * f.D + d];
+                const int64_t *ts = f.m_ts + f.m_off[t];
+                uint64_t n = f.m_n[t];
+                uint64_t k2 = gk_bucket_end(f.u_ts, k + 1, a + L, b, g);
+                uint64_t lo = gk_lower_bound(ts, 0, n, b);
+                uint64_t hi = gk_bucket_end(ts, f.pos[k2 - 1] + 1, n, b, g);
+                uint64_t r1 = task_rows(pol, c, span, 1, b, lo, hi);
+                if (write) {
+                    gk_task *tk = &f.tasks[f.task_off[q]];
+                    *tk = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, f.row_off[q] };
+                }
+                ntask = 1;
+                nrow = r1;
+                if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
+                    int64_t sb = gk_bucket(ts[hi], g);
+                    if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
+                        uint64_t shi = gk_bucket_end(ts, hi + 1, n, sb, g);
+                        if (write) {
+                            gk_task *tk = &f.tasks[f.task_off[q] + 1];
+                            *tk = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi, f.row_off[q] + r1 };
+                        }
+                        ntask = 2;
+                        nrow += task_rows(pol, c, span, 0, sb, hi, shi);
+                    }
+                }
+            }
+        }
+        if (!write) {
+            f.cnt_task[q] = ntask;
+            f.cnt_row[q] = nrow;
+        }
+    }
+};
+
+struct rebuild_counts_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t t) const
+    {
+        uint32_t s = f.tslot[t];
+        const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
+        const int64_t *ts = f.m_ts + f.m_off[t];
+        uint64_t n = f.m_n[t];
+        uint64_t cut = n ? gk_lower_bound(ts, 0, n, gk_first_block(ts[n - 1], pol->block, pol->bw)) : 0;
+        f.cut[t] = cut;
+        f.new_n[s] = n - cut;
+        f.slot_t[s] = (uint32_t)t + 1;
+    }
+};
+
+struct rebuild_copy_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        size_t s = gk_seg_of(f.new_off, f.nslots, i);
+        uint64_t j = i - f.new_off[s];
+        uint32_t t = f.slot_t[s];
+        if (t) {
+            uint64_t at = f.m_off[t - 1] + f.cut[t - 1] + j;
+            f.p2_ts[i] = f.m_ts[at];
+            f.p2_val[i] = f.m_val[at];
+        } else {
+            uint64_t at = f.w_off[s] + j;
+            f.p2_ts[i] = f.p_ts[at];
+            f.p2_val[i] = f.p_val[at];
+        }
+    }
+};
+
+struct reset_f {
+    uint64_t *w_n;
+    const uint32_t *slots;
+    __host__ __device__ void operator()(size_t k) const { w_n[slots[k]] = 0; }
+};
+
+} // namespace
+
+int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1)
+{
+    return gk_for(x, i1 - i0, classify_f{ *f, i0 });
+}
+
+int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L, struct ga_late *out)
+{
+    return gk_for(x, L, late_f{ *f, late_idx, out });
+}
+
+int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n)
+{
+    return gk_for(x, n, slot_keys_f{ *f, idx1, key32 });
+}
+
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A)
+{
+    return gk_for(x, A, dedupe_f{ *f, A });
+}
+
+int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U)
+{
+    return gk_for(x, U, unique_f{ *f });
+}
+
+int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T)
+{
+    return gk_for(x, T + 1, seg_f{ *f, U, T });
+}
+
+int gk_merge_counts(gk_exec *x, const gk_feed *f, size_t U, size_t T)
+{
+    return gk_for(x, U + 1, dup_f{ *f, U, T });
+}
+
+int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T)
+{
+    return gk_for(x, T, mn_f{ *f });
+}
+
+int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O)
+{
+    int rc = gk_for(x, U, place_new_f{ *f, T });
+    if (!rc)
+        rc = gk_for(x, O, place_old_f{ *f, T });
+    return rc;
+}
+
+int gk_contexts(gk_exec *x, const gk_feed *f, size_t T)
+{
+    return gk_for(x, T * (size_t)f->D, ctx_f{ *f });
+}
+
+int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, size_t T, int write)
+{
+    return gk_for(x, U * (size_t)f->D, tasks_f{ *f, T, write });
+}
+
+int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T)
+{
+    return gk_for(x, T, rebuild_counts_f{ *f });
+}
+
+int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total)
+{
+    return gk_for(x, total, rebuild_copy_f{ *f });
+}
+
+int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k)
+{
+    return gk_for(x, k, reset_f{ w_n, slots });
+}

@@ -1,0 +1,84 @@
+// gk_feed.cuh — the feed's kernels before and after the bucket kernels
+// (gk_feed.cu): classify the batch, order it per metric and time, keep the
+// last of equal timestamps, merge the new points into the GPU-resident
+// windows, the per-granularity contexts, the bucket tasks, and the pool
+// rebuild (truncate).  gpu/cuda/cuda_backend.cu strings them together; the
+// steps follow gpu/agg_cpu_window.c (docs/SEMANTICS.md steps 1-5).
+#pragma once
+
+#include "gpu/cuda/gk_bucket.cuh"
+
+// Every device array one feed touches.  n: batch points, A accepted,
+// U unique accepted, T touched metrics, S slots (metrics of the backend).
+struct gk_feed {
+    // backend state (read-only during a feed until the final swap)
+    const uint32_t *loc;          // engine id -> slot + 1; [cap_local]
+    uint32_t cap_local;
+    uint32_t nslots;
+    const struct agg_pol *pols;
+    const uint32_t *slot_pol, *slot_id;
+    const uint64_t *w_off, *w_n;  // window of each slot in the pool
+    const int64_t *p_ts;
+    const double *p_val;
+    // batch [n]
+    const uint32_t *metric;
+    const int64_t *ts;
+    const double *val;
+    uint8_t *reason;              // 0 accepted, else enum ga_late_reason
+    uint32_t *slot_of;            // slot, or nslots when rejected
+    uint64_t *key64;              // ts, sort key
+    uint32_t *idx;                // i, sort value
+    int64_t *tmin;                // [S] min ts of points with ts >= 0, finite
+    // accepted, sorted by (slot, ts, arrival) [A]
+    const uint32_t *key32s;       // sorted slots
+    const uint32_t *idx_s;        // sorted arrival indices
+    uint8_t *keep;
+    // unique [U]
+    const uint32_t *keep_idx;
+    uint32_t *u_slot;
+    int64_t *u_ts;
+    double *u_val;
+    uint8_t *head;
+    const uint32_t *seg32;        // [T] first unique point of each touched metric
+    uint64_t *seg;                // [T + 1]
+    uint32_t *tslot;              // [T]
+    uint64_t *old_n;              // [T + 1]
+    uint64_t *dup;                // [U + 1]
+    uint64_t *dupx;               // [U + 1] exclusive scan of dup
+    uint64_t *rold;               // [U] lower bound in the old window
+    uint64_t *pos;                // [U] index in the merged window
+    uint64_t *m_n;                // [T + 1] merged window length
+    const uint64_t *m_off;        // [T + 1]
+    const uint64_t *o_off;        // [T + 1]
+    int64_t *m_ts;                // merged windows
+    double *m_val;
+    gk_ctx *ctx;                  // [T * D]
+    int D;
+    uint64_t *cnt_task, *cnt_row; // [U * D + 1]
+    const uint64_t *task_off, *row_off;
+    gk_task *tasks;
+    // rebuild [S]
+    uint64_t *cut;                // [T]
+    uint64_t *new_n;              // [S + 1]
+    uint32_t *slot_t;             // [S] touched index + 1, 0 if untouched
+    const uint64_t *new_off;      // [S + 1]
+    int64_t *p2_ts;
+    double *p2_val;
+};
+
+// Each launcher: 0 or GA_ECUDA.  Sizes are the host's copies of the counts.
+int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1);
+int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L,
+                 struct ga_late *out);
+int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n);
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A);
+int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U);
+int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T);
+int gk_merge_counts(gk_exec *x, const gk_feed *f, size_t U, size_t T);
+int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T);
+int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O);
+int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
+int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, size_t T, int write);
+int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
+int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total);
+int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k);

@@ -1,0 +1,417 @@
+/* test_cuda_backend.c — the CUDA backend against the CPU reference backend.
+ *
+ * Both backends get the same metrics and the same batches (random policies
+ * and methods, several batches, late points inside and outside the back
+ * window, duplicates, NaN and negative timestamps, unknown ids, drops and
+ * re-adds, window put/get) and must answer alike: the same rows (as a set),
+ * count/min/max/first/last/median/Npct bit for bit, sum/mean/std within
+ * 1e-12 relative (they come out bit for bit too; the test counts it), the
+ * same late points and the same windows.
+ *
+ * Where it runs:
+ *   - a GPU (sm_90+) and a CUDA build: everything on the GPU;
+ *   - a CUDA build without a GPU (CI, a laptop): the GA_ENOGPU answer is
+ *     checked, then the same comparison runs with the backend's emulation
+ *     (every kernel as a host loop), which checks the algorithm;
+ *   - a build without nvcc: only the GA_ENOGPU answer.
+ * GA_CUDA_TEST_SCALE=0.1 shrinks the random work (compute-sanitizer runs). */
+#include "tests/unit/harness.h"
+
+#include <stdlib.h>
+
+#include "daemon/log.h"
+#include "gpu/cuda.h"
+#include "gpu/engine.h"
+#include "proto/ga_err.h"
+
+#define SEC 1000000000LL
+
+static int use_emu;
+static double scale = 1.0;
+static uint64_t rng = 0x243f6a8885a308d3ULL;
+static size_t rows_cmp, rows_bitexact, late_cmp;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+static double rnd_value(void)
+{
+    switch (rnd() % 4) {
+    case 0: return (double)rnd_in(-5, 5);
+    case 1: return (double)(rnd() % 1000000) / 997.0 - 400.0;
+    case 2: return ((double)(rnd() % 1000003) - 5e5) * 1e-7;
+    default: return (double)rnd_in(1, 1000) * 1e6 + (double)(rnd() % 1000) / 7.0;
+    }
+}
+
+static const char *const all_methods[] = {
+    "mean", "sum", "min", "max", "count", "first", "last", "std", "median", "1pct", "25pct",
+    "50pct", "90pct", "99pct", "33pct", "rate:mean", "rate:sum", "rate:min", "rate:max",
+    "rate:count", "rate:first", "rate:last", "rate:std", "rate:median", "rate:90pct", "rate:7pct",
+};
+#define NALL (int)(sizeof all_methods / sizeof all_methods[0])
+
+static void random_policy(struct ga_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "rand");
+    p->back_window = rnd_in(0, 3);
+    int64_t unit = (int64_t[]){ SEC, SEC / 2, 7 * SEC, 3 * SEC / 10 }[rnd() % 4];
+    int nd = (int)rnd_in(1, 3);
+    int64_t g = unit * rnd_in(1, 4);
+    for (int d = 0; d < nd; d++) {
+        int64_t points = rnd() % 3 == 0 ? rnd_in(2, 40) : 0;
+        CHECK_INT(ga_policy_add_def(p, g, 0, points, NULL), 0);
+        g *= rnd_in(2, 5);
+        if (rnd() % 4 == 0)
+            g += unit;
+    }
+    const char *names[NALL];
+    int nm = 0;
+    for (int i = 0; i < NALL; i++)
+        if (rnd() % 3 == 0)
+            names[nm++] = all_methods[i];
+    if (!nm)
+        names[nm++] = all_methods[rnd() % NALL];
+    CHECK_INT(ga_policy_methods_from_list(p, names, nm, NULL), 0);
+}
+
+static int open_gpu(struct ga_backend **b)
+{
+    struct ga_cuda_opts o = { .chunk_points = (size_t)rnd_in(1, 3) << 16, .ring = (int)rnd_in(2, 4),
+                              .emulate = use_emu };
+    return ga_cuda_backend_open(b, 0, &o);
+}
+
+static int cmp_agg(const void *a, const void *b)
+{
+    const struct ga_agg *x = a, *y = b;
+    if (x->metric != y->metric) return x->metric < y->metric ? -1 : 1;
+    if (x->granularity_ns != y->granularity_ns) return x->granularity_ns < y->granularity_ns ? -1 : 1;
+    if (x->method != y->method) return x->method < y->method ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return 0;
+}
+
+static int cmp_late(const void *a, const void *b)
+{
+    const struct ga_late *x = a, *y = b;
+    if (x->metric != y->metric) return x->metric < y->metric ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    if (x->reason != y->reason) return x->reason < y->reason ? -1 : 1;
+    return memcmp(&x->value, &y->value, sizeof x->value);   /* NaN: same bits both sides */
+}
+
+static int tolerant(ga_method_t m)
+{
+    int b = GA_M_BASE(m);
+    return b == GA_M_SUM || b == GA_M_MEAN || b == GA_M_STD;
+}
+
+/* Same rows (as a set) and late points; 0 if equal. */
+static int compare(const char *what, struct ga_result *g, struct ga_result *c)
+{
+    qsort(g->aggs, g->naggs, sizeof *g->aggs, cmp_agg);
+    qsort(c->aggs, c->naggs, sizeof *c->aggs, cmp_agg);
+    qsort(g->late, g->nlate, sizeof *g->late, cmp_late);
+    qsort(c->late, c->nlate, sizeof *c->late, cmp_late);
+    if (g->naggs != c->naggs || g->nlate != c->nlate) {
+        harness_fail(__FILE__, __LINE__, "%s: gpu %zu rows %zu late, cpu %zu rows %zu late", what,
+                     g->naggs, g->nlate, c->naggs, c->nlate);
+        return -1;
+    }
+    for (size_t i = 0; i < g->naggs; i++) {
+        const struct ga_agg *a = &g->aggs[i], *b = &c->aggs[i];
+        int same = cmp_agg(a, b) == 0;
+        int exact = same && memcmp(&a->value, &b->value, sizeof a->value) == 0;
+        int ok = exact || (same && a->value == b->value);
+        if (!ok && same && tolerant(a->method))
+            ok = fabs(a->value - b->value) <= 1e-12 * fmax(fabs(a->value), fabs(b->value));
+        if (!ok) {
+            char nb[GA_METHOD_NAME_MAX];
+            harness_fail(__FILE__, __LINE__, "%s: row %zu: gpu m=%u %s g=%lld b=%lld %.17g, "
+                         "cpu m=%u g=%lld b=%lld %.17g", what, i, a->metric,
+                         ga_method_name(a->method, nb), (long long)a->granularity_ns,
+                         (long long)a->ts, a->value, b->metric, (long long)b->granularity_ns,
+                         (long long)b->ts, b->value);
+            return -1;
+        }
+        rows_cmp++;
+        rows_bitexact += exact;
+    }
+    for (size_t i = 0; i < g->nlate; i++) {
+        if (cmp_late(&g->late[i], &c->late[i]) != 0 || g->late[i].reason != c->late[i].reason) {
+            harness_fail(__FILE__, __LINE__, "%s: late %zu differs: m=%u ts=%lld r=%u / m=%u ts=%lld r=%u",
+                         what, i, g->late[i].metric, (long long)g->late[i].ts, g->late[i].reason,
+                         c->late[i].metric, (long long)c->late[i].ts, c->late[i].reason);
+            return -1;
+        }
+        late_cmp++;
+    }
+    return 0;
+}
+
+static int compare_windows(const char *what, struct ga_backend *g, struct ga_backend *c,
+                           const uint32_t *ids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct ga_window wg, wc;
+        int rg = g->ops->window_get(g, ids[i], &wg), rc = c->ops->window_get(c, ids[i], &wc);
+        CHECK_INT(rg, rc);
+        if (rg || rc)
+            continue;
+        int bad = wg.n != wc.n;
+        for (size_t k = 0; !bad && k < wg.n; k++)
+            bad = wg.ts[k] != wc.ts[k] || memcmp(&wg.value[k], &wc.value[k], 8) != 0;
+        if (bad)
+            harness_fail(__FILE__, __LINE__, "%s: window of metric %u differs (gpu %zu points, cpu %zu)",
+                         what, ids[i], wg.n, wc.n);
+        free(wg.ts);
+        free(wg.value);
+        free(wc.ts);
+        free(wc.value);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+#define MAXM 12
+
+static void one_trial(int trial)
+{
+    struct ga_backend *g, *c;
+    CHECK_INT(open_gpu(&g), 0);
+    CHECK_INT(ga_cpu_backend_open(&c, 2), 0);
+    struct ga_policy pol[MAXM];
+    uint32_t ids[MAXM];
+    int nmet = (int)rnd_in(1, MAXM);
+    for (int m = 0; m < nmet; m++) {
+        random_policy(&pol[m]);
+        ids[m] = (uint32_t)(m * 5 + 1);
+        CHECK_INT(g->ops->metric_add(g, ids[m], &pol[m]), 0);
+        CHECK_INT(c->ops->metric_add(c, ids[m], &pol[m]), 0);
+    }
+    struct ga_result rg = { 0 }, rc = { 0 };
+    int64_t now = rnd_in(1600000000, 1700000000) * SEC + rnd_in(0, SEC);
+    int nbatch = (int)rnd_in(1, 8);
+    size_t cap = 3000;
+    uint32_t *mid = malloc(cap * sizeof *mid);
+    int64_t *ts = malloc(cap * sizeof *ts);
+    double *val = malloc(cap * sizeof *val);
+    for (int bi = 0; bi < nbatch; bi++) {
+        size_t n = (size_t)rnd_in(1, (int64_t)cap);
+        if (rnd() % 3 == 0)
+            n = (size_t)rnd_in(1, 40);
+        int64_t spread = rnd_in(1, 600) * SEC;
+        for (size_t i = 0; i < n; i++) {
+            mid[i] = ids[rnd_in(0, nmet - 1)];
+            int64_t t = now + rnd_in(-spread / 2, spread);
+            if (rnd() % 10 == 0)
+                t = now - rnd_in(0, 3600) * SEC;
+            if (rnd() % 8 == 0 && i)
+                t = ts[rnd() % i];
+            if (rnd() % 3 == 0)
+                t = t / SEC * SEC;
+            ts[i] = t;
+            val[i] = rnd_value();
+            if (rnd() % 200 == 0)
+                ts[i] = -ts[i];
+            if (rnd() % 200 == 0)
+                val[i] = rnd() % 2 ? NAN : -INFINITY;
+            if (rnd() % 300 == 0)
+                mid[i] = 999;                         /* unknown */
+        }
+        now += spread;
+        ga_result_reset(&rg);
+        ga_result_reset(&rc);
+        struct ga_points p = { n, mid, ts, val };
+        CHECK_INT(g->ops->feed(g, &p, &rg), 0);
+        CHECK_INT(c->ops->feed(c, &p, &rc), 0);
+        char what[64];
+        snprintf(what, sizeof what, "trial %d batch %d", trial, bi);
+        if (compare(what, &rg, &rc) || compare_windows(what, g, c, ids, nmet))
+            break;
+        if (rnd() % 6 == 0) {                          /* drop and re-add one metric */
+            int m = (int)rnd_in(0, nmet - 1);
+            g->ops->metric_drop(g, ids[m]);
+            c->ops->metric_drop(c, ids[m]);
+            CHECK_INT(g->ops->metric_add(g, ids[m], &pol[m]), 0);
+            CHECK_INT(c->ops->metric_add(c, ids[m], &pol[m]), 0);
+        }
+    }
+    free(mid);
+    free(ts);
+    free(val);
+    ga_result_free(&rg);
+    ga_result_free(&rc);
+    g->ops->close(g);
+    c->ops->close(c);
+}
+
+static void test_random_vs_cpu(void)
+{
+    int n = (int)(200 * scale) + 1;
+    for (int t = 0; t < n; t++)
+        one_trial(t);
+    CHECK(rows_cmp > 1000);
+    CHECK(late_cmp > 50);
+}
+
+/* Many metrics, big batches (several staging chunks), every method kind. */
+static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *ms, int nms)
+{
+    struct ga_backend *g, *c;
+    CHECK_INT(open_gpu(&g), 0);
+    CHECK_INT(ga_cpu_backend_open(&c, 0), 0);
+    struct ga_policy p = *ga_policy_builtin("high");
+    CHECK_INT(ga_policy_methods_from_list(&p, ms, nms, NULL), 0);
+    p.back_window = 1;
+    uint32_t *ids = malloc(nmet * sizeof *ids);
+    for (uint32_t m = 0; m < nmet; m++) {
+        ids[m] = m;
+        CHECK_INT(g->ops->metric_add(g, m, &p), 0);
+        CHECK_INT(c->ops->metric_add(c, m, &p), 0);
+    }
+    uint32_t *mid = malloc(npts * sizeof *mid);
+    int64_t *ts = malloc(npts * sizeof *ts);
+    double *val = malloc(npts * sizeof *val);
+    int64_t t0 = 1700000000 * SEC;
+    struct ga_result rg = { 0 }, rc = { 0 };
+    for (int b = 0; b < nbatch; b++) {
+        for (size_t i = 0; i < npts; i++) {
+            mid[i] = (uint32_t)(rnd() % nmet);
+            ts[i] = t0 + rnd_in(0, 900) * (SEC / 4) + rnd_in(0, SEC);
+            val[i] = rnd_value();
+        }
+        t0 += 600 * SEC;
+        ga_result_reset(&rg);
+        ga_result_reset(&rc);
+        struct ga_points pts = { npts, mid, ts, val };
+        CHECK_INT(g->ops->feed(g, &pts, &rg), 0);
+        CHECK_INT(c->ops->feed(c, &pts, &rc), 0);
+        char what[64];
+        snprintf(what, sizeof what, "big %zu batch %d", npts, b);
+        CHECK(rc.naggs > 0);
+        if (compare(what, &rg, &rc))
+            break;
+    }
+    compare_windows("big windows", g, c, ids, (int)nmet);
+    free(ids);
+    free(mid);
+    free(ts);
+    free(val);
+    ga_result_free(&rg);
+    ga_result_free(&rc);
+    g->ops->close(g);
+    c->ops->close(c);
+}
+
+static void test_big_batches(void)
+{
+    static const char *const a[] = { "mean", "std", "90pct", "rate:mean", "median", "last", "count",
+                                     "rate:std", "rate:50pct", "sum", "min", "max", "first" };
+    size_t n = (size_t)(400000 * scale) + 1000;
+    big_case(n, 500, 3, a, 13);
+    big_case(n / 4, 20000, 2, a, 6);
+}
+
+/* window_put on the GPU backend then feed == feeding the CPU backend. */
+static void test_window_put_get(void)
+{
+    struct ga_policy p;
+    random_policy(&p);
+    struct ga_backend *g, *c;
+    CHECK_INT(open_gpu(&g), 0);
+    CHECK_INT(ga_cpu_backend_open(&c, 1), 0);
+    CHECK_INT(c->ops->metric_add(c, 5, &p), 0);
+    int64_t t0 = 1650000000 * SEC;
+    int64_t ts[200];
+    double v[200];
+    uint32_t mid[200];
+    for (int i = 0; i < 200; i++) {
+        ts[i] = t0 + rnd_in(0, 400) * SEC / 3;
+        v[i] = rnd_value();
+        mid[i] = 5;
+    }
+    struct ga_result rg = { 0 }, rc = { 0 };
+    CHECK_INT(c->ops->feed(c, &(struct ga_points){ 100, mid, ts, v }, &rc), 0);
+    struct ga_window w;
+    CHECK_INT(c->ops->window_get(c, 5, &w), 0);
+    CHECK_INT(g->ops->window_put(g, 5, &p, &w), 0);
+    uint32_t one = 5;
+    compare_windows("after put", g, c, &one, 1);
+    ga_result_reset(&rc);
+    CHECK_INT(c->ops->feed(c, &(struct ga_points){ 100, mid + 100, ts + 100, v + 100 }, &rc), 0);
+    CHECK_INT(g->ops->feed(g, &(struct ga_points){ 100, mid + 100, ts + 100, v + 100 }, &rg), 0);
+    compare("after put, feed", &rg, &rc);
+    compare_windows("after put, feed", g, c, &one, 1);
+    struct ga_window bad = { 0 };
+    CHECK_INT(g->ops->window_get(g, 77, &bad), GA_ENOENT);
+    if (w.n >= 2) {
+        int64_t tmp = w.ts[0];
+        w.ts[0] = w.ts[1];
+        w.ts[1] = tmp;
+        CHECK_INT(g->ops->window_put(g, 6, &p, &w), GA_EINVAL);
+    }
+    free(w.ts);
+    free(w.value);
+    ga_result_free(&rg);
+    ga_result_free(&rc);
+    g->ops->close(g);
+    c->ops->close(c);
+}
+
+static void test_stats(void)
+{
+    struct ga_backend *g, *c;
+    CHECK_INT(open_gpu(&g), 0);
+    CHECK_INT(ga_cpu_backend_open(&c, 1), 0);
+    struct ga_cuda_feed_stats st;
+    CHECK_INT(ga_cuda_backend_stats(g, &st), 0);
+    CHECK_INT(ga_cuda_backend_stats(c, &st), GA_EINVAL);
+    g->ops->close(g);
+    c->ops->close(c);
+}
+
+void run_tests(void)
+{
+    ga_log_set_level(GA_LOG_ERROR);
+    const char *sc = getenv("GA_CUDA_TEST_SCALE");
+    if (sc && atof(sc) > 0)
+        scale = atof(sc);
+    struct ga_backend *b = NULL;
+    int rc = ga_cuda_backend_open(&b, 0, NULL);
+    if (rc == 0) {
+        printf("GPU part: running on %s\n", b->label);
+        b->ops->close(b);
+    } else {
+        CHECK_INT(rc, GA_ENOGPU);
+        CHECK(b == NULL);
+        struct ga_cuda_opts o = { .emulate = 1 };
+        rc = ga_cuda_backend_open(&b, 0, &o);
+        if (rc == GA_ENOGPU) {
+            printf("GPU part skipped: no usable GPU and built without CUDA (GA_ENOGPU checked)\n");
+            return;
+        }
+        CHECK_INT(rc, 0);
+        if (rc)
+            return;
+        b->ops->close(b);
+        use_emu = 1;
+        scale *= 0.25;
+        printf("GPU part skipped: no usable GPU (GA_ENOGPU checked); the CUDA backend's kernels "
+               "run in host emulation against the CPU backend\n");
+    }
+    RUN(test_random_vs_cpu);
+    RUN(test_big_batches);
+    RUN(test_window_put_get);
+    RUN(test_stats);
+    printf("compared %zu rows (%zu bit-identical), %zu late points\n", rows_cmp, rows_bitexact,
+           late_cmp);
+}
