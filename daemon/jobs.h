@@ -1,0 +1,127 @@
+/* jobs.h — the job manager: GPU/CPU jobs submitted over the control socket.
+ *
+ * A job is (kind, parameters, input).  Parameters are validated by the
+ * kind before the job is queued, so a bad request fails at submission with
+ * a clear error.  Queued jobs wait in a bounded queue ordered by priority
+ * (higher first), then submission order; jobs.workers threads run them,
+ * apart from the ingest path (jobs never touch the engine's backends or
+ * streams).  States: queued → running → done | failed | cancelled.  A
+ * running job reports progress 0..100 and polls for cancellation through
+ * its context; a job that fails records its error and never takes the
+ * daemon down.  Finished jobs keep their result for jobs.result_ttl_s.
+ *
+ * Thread-safety: every function may be called from any thread. */
+#ifndef GA_JOBS_H
+#define GA_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GA_JOB_MAX_PARAMS 32
+#define GA_JOB_KEY_MAX 64
+#define GA_JOB_VALUE_MAX 1024
+
+/* key=value parameters, as `gpuaggctl job submit --param k=v` sends them. */
+struct ga_job_params {
+    int n;
+    struct {
+        char key[GA_JOB_KEY_MAX];
+        char value[GA_JOB_VALUE_MAX];
+    } kv[GA_JOB_MAX_PARAMS];
+};
+
+/* Look up a parameter; NULL when absent. */
+const char *ga_job_param(const struct ga_job_params *p, const char *key);
+/* Typed look-ups: 0 and *v (the default when absent), or GA_EBADARG with
+ * "param 'k': expected an integer in lo..hi, got 'x'" in err. */
+int ga_job_param_int(const struct ga_job_params *p, const char *key, int64_t def, int64_t lo,
+                     int64_t hi, int64_t *v, char *err, size_t errlen);
+int ga_job_param_double(const struct ga_job_params *p, const char *key, double def, double lo,
+                        double hi, double *v, char *err, size_t errlen);
+/* GA_EBADARG naming the first key not in `known` (NULL-terminated). */
+int ga_job_params_check_known(const struct ga_job_params *p, const char *const *known, char *err,
+                              size_t errlen);
+
+struct ga_job;
+
+/* What a running job sees. */
+struct ga_job_ctx {
+    struct ga_job *job;
+    int device;                        /* GPU ordinal for GPU kinds, -1 = CPU */
+    const uint8_t *input;              /* inline input or the file's bytes; may be NULL */
+    size_t input_len;
+    char err[512];                     /* set by run() before returning < 0 */
+};
+
+/* Report progress (0..100).  Returns 1 when the job was cancelled: run()
+ * should stop and return GA_ECANCELED. */
+int ga_job_progress(struct ga_job_ctx *ctx, double pct);
+
+/* Result of a job: run() appends the result object's msgpack bytes. */
+int ga_job_set_result(struct ga_job_ctx *ctx, const void *msgpack_bytes, size_t len);
+
+struct ga_job_kind {
+    const char *name;
+    /* Check parameters (and input presence) before queuing; 0 or GA_EBADARG + err. */
+    int (*validate)(const struct ga_job_params *p, size_t input_len, char *err, size_t errlen);
+    /* Run; 0 or a negative GA_E* with ctx->err set. */
+    int (*run)(struct ga_job_ctx *ctx, const struct ga_job_params *p);
+    int wants_gpu;                     /* 1: runs on a GPU when one is usable */
+};
+
+enum ga_job_state { GA_JOB_QUEUED, GA_JOB_RUNNING, GA_JOB_DONE, GA_JOB_FAILED, GA_JOB_CANCELLED };
+const char *ga_job_state_name(enum ga_job_state s);
+
+struct ga_job_info {
+    uint64_t id;
+    char kind[32];
+    int priority;
+    enum ga_job_state state;
+    double progress;                   /* 0..100 */
+    int64_t submitted_ns, started_ns, finished_ns;   /* CLOCK_REALTIME, 0 = not yet */
+    int device;                        /* where it ran; -1 CPU */
+    char error[512];
+    size_t result_len;
+};
+
+struct ga_jobs_opts {
+    const struct ga_job_kind *const *kinds;   /* NULL-terminated */
+    int workers;                       /* jobs.workers */
+    int max_queued;                    /* jobs.max_queued */
+    int result_ttl_s;                  /* jobs.result_ttl_s */
+    int ngpus;                         /* usable GPUs for GPU kinds (0 = CPU) */
+    const int *gpus;                   /* their ordinals */
+};
+
+struct ga_jobs;
+
+int ga_jobs_start(struct ga_jobs **out, const struct ga_jobs_opts *o);
+/* Cancel queued and running jobs, join the workers, free everything. */
+void ga_jobs_stop(struct ga_jobs *m);
+/* Reload: new queue bound and TTL. */
+void ga_jobs_set_limits(struct ga_jobs *m, int max_queued, int result_ttl_s);
+
+/* Submit.  input (copied) may be NULL.  Returns 0 and *id, or GA_EBADARG
+ * (unknown kind, bad parameters: err says which), GA_EBUSY (queue full),
+ * GA_ESHUTDOWN, GA_ENOMEM. */
+int ga_jobs_submit(struct ga_jobs *m, const char *kind, const struct ga_job_params *p,
+                   const void *input, size_t input_len, int priority, uint64_t *id, char *err,
+                   size_t errlen);
+/* 0 or GA_ENOENT (unknown or expired id). */
+int ga_jobs_info(struct ga_jobs *m, uint64_t id, struct ga_job_info *out);
+/* Copy of the result bytes (free() it); GA_EAGAIN when not finished,
+ * GA_ENOENT, or the job's own error code when it failed. */
+int ga_jobs_result(struct ga_jobs *m, uint64_t id, uint8_t **bytes, size_t *len,
+                   struct ga_job_info *info);
+/* Cancel: a queued job is cancelled at once, a running one at its next
+ * progress report.  0, GA_ENOENT, or GA_EINVAL when already finished. */
+int ga_jobs_cancel(struct ga_jobs *m, uint64_t id);
+/* Infos of every known job, newest first (free() *out). */
+int ga_jobs_list(struct ga_jobs *m, struct ga_job_info **out, size_t *n);
+
+struct ga_jobs_stats {
+    uint64_t submitted, rejected, done, failed, cancelled, queued, running, expired;
+};
+void ga_jobs_get_stats(struct ga_jobs *m, struct ga_jobs_stats *st);
+
+#endif
