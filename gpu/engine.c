@@ -1,10 +1,11 @@
 /* engine.c — the engine: metric table, routing of batches to backends, late
  * point accounting (see engine.h).
  *
- * A metric lives on backend hash(id) % nb for its whole life.  With one
- * backend a batch goes through untouched; with several it is split by a
+ * A metric lives on backend hash(id) % nb — or on the fallback backend
+ * once that one has failed (engine.h "Failover").  With one backend and no
+ * failover a batch goes through untouched; otherwise it is split by a
  * counting sort into one columnar sub-batch per backend (arrival order kept),
- * in buffers the engine reuses. */
+ * in buffers the engine reuses.  The fallback is b[nb]. */
 #include "gpu/engine.h"
 
 #include <inttypes.h>
@@ -19,12 +20,17 @@
 struct eng_metric {
     uint16_t backend;
     uint8_t live;
+    const struct ga_policy *policy;   /* the caller's, kept alive by it (the registry) */
     struct ga_metric_stats st;
 };
 
 struct ga_engine {
-    struct ga_backend **b;
+    struct ga_backend **b;            /* nb primaries, then the fallback (if any) */
     int nb;
+    int have_fallback;
+    uint8_t *failed;                  /* per primary */
+    uint64_t *nmetrics;               /* per backend, fallback last */
+    struct ga_engine_failover_stats fo;
     struct eng_metric *m;
     size_t cap_m;
     struct ga_engine_stats stats;
@@ -49,7 +55,14 @@ static uint32_t hash32(uint32_t x)
 
 static int backend_of(const struct ga_engine *e, uint32_t id)
 {
-    return e->nb == 1 ? 0 : (int)(hash32(id) % (uint32_t)e->nb);
+    int b = e->nb == 1 ? 0 : (int)(hash32(id) % (uint32_t)e->nb);
+    return e->failed[b] ? e->nb : b;  /* failed: the fallback */
+}
+
+/* Backends a batch can be split over: the primaries, and the fallback. */
+static int nslots(const struct ga_engine *e)
+{
+    return e->nb + e->have_fallback;
 }
 
 static struct eng_metric *metric_at(const struct ga_engine *e, uint32_t id)
@@ -67,9 +80,11 @@ int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
     e = calloc(1, sizeof *e);
     if (!e)
         goto fail;
-    e->b = calloc((size_t)nb, sizeof *e->b);
-    e->bstart = calloc((size_t)nb + 1, sizeof *e->bstart);
-    if (!e->b || !e->bstart)
+    e->b = calloc((size_t)nb + 1, sizeof *e->b);
+    e->bstart = calloc((size_t)nb + 2, sizeof *e->bstart);
+    e->failed = calloc((size_t)nb, 1);
+    e->nmetrics = calloc((size_t)nb + 1, sizeof *e->nmetrics);
+    if (!e->b || !e->bstart || !e->failed || !e->nmetrics)
         goto fail;
     memcpy(e->b, backends, (size_t)nb * sizeof *e->b);
     e->nb = nb;
@@ -80,6 +95,8 @@ fail:
     if (e) {
         free(e->b);
         free(e->bstart);
+        free(e->failed);
+        free(e->nmetrics);
         free(e);
     }
     for (int i = 0; i < nb; i++)
@@ -92,10 +109,12 @@ void ga_engine_close(struct ga_engine *e)
 {
     if (!e)
         return;
-    for (int i = 0; i < e->nb; i++)
+    for (int i = 0; i < nslots(e); i++)
         e->b[i]->ops->close(e->b[i]);
     free(e->b);
     free(e->bstart);
+    free(e->failed);
+    free(e->nmetrics);
     free(e->m);
     free(e->sub_metric);
     free(e->sub_ts);
@@ -116,14 +135,16 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
         e->m = m;
         e->cap_m = c;
     }
-    int bi = backend_of(e, id);
+    int bi = e->m[id].live ? e->m[id].backend : backend_of(e, id);
     int rc = e->b[bi]->ops->metric_add(e->b[bi], id, p);
     if (rc)
         return rc;
     if (!e->m[id].live) {
         e->m[id] = (struct eng_metric){ .backend = (uint16_t)bi, .live = 1 };
         e->stats.metrics++;
+        e->nmetrics[bi]++;
     }
+    e->m[id].policy = p;
     return 0;
 }
 
@@ -133,6 +154,7 @@ void ga_engine_metric_drop(struct ga_engine *e, uint32_t id)
     if (!m)
         return;
     e->b[m->backend]->ops->metric_drop(e->b[m->backend], id);
+    e->nmetrics[m->backend]--;
     *m = (struct eng_metric){ 0 };
     e->stats.metrics--;
 }
@@ -234,13 +256,14 @@ static int split(struct ga_engine *e, const struct ga_points *pts, struct ga_res
     if (rc)
         return rc;
     size_t *bs = e->bstart;
-    memset(bs, 0, ((size_t)e->nb + 1) * sizeof *bs);
+    int ns = nslots(e);
+    memset(bs, 0, ((size_t)ns + 1) * sizeof *bs);
     for (size_t i = 0; i < pts->n; i++) {
         const struct eng_metric *m = metric_at(e, pts->metric[i]);
         if (m)
             bs[m->backend + 1]++;
     }
-    for (int b = 0; b < e->nb; b++)
+    for (int b = 0; b < ns; b++)
         bs[b + 1] += bs[b];
     for (size_t i = 0; i < pts->n; i++) {
         const struct eng_metric *m = metric_at(e, pts->metric[i]);
@@ -257,27 +280,73 @@ static int split(struct ga_engine *e, const struct ga_points *pts, struct ga_res
         e->sub_ts[at] = pts->ts[i];
         e->sub_value[at] = pts->value[i];
     }
-    for (int b = e->nb; b > 0; b--)          /* back to start offsets */
+    for (int b = ns; b > 0; b--)             /* back to start offsets */
         bs[b] = bs[b - 1];
     bs[0] = 0;
     return 0;
+}
+
+/* Move every metric of failed primary b to the fallback. */
+static void fail_over(struct ga_engine *e, int b, int why)
+{
+    struct ga_backend *from = e->b[b], *to = e->b[e->nb];
+    uint64_t moved = 0, lost = 0;
+    e->failed[b] = 1;
+    e->fo.failovers++;
+    for (size_t id = 0; id < e->cap_m; id++) {
+        struct eng_metric *m = &e->m[id];
+        if (!m->live || m->backend != b)
+            continue;
+        struct ga_window w = { 0 };
+        int rc = from->ops->window_get(from, (uint32_t)id, &w);
+        int ok = to->ops->metric_add(to, (uint32_t)id, m->policy) == 0;
+        if (ok && rc == 0)
+            ok = to->ops->window_put(to, (uint32_t)id, m->policy, &w) == 0;
+        if (rc != 0 || !ok)
+            lost++;
+        free(w.ts);
+        free(w.value);
+        m->backend = (uint16_t)e->nb;
+        e->nmetrics[b]--;
+        e->nmetrics[e->nb]++;
+        moved++;
+    }
+    e->fo.metrics_moved += moved;
+    e->fo.windows_lost += lost;
+    ga_log(GA_LOG_ERROR, "backend_failover", "backend=%s error=\"%s\" metrics_moved=%" PRIu64
+           " windows_lost=%" PRIu64 " to=%s", from->label, ga_strerror(why), moved, lost,
+           to->label);
+}
+
+/* Feed backend slot b its sub-batch; on a CUDA failure of a primary with a
+ * fallback, fail over and feed the fallback instead. */
+static int feed_slot(struct ga_engine *e, int b, const struct ga_points *sub, struct ga_result *out)
+{
+    size_t naggs = out->naggs, nlate = out->nlate;
+    int rc = e->b[b]->ops->feed(e->b[b], sub, out);
+    if (rc != GA_ECUDA || b == e->nb || !e->have_fallback)
+        return rc;
+    out->naggs = naggs;                      /* the failed feed's partial output */
+    out->nlate = nlate;
+    fail_over(e, b, rc);
+    return e->b[e->nb]->ops->feed(e->b[e->nb], sub, out);
 }
 
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
 {
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
     int rc = 0;
-    if (e->nb == 1) {
+    if (e->nb == 1 && !e->have_fallback) {
         rc = e->b[0]->ops->feed(e->b[0], pts, out);
     } else {
         rc = split(e, pts, out);
-        for (int b = 0; b < e->nb && !rc; b++) {
+        for (int b = 0; b < nslots(e) && !rc; b++) {
             struct ga_points sub = { .n = e->bstart[b + 1] - e->bstart[b],
                                      .metric = e->sub_metric + e->bstart[b],
                                      .ts = e->sub_ts + e->bstart[b],
                                      .value = e->sub_value + e->bstart[b] };
             if (sub.n)
-                rc = e->b[b]->ops->feed(e->b[b], &sub, out);
+                rc = feed_slot(e, b, &sub, out);
         }
     }
     e->stats.points_in += pts->n;
@@ -286,6 +355,32 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
     if (!rc)
         e->stats.points_aggregated += pts->n - (out->nlate - nlate0);
     return rc;
+}
+
+int ga_engine_set_fallback(struct ga_engine *e, struct ga_backend *fallback)
+{
+    if (e->have_fallback)
+        return GA_EEXIST;
+    e->b[e->nb] = fallback;
+    e->have_fallback = 1;
+    return 0;
+}
+
+int ga_engine_backend_failed(const struct ga_engine *e, int i)
+{
+    return i >= 0 && i < e->nb ? e->failed[i] : 0;
+}
+
+void ga_engine_failover_stats(const struct ga_engine *e, struct ga_engine_failover_stats *st)
+{
+    *st = e->fo;
+}
+
+uint64_t ga_engine_backend_metrics(const struct ga_engine *e, int i)
+{
+    if (i < 0)
+        return e->have_fallback ? e->nmetrics[e->nb] : 0;
+    return i < e->nb ? e->nmetrics[i] : 0;
 }
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st)

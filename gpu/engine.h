@@ -170,4 +170,23 @@ int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_polic
 int  ga_engine_nbackends(const struct ga_engine *e);
 const struct ga_backend *ga_engine_backend(const struct ga_engine *e, int i);
 
+/* Failover.  With a fallback backend set (the CPU backend; ownership
+ * passes), a primary backend whose feed fails with GA_ECUDA is marked
+ * failed: its metrics' windows move to the fallback (window_get on the
+ * failed backend, window_put on the fallback), the failed feed's partial
+ * output is discarded, and that backend's part of the batch is fed to the
+ * fallback instead.  New metrics that hash to a failed backend go to the
+ * fallback too.  A metric whose window cannot be read back is restarted
+ * empty on the fallback and counted in failover_windows_lost (the journal
+ * replay at the next start restores it; the daemon logs this). */
+int ga_engine_set_fallback(struct ga_engine *e, struct ga_backend *fallback);
+/* 1 if primary backend i has failed over. */
+int ga_engine_backend_failed(const struct ga_engine *e, int i);
+struct ga_engine_failover_stats {
+    uint64_t failovers, metrics_moved, windows_lost;
+};
+void ga_engine_failover_stats(const struct ga_engine *e, struct ga_engine_failover_stats *st);
+/* Metrics currently served by primary backend i, or by the fallback (i = -1). */
+uint64_t ga_engine_backend_metrics(const struct ga_engine *e, int i);
+
 #endif
