@@ -1,0 +1,360 @@
+// cuda_bench.cu — kernel-only timings for tools/bench/bench_gpu.c
+// (ga_cuda_kernel_bench in gpu/cuda.h), and the two ceilings they are
+// compared with (device-to-device copy, pinned host-to-device copy).
+//
+// "Kernel only" runs the feed's own bucket kernels (gk_bucket.cu) over
+// series already on the GPU, sorted: bucket keys (a head flag per point
+// where the bucket changes, compacted with CUB into bucket starts, one task
+// per bucket), then the fused methods kernel writing ga_agg rows; for
+// median / Npct also the gather and the CUB segmented sort.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "gpu/cuda.h"
+#include "gpu/cuda/gk_bucket.cuh"
+#include "gpu/cuda/gk_prim.cuh"
+
+namespace {
+
+struct gen_f {                    // nm series of P points, sorted, step apart with jitter
+    int64_t *ts;
+    double *val;
+    int64_t P, step;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        uint64_t z = (uint64_t)i * 0x9E3779B97F4A7C15ULL;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        int64_t j = (int64_t)(i % (size_t)P);
+        ts[i] = 1700000000LL * 1000000000LL + j * step + (int64_t)(z % (uint64_t)(step / 2 + 1));
+        val[i] = (double)(z >> 11) * (1.0 / 9007199254740992.0) * 100.0 - 50.0;
+    }
+};
+
+struct head_f {
+    const int64_t *ts;
+    int64_t P, g;
+    uint8_t *head;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        head[i] = i % (size_t)P == 0 || gk_bucket(ts[i], g) != gk_bucket(ts[i - 1], g);
+    }
+};
+
+struct task_f {                   // bucket k = [start[k], start[k + 1])
+    const uint32_t *start;
+    const int64_t *ts;
+    uint64_t nb, total;
+    int64_t P, g;
+    int rows_per;
+    gk_task *tasks;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        uint64_t a = start[k];
+        uint64_t t = a / (uint64_t)P;
+        uint64_t z = k + 1 < nb ? start[k + 1] : total;
+        if (z > (t + 1) * (uint64_t)P)
+            z = (t + 1) * (uint64_t)P;
+        uint64_t base = t * (uint64_t)P;
+        tasks[k] = gk_task{ (uint32_t)t, 0, 1, gk_bucket(ts[a], g), a - base, z - base,
+                            (uint64_t)k * (uint64_t)rows_per };
+    }
+};
+
+struct tslot_f {
+    uint32_t *tslot;
+    uint64_t *m_off, *m_n;
+    gk_ctx *ctx;
+    int64_t P;
+    __host__ __device__ void operator()(size_t t) const
+    {
+        tslot[t] = 0;
+        m_off[t] = t * (uint64_t)P;
+        m_n[t] = (uint64_t)P;
+        ctx[t] = gk_ctx{ 0, 1, 1, -1, -1, -1, -1 };
+    }
+};
+
+int median_of(std::vector<float> &v, double *out)
+{
+    std::sort(v.begin(), v.end());
+    *out = v[v.size() / 2] * 1e-3;
+    return 0;
+}
+
+struct kb_state {
+    gk_exec x;
+    int64_t *ts;
+    double *val;
+    uint8_t *head;
+    uint32_t *start, *cnt, *slot_pol, *slot_id, *tslot;
+    uint64_t *m_off, *m_n, *sortlen, *sortoff;
+    gk_ctx *ctx;
+    gk_task *tasks;
+    struct agg_pol *pol;
+    double *unsorted, *sorted;
+    struct ga_agg *rows;
+    size_t rows_cap, sort_cap;
+};
+
+// One pass over the resident series for a method list; returns buckets.
+int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
+         int sort_needed)
+{
+    uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
+    int rows_per = hp->nplain + hp->nrate;
+    int rc = gk_for(&s->x, N, head_f{ s->ts, kb->npoints_per_metric, kb->gran_ns, s->head });
+    if (!rc)
+        rc = gk_select_idx(&s->x, s->head, s->start, s->cnt, N);
+    if (rc)
+        return rc;
+    uint32_t nb32 = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&nb32, s->cnt, 4, cudaMemcpyDeviceToHost, s->x.s));
+    CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+    uint64_t nb = nb32;
+    *nb_out = nb;
+    rc = gk_for(&s->x, nb, task_f{ s->start, s->ts, nb, N, kb->npoints_per_metric, kb->gran_ns,
+                                    rows_per, s->tasks });
+    if (rc)
+        return rc;
+    gk_view v;
+    v.pols = s->pol;
+    v.slot_pol = s->slot_pol;
+    v.slot_id = s->slot_id;
+    v.tslot = s->tslot;
+    v.m_off = s->m_off;
+    v.m_n = s->m_n;
+    v.m_ts = s->ts;
+    v.m_val = s->val;
+    v.ctx = s->ctx;
+    v.D = 1;
+    const double *sorted = NULL;
+    if (sort_needed) {
+        rc = gk_bucket_sortlen(&s->x, &v, s->tasks, nb, s->sortlen);
+        if (!rc)
+            CUDA_CHECK(cudaMemsetAsync(s->sortlen + 2 * nb, 0, 8, s->x.s));
+        if (!rc)
+            rc = gk_scan_u64(&s->x, s->sortlen, s->sortoff, 2 * nb + 1);
+        uint64_t ns = 0;
+        if (!rc) {
+            CUDA_CHECK(cudaMemcpyAsync(&ns, s->sortoff + 2 * nb, 8, cudaMemcpyDeviceToHost, s->x.s));
+            CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+            if (ns > s->sort_cap)
+                return GA_ERANGE;
+            rc = gk_bucket_gather(&s->x, &v, s->tasks, nb, s->sortoff, s->unsorted);
+        }
+        if (!rc)
+            rc = gk_segsort_f64(&s->x, s->unsorted, s->sorted, ns, s->sortoff, 2 * nb);
+        sorted = s->sorted;
+    } else {
+        CUDA_CHECK(cudaMemsetAsync(s->sortoff, 0, (2 * nb + 1) * 8, s->x.s));
+    }
+    if (!rc)
+        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows);
+    return rc;
+}
+
+int make_pol(struct agg_pol *out, int64_t g, const char *const *ms, int nm)
+{
+    struct ga_policy p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "kbench");
+    int rc = ga_policy_add_def(&p, g, 0, 0, NULL);
+    if (!rc)
+        rc = ga_policy_methods_from_list(&p, ms, nm, NULL);
+    if (!rc)
+        rc = agg_pol_init(out, &p);
+    return rc;
+}
+
+int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *ms, int nm,
+              double *sec, uint64_t *nb)
+{
+    struct agg_pol hp;
+    int rc = make_pol(&hp, kb->gran_ns, ms, nm);
+    if (rc)
+        return rc;
+    CUDA_CHECK(cudaMemcpy(s->pol, &hp, sizeof hp, cudaMemcpyHostToDevice));
+    int sort_needed = ((hp.plain_need | hp.rate_need) & AGG_NEED_SORT) != 0;
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<float> ms_t;
+    for (int r = 0; r < kb->repeat + 1 && !rc; r++) {
+        CUDA_CHECK(cudaEventRecord(a, s->x.s));
+        rc = pass(s, kb, &hp, nb, sort_needed);
+        CUDA_CHECK(cudaEventRecord(b, s->x.s));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        if (r)                    // the first is the warm-up
+            ms_t.push_back(t);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    if (!rc)
+        median_of(ms_t, sec);
+    return rc;
+}
+
+// Host check of a few buckets of the last "basic" pass: count and sum.
+int check_sample(kb_state *s, const struct ga_cuda_kbench *kb, uint64_t nb)
+{
+    int ok = 1;
+    for (uint64_t k = 0; k < nb && ok; k += nb / 7 + 1) {
+        gk_task tk;
+        struct ga_agg rows[8];
+        CUDA_CHECK(cudaMemcpy(&tk, s->tasks + k, sizeof tk, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(rows, s->rows + tk.row_off, sizeof rows, cudaMemcpyDeviceToHost));
+        uint64_t n = tk.hi - tk.lo;
+        std::vector<double> v(n);
+        CUDA_CHECK(cudaMemcpy(v.data(), s->val + tk.t * kb->npoints_per_metric + tk.lo, n * 8,
+                              cudaMemcpyDeviceToHost));
+        double sum = 0.0;
+        for (uint64_t i = 0; i < n; i++)
+            sum += v[i];
+        // rows in method order: mean sum min max count first last std
+        ok = rows[1].value == sum && rows[4].value == (double)n && rows[5].value == v[0] &&
+             rows[6].value == v[n - 1] && rows[0].ts == tk.b;
+    }
+    return ok;
+}
+
+int bandwidth(struct ga_cuda_kbench *kb, cudaStream_t st)
+{
+    size_t bytes = (size_t)1 << 30;
+    void *d1 = NULL, *d2 = NULL, *h = NULL;
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaMalloc(&d1, bytes));
+    CUDA_CHECK(cudaMalloc(&d2, bytes));
+    CUDA_CHECK(cudaHostAlloc(&h, bytes / 2, cudaHostAllocDefault));
+    memset(h, 1, bytes / 2);
+    CUDA_CHECK(cudaMemset(d1, 1, bytes));
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<float> t1, t2;
+    for (int r = 0; r < 11; r++) {
+        float t = 0;
+        CUDA_CHECK(cudaEventRecord(a, st));
+        CUDA_CHECK(cudaMemcpyAsync(d2, d1, bytes, cudaMemcpyDeviceToDevice, st));
+        CUDA_CHECK(cudaEventRecord(b, st));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        if (r)
+            t1.push_back(t);
+        CUDA_CHECK(cudaEventRecord(a, st));
+        CUDA_CHECK(cudaMemcpyAsync(d2, h, bytes / 2, cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaEventRecord(b, st));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        if (r)
+            t2.push_back(t);
+    }
+    double s1, s2;
+    median_of(t1, &s1);
+    median_of(t2, &s2);
+    kb->d2d_gbps = 2.0 * (double)bytes / s1 / 1e9;
+    kb->h2d_gbps = (double)(bytes / 2) / s2 / 1e9;
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaFree(d1);
+    cudaFree(d2);
+    cudaFreeHost(h);
+    return 0;
+}
+
+#define DM(p, n) CUDA_CHECK(cudaMalloc((void **)&(p), (size_t)(n)))
+
+int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
+{
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s->x.s, cudaStreamNonBlocking));
+    int rc = bandwidth(kb, s->x.s);
+    if (rc)
+        return rc;
+    uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
+    uint64_t maxb = N;            // at most one bucket per point
+    DM(s->ts, N * 8);
+    DM(s->val, N * 8);
+    DM(s->head, N);
+    DM(s->start, N * 4);
+    DM(s->cnt, 4);
+    DM(s->slot_pol, 4);
+    DM(s->slot_id, 4);
+    DM(s->pol, sizeof(struct agg_pol));
+    DM(s->tslot, kb->nmetrics * 4);
+    DM(s->m_off, kb->nmetrics * 8);
+    DM(s->m_n, kb->nmetrics * 8);
+    DM(s->ctx, kb->nmetrics * sizeof(gk_ctx));
+    DM(s->tasks, maxb * sizeof(gk_task));
+    DM(s->sortlen, (2 * maxb + 1) * 8);
+    DM(s->sortoff, (2 * maxb + 1) * 8);
+    s->sort_cap = 2 * N;
+    DM(s->unsorted, s->sort_cap * 8);
+    DM(s->sorted, s->sort_cap * 8);
+    // rows: up to 8 a bucket; buckets <= N / (g / step) + nmetrics
+    uint64_t per = (uint64_t)(kb->gran_ns / kb->step_ns);
+    uint64_t estb = N / (per ? per : 1) + 4 * (uint64_t)kb->nmetrics + 1024;
+    if (estb > maxb)
+        estb = maxb;
+    s->rows_cap = estb * 8;
+    DM(s->rows, s->rows_cap * sizeof(struct ga_agg));
+    CUDA_CHECK(cudaMemset(s->slot_pol, 0, 4));
+    CUDA_CHECK(cudaMemset(s->slot_id, 0, 4));
+    rc = gk_for(&s->x, N, gen_f{ s->ts, s->val, kb->npoints_per_metric, kb->step_ns });
+    if (!rc)
+        rc = gk_for(&s->x, (size_t)kb->nmetrics, tslot_f{ s->tslot, s->m_off, s->m_n, s->ctx,
+                                                           kb->npoints_per_metric });
+    if (rc)
+        return rc;
+    CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+    static const char *const basic[] = { "mean", "sum", "min", "max", "count", "first", "last", "std" };
+    static const char *const sum[] = { "sum" };
+    static const char *const srt[] = { "median", "90pct" };
+    static const char *const rate[] = { "rate:mean", "rate:sum", "rate:std", "rate:max" };
+    uint64_t nb = 0;
+    if (!rc)
+        rc = time_pass(s, kb, basic, 8, &kb->basic_s, &nb);
+    if (!rc && nb * 8 > s->rows_cap)
+        return GA_ERANGE;
+    if (!rc)
+        kb->checked = check_sample(s, kb, nb);
+    kb->buckets = nb;
+    if (!rc)
+        rc = time_pass(s, kb, sum, 1, &kb->sum_s, &nb);
+    if (!rc)
+        rc = time_pass(s, kb, srt, 2, &kb->sort_s, &nb);
+    if (!rc)
+        rc = time_pass(s, kb, rate, 4, &kb->rate_s, &nb);
+    return rc;
+}
+
+} // namespace
+
+extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
+{
+    if (kb->nmetrics <= 0 || kb->npoints_per_metric <= 0 || kb->step_ns <= 0 || kb->gran_ns <= 0 ||
+        kb->repeat <= 0 || kb->nmetrics * kb->npoints_per_metric >= (int64_t)UINT32_MAX)
+        return GA_EINVAL;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
+        return GA_ENOGPU;
+    kb_state s;
+    memset(&s, 0, sizeof s);
+    int rc = run(device, kb, &s);
+    cudaDeviceSynchronize();
+    void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
+                     s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
+                     s.rows, s.x.tmp };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            cudaFree(bufs[i]);
+    if (s.x.s)
+        cudaStreamDestroy(s.x.s);
+    return rc;
+}

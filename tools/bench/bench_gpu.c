@@ -1,0 +1,341 @@
+/* bench_gpu.c — the CUDA backend's throughput, one table from one run.
+ *
+ *   bench_gpu [--device D] [--quick] [--cpu-threads T]
+ *
+ * Measured in the same run, on the same GPU:
+ *   - ceilings: device-to-device copy GB/s (bytes read + written) and pinned
+ *     host-to-device copy GB/s;
+ *   - kernel only (points already on the GPU, sorted): bucket keys + the
+ *     methods, for the basic methods together, sum alone, median+90pct,
+ *     rate:*; points/s and % of the floor of reading 16 bytes a point at the
+ *     measured device bandwidth;
+ *   - pipeline: ga_backend feed() from the caller's (pageable) arrays to the
+ *     rows in host memory (pack into the pinned ring, H2D, the whole feed,
+ *     D2H), points/s and bytes/s against the measured H2D bandwidth (20 bytes
+ *     a point travel: id 4, ts 8, value 8);
+ *   - the CPU backend on the same data with T threads (default 16);
+ *   - the published reference case: 6,291,456 points, 5 s samples resampled
+ *     to 35 s, sum — kernel only and through feed().
+ * Prints key=value lines, then the table (markdown). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/cuda.h"
+#include "gpu/engine.h"
+#include "proto/ga_err.h"
+
+#define NS 1000000000LL
+#define T0 (1700000000LL * NS)
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s) { return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+struct load {
+    size_t n;                     /* points a batch */
+    int nbatch;
+    uint32_t **mid;
+    int64_t **ts;
+    double **val;
+};
+
+/* nmet metrics, each a random walk every step s (jitter up to step/2),
+ * per batch per metric n/nmet consecutive points, metrics interleaved. */
+static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_t step)
+{
+    l->n = n;
+    l->nbatch = nbatch;
+    l->mid = calloc((size_t)nbatch, sizeof *l->mid);
+    l->ts = calloc((size_t)nbatch, sizeof *l->ts);
+    l->val = calloc((size_t)nbatch, sizeof *l->val);
+    double *walk = calloc(nmet, sizeof *walk);
+    if (!l->mid || !l->ts || !l->val || !walk)
+        return GA_ENOMEM;
+    uint64_t rng = 7;
+    size_t per = n / nmet;
+    for (int b = 0; b < nbatch; b++) {
+        l->mid[b] = malloc(n * sizeof **l->mid);
+        l->ts[b] = malloc(n * sizeof **l->ts);
+        l->val[b] = malloc(n * sizeof **l->val);
+        if (!l->mid[b] || !l->ts[b] || !l->val[b])
+            return GA_ENOMEM;
+        for (size_t j = 0; j < n; j++) {
+            uint32_t m = (uint32_t)(j % nmet);
+            int64_t k = (int64_t)b * (int64_t)per + (int64_t)(j / nmet);
+            l->mid[b][j] = m;
+            l->ts[b][j] = T0 + (int64_t)(m * 7919 % 1000) * (NS / 1000) + k * step +
+                          (int64_t)(unit(&rng) * (double)(step / 2));
+            walk[m] += unit(&rng) - 0.5;
+            l->val[b][j] = walk[m];
+        }
+    }
+    free(walk);
+    return 0;
+}
+
+static void free_load(struct load *l)
+{
+    for (int b = 0; b < l->nbatch; b++) {
+        free(l->mid[b]);
+        free(l->ts[b]);
+        free(l->val[b]);
+    }
+    free(l->mid);
+    free(l->ts);
+    free(l->val);
+}
+
+static int policy(struct ga_policy *p, const int64_t *g, int ng, const char *const *ms, int nm)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "bench");
+    for (int i = 0; i < ng; i++)
+        if (ga_policy_add_def(p, g[i], 0, 0, NULL))
+            return GA_EINVAL;
+    return ga_policy_methods_from_list(p, ms, nm, NULL);
+}
+
+/* Feed every batch; seconds of the batches after the first (warm-up:
+ * allocations), summed.  Also the stage split of the last feed. */
+static int run_feed(struct ga_backend *b, const struct load *l, uint32_t nmet,
+                    const struct ga_policy *p, double *sec, uint64_t *aggs)
+{
+    for (uint32_t m = 0; m < nmet; m++) {
+        int rc = b->ops->metric_add(b, m, p);
+        if (rc)
+            return rc;
+    }
+    struct ga_result r = { 0 };
+    *sec = 0;
+    *aggs = 0;
+    for (int i = 0; i < l->nbatch; i++) {
+        struct ga_points pts = { l->n, l->mid[i], l->ts[i], l->val[i] };
+        ga_result_reset(&r);
+        double t = now_s();
+        int rc = b->ops->feed(b, &pts, &r);
+        t = now_s() - t;
+        if (rc) {
+            ga_result_free(&r);
+            return rc;
+        }
+        if (i) {
+            *sec += t;
+            *aggs += r.naggs;
+        }
+    }
+    ga_result_free(&r);
+    return 0;
+}
+
+struct row {
+    char what[96];
+    double pps;                   /* points per second */
+    char vs[64];                  /* against what */
+    char goal[32];
+};
+static struct row rows[32];
+static int nrows;
+
+static void add_row(const char *what, double pps, const char *vs, const char *goal)
+{
+    struct row *r = &rows[nrows++];
+    snprintf(r->what, sizeof r->what, "%s", what);
+    r->pps = pps;
+    snprintf(r->vs, sizeof r->vs, "%s", vs);
+    snprintf(r->goal, sizeof r->goal, "%s", goal);
+}
+
+static const char *human(double v, char *buf)
+{
+    if (v >= 1e9)
+        sprintf(buf, "%.1f G", v / 1e9);
+    else if (v >= 1e6)
+        sprintf(buf, "%.1f M", v / 1e6);
+    else
+        sprintf(buf, "%.0f", v);
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    int dev = 0, quick = 0, cthreads = 16;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            dev = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc)
+            cthreads = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T]\n");
+            return 2;
+        }
+    }
+    char b1[32], b2[64];
+    /* 1. ceilings and kernel-only */
+    struct ga_cuda_kbench kb = { .nmetrics = 4096, .npoints_per_metric = quick ? 1024 : 16384,
+                                 .step_ns = 10 * NS, .gran_ns = 300 * NS, .repeat = 10 };
+    int rc = ga_cuda_kernel_bench(dev, &kb);
+    if (rc) {
+        fprintf(stderr, "bench_gpu: kernel bench: %s\n", ga_strerror(rc));
+        return rc == GA_ENOGPU ? 77 : 1;
+    }
+    double N = (double)(kb.nmetrics * kb.npoints_per_metric);
+    double floor_pps = kb.d2d_gbps * 1e9 / 16.0;
+    printf("d2d_gbps=%.1f h2d_gbps=%.1f floor_points_per_s=%.3g buckets=%" PRIu64 " checked=%d\n",
+           kb.d2d_gbps, kb.h2d_gbps, floor_pps, kb.buckets, kb.checked);
+    struct { const char *what; double s; const char *goal; double gpps; } kr[] = {
+        { "kernel: basic (count,sum,mean,min,max,first,last,std)", kb.basic_s, ">= 100 G/s", 100e9 },
+        { "kernel: sum", kb.sum_s, "", 0 },
+        { "kernel: median + 90pct", kb.sort_s, ">= 5 G/s", 5e9 },
+        { "kernel: rate:mean,sum,std,max", kb.rate_s, "", 0 },
+    };
+    for (int i = 0; i < 4; i++) {
+        double pps = N / kr[i].s;
+        char what[96], goal[32];
+        snprintf(what, sizeof what, "%s, %.0fM points, %.0f pts/bucket", kr[i].what, N / 1e6,
+                 N / (double)kb.buckets);
+        snprintf(b2, sizeof b2, "%.0f%% of floor (16 B/pt at d2d)", 100.0 * pps / floor_pps);
+        snprintf(goal, sizeof goal, "%s%s", kr[i].goal,
+                 kr[i].gpps ? (pps >= kr[i].gpps ? " ok" : " MISSED") : "");
+        add_row(what, pps, b2, goal);
+        printf("kernel_%d seconds=%.6f points_per_s=%.4g\n", i, kr[i].s, pps);
+    }
+    struct ga_cuda_kbench ref = { .nmetrics = 1, .npoints_per_metric = 6291456, .step_ns = 5 * NS,
+                                  .gran_ns = 35 * NS, .repeat = 20 };
+    rc = ga_cuda_kernel_bench(dev, &ref);
+    if (rc) {
+        fprintf(stderr, "bench_gpu: reference kernel bench: %s\n", ga_strerror(rc));
+        return 1;
+    }
+    snprintf(b2, sizeof b2, "%.3f ms (published: 10.4 ms, older GPU)", ref.sum_s * 1e3);
+    add_row("reference, kernel: 6,291,456 pts, 5 s -> 35 s, sum", 6291456.0 / ref.sum_s, b2, "");
+
+    /* 2. pipeline, GPU and CPU backends on the same batches */
+    uint32_t nmet = 10000;
+    size_t bn = quick ? 400000 : 4000000;
+    int nb = quick ? 3 : 6;
+    struct load l;
+    if (make_load(&l, bn, nb, nmet, 10 * NS)) {
+        fprintf(stderr, "bench_gpu: out of memory\n");
+        return 1;
+    }
+    static const char *const basic[] = { "mean", "sum", "min", "max", "count", "first", "last", "std" };
+    static const char *const srt[] = { "median", "90pct" };
+    static const char *const rate[] = { "rate:mean" };
+    struct { const char *name; const char *const *ms; int nm; } sets[] = {
+        { "basic", basic, 8 }, { "median+90pct", srt, 2 }, { "rate:mean", rate, 1 },
+    };
+    int64_t grans[] = { 60 * NS, 3600 * NS };
+    double pts_timed = (double)bn * (nb - 1);
+    for (int s = 0; s < 3; s++) {
+        struct ga_policy p;
+        policy(&p, grans, 2, sets[s].ms, sets[s].nm);
+        struct ga_backend *g = NULL, *c = NULL;
+        double sg = 0, sc = 0;
+        uint64_t ag = 0, ac = 0;
+        rc = ga_cuda_backend_open(&g, dev, NULL);
+        if (!rc)
+            rc = run_feed(g, &l, nmet, &p, &sg, &ag);
+        struct ga_cuda_feed_stats st = { 0 };
+        if (!rc)
+            ga_cuda_backend_stats(g, &st);
+        if (g)
+            g->ops->close(g);
+        if (rc) {
+            fprintf(stderr, "bench_gpu: gpu feed: %s\n", ga_strerror(rc));
+            return 1;
+        }
+        rc = ga_cpu_backend_open(&c, cthreads);
+        if (!rc)
+            rc = run_feed(c, &l, nmet, &p, &sc, &ac);
+        if (c)
+            c->ops->close(c);
+        if (rc) {
+            fprintf(stderr, "bench_gpu: cpu feed: %s\n", ga_strerror(rc));
+            return 1;
+        }
+        printf("pipeline set=%s batch=%zu metrics=%u gpu_s=%.4f cpu_s=%.4f gpu_aggs=%" PRIu64
+               " cpu_aggs=%" PRIu64 " last_feed: upload=%.4f sort=%.4f merge=%.4f buckets=%.4f "
+               "rebuild=%.4f download=%.4f total=%.4f pool=%" PRIu64 "\n",
+               sets[s].name, bn, nmet, sg, sc, ag, ac, st.upload_s, st.sort_s, st.merge_s,
+               st.buckets_s, st.rebuild_s, st.download_s, st.total_s, st.pool_points);
+        char what[96], goal[32];
+        double pps = pts_timed / sg;
+        snprintf(what, sizeof what, "pipeline feed(): %s, %zuM-point batches, 10k metrics, 60 s + 1 h",
+                 sets[s].name, bn / 1000000);
+        snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); %.1fx CPU", 100.0 * pps * 20 / (kb.h2d_gbps * 1e9),
+                 sc / sg);
+        snprintf(goal, sizeof goal, ">= 90%% H2D%s", pps * 20 >= 0.9 * kb.h2d_gbps * 1e9 ? " ok" : " MISSED");
+        add_row(what, pps, b2, goal);
+        snprintf(what, sizeof what, "CPU backend, %d threads: %s, same batches", cthreads, sets[s].name);
+        add_row(what, pts_timed / sc, ag == ac ? "same row count as GPU" : "ROW COUNT DIFFERS", "");
+    }
+    free_load(&l);
+
+    /* 3. the reference case through feed(): one metric, one batch */
+    {
+        size_t n = 6291456;
+        struct load r;
+        if (make_load(&r, n, 1, 1, 5 * NS)) {
+            fprintf(stderr, "bench_gpu: out of memory\n");
+            return 1;
+        }
+        static const char *const sum[] = { "sum" };
+        int64_t g35 = 35 * NS;
+        struct ga_policy p;
+        policy(&p, &g35, 1, sum, 1);
+        double t[2];
+        for (int side = 0; side < 2; side++) {
+            struct ga_backend *b = NULL;
+            rc = side ? ga_cpu_backend_open(&b, cthreads) : ga_cuda_backend_open(&b, dev, NULL);
+            double best = 1e9;
+            for (int rep = 0; rc == 0 && rep < 4; rep++) {
+                struct ga_result res = { 0 };
+                struct ga_points pts = { n, r.mid[0], r.ts[0], r.val[0] };
+                rc = b->ops->metric_add(b, 0, &p);
+                double t0 = now_s();
+                if (!rc)
+                    rc = b->ops->feed(b, &pts, &res);
+                double dt = now_s() - t0;
+                if (rep && dt < best)
+                    best = dt;            /* rep 0 warms up (allocations) */
+                b->ops->metric_drop(b, 0);
+                ga_result_free(&res);
+            }
+            if (b)
+                b->ops->close(b);
+            if (rc) {
+                fprintf(stderr, "bench_gpu: reference feed: %s\n", ga_strerror(rc));
+                return 1;
+            }
+            t[side] = best;
+        }
+        snprintf(b2, sizeof b2, "%.2f ms; CPU %d threads %.2f ms", t[0] * 1e3, cthreads, t[1] * 1e3);
+        add_row("reference, feed(): 6,291,456 pts, 5 s -> 35 s, sum", (double)n / t[0], b2, "");
+        free_load(&r);
+    }
+
+    printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s; kernel check: %s\n\n",
+           kb.d2d_gbps, kb.h2d_gbps, kb.checked ? "ok" : "FAILED");
+    printf("| measurement | points/s | against | goal |\n|---|---|---|---|\n");
+    for (int i = 0; i < nrows; i++)
+        printf("| %s | %s | %s | %s |\n", rows[i].what, human(rows[i].pps, b1), rows[i].vs, rows[i].goal);
+    return kb.checked ? 0 : 1;
+}

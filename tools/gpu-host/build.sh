@@ -1,0 +1,31 @@
+#!/bin/sh
+# Build the GPU test and benchmark binaries as self-contained programs for a
+# GPU host that lacks libuv / msgpack / libpq (the lent H100 has only the
+# CUDA toolkit): only the objects they need, the CUDA runtime linked
+# statically.  Run here (where nvcc and the build deps are), carry
+# build-gpu/ to the GPU host, run tools/gpu-host/gpu_check.sh there.
+#   tools/gpu-host/build.sh            -> build-gpu/{test_cuda_backend,bench_gpu}
+set -eu
+cd "$(dirname "$0")/../.."
+make -s build/libgpuagg.a build/obj/tests/unit/harness.o build/obj/tests/unit/test_cuda_backend.o \
+     build/obj/tools/bench/bench_gpu.o >/dev/null
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+CUDA_HOME=${NVCC%/bin/nvcc}
+OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_cpu_pool.o
+     build/obj/gpu/agg_cpu_regroup.o build/obj/gpu/agg_cpu_window.o build/obj/gpu/engine.o
+     build/obj/gpu/policy.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
+     build/obj/gpu/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_feed.o
+     build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o
+     build/obj/daemon/log.o"
+LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm"
+mkdir -p build-gpu
+cc -o build-gpu/test_cuda_backend build/obj/tests/unit/test_cuda_backend.o build/obj/tests/unit/harness.o $OBJ $LIBS
+cc -o build-gpu/bench_gpu build/obj/tools/bench/bench_gpu.o $OBJ $LIBS
+for b in build-gpu/test_cuda_backend build-gpu/bench_gpu; do
+    if ldd "$b" | grep -Eq 'libuv|libpq|msgpack|libcudart'; then
+        echo "build.sh: $b links a library the GPU host lacks:" >&2
+        ldd "$b" >&2
+        exit 1
+    fi
+done
+ls -l build-gpu
