@@ -176,11 +176,16 @@ static void close_loop_handles(struct ga_daemon *d)
 }
 
 /* Ingest has answered what it could and closed its connections: finish
- * the journal, aggregate and commit everything accepted, then stop. */
-static void on_ingest_drained(void *ctx)
+ * the journal, aggregate and commit everything accepted, then stop.  Runs
+ * from a timer, outside the ingest's own callbacks. */
+static void drain_rest(uv_timer_t *t)
 {
-    struct ga_daemon *d = ctx;
-    d->ingest = NULL;
+    struct ga_daemon *d = t->data;
+    uv_close((uv_handle_t *)t, (uv_close_cb)free);
+    if (d->ingest_stopped) {
+        ga_ingest_free(d->ingest_stopped);
+        d->ingest_stopped = NULL;
+    }
     if (d->pipeline) {
         pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
         ew_stop(d->worker, DRAIN_STORAGE_MS);
@@ -193,6 +198,23 @@ static void on_ingest_drained(void *ctx)
         d->journal = NULL;
     }
     close_loop_handles(d);
+}
+
+static void on_ingest_drained(void *ctx)
+{
+    struct ga_daemon *d = ctx;
+    d->ingest_stopped = d->ingest;
+    d->ingest = NULL;                    /* no more acks to route */
+    uv_timer_t *t = malloc(sizeof *t);
+    if (!t) {
+        ga_log(GA_LOG_ERROR, "drain_oom", "msg=\"exiting without the final commit; the journal "
+               "keeps everything\"");
+        close_loop_handles(d);
+        return;
+    }
+    uv_timer_init(d->loop, t);
+    t->data = d;
+    uv_timer_start(t, drain_rest, 0, 0);
 }
 
 void ga_daemon_shutdown(struct ga_daemon *d, const char *why)

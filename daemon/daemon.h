@@ -51,6 +51,7 @@ struct ga_daemon {
     struct jnl *journal;
     struct ga_pipeline *pipeline;
     struct ga_ingest *ingest;
+    struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;
     struct pgq *query;                   /* read queries of the control ops; blocking */
 

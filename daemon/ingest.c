@@ -639,7 +639,7 @@ void ic_check_stopped(struct ga_ingest *g)
     }
     if (g->stopping == 2 && !g->conns && g->open_handles == 0) {
         g->stopping = 3;
-        g->stop_done(g->stop_ctx);
+        g->stop_done(g->stop_ctx);     /* the owner frees g later: we are in its callbacks */
     }
 }
 
@@ -660,6 +660,11 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
     for (struct ic_conn *c = g->conns; c; c = c->next)
         conn_update_reading(c);
     ic_check_stopped(g);
+}
+
+void ga_ingest_free(struct ga_ingest *g)
+{
+    free(g);
 }
 
 void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st)

@@ -39,6 +39,8 @@ void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn);
 /* Drain: stop accepting and reading; once every batch in flight has been
  * acked (or deadline_ms passed), close connections and call done(ctx). */
 void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx), void *ctx);
+/* Free a stopped ingest (after done ran, outside the ingest's callbacks). */
+void ga_ingest_free(struct ga_ingest *g);
 void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
 /* Bound ports (for "port 0" configs), 0 when the listener is off. */
 int ga_ingest_tcp_port(const struct ga_ingest *g);
