@@ -1,0 +1,32 @@
+/* jb_par.h — the CPU references' parallel loop (apd, gf820): pthreads over
+ * independent items, dynamic scheduling, a progress/cancel callback between
+ * rounds. */
+#ifndef GA_JB_PAR_H
+#define GA_JB_PAR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Progress/cancel callback of the job kernels: called between chunks of
+ * work with the items done so far and the total; return nonzero to cancel
+ * (the job then returns GA_ECANCELED). */
+typedef int (*jb_progress_fn)(void *ud, size_t done, size_t total);
+
+/* Calls body(ctx, i, worker) once for every i in [0, n), on `threads`
+ * workers (the calling thread is worker 0; worker < threads), items handed
+ * out one at a time in increasing order, in rounds of `round` items (0: all
+ * at once).  After each round cb(ud, done, n) when cb is non-NULL.
+ * Returns 0, GA_ECANCELED when cb asked to stop (the rest is not run), or
+ * GA_EINVAL for threads < 1.  If a thread cannot be started the round runs
+ * on fewer workers. */
+int jb_parallel_for(size_t n, int threads, size_t round, void (*body)(void *ctx, size_t i, int worker),
+                    void *ctx, jb_progress_fn cb, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
