@@ -23,6 +23,7 @@ sed -e "s|/run/gpuaggd|$run|g" \
     -e "s|conninfo: .*|conninfo: \"$conninfo\"|" \
     -e "s|\"127.0.0.1:4951\"|\"127.0.0.1:0\"|" \
     -e "s|\"127.0.0.1:4952\"|\"127.0.0.1:0\"|" \
+    -e "s|^default_archive_policy: .*|default_archive_policy: low|" \
     etc/gpuaggd.yaml > "$cfg"
 "$bin/gpuaggd" --check-config "$cfg"
 
@@ -39,10 +40,34 @@ echo "== gpuaggd (log: $var/log/gpuaggd.log)"
 "$bin/gpuaggd" --config "$cfg" 2>>"$var/log/gpuaggd.log" || {
     echo "gpuaggd failed to start:"; tail -n 20 "$var/log/gpuaggd.log"; exit 1; }
 
-# Wait for the storage connection to come up (it retries in the background).
+# Wait for the engine to have loaded its state from PostgreSQL (it retries
+# in the background; ingest acknowledges into the journal meanwhile).
+engine_state() {
+    $ctl --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["engine"]["state"])'
+}
 i=0
-until $ctl --json status | grep -q '"state": *"connected"' || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+until [ "$(engine_state)" = running ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
 
 echo "== gpuaggctl status"
 $ctl status
+
+# The demo workload: 200 metrics, one point every 10 s each, the last
+# 3 hours, pushed through the ingest socket in the columnar form.
+echo "== demo workload: gpuagg-load, 216,000 points over 200 metrics, 10 s apart"
+"$bin/gpuagg-load" --connect "$run/ingest.sock" --connections 2 --metrics 200 \
+    --points 216000 --batch 5000 --points-per-metric 25 --step 10s \
+    --start "$(( ($(date +%s) - 3 * 3600) * 1000000000 ))" --prefix demo.vm --seed 7
+echo "== gpuaggctl flush"
+$ctl flush
+echo "== gpuaggctl metrics (first 5)"
+$ctl metrics | head -n 6
+echo "== gpuaggctl query demo.vm0 --granularity 300 --method mean (last 6 buckets)"
+$ctl query demo.vm0 --granularity 300 --method mean | tail -n 6
+echo "== the same in SQL (view gpuagg_measures, as Grafana reads it)"
+psql_q="SELECT time, method, value FROM gpuagg_measures WHERE metric = 'demo.vm0' AND granularity_s = 300 AND method IN ('max', 'count') ORDER BY time DESC, method LIMIT 4"
+if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- psql -h "$var/pg/sock" -d gpuagg -c "$psql_q"
+else
+    psql -h "$var/pg/sock" -d gpuagg -c "$psql_q"
+fi
 echo "== stopping"
