@@ -38,6 +38,12 @@ struct ga_cuda_opts {
  * (a CUDA call failed while setting up), GA_ENOMEM or GA_EINVAL. */
 int ga_cuda_backend_open(struct ga_backend **out, int device, const struct ga_cuda_opts *o);
 
+/* Page-locked host memory for batches: feed() DMAs straight from a batch
+ * whose three arrays lie in such memory (no staging copy).  0 or GA_ENOMEM
+ * (also when no GPU can pin it); free with ga_cuda_host_free(). */
+int ga_cuda_host_alloc(void **p, size_t bytes);
+void ga_cuda_host_free(void *p);
+
 /* Feed statistics of a CUDA backend, for status and benchmarks: seconds
  * spent in each stage of the last feed (host wall clock between syncs). */
 struct ga_cuda_feed_stats {

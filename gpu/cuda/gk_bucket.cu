@@ -123,36 +123,75 @@ struct gather_f {
     }
 };
 
+// Rows of task i; point j of the merged windows (absolute index into m_val)
+// is base[j - base_lo].
 struct rows_f {
     gk_view v;
     const gk_task *tasks;
-    size_t t0;
     const uint64_t *off;
     const double *sorted;
     struct ga_agg *rows;
-    __host__ __device__ void operator()(size_t j) const
+    __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
     {
-        size_t i = t0 + j;
         const gk_task &tk = tasks[i];
         uint32_t slot = v.tslot[tk.t];
         const struct agg_pol *pol = &v.pols[v.slot_pol[slot]];
         const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
         int64_t g = pol->p.defs[tk.d].granularity_ns, span = pol->p.defs[tk.d].timespan_ns;
-        const double *val = v.m_val + v.m_off[tk.t];
+        uint64_t m0 = v.m_off[tk.t];   // indexes stay >= base_lo: no pointer leaves the buffer
         uint32_t metric = v.slot_id[slot];
         struct ga_agg *r = rows + tk.row_off;
         uint64_t nr = 0;
         if (tk.plain && pol->nplain)
-            nr += bucket(plain_x{ val + tk.lo }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
+            nr += bucket(plain_x{ base + (m0 + tk.lo - base_lo) }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
                          pol->nplain, pol->plain_need, sorted + off[2 * i], metric, g, tk.b,
                          gk_allowed(tk.b, c.last_std, span), gk_allowed(tk.b, c.last_plain, span), r);
         uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
         if (pol->nrate && dlo < tk.hi)
-            bucket(rate_x{ val + dlo }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
+            bucket(rate_x{ base + (m0 + dlo - base_lo) }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
                    pol->rate_need, sorted + off[2 * i + 1], metric, g, tk.b,
                    gk_allowed(tk.b, c.last_rstd, span), gk_allowed(tk.b, c.last_rate, span), r + nr);
     }
+    __host__ __device__ void operator()(size_t i) const { run(i, v.m_val, 0); }
 };
+
+// The GPU version: a block's 256 tasks usually cover one short stretch of
+// the merged windows; the block loads that stretch once, coalesced, into
+// shared memory, and each thread then reads its bucket from there (one
+// thread a bucket keeps the CPU's left-to-right sums).  A stretch longer
+// than the buffer (big buckets) is read from global memory directly.
+#define STAGE_CAP 4096
+
+__global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, size_t t1)
+{
+    __shared__ double sv[STAGE_CAP];
+    __shared__ unsigned long long lo_s, hi_s;
+    size_t i = t0 + blockIdx.x * (size_t)GK_THREADS + threadIdx.x;
+    if (threadIdx.x == 0) {
+        lo_s = ~0ULL;
+        hi_s = 0;
+    }
+    __syncthreads();
+    if (i < t1) {
+        const gk_task &tk = fn.tasks[i];
+        uint64_t m0 = fn.v.m_off[tk.t];
+        atomicMin(&lo_s, (unsigned long long)(m0 + (tk.lo ? tk.lo - 1 : 0)));
+        atomicMax(&hi_s, (unsigned long long)(m0 + tk.hi));
+    }
+    __syncthreads();
+    uint64_t lo = lo_s, hi = hi_s;
+    int staged = hi > lo && hi - lo <= STAGE_CAP;
+    if (staged)
+        for (uint64_t k = threadIdx.x; k < hi - lo; k += GK_THREADS)
+            sv[k] = fn.v.m_val[lo + k];
+    __syncthreads();
+    if (i < t1) {
+        if (staged)
+            fn.run(i, sv, lo);
+        else
+            fn.run(i, fn.v.m_val, 0);
+    }
+}
 
 } // namespace
 
@@ -171,5 +210,16 @@ int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t 
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows)
 {
-    return gk_for(x, t1 - t0, rows_f{ *v, tasks, t0, sortoff, sorted, rows });
+    rows_f fn{ *v, tasks, sortoff, sorted, rows };
+    if (t1 <= t0)
+        return 0;
+    if (x->emu) {
+        for (size_t i = t0; i < t1; i++)
+            fn(i);
+        return 0;
+    }
+    size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
+    rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
 }

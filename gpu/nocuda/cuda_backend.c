@@ -24,3 +24,15 @@ int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     (void)kb;
     return GA_ENOGPU;
 }
+
+int ga_cuda_host_alloc(void **p, size_t bytes)
+{
+    (void)bytes;
+    *p = NULL;
+    return GA_ENOMEM;
+}
+
+void ga_cuda_host_free(void *p)
+{
+    (void)p;
+}

@@ -264,8 +264,26 @@ static void test_random_vs_cpu(void)
 }
 
 /* Many metrics, big batches (several staging chunks), every method kind. */
-static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *ms, int nms)
+static void *big_alloc(size_t bytes, int pinned)
 {
+    void *p = NULL;
+    if (pinned && ga_cuda_host_alloc(&p, bytes) == 0)
+        return p;                  /* page-locked: feed() DMAs straight from it */
+    return malloc(bytes);
+}
+
+static void big_free(void *p, int pinned)
+{
+    if (pinned && !use_emu)
+        ga_cuda_host_free(p);
+    else
+        free(p);
+}
+
+static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *ms, int nms,
+                     int pinned)
+{
+    pinned = pinned && !use_emu;
     struct ga_backend *g, *c;
     CHECK_INT(open_gpu(&g), 0);
     CHECK_INT(ga_cpu_backend_open(&c, 0), 0);
@@ -278,9 +296,9 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
         CHECK_INT(g->ops->metric_add(g, m, &p), 0);
         CHECK_INT(c->ops->metric_add(c, m, &p), 0);
     }
-    uint32_t *mid = malloc(npts * sizeof *mid);
-    int64_t *ts = malloc(npts * sizeof *ts);
-    double *val = malloc(npts * sizeof *val);
+    uint32_t *mid = big_alloc(npts * sizeof *mid, pinned);
+    int64_t *ts = big_alloc(npts * sizeof *ts, pinned);
+    double *val = big_alloc(npts * sizeof *val, pinned);
     int64_t t0 = 1700000000 * SEC;
     struct ga_result rg = { 0 }, rc = { 0 };
     for (int b = 0; b < nbatch; b++) {
@@ -303,9 +321,9 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
     }
     compare_windows("big windows", g, c, ids, (int)nmet);
     free(ids);
-    free(mid);
-    free(ts);
-    free(val);
+    big_free(mid, pinned);
+    big_free(ts, pinned);
+    big_free(val, pinned);
     ga_result_free(&rg);
     ga_result_free(&rc);
     g->ops->close(g);
@@ -317,8 +335,8 @@ static void test_big_batches(void)
     static const char *const a[] = { "mean", "std", "90pct", "rate:mean", "median", "last", "count",
                                      "rate:std", "rate:50pct", "sum", "min", "max", "first" };
     size_t n = (size_t)(400000 * scale) + 1000;
-    big_case(n, 500, 3, a, 13);
-    big_case(n / 4, 20000, 2, a, 6);
+    big_case(n, 500, 3, a, 13, 1);
+    big_case(n / 4, 20000, 2, a, 6, 0);
 }
 
 /* window_put on the GPU backend then feed == feeding the CPU backend. */

@@ -49,7 +49,7 @@ static double unit(uint64_t *s) { return (double)(splitmix(s) >> 11) * (1.0 / 90
 
 struct load {
     size_t n;                     /* points a batch */
-    int nbatch;
+    int nbatch, pinned;
     uint32_t **mid;
     int64_t **ts;
     double **val;
@@ -57,10 +57,27 @@ struct load {
 
 /* nmet metrics, each a random walk every step s (jitter up to step/2),
  * per batch per metric n/nmet consecutive points, metrics interleaved. */
-static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_t step)
+static void *alloc(const struct load *l, size_t bytes)
+{
+    void *p = NULL;
+    if (l->pinned)
+        return ga_cuda_host_alloc(&p, bytes) == 0 ? p : NULL;
+    return malloc(bytes);
+}
+
+static void release(const struct load *l, void *p)
+{
+    if (l->pinned)
+        ga_cuda_host_free(p);
+    else
+        free(p);
+}
+
+static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_t step, int pinned)
 {
     l->n = n;
     l->nbatch = nbatch;
+    l->pinned = pinned;
     l->mid = calloc((size_t)nbatch, sizeof *l->mid);
     l->ts = calloc((size_t)nbatch, sizeof *l->ts);
     l->val = calloc((size_t)nbatch, sizeof *l->val);
@@ -70,9 +87,9 @@ static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_
     uint64_t rng = 7;
     size_t per = n / nmet;
     for (int b = 0; b < nbatch; b++) {
-        l->mid[b] = malloc(n * sizeof **l->mid);
-        l->ts[b] = malloc(n * sizeof **l->ts);
-        l->val[b] = malloc(n * sizeof **l->val);
+        l->mid[b] = alloc(l, n * sizeof **l->mid);
+        l->ts[b] = alloc(l, n * sizeof **l->ts);
+        l->val[b] = alloc(l, n * sizeof **l->val);
         if (!l->mid[b] || !l->ts[b] || !l->val[b])
             return GA_ENOMEM;
         for (size_t j = 0; j < n; j++) {
@@ -92,9 +109,9 @@ static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_
 static void free_load(struct load *l)
 {
     for (int b = 0; b < l->nbatch; b++) {
-        free(l->mid[b]);
-        free(l->ts[b]);
-        free(l->val[b]);
+        release(l, l->mid[b]);
+        release(l, l->ts[b]);
+        release(l, l->val[b]);
     }
     free(l->mid);
     free(l->ts);
@@ -231,8 +248,8 @@ int main(int argc, char **argv)
     uint32_t nmet = 10000;
     size_t bn = quick ? 400000 : 4000000;
     int nb = quick ? 3 : 6;
-    struct load l;
-    if (make_load(&l, bn, nb, nmet, 10 * NS)) {
+    struct load l, lp;
+    if (make_load(&l, bn, nb, nmet, 10 * NS, 1) || make_load(&lp, bn, nb, nmet, 10 * NS, 0)) {
         fprintf(stderr, "bench_gpu: out of memory\n");
         return 1;
     }
@@ -278,7 +295,7 @@ int main(int argc, char **argv)
                st.buckets_s, st.rebuild_s, st.download_s, st.total_s, st.pool_points);
         char what[96], goal[32];
         double pps = pts_timed / sg;
-        snprintf(what, sizeof what, "pipeline feed(): %s, %zuM-point batches, 10k metrics, 60 s + 1 h",
+        snprintf(what, sizeof what, "pipeline feed(), pinned input: %s, %zuM-pt batches, 10k metrics, 60 s + 1 h",
                  sets[s].name, bn / 1000000);
         snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); %.1fx CPU", 100.0 * pps * 20 / (kb.h2d_gbps * 1e9),
                  sc / sg);
@@ -286,14 +303,31 @@ int main(int argc, char **argv)
         add_row(what, pps, b2, goal);
         snprintf(what, sizeof what, "CPU backend, %d threads: %s, same batches", cthreads, sets[s].name);
         add_row(what, pts_timed / sc, ag == ac ? "same row count as GPU" : "ROW COUNT DIFFERS", "");
+        if (s == 0) {             /* the same from pageable memory (staged through the ring) */
+            double sp = 0;
+            uint64_t ap = 0;
+            rc = ga_cuda_backend_open(&g, dev, NULL);
+            if (!rc)
+                rc = run_feed(g, &lp, nmet, &p, &sp, &ap);
+            if (g)
+                g->ops->close(g);
+            if (rc) {
+                fprintf(stderr, "bench_gpu: gpu feed (pageable): %s\n", ga_strerror(rc));
+                return 1;
+            }
+            snprintf(what, sizeof what, "pipeline feed(), pageable input: %s, same batches", sets[s].name);
+            snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt)", 100.0 * pts_timed / sp * 20 / (kb.h2d_gbps * 1e9));
+            add_row(what, pts_timed / sp, b2, "");
+        }
     }
     free_load(&l);
+    free_load(&lp);
 
     /* 3. the reference case through feed(): one metric, one batch */
     {
         size_t n = 6291456;
         struct load r;
-        if (make_load(&r, n, 1, 1, 5 * NS)) {
+        if (make_load(&r, n, 1, 1, 5 * NS, 1)) {
             fprintf(stderr, "bench_gpu: out of memory\n");
             return 1;
         }
