@@ -1,5 +1,5 @@
 /* csv_points.c — reading and writing the resample CSV (see csv_points.h). */
-#include "tools/gpuaggctl/csv_points.h"
+#include "proto/csv_points.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* csv_points.h — the point CSV of `gpuaggctl resample --local`.
+/* csv_points.h — the point CSV of `gpuaggctl resample` and the resample job.
  *
  * Input: a header line `metric,timestamp,value`, then one point a line.
  *   metric     any text; a field starting with '"' is RFC 4180-quoted ("" for

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "tools/gpuaggctl/csv_points.c"
+#include "proto/csv_points.h"
 #include "tools/gpuaggctl/resample.c"
 
 #define SEC 1000000000LL
