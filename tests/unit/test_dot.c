@@ -171,7 +171,7 @@ static void test_gpu_vs_cpu(void)
         for (int dt = 0; dt < 2; dt++) {
             gpu_case(dt, sizes[s], 0);
             if (sizes[s] % 3 == 1)
-                gpu_case(dt, sizes[s], 1);   /* misaligned: scalar path */
+                gpu_case(dt, sizes[s], 1);   /* odd host offset (copied to an aligned device buffer) */
         }
     gpu_case(GA_DOT_F32, 5000011, 1);
     gpu_case(GA_DOT_F64, 5000011, 1);

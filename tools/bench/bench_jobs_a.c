@@ -1,0 +1,174 @@
+/* bench_jobs_a.c — GPU benchmarks of the dot, Black-Scholes and k-means jobs,
+ * each against its baseline in the same run (docs/PERFORMANCE.md, "Jobs: dot,
+ * Black-Scholes, k-means").
+ *
+ *   bench_jobs_a [--only dot|bs|kmeans] [--reps N] [--quick]
+ *                [--centres FILE]    write the k-means GPU centres (for the
+ *                                    PyTorch comparison, tests/gpu/)
+ *                [--no-cpu]          skip the k-means CPU reference run
+ *
+ * dot: n = 2^20..2^28, float32 and float64; ours vs cuBLAS (dlopen) vs the
+ *      device-to-device copy ceiling.  bs: 4M options, ours vs an SDK-style
+ *      kernel.  kmeans: {256 MB, 2 coords, 16 clusters, 10 loops}, GPU loop
+ *      time and the 16-core CPU reference, centres compared bit for bit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <math.h>
+
+#include "gpu/jobs/blackscholes.h"
+#include "gpu/jobs/dot.h"
+#include "gpu/jobs/kmeans.h"
+#include "proto/ga_err.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int bench_dot(int reps, int quick, char *summary, size_t sl)
+{
+    char err[256];
+    printf("\n== dot: ours vs cuBLAS, GB/s = bytes read / time; copy = D2D memcpy, read + written ==\n");
+    printf("%-4s %-6s %9s %9s %9s %8s %8s %8s %7s %10s %10s\n", "type", "n", "ours_us", "cublas_us", "copy_us",
+           "ours_GBs", "cubl_GBs", "copy_GBs", "ours/cb", "rel_ours", "rel_cublas");
+    double ratio26[2] = { 0, 0 };
+    for (int dt = 0; dt < 2; dt++)
+        for (int e = 20; e <= 28; e += quick ? 4 : 2) {
+            struct ga_dot_bench b;
+            int rc = ga_dot_bench_run(0, dt, (int64_t)1 << e, reps, 256, &b, err, sizeof err);
+            if (rc) {
+                printf("dot %s 2^%d: %s (%s)\n", dt ? "f64" : "f32", e, ga_errname(rc), err);
+                return rc;
+            }
+            double ratio = b.cublas_ms > 0 ? b.cublas_ms / b.ours_ms : 0;
+            double scale = fabs(b.ref_val) > 0 ? fabs(b.ref_val) : 1;
+            printf("%-4s 2^%-4d %9.1f %9.1f %9.1f %8.0f %8.0f %8.0f %7.3f %10.2e %10.2e\n", dt ? "f64" : "f32", e,
+                   b.ours_ms * 1e3, b.cublas_ms * 1e3, b.copy_ms * 1e3, b.ours_gbs, b.cublas_gbs, b.copy_gbs, ratio,
+                   fabs(b.ours_val - b.ref_val) / scale, b.cublas_ms > 0 ? fabs(b.cublas_val - b.ref_val) / scale : 0);
+            if (e == 26 || (quick && e == 24))
+                ratio26[dt] = ratio;
+        }
+    if (!quick)
+        for (int blk = 128; blk <= 1024; blk *= 2) {
+            struct ga_dot_bench b;
+            if (ga_dot_bench_run(0, GA_DOT_F32, (int64_t)1 << 26, reps, blk, &b, err, sizeof err) == 0)
+                printf("dot f32 2^26 block %4d: %.1f us, %.0f GB/s (cuBLAS %.1f us)\n", blk, b.ours_ms * 1e3,
+                       b.ours_gbs, b.cublas_ms * 1e3);
+        }
+    snprintf(summary, sl, "dot   2^26 ours/cuBLAS speed: f32 %.3f, f64 %.3f (goal >= 0.95)", ratio26[0], ratio26[1]);
+    return 0;
+}
+
+static int bench_bs(int reps, char *summary, size_t sl)
+{
+    char err[256];
+    struct ga_bs_bench b;
+    int rc = ga_bs_bench_run(0, GA_BS_N_DEFAULT, reps, &b, err, sizeof err);
+    printf("\n== blackscholes: 4M options, 20 bytes per option ==\n");
+    if (rc) {
+        printf("blackscholes: %s (%s)\n", ga_errname(rc), err);
+        return rc;
+    }
+    printf("%-10s %9s %9s %10s %10s\n", "kernel", "us", "GB/s", "Gopt/s", "L1");
+    printf("%-10s %9.1f %9.0f %10.2f %10.2e\n", "ours", b.ours_ms * 1e3, b.ours_gbs, b.ours_gopts, b.ours_l1);
+    printf("%-10s %9.1f %9.0f %10.2f %10.2e\n", "sdk-style", b.sdk_ms * 1e3, b.sdk_gbs, b.sdk_gopts, b.sdk_l1);
+    snprintf(summary, sl, "bs    ours %.0f GB/s %.2f Gopt/s, sdk-style %.0f GB/s (ratio %.3f), L1 %.1e", b.ours_gbs,
+             b.ours_gopts, b.sdk_gbs, b.sdk_ms / b.ours_ms, b.ours_l1);
+    return 0;
+}
+
+static int bench_kmeans(int reps, int cpu, const char *centres_file, char *summary, size_t sl)
+{
+    char err[256];
+    struct ga_kmeans_params p;
+    ga_kmeans_params_default(&p);
+    p.coords = 2;
+    p.k = 16;
+    p.nobjs = ga_kmeans_lab_nobjs(256, 2);
+    p.max_loops = 10;
+    p.threshold = 0.001;
+    struct ga_kmeans_bench b;
+    double gc[32], cc[32];
+    printf("\n== kmeans: {256 MB, 2 coords, 16 clusters, 10 loops} = %lld objects ==\n", (long long)p.nobjs);
+    int rc = ga_kmeans_bench_run(0, &p, reps, &b, gc, err, sizeof err);
+    if (rc) {
+        printf("kmeans: %s (%s)\n", ga_errname(rc), err);
+        return rc;
+    }
+    printf("gpu: %d loops in %.3f ms (%.3f ms/loop, %s path), final delta %.6g; generate %.2f ms, "
+           "load from host (copy+transpose) %.1f ms\n", b.loops, b.iter_ms, b.per_iter_ms,
+           b.fast_path ? "register" : "generic", b.delta, b.gen_ms, b.load_ms);
+    if (centres_file) {
+        FILE *f = fopen(centres_file, "w");
+        if (f) {
+            fprintf(f, "%d %.17g\n", b.loops, b.delta);
+            for (int q = 0; q < 32; q++)
+                fprintf(f, "%.17g\n", gc[q]);
+            fclose(f);
+        }
+    }
+    char cpu_s[160] = "cpu reference not run";
+    if (cpu) {
+        double *o = malloc(sizeof(double) * p.nobjs * 2);
+        if (!o)
+            return GA_ENOMEM;
+        ga_kmeans_generate(o, p.nobjs, 2);
+        struct ga_kmeans_result r = { cc, NULL, 0, 0 };
+        double t0 = now_ms();
+        rc = ga_kmeans_cpu(&p, o, &r, 0, NULL, NULL, err, sizeof err);
+        double ms = now_ms() - t0;
+        free(o);
+        if (rc) {
+            printf("kmeans cpu: %s (%s)\n", ga_errname(rc), err);
+            return rc;
+        }
+        int same = r.loops == b.loops && memcmp(cc, gc, sizeof cc) == 0;
+        printf("cpu (all cores): %d loops in %.1f ms, delta %.6g; centres %s the GPU's\n", r.loops, ms, r.delta,
+               same ? "bit-identical to" : "DIFFER from");
+        snprintf(cpu_s, sizeof cpu_s, "cpu %.0f ms, centres %s", ms, same ? "identical" : "DIFFER");
+    }
+    printf("centres (gpu):");
+    for (int c = 0; c < 16; c++)
+        printf(" (%.6f,%.6f)", gc[2 * c], gc[2 * c + 1]);
+    printf("\n");
+    snprintf(summary, sl, "kmeans gpu %.3f ms for %d loops (%.3f ms/loop), %s", b.iter_ms, b.loops, b.per_iter_ms,
+             cpu_s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL, *centres = NULL;
+    int reps = 20, quick = 0, cpu = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--centres") && i + 1 < argc)
+            centres = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--no-cpu"))
+            cpu = 0;
+        else {
+            fprintf(stderr, "usage: %s [--only dot|bs|kmeans] [--reps N] [--quick] [--centres FILE] [--no-cpu]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    char s1[256] = "", s2[256] = "", s3[256] = "";
+    int rc = 0;
+    if (!only || !strcmp(only, "dot"))
+        rc |= bench_dot(reps, quick, s1, sizeof s1);
+    if (!only || !strcmp(only, "bs"))
+        rc |= bench_bs(reps, s2, sizeof s2);
+    if (!only || !strcmp(only, "kmeans"))
+        rc |= bench_kmeans(reps < 5 ? reps : 5, cpu, centres, s3, sizeof s3);
+    printf("\n== summary ==\n%s\n%s\n%s\n", s1, s2, s3);
+    return rc ? 1 : 0;
+}

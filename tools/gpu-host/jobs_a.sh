@@ -1,0 +1,100 @@
+#!/bin/sh
+# jobs_a.sh — every GPU check and benchmark of the dot, Black-Scholes and
+# k-means jobs, in one go, on a machine with a CUDA GPU.  Logs go to $OUT
+# (default ./jobs_a_out); a short table is printed last.
+#
+#   tools/gpu-host/jobs_a.sh --build   (here, with nvcc and `make` done) link
+#                                      static binaries into build-jobs-a/
+#   tools/gpu-host/jobs_a.sh           (there) run; uses build-jobs-a/ if it
+#                                      runs, else builds with the local nvcc
+#
+# Binaries link only the job objects, proto/ga_err, daemon/log, gpu/cuda/device
+# and the static CUDA runtime: no libuv, libpq or msgpack on the GPU host.
+set -u
+cd "$(dirname "$0")/../.."
+BIN=build-jobs-a
+OUT=${OUT:-jobs_a_out}
+mkdir -p "$OUT"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+FAMILIES="dot blackscholes kmeans"
+
+link_all() {   # $1 = object dir
+    o=$1
+    jobs=""
+    for f in $FAMILIES; do
+        jobs="$jobs $o/gpu/jobs/$f.o $o/gpu/jobs/${f}_gpu.o $o/gpu/jobs/${f}_bench.o"
+    done
+    common="$jobs $o/gpu/cuda/device.o $o/proto/ga_err.o $o/daemon/log.o"
+    libs="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++"
+    mkdir -p $BIN
+    for t in $FAMILIES; do
+        cc -o $BIN/test_$t $o/tests/unit/test_$t.o $o/tests/unit/harness.o $common $libs || return 1
+    done
+    cc -o $BIN/bench_jobs_a $o/tools/bench/bench_jobs_a.o $common $libs || return 1
+}
+
+build_here() {   # from `make` objects (build/obj); only the objects needed
+    objs="build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o build/obj/daemon/log.o build/obj/tests/unit/harness.o
+          build/obj/tools/bench/bench_jobs_a.o"
+    for f in $FAMILIES; do
+        objs="$objs build/obj/gpu/jobs/$f.o build/obj/gpu/jobs/${f}_gpu.o build/obj/gpu/jobs/${f}_bench.o
+              build/obj/tests/unit/test_$f.o"
+    done
+    make -s $objs || return 1
+    link_all build/obj
+}
+
+build_there() {   # no make deps: compile the few sources directly
+    o=build-jobs-a-obj
+    CF="-O2 -std=c11 -D_GNU_SOURCE -pthread -I. -DGA_HAVE_CUDA=1 -DGA_VERSION=\"0\""
+    NF="-O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90"
+    for s in $(for f in $FAMILIES; do echo gpu/jobs/$f.c; done) proto/ga_err.c daemon/log.c tests/unit/harness.c \
+             tests/unit/test_dot.c tests/unit/test_blackscholes.c tests/unit/test_kmeans.c tools/bench/bench_jobs_a.c; do
+        mkdir -p $o/$(dirname $s); cc $CF -c $s -o $o/${s%.c}.o || return 1
+    done
+    for s in $(for f in $FAMILIES; do echo gpu/jobs/${f}_gpu.cu gpu/jobs/${f}_bench.cu; done) gpu/cuda/device.cu; do
+        mkdir -p $o/$(dirname $s); "$NVCC" $NF -c $s -o $o/${s%.cu}.o &
+    done
+    wait
+    link_all $o
+}
+
+if [ "${1:-}" = "--build" ]; then
+    build_here && ls -la $BIN
+    exit $?
+fi
+
+{
+    echo "== host"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv
+    nproc; "$NVCC" --version | tail -1
+} >"$OUT/host.log" 2>&1
+if [ ! -x $BIN/test_dot ]; then
+    echo "no carried binaries: building with $NVCC" | tee -a "$OUT/host.log"
+    build_there >>"$OUT/host.log" 2>&1 || { echo "build failed"; tail -30 "$OUT/host.log"; exit 1; }
+fi
+# cuBLAS for the dot comparison (dlopen): the toolkit's or PyTorch's wheel.
+for d in "$CUDA_HOME/lib64" $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
+    [ -e "$d/libcublas.so.13" ] || [ -e "$d/libcublas.so.12" ] || [ -e "$d/libcublas.so" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+export LD_LIBRARY_PATH GA_LOG_NO_TS=1
+
+rows=""
+for t in $FAMILIES; do
+    timeout 120 $BIN/test_$t >"$OUT/test_$t.log" 2>&1
+    rows="$rows\n$(tail -1 "$OUT/test_$t.log") (rc $?)"
+done
+timeout 150 $BIN/bench_jobs_a --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
+echo "bench rc $?" >>"$OUT/bench.log"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    PYTHONUNBUFFERED=1 timeout 90 python3 tests/gpu/kmeans_torch_jobs_a.py --centres "$OUT/kmeans_centres.txt" \
+        >"$OUT/torch.log" 2>&1
+else
+    echo "torch with CUDA not available" >"$OUT/torch.log"
+fi
+
+echo "== host"; cat "$OUT/host.log" | head -5
+echo "== GPU checks (tests)"; grep -h -E "^(kmeans gpu|blackscholes gpu)|FAIL" "$OUT"/test_*.log | head -40
+echo "== bench"; sed -n '/== dot/,$p' "$OUT/bench.log" | grep -v "^$" | head -60
+echo "== torch"; grep -v "^$" "$OUT/torch.log" | tail -5
+echo "== summary"; printf "$rows\n"; sed -n '/== summary/,$p' "$OUT/bench.log" | tail -4
