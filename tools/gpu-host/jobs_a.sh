@@ -81,13 +81,13 @@ export LD_LIBRARY_PATH GA_LOG_NO_TS=1
 
 rows=""
 for t in $FAMILIES; do
-    timeout 120 $BIN/test_$t >"$OUT/test_$t.log" 2>&1
+    timeout 40 $BIN/test_$t >"$OUT/test_$t.log" 2>&1
     rows="$rows\n$(tail -1 "$OUT/test_$t.log") (rc $?)"
 done
-timeout 150 $BIN/bench_jobs_a --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
+timeout 85 $BIN/bench_jobs_a --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
 echo "bench rc $?" >>"$OUT/bench.log"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    PYTHONUNBUFFERED=1 timeout 90 python3 tests/gpu/kmeans_torch_jobs_a.py --centres "$OUT/kmeans_centres.txt" \
+    PYTHONUNBUFFERED=1 timeout 45 python3 tests/gpu/kmeans_torch_jobs_a.py --centres "$OUT/kmeans_centres.txt" \
         >"$OUT/torch.log" 2>&1
 else
     echo "torch with CUDA not available" >"$OUT/torch.log"
