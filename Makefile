@@ -37,8 +37,9 @@ CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-# gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X.cu the
-# CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU (CUDA=0).
+# gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
+# the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
+# (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
 ifeq ($(CUDA),1)
