@@ -9,6 +9,7 @@
 
 #include "daemon/control.h"
 #include "daemon/control_ops.h"
+#include "daemon/control_ops_jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
 #include "daemon/ingest.h"
@@ -166,7 +167,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
-    msgpack_pack_map(pk, 14);
+    msgpack_pack_map(pk, 15);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -192,6 +193,8 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_kv_uint(pk, "decode_bytes_inflight", snap.in.decode_bytes_inflight);
     mp_pack_cstr(pk, "counters");
     pack_counters(d, pk);
+    mp_pack_cstr(pk, "jobs");
+    ctlj_pack_status(d, pk);
     mp_pack_kv_str(pk, "last_reload_error", d->last_reload_error);
     return 0;
 }
@@ -267,7 +270,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.partitions_created", w->partitions_created);
     KV("storage.partitions_dropped", w->partitions_dropped);
     KV("gpu.devices", d->ngpus);
-    return n;
+    return n + ctlj_pack_stats(d, pk);
 }
 
 static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
@@ -342,5 +345,10 @@ const struct ga_ctl_op ga_ctl_ops[] = {
     { "flush", ga_ctl_op_flush },
     { "metrics", ga_ctl_op_metrics },
     { "query", ga_ctl_op_query },
+    { "job.submit", ga_ctl_op_job_submit },
+    { "job.status", ga_ctl_op_job_status },
+    { "job.result", ga_ctl_op_job_result },
+    { "job.cancel", ga_ctl_op_job_cancel },
+    { "job.list", ga_ctl_op_job_list },
     { NULL, NULL },
 };

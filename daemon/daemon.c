@@ -11,6 +11,7 @@
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
 #include "daemon/ingest.h"
+#include "daemon/job_kinds.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
 #include "daemon/notify.h"
@@ -225,6 +226,7 @@ void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
     ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
     ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
     uv_signal_stop(&d->sig_hup);
+    ga_job_service_drain(d);             /* cancel jobs; the workers are joined after the loop */
     /* Stop accepting; every stage then finishes and persists what it
      * accepted: ingest (acks owed) → journal → engine → storage. */
     if (d->ingest)
@@ -251,6 +253,7 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
         pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
         if (d->worker)
             ew_reload(d->worker);
+        ga_job_service_reload(d);
         d->counters.reloads++;
         d->last_reload_error[0] = '\0';
         ga_log(GA_LOG_INFO, "reloaded", "config=%s restart_needed=%d keys=\"%s\"",
@@ -344,6 +347,13 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
         uv_run(d->loop, UV_RUN_DEFAULT);
         goto out;
     }
+    if ((rc = ga_job_service_start(d, err, sizeof err)) < 0) {
+        ga_log(GA_LOG_ERROR, "startup_failed", "error=\"%s\"", err);
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "startup failure");
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
     if ((rc = make_parent_dirs(cfg->control.socket)) < 0 ||
         (rc = ga_control_start(d, cfg->control.socket, cfg->control.mode, ga_ctl_ops,
                                &d->control, err, sizeof err)) < 0) {
@@ -381,6 +391,7 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
 
     uv_run(d->loop, UV_RUN_DEFAULT);
 out:
+    ga_job_service_stop(d);              /* the control server's threads are gone */
     pgc_stop(d->storage);
     pgq_close(d->query);                 /* the control server's threads are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)

@@ -33,6 +33,8 @@ struct ga_pipeline;
 struct ga_ingest;
 struct ga_engine_worker;
 struct pgq;
+struct ga_jobs;
+struct ctlj_waiters;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -54,6 +56,8 @@ struct ga_daemon {
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;
     struct pgq *query;                   /* read queries of the control ops; blocking */
+    struct ga_jobs *jobs;                /* the job manager (daemon/job_kinds.h) */
+    struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
 
     int ngpus;                           /* devices found, usable or not */
     struct ga_gpu_info gpus[GA_GPU_MAX];
