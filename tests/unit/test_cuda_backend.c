@@ -21,6 +21,7 @@
 
 #include "daemon/log.h"
 #include "gpu/cuda.h"
+#include "gpu/device.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
 
@@ -397,34 +398,50 @@ static void test_stats(void)
     c->ops->close(c);
 }
 
+static int gpu_mode;              /* 0 none, 1 GPU, 2 emulation */
+
+/* The open call: a GPU, or GA_ENOGPU with nothing returned. */
+static void test_open_answers(void)
+{
+    struct ga_backend *b = NULL;
+    int rc = ga_cuda_backend_open(&b, 0, NULL);
+    if (rc == 0) {
+        printf("GPU part: running on %s\n", b->label);
+        b->ops->close(b);
+        gpu_mode = 1;
+        return;
+    }
+    CHECK_INT(rc, GA_ENOGPU);
+    CHECK(b == NULL);
+    CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .ring = 1 }),
+              ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);
+    struct ga_cuda_opts o = { .emulate = 1 };
+    rc = ga_cuda_backend_open(&b, 0, &o);
+    if (rc == GA_ENOGPU) {
+        printf("GPU part skipped: no usable GPU and built without CUDA (GA_ENOGPU checked)\n");
+        return;
+    }
+    CHECK_INT(rc, 0);
+    if (rc)
+        return;
+    b->ops->close(b);
+    gpu_mode = 2;
+    printf("GPU part skipped: no usable GPU (GA_ENOGPU checked); the CUDA backend's kernels "
+           "run in host emulation against the CPU backend\n");
+}
+
 void run_tests(void)
 {
     ga_log_set_level(GA_LOG_ERROR);
     const char *sc = getenv("GA_CUDA_TEST_SCALE");
     if (sc && atof(sc) > 0)
         scale = atof(sc);
-    struct ga_backend *b = NULL;
-    int rc = ga_cuda_backend_open(&b, 0, NULL);
-    if (rc == 0) {
-        printf("GPU part: running on %s\n", b->label);
-        b->ops->close(b);
-    } else {
-        CHECK_INT(rc, GA_ENOGPU);
-        CHECK(b == NULL);
-        struct ga_cuda_opts o = { .emulate = 1 };
-        rc = ga_cuda_backend_open(&b, 0, &o);
-        if (rc == GA_ENOGPU) {
-            printf("GPU part skipped: no usable GPU and built without CUDA (GA_ENOGPU checked)\n");
-            return;
-        }
-        CHECK_INT(rc, 0);
-        if (rc)
-            return;
-        b->ops->close(b);
+    RUN(test_open_answers);
+    if (!gpu_mode)
+        return;
+    if (gpu_mode == 2) {
         use_emu = 1;
         scale *= 0.25;
-        printf("GPU part skipped: no usable GPU (GA_ENOGPU checked); the CUDA backend's kernels "
-               "run in host emulation against the CPU backend\n");
     }
     RUN(test_random_vs_cpu);
     RUN(test_big_batches);
