@@ -123,29 +123,47 @@ static void pack_journal(struct ga_daemon *d, const struct snapshot *s, msgpack_
     mp_pack_kv_uint(pk, "durable_lsn", s->jn.durable_lsn);
 }
 
-/* One entry per compute device: the CPU backend, then each GPU found. */
-static void pack_backends(struct ga_daemon *d, msgpack_packer *pk)
+/* Which engine backend (by label) serves a device, from the worker's copy. */
+static int find_backend(const struct ew_status *ew, const char *label)
 {
+    for (int i = 0; i < ew->nbackends; i++)
+        if (strcmp(ew->backends[i].label, label) == 0)
+            return i;
+    return -1;
+}
+
+/* One entry per compute device: the CPU backend, then each GPU found, with
+ * the role each plays now and the metrics it serves. */
+static void pack_backends(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+{
+    const struct ew_status *ew = &s->ew;
+    int cpu_primary = find_backend(ew, "cpu") >= 0 || ew->nbackends == 0;
     msgpack_pack_array(pk, 1 + (size_t)d->ngpus);
-    msgpack_pack_map(pk, 5);
+    msgpack_pack_map(pk, 6);
     mp_pack_kv_str(pk, "device", "cpu");
     mp_pack_kv_str(pk, "backend", "cpu");
     mp_pack_kv_str(pk, "name", "CPU reference backend");
     mp_pack_kv_int(pk, "threads", d->cpu_threads);
-    mp_pack_kv_str(pk, "state", d->ngpus ? "standby" : "active");
+    mp_pack_kv_str(pk, "state", cpu_primary ? "active" : "fallback");
+    mp_pack_kv_uint(pk, "metrics", cpu_primary && ew->nbackends ? ew->backends[0].metrics
+                                                                 : ew->fallback_metrics);
     for (int i = 0; i < d->ngpus; i++) {
         const struct ga_gpu_info *g = &d->gpus[i];
-        char dev[16];
+        char dev[16], cc[16];
         snprintf(dev, sizeof dev, "cuda:%d", g->index);
-        msgpack_pack_map(pk, 7);
+        snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+        int bi = find_backend(ew, dev);
+        const char *state = !g->usable ? "unusable"
+                            : bi < 0   ? (ew->state == EW_RUNNING ? "unused" : "starting")
+                            : ew->backends[bi].failed ? "failed (metrics moved to cpu)" : "active";
+        msgpack_pack_map(pk, 8);
         mp_pack_kv_str(pk, "device", dev);
         mp_pack_kv_str(pk, "backend", "cuda");
         mp_pack_kv_str(pk, "name", g->name);
         mp_pack_kv_uint(pk, "memory_bytes", g->mem_total);
-        char cc[16];
-        snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
         mp_pack_kv_str(pk, "compute_capability", cc);
-        mp_pack_kv_str(pk, "state", g->usable ? "detected" : "unusable");
+        mp_pack_kv_str(pk, "state", state);
+        mp_pack_kv_uint(pk, "metrics", bi >= 0 ? ew->backends[bi].metrics : 0);
         mp_pack_kv_str(pk, "why", g->why);
     }
 }
@@ -175,7 +193,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_kv_str(pk, "config", d->config_path);
     mp_pack_kv_str(pk, "gpu_error", d->gpu_error);
     mp_pack_cstr(pk, "backends");
-    pack_backends(d, pk);
+    pack_backends(d, &snap, pk);
     mp_pack_cstr(pk, "storage");
     pack_storage(&snap, pk);
     mp_pack_cstr(pk, "engine");
@@ -259,6 +277,9 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("engine.late.nonfinite", s->ew.late_nonfinite);
     KV("engine.replayed_records", s->ew.replayed_records);
     KV("engine.window_snapshots", s->ew.snapshots);
+    KV("engine.gpu_failovers", s->ew.failover.failovers);
+    KV("engine.gpu_failover_metrics_moved", s->ew.failover.metrics_moved);
+    KV("engine.gpu_failover_windows_lost", s->ew.failover.windows_lost);
     KV("storage.connected", (s->ew.have_writer ? w->state : s->pg.state) == PGC_CONNECTED);
     KV("storage.connect_attempts", s->pg.attempts);
     KV("storage.rows_committed", w->rows_committed);

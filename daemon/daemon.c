@@ -16,6 +16,7 @@
 #include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/ga_err.h"
+#include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "storage/journal.h"
 #include "storage/pg_conn.h"
@@ -108,13 +109,40 @@ static void number_fresh_journal(struct jnl *j)
         jnl_release(j, (uint64_t)(ga_now_real_ns() / 1000) * 2048);
 }
 
+/* One CUDA backend per usable GPU, metrics spread over them by hash, and
+ * the CPU backend as the fallback a failing GPU's metrics move to; without
+ * a usable GPU, the CPU backend alone. */
 static int open_engine(struct ga_daemon *d, struct ga_engine **out)
 {
-    struct ga_backend *cpu;
-    int rc = ga_cpu_backend_open(&cpu, d->cpu_threads);
-    if (rc < 0)
+    struct ga_backend *b[GA_GPU_MAX], *cpu;
+    int nb = 0, rc;
+    for (int i = 0; i < d->ngpus; i++) {
+        if (!d->gpus[i].usable)
+            continue;
+        rc = ga_cuda_backend_open(&b[nb], d->gpus[i].index, NULL);
+        if (rc == 0) {
+            nb++;
+        } else {
+            snprintf(d->gpus[i].why, sizeof d->gpus[i].why, "backend open failed: %s",
+                     ga_strerror(rc));
+            d->gpus[i].usable = 0;
+            ga_log(GA_LOG_ERROR, "gpu_backend_open", "device=%d error=\"%s\" action=cpu",
+                   d->gpus[i].index, ga_strerror(rc));
+        }
+    }
+    if ((rc = ga_cpu_backend_open(&cpu, d->cpu_threads)) < 0) {
+        for (int i = 0; i < nb; i++)
+            b[i]->ops->close(b[i]);
         return rc;
-    return ga_engine_open(out, &cpu, 1);
+    }
+    if (nb == 0)
+        return ga_engine_open(out, &cpu, 1);
+    if ((rc = ga_engine_open(out, b, nb)) < 0) {
+        cpu->ops->close(cpu);
+        return rc;
+    }
+    ga_log(GA_LOG_INFO, "engine_backends", "gpus=%d fallback=cpu", nb);
+    return ga_engine_set_fallback(*out, cpu);
 }
 
 /* Journal, pipeline, engine worker, listeners — in that order, so the
@@ -152,6 +180,24 @@ static void update_status_line(struct ga_daemon *d)
               pgc_state_name(st.state), d->ngpus);
 }
 
+/* The engine worker cannot go on (a GPU died with state we could not read
+ * back): drain and exit non-zero, so systemd restarts us and the restart
+ * rebuilds the engine from PostgreSQL and the journal. */
+static void on_housekeeping(uv_timer_t *t)
+{
+    struct ga_daemon *d = t->data;
+    if (!d->worker || d->state == GA_STATE_DRAINING)
+        return;
+    struct ew_status st;
+    ew_get_status(d->worker, &st);
+    if (st.fatal) {
+        ga_log(GA_LOG_ERROR, "engine_fatal", "reason=\"%s\" action=\"exit 1; the restart replays "
+               "the journal\"", st.fatal_reason);
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "engine state lost");
+    }
+}
+
 static void on_watchdog(uv_timer_t *t)
 {
     struct ga_daemon *d = t->data;
@@ -174,6 +220,7 @@ static void close_loop_handles(struct ga_daemon *d)
     uv_close((uv_handle_t *)&d->sig_hup, on_closed_noop);
     if (d->watchdog_usec)
         uv_close((uv_handle_t *)&d->watchdog, on_closed_noop);
+    uv_close((uv_handle_t *)&d->housekeeping, on_closed_noop);
 }
 
 /* Ingest has answered what it could and closed its connections: finish
@@ -318,6 +365,9 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     ga_log(GA_LOG_INFO, "starting", "version=%s pid=%d config=%s", GA_VERSION, (int)getpid(),
            config_path);
 
+    uv_timer_init(d->loop, &d->housekeeping);   /* first: every exit path closes it */
+    d->housekeeping.data = d;
+    uv_timer_start(&d->housekeeping, on_housekeeping, 1000, 1000);
     if ((rc = start_signals(d)) < 0) {
         ga_log(GA_LOG_ERROR, "signals", "error=\"%s\"", uv_strerror(rc));
         d->exit_code = 1;

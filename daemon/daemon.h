@@ -46,6 +46,7 @@ struct ga_daemon {
 
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t watchdog;
+    uv_timer_t housekeeping;             /* 1 s: engine health */
     uint64_t watchdog_usec;
 
     struct ga_control *control;

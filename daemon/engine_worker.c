@@ -53,7 +53,29 @@ struct ga_engine_worker {
     uint64_t processed_lsn;
     int broken;                       /* a batch was not stored: claim no more windows */
     struct ga_ratelimit late_rl;
+    uint64_t windows_lost;            /* failover windows lost so far */
 };
+
+/* Copy the engine's backend states into the status (worker thread). */
+static void publish_backends(struct ga_engine_worker *w)
+{
+    int nb = ga_engine_nbackends(w->engine);
+    struct ga_engine_failover_stats fo;
+    ga_engine_failover_stats(w->engine, &fo);
+    pthread_mutex_lock(&w->mu);
+    w->st.nbackends = nb < EW_MAX_BACKENDS ? nb : EW_MAX_BACKENDS;
+    for (int i = 0; i < w->st.nbackends; i++) {
+        const struct ga_backend *b = ga_engine_backend(w->engine, i);
+        snprintf(w->st.backends[i].label, sizeof w->st.backends[i].label, "%s", b->label);
+        w->st.backends[i].failed = ga_engine_backend_failed(w->engine, i);
+        w->st.backends[i].metrics = ga_engine_backend_metrics(w->engine, i);
+    }
+    w->st.fallback_metrics = ga_engine_backend_metrics(w->engine, -1);
+    w->st.have_fallback = fo.failovers > 0 || w->st.fallback_metrics > 0 || nb > 1 ||
+                          strncmp(w->st.backends[0].label, "cpu", 3) != 0;
+    w->st.failover = fo;
+    pthread_mutex_unlock(&w->mu);
+}
 
 const char *ew_state_name(enum ew_state s)
 {
@@ -209,6 +231,23 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     ga_result_reset(&w->res);
     if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)
         return rc;
+    struct ga_engine_failover_stats fo;
+    ga_engine_failover_stats(w->engine, &fo);
+    if (fo.failovers)
+        publish_backends(w);
+    if (fo.windows_lost > w->windows_lost) {
+        /* A GPU died with windows we could not read back: what this batch
+         * computed for those metrics is wrong.  Store nothing more; the
+         * journal keeps everything from here and a restart rebuilds the
+         * windows from PostgreSQL and the journal. */
+        w->windows_lost = fo.windows_lost;
+        pthread_mutex_lock(&w->mu);
+        w->st.fatal = 1;
+        snprintf(w->st.fatal_reason, sizeof w->st.fatal_reason, "GPU failed and %llu metric "
+                 "windows could not be read back", (unsigned long long)fo.windows_lost);
+        pthread_mutex_unlock(&w->mu);
+        return GA_ECUDA;
+    }
     size_t ncounts = 0;
     for (uint32_t i = 0; i < b->nnames; i++) {
         if (!w->counts_by_name[i])
@@ -529,13 +568,18 @@ static void *worker_main(void *arg)
     w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pgl_free(&s);
     set_state(w, EW_RUNNING);
+    publish_backends(w);
     w->last_snapshot_ns = ga_now_mono_ns();
     for (;;) {
         take_reload(w);
         struct pl_entry e;
         int rc = pl_engine_pop(w->pl, &e, 100);
-        if (rc == 1)
+        if (rc == 1 && !w->st.fatal)
             consume(w, &e);
+        else if (rc == 1 && e.batch) {   /* fatal: the journal keeps it for the restart */
+            ing_batch_free(e.batch);
+            free(e.batch);
+        }
         if (ga_now_mono_ns() - w->last_snapshot_ns > (int64_t)WINDOW_SNAPSHOT_MS * 1000000)
             snapshot_windows(w, w->processed_lsn);
         serve_flushes(w);

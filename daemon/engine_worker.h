@@ -29,7 +29,20 @@ struct ga_engine_worker;
 
 enum ew_state { EW_LOADING = 0, EW_REPLAYING, EW_RUNNING, EW_STOPPED };
 
+#define EW_MAX_BACKENDS 16
+
 struct ew_status {
+    int nbackends;                    /* primaries (GPUs, or the CPU alone) */
+    struct {
+        char label[32];
+        int failed;
+        uint64_t metrics;
+    } backends[EW_MAX_BACKENDS];
+    int have_fallback;
+    uint64_t fallback_metrics;        /* metrics moved to the CPU fallback */
+    struct ga_engine_failover_stats failover;
+    int fatal;                        /* engine state lost: the daemon must restart */
+    char fatal_reason[160];
     enum ew_state state;
     char load_error[256];
     uint64_t processed_lsn;           /* every record below is aggregated */
