@@ -48,6 +48,11 @@ def main():
         for cmd in ("ping", "status", "stats", "config", "reload", "shutdown"):
             expect_noconnect(f"missing socket, {cmd}", ["--socket", missing, cmd], missing,
                              "No such file or directory")
+        # resample without --local and the job commands are daemon clients
+        for args in (["resample", "--granularity", "60", "--method", "mean"], ["job", "list"],
+                     ["job", "status", "7"]):
+            expect_noconnect(f"missing socket, {' '.join(args)}", ["--socket", missing, *args],
+                             missing, "No such file or directory")
 
         # a socket file nobody listens on: bound, then closed
         dead = os.path.join(d, "dead.sock")
@@ -90,8 +95,9 @@ def main():
         ("bad timeout", ["--timeout", "soon", "ping"], "--timeout: 'soon' is not a number"),
         ("zero timeout", ["--timeout=0", "ping"], "--timeout: '0' is not a number"),
         ("negative timeout", ["--timeout", "-1", "ping"], "--timeout: '-1' is not a number"),
-        ("resample without --local", ["resample", "--granularity", "60"],
-         "resample without --local needs the job manager (not yet available)"),
+        ("resample without --method", ["resample", "--granularity", "60"], "--method is required"),
+        ("job without subcommand", ["job"], "no subcommand"),
+        ("job status without id", ["job", "status"], "the job ID is missing"),
     ]:
         rc, out, err = run(*args)
         check(name, rc == 2 and out == "" and needle in err, f"rc={rc} out={out!r} err={err!r}")

@@ -18,6 +18,7 @@
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 #include "tools/gpuaggctl/client.h"
+#include "tools/gpuaggctl/job.h"
 #include "tools/gpuaggctl/output.h"
 #include "tools/gpuaggctl/query.h"
 
@@ -61,7 +62,8 @@ static void usage(FILE *f)
     fprintf(f, "  %-9s %s\n", "metrics", "list metrics: NAME POLICY POINTS [--prefix P]");
     fprintf(f, "  %-9s %s\n", "query", "METRIC --granularity SEC --method M [--start T] [--stop T]");
     fprintf(f, "  %-9s %s\n", "", "  the stored roll-ups; T is RFC 3339 or seconds since the epoch");
-    fprintf(f, "  %-9s %s\n", "resample", "roll up a CSV of points (--local: in-process, no daemon)");
+    fprintf(f, "  %-9s %s\n", "resample", "roll up a CSV of points as a job (--local: in-process, no daemon)");
+    fprintf(f, "  %-9s %s\n", "job", "submit KIND [--param K=V] [--input F] [--wait] | status|result|cancel ID | list");
     fprintf(f, "  %-9s %s\n", "help", "this text");
     fprintf(f, "\noptions:\n"
                "  --socket PATH   control socket (default $GPUAGG_SOCKET, else " DEFAULT_SOCKET ")\n"
@@ -84,8 +86,8 @@ static int usage_error(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* argv[0] is "resample"; json: --json came before the command (passed on). */
-static int run_resample(int argc, char **argv, int json)
+/* argv[0] is "resample"; o: the global options that came before it. */
+static int run_resample(int argc, char **argv, const struct ctl_opts *o)
 {
     int local = 0, help = 0;
     for (int i = 1; i < argc; i++) {
@@ -94,10 +96,8 @@ static int run_resample(int argc, char **argv, int json)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             help = 1;
     }
-    if (!local && !help) {
-        fprintf(stderr, "gpuaggctl: resample without --local needs the job manager (not yet available)\n");
-        return EXIT_USAGE;
-    }
+    if (!local && !help)
+        return ctl_resample_job(argc, argv, o);
 #if HAVE_RESAMPLE_LOCAL
     char **av = calloc((size_t)argc + 2, sizeof *av);
     if (!av) {
@@ -105,7 +105,7 @@ static int run_resample(int argc, char **argv, int json)
         return EXIT_COMM;
     }
     memcpy(av, argv, (size_t)argc * sizeof *av);
-    if (json)
+    if (o->json)
         av[argc++] = "--json";
     int rc = ctl_resample_local(argc, av);
     free(av);
@@ -266,8 +266,11 @@ int main(int argc, char **argv)
             usage(stdout);
             return EXIT_OK;
         }
-        if (cmdname == NULL && strcmp(a, "resample") == 0)
-            return run_resample(argc - i, argv + i, json);
+        if (cmdname == NULL && (strcmp(a, "resample") == 0 || strcmp(a, "job") == 0)) {
+            struct ctl_opts o = { .socket = socket, .timeout_s = timeout_s, .json = json };
+            return a[0] == 'r' ? run_resample(argc - i, argv + i, &o)
+                               : ctl_job_main(argc - i, argv + i, &o);
+        }
         if (cmdname != NULL && ctl_is_data_command(cmdname)) {
             argv[1 + nrest++] = argv[i];     /* 1 + nrest <= i: already read */
             continue;
