@@ -1,0 +1,152 @@
+"""Acknowledged means durable: gpuagg-load --record against gpuaggd with a
+private PostgreSQL, kill -9 of the daemon at seeded random moments, restart
+on the same journal and database, go on; then a graceful drain (SIGTERM)
+and a check in PostgreSQL that every acknowledged (metric, ts, value) is
+there exactly once.
+
+Policy "crash": 1-second buckets of count, sum and last; every point has its
+own whole-second timestamp, so each point is one bucket: count must be 1,
+sum and last its value.  A bucket that was never acknowledged is allowed
+only for a point of a batch that was sent but not acknowledged when the
+daemon died (gpuagg-load --unacked), and then with that point's value."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from inglib import GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, policy_yaml, rng_for
+
+R = Results("crash")
+RNG = rng_for("crash")
+ROUNDS = 6
+GRAN_NS = 10**9
+
+
+def read_points(path):
+    pts = {}
+    if not os.path.exists(path):
+        return pts
+    with open(path) as f:
+        for line in f:
+            m, ts, v = line.rstrip("\n").split("\t")
+            key = (m, int(ts))
+            assert key not in pts, "timestamp sent twice: %r" % (key,)
+            pts[key] = float(v)
+    return pts
+
+
+def run_load(d, tmp, rnd, start_s, kill_after):
+    """One round: load for up to 20 s, the daemon killed after kill_after
+    seconds (None: let the load finish).  Returns (acked, unacked)."""
+    rec, una = os.path.join(tmp, "acked.%d" % rnd), os.path.join(tmp, "unacked.%d" % rnd)
+    out = open(os.path.join(tmp, "load.%d.log" % rnd), "w")
+    cmd = [GPUAGG_LOAD, "-c", d.unix, "-n", "3", "-m", "24", "-k", "5", "-b", "400", "-i", "8",
+           "--rate", "60000", "--seed", str(RNG.randrange(1, 2**31)), "--start", str(start_s * 10**9),
+           "--step", "1s", "--prefix", "crash.", "--record", rec, "--unacked", una, "--drain", "20"]
+    cmd += ["--points", "30000"] if kill_after is None else ["--duration", "20"]
+    load = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+    rc = load.wait(60)
+    out.close()
+    log = open(out.name).read()
+    if kill_after is None:
+        assert rc == 0, log
+    else:
+        assert rc == 1 and ("closed by the daemon" in log or "cannot connect" in log), (rc, log)
+    return read_points(rec), read_points(una)
+
+
+class Scenario:
+    """The kill -9 rounds, run once; the checks below read what they left."""
+
+    def __init__(self):
+        self.pg = PrivatePG()
+        self.tmp = tempfile.mkdtemp(prefix="gacrash-")
+        self.acked, self.unacked, self.buckets = {}, {}, {}
+
+    def run(self):
+        d = IngestDaemon(conninfo=self.pg.conninfo, tmp=self.tmp, storage={"flush_interval_ms": 200},
+                         extra=policy_yaml("crash", 1, ["count", "sum", "last"], points=10**8))
+        base = (int(time.time()) // 86400 + 1) * 86400     # tomorrow, UTC: never behind retention
+        try:
+            for rnd in range(ROUNDS + 1):
+                d.start()
+                kill_after = None if rnd == ROUNDS else (RNG.uniform(0.05, 0.4) if rnd == 1
+                                                         else RNG.uniform(0.5, 2.5))
+                a, u = run_load(d, self.tmp, rnd, base + rnd * 100000, kill_after)
+                print("round %d: kill after %s s, %d points acked, %d unacknowledged" %
+                      (rnd, "-" if kill_after is None else "%.2f" % kill_after, len(a), len(u)))
+                assert not (a.keys() & self.acked.keys()) and not (u.keys() & self.unacked.keys())
+                self.acked.update(a)
+                self.unacked.update(u)
+            assert d.stop(timeout=60) == 0, d.logtext()[-3000:]
+        finally:
+            if d.proc and d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+        assert len(self.acked) > 30000, len(self.acked)
+        rows = self.pg.sql("SELECT metric, method, ts_ns, value FROM gpuagg_measures "
+                           "WHERE granularity_ns = %d AND metric LIKE 'crash.%%'" % GRAN_NS)
+        for m, method, ts, v in rows:
+            self.buckets.setdefault((m, int(ts)), {})[method] = float(v)
+
+
+S = Scenario()
+
+
+def test_kill9_rounds():
+    S.run()
+
+
+def test_acknowledged_exactly_once():
+    assert S.buckets, "no aggregates"
+    missing = [k for k in S.acked if k not in S.buckets]
+    assert not missing, "%d acknowledged points missing, e.g. %r" % (len(missing), missing[:5])
+    for key, aggs in S.buckets.items():
+        want = S.acked.get(key, S.unacked.get(key))
+        assert want is not None, "bucket %r holds a point that was never sent" % (key,)
+        assert aggs == {"count": 1.0, "sum": want, "last": want}, (key, aggs, want)
+    print("%d acknowledged points all present once; %d of %d unacknowledged present" %
+          (len(S.acked), len(S.buckets) - len(S.acked), len(S.unacked)))
+    # Per metric, the sum of the count aggregates equals the distinct points stored.
+    per_metric = {}
+    for (m, _ts) in S.buckets:
+        per_metric[m] = per_metric.get(m, 0) + 1
+    counted = dict((m, int(n)) for m, n in S.pg.sql(
+        "SELECT metric, sum(value) FROM gpuagg_measures WHERE method = 'count' AND "
+        "granularity_ns = %d AND metric LIKE 'crash.%%' GROUP BY metric" % GRAN_NS))
+    assert counted == per_metric, (counted, per_metric)
+    assert S.pg.sql("SELECT DISTINCT policy FROM metrics WHERE name LIKE 'crash.%'") == [["crash"]]
+
+
+def test_points_counter_exactly_once():
+    """metrics.points (STORAGE.md: exact, protected from double counting)
+    equals the points stored.  Known to fail when the daemon restarts
+    while the killed instance's last transaction is still committing:
+    that commit lands after the new instance read the checkpoint, which
+    then replays and counts the same records again."""
+    per_metric = {}
+    for (m, _ts) in S.buckets:
+        per_metric[m] = per_metric.get(m, 0) + 1
+    stored = dict((m, int(n)) for m, n in S.pg.sql(
+        "SELECT name, points FROM metrics WHERE name LIKE 'crash.%'"))
+    over = sum(stored.values()) - sum(per_metric.values())
+    assert stored == per_metric, "metrics.points counts %+d points (a late commit of the killed " \
+        "instance raced the restart's checkpoint read)" % over
+
+
+if __name__ == "__main__":
+    try:
+        R.run(test_kill9_rounds)
+        R.run(test_acknowledged_exactly_once)
+        R.run(test_points_counter_exactly_once)
+    finally:
+        S.pg.stop()
+        if not R.failed:
+            shutil.rmtree(S.tmp, ignore_errors=True)
+    R.finish()
