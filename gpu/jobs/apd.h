@@ -41,7 +41,7 @@ struct apd_params {
     double lambda_hi;       /*   lo == hi when n_lambda == 1 */
     int n_quantiles;        /* 0..APD_MAX_QUANTILES (default 2) */
     double quantiles[APD_MAX_QUANTILES];  /* probabilities in (0,1) (default 0.01, 0.05) */
-    int gpu_chunk;          /* GPU tuning: λ values per thread, 8, 16 or 20; 0 = 16 */
+    int gpu_chunk;          /* GPU tuning: λ values per thread, 8, 16 or 20; 0 = 20 */
 };
 
 struct apd_fit {            /* one window */
