@@ -18,6 +18,10 @@
 const struct ga_job_kind *const ga_job_kinds[] = {
     &jk_resample,
     &jk_kmeans,
+    &jk_dot,
+    &jk_blackscholes,
+    &jk_gf820,
+    &jk_apd,
     NULL,
 };
 

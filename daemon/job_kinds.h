@@ -2,7 +2,7 @@
  * between the daemon and the job manager (daemon/jobs.h).
  *
  * Each kind lives in its own file: job_resample.c, job_kmeans.c,
- * job_numeric.c (dot, blackscholes), job_gf820.c.  A kind validates its
+ * job_numeric.c (dot, blackscholes), job_gf820.c, job_apd.c (apd-fit).  A kind validates its
  * parameters before the job is queued (clear errors naming the parameter),
  * reads its input on the job worker (inline bytes, or the file named by the
  * reserved parameter JK_INPUT_PATH), and packs one msgpack result object.
@@ -80,5 +80,6 @@ extern const struct ga_job_kind jk_kmeans;
 extern const struct ga_job_kind jk_dot;
 extern const struct ga_job_kind jk_blackscholes;
 extern const struct ga_job_kind jk_gf820;
+extern const struct ga_job_kind jk_apd;
 
 #endif

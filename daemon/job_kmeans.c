@@ -116,22 +116,7 @@ static int kmeans_validate(const struct ga_job_params *p, size_t input_len, char
 static int load_objects(struct ga_job_ctx *ctx, const struct ga_job_params *p, struct km_args *a,
                         struct jk_matrix *m)
 {
-    const uint8_t *buf;
-    size_t len;
-    int owned, rc = jk_input_read(ctx, p, KM_INPUT_MAX, &buf, &len, &owned);
-    if (rc)
-        return rc;
-    rc = jk_matrix_parse(buf, len, m, ctx->err, sizeof ctx->err);
-    if (!rc && owned && !m->owned) {        /* keep the data past the buffer */
-        void *copy = malloc((size_t)(m->rows * m->cols * m->elem));
-        if (copy)
-            memcpy(copy, m->data, (size_t)(m->rows * m->cols * m->elem));
-        m->data = copy;
-        m->owned = 1;
-        rc = copy ? 0 : GA_ENOMEM;
-    }
-    if (owned)
-        free((void *)buf);
+    int rc = jk_matrix_load(ctx, p, KM_INPUT_MAX, m);
     if (rc)
         return rc;
     if (m->elem != 8) {

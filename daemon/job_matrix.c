@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/job_kinds.h"
 #include "proto/ga_err.h"
 
 static uint64_t le64(const uint8_t *p)
@@ -176,6 +177,7 @@ static int parse_csv(const uint8_t *buf, size_t len, struct jk_matrix *m, char *
     m->elem = 8;
     m->data = v;
     m->owned = 1;
+    m->csv = 1;
     return 0;
 }
 
@@ -192,4 +194,36 @@ void jk_matrix_free(struct jk_matrix *m)
     if (m->owned)
         free(m->data);
     memset(m, 0, sizeof *m);
+}
+
+double jk_matrix_at(const struct jk_matrix *m, int64_t r, int64_t c)
+{
+    int64_t i = r * m->cols + c;
+    return m->elem == 8 ? ((const double *)m->data)[i] : (double)((const float *)m->data)[i];
+}
+
+int jk_matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                   struct jk_matrix *m)
+{
+    const uint8_t *buf;
+    size_t len;
+    int owned, rc = jk_input_read(ctx, p, max, &buf, &len, &owned);
+    if (rc)
+        return rc;
+    rc = jk_matrix_parse(buf, len, m, ctx->err, sizeof ctx->err);
+    if (!rc && owned && !m->owned) {        /* binary data in place: keep it past buf */
+        size_t bytes = (size_t)(m->rows * m->cols * m->elem);
+        void *copy = malloc(bytes);
+        if (copy)
+            memcpy(copy, m->data, bytes);
+        m->data = copy;
+        m->owned = 1;
+        if (!copy) {
+            snprintf(ctx->err, sizeof ctx->err, "out of memory for the input");
+            rc = GA_ENOMEM;
+        }
+    }
+    if (owned)
+        free((void *)buf);
+    return rc;
 }

@@ -25,6 +25,7 @@ struct jk_matrix {
     int elem;                   /* 8: double, 4: float */
     void *data;                 /* rows * cols elements, row-major, aligned */
     int owned;                  /* 1: data is malloc'ed here (jk_matrix_free frees it) */
+    int csv;                    /* 1: it came from CSV (one object a line) */
 };
 
 /* Parse buf (len bytes; borrowed: binary data of an 8-aligned buf is used
@@ -33,5 +34,15 @@ struct jk_matrix {
  * float64 needs 72 bytes after the header, got 40" in err, or GA_ENOMEM. */
 int jk_matrix_parse(const uint8_t *buf, size_t len, struct jk_matrix *m, char *err, size_t errlen);
 void jk_matrix_free(struct jk_matrix *m);
+
+struct ga_job_ctx;
+struct ga_job_params;
+/* The job's input (inline or input_path, at most max bytes) parsed into m,
+ * which then owns its data.  0 or GA_E* with ctx->err set. */
+int jk_matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                   struct jk_matrix *m);
+
+/* Element (r, c) as a double, whatever the element size. */
+double jk_matrix_at(const struct jk_matrix *m, int64_t r, int64_t c);
 
 #endif
