@@ -1,0 +1,34 @@
+#!/bin/sh
+# Pack the whole daemon for a GPU host that has only the CUDA toolkit: the
+# gpuagg binaries, every shared library they and PostgreSQL 15 need (glibc
+# excepted: the host's is newer), and a relocatable PostgreSQL server laid
+# out as usr/lib/postgresql/15 + usr/share/postgresql/15 so its relative
+# paths resolve.  Output: build-bundle/gpuagg-bundle.tar.xz; carry
+# build-bundle and run tools/gpu-host/e2e.sh there.
+set -eu
+cd "$(dirname "$0")/../.."
+make -s all >/dev/null
+out=build-bundle
+rm -rf "$out" && mkdir -p "$out/root/bin" "$out/root/lib"
+root="$out/root"
+pgv=15
+pgbin=/usr/lib/postgresql/$pgv/bin
+mkdir -p "$root/usr/lib/postgresql/$pgv/bin" "$root/usr/lib/postgresql/$pgv/lib" "$root/usr/share/postgresql"
+cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load "$root/bin/"
+for b in postgres initdb pg_ctl psql createdb; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
+for l in plpgsql.so dict_snowball.so; do cp "/usr/lib/postgresql/$pgv/lib/$l" "$root/usr/lib/postgresql/$pgv/lib/"; done
+cp -r /usr/share/postgresql/$pgv "$root/usr/share/postgresql/"
+rm -rf "$root/usr/share/postgresql/$pgv/man"
+# Shared libraries, glibc's own excepted.
+for f in "$root"/bin/* "$root"/usr/lib/postgresql/$pgv/bin/* "$root"/usr/lib/postgresql/$pgv/lib/*.so; do
+    ldd "$f" | awk '/=> \// {print $3}'
+done | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+        libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) ;;
+        *) cp -L "$lib" "$root/lib/" ;;
+    esac
+done
+cp tools/gpu-host/e2e.sh "$root/"
+tar -C "$out" -cJf "$out/gpuagg-bundle.tar.xz" root
+rm -rf "$root"
+ls -l "$out"
