@@ -81,9 +81,10 @@ static int next_line(const uint8_t *buf, size_t len, size_t *pos, const char **s
 }
 
 /* Split one line into doubles (appended to *v); returns the field count,
- * or -1 with err naming the field. */
+ * or -1 with err naming the field (its 1-based index in *bad), -2 when out
+ * of memory. */
 static int64_t parse_fields(const char *s, size_t n, double **v, size_t *nv, size_t *cap,
-                            size_t lineno, char *err, size_t errlen)
+                            size_t lineno, int64_t *bad, char *err, size_t errlen)
 {
     char tmp[512];
     int64_t k = 0;
@@ -108,6 +109,7 @@ static int64_t parse_fields(const char *s, size_t n, double **v, size_t *nv, siz
             ok = end != tmp && *end == '\0';
         }
         if (!ok) {
+            *bad = k + 1;
             snprintf(err, errlen, "input: line %zu, field %lld: '%.*s' is not a number", lineno,
                      (long long)k + 1, (int)(fl < 40 ? fl : 40), s + i);
             return -1;
@@ -146,8 +148,9 @@ static int parse_csv(const uint8_t *buf, size_t len, struct jk_matrix *m, char *
         if (lead == n || s[lead] == '#')
             continue;
         size_t before = nv;
-        int64_t k = parse_fields(s, n, &v, &nv, &cap, lineno, err, errlen);
-        if (k == -1 && rows == 0 && cols == 0) {   /* a header line */
+        int64_t bad = 0;
+        int64_t k = parse_fields(s, n, &v, &nv, &cap, lineno, &bad, err, errlen);
+        if (k == -1 && bad == 1 && rows == 0 && cols == 0) {   /* a header line */
             nv = before;
             cols = -1;
             continue;
