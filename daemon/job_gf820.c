@@ -169,11 +169,7 @@ static int gf_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
                ctx->err);
         device = -1;
     }
-    int threads = jk_threads(p);
-    if (threads <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > 0 ? (int)cores : 1;
-    }
+    int threads = jk_cpu_threads(p);
     if (device < 0)
         rc = gf820_cpu(c, n, v0, table, threads, on_progress, ctx, ctx->err, sizeof ctx->err);
     if (rc)

@@ -7,7 +7,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daemon/control_ops_jobs.h"
@@ -231,10 +233,17 @@ int jk_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb)
     return rc;
 }
 
-int jk_threads(const struct ga_job_params *p)
+int jk_cpu_threads(const struct ga_job_params *p)
 {
+    static _Thread_local int lowered;
+    if (!lowered) {
+        lowered = 1;
+        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), JK_NICE) < 0)
+            ga_log(GA_LOG_WARN, "job_nice", "error=\"%s\"", strerror(errno));
+    }
     const char *s = ga_job_param(p, "threads");
-    return s ? atoi(s) : 0;
+    long n = s ? atol(s) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
 double jk_elapsed_s(int64_t t0_ns)

@@ -24,7 +24,7 @@
 
 #define JK_INPUT_PATH "input_path"          /* reserved parameter, set by job.submit */
 #define JK_RESULT_MAX ((size_t)64 << 20)    /* a job's packed result, at most */
-#define JK_INPUT_MAX ((int64_t)16 << 30)    /* an input file, at most */
+#define JK_NICE 10                          /* CPU priority of job workers running references */
 
 struct ga_daemon;
 
@@ -64,9 +64,12 @@ int jk_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t 
  * with ctx->err. */
 int jk_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb);
 
-/* Threads a CPU reference may use: the "threads" parameter when given
- * (validated 1..1024 by the kind), else 0 (one per core). */
-int jk_threads(const struct ga_job_params *p);
+/* Before a CPU reference runs: the threads it may use (the "threads"
+ * parameter, validated 1..1024 by the kind, else one per online core), and
+ * the calling job worker's nice value raised to JK_NICE (once per worker;
+ * the threads the reference starts inherit it), so that CPU-heavy jobs
+ * yield the cores to the loop, ingest and the engine. */
+int jk_cpu_threads(const struct ga_job_params *p);
 
 /* Seconds between two CLOCK_MONOTONIC readings. */
 double jk_elapsed_s(int64_t t0_ns);

@@ -234,7 +234,7 @@ static int kmeans_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         }
     }
     if (device < 0)
-        rc = ga_kmeans_cpu(&a.kp, objs, &r, jk_threads(p), progress, &pr, ctx->err,
+        rc = ga_kmeans_cpu(&a.kp, objs, &r, jk_cpu_threads(p), progress, &pr, ctx->err,
                            sizeof ctx->err);
     if (rc)
         goto out;

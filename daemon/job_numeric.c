@@ -178,7 +178,7 @@ static int dot_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         device = -1;
     }
     if (device < 0 || (rc == 0 && check)) {
-        rc = ga_dot_cpu(&dp, xy, y, device < 0 ? &dot : &ref, &abs_sum, jk_threads(p), ctx->err,
+        rc = ga_dot_cpu(&dp, xy, y, device < 0 ? &dot : &ref, &abs_sum, jk_cpu_threads(p), ctx->err,
                         sizeof ctx->err);
         have_ref = device >= 0;
     }
@@ -356,7 +356,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         }
     }
     if (device < 0)
-        rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, dout, dout + n, jk_threads(p), ctx->err,
+        rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, dout, dout + n, jk_cpu_threads(p), ctx->err,
                        sizeof ctx->err);
     int have_l1 = 0;
     if (rc == 0 && device >= 0 && check) {
@@ -365,7 +365,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         rout = malloc(2 * n * sizeof *rout);
         if (!sxt || !rout)
             rc = GA_ENOMEM;
-        else if ((rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, rout, rout + n, jk_threads(p),
+        else if ((rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, rout, rout + n, jk_cpu_threads(p),
                                  ctx->err, sizeof ctx->err)) == 0) {
             l1 = ga_bs_l1_error(fout, fout + n, rout, rout + n, bp.n);
             have_l1 = 1;

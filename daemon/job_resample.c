@@ -145,7 +145,7 @@ static int resample_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     struct ga_resample_io io = { .in = in, .out = s.fout, .rejected = s.frej, .late = s.flate,
                                  .json = json, .progress = on_progress, .progress_arg = ctx };
     struct ga_backend *b = gpu_backend(ctx->device, label, sizeof label);
-    rc = ga_resample_run(&pol, b, jk_threads(p), &io, &st, ctx->err, sizeof ctx->err);
+    rc = ga_resample_run(&pol, b, jk_cpu_threads(p), &io, &st, ctx->err, sizeof ctx->err);
     if (!rc && (rc = close_streams(&s)) < 0)
         snprintf(ctx->err, sizeof ctx->err, "out of memory");
     if (!rc) {

@@ -353,8 +353,12 @@ def test_failing_jobs_leave_daemon_up():
 
 
 def long_kmeans(d, priority=0):
-    return call_ok(d, "job.submit", {"kind": "kmeans", "priority": priority, "params": {
-        "k": 64, "coords": 2, "nobjs": 200000, "loops": 1000000, "threshold": 0}})["id"]
+    """A job that runs for many seconds: Lloyd's on a big lab dataset until no
+    membership changes (hundreds of loops); bigger when the jobs get a GPU."""
+    gpu = any(b["backend"] == "cuda" for b in call_ok(d, "status")["backends"])
+    size = {"mb": 2048, "k": 1024} if gpu else {"nobjs": 2000000, "k": 64}
+    return call_ok(d, "job.submit", {"kind": "kmeans", "priority": priority, "params": dict(
+        size, coords=2, loops=1000000, threshold=0)})["id"]
 
 
 def test_queue_full_cancel_list():
