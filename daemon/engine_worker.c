@@ -233,8 +233,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
         return rc;
     struct ga_engine_failover_stats fo;
     ga_engine_failover_stats(w->engine, &fo);
-    if (fo.failovers)
-        publish_backends(w);
+    publish_backends(w);
     if (fo.windows_lost > w->windows_lost) {
         /* A GPU died with windows we could not read back: what this batch
          * computed for those metrics is wrong.  Store nothing more; the
