@@ -5,7 +5,8 @@
  * An input_path is resolved (realpath, inside jobs.input_dirs) on libuv's
  * pool; the file itself is read by the job worker.  Big results are copied
  * on the control server's blocking threads.  job.submit {"wait": true}
- * answers when the job ends: a timer polls the waiting jobs' states. */
+ * answers when the job ends: a timer polls the waiting jobs' states.
+ * job.result is in control_ops_jobs_result.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -22,7 +23,6 @@
 
 #define PRIORITY_MAX 1000000
 #define WAIT_TIMEOUT_MAX_MS 86400000u
-#define RESULT_ON_LOOP_MAX (64 * 1024)
 
 /* ---- waiting for a job ----------------------------------------------------- */
 
@@ -132,16 +132,6 @@ struct submit {
     char err[1024];
 };
 
-static int get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errlen)
-{
-    int rc = mp_get_uint(args, "id", id);
-    if (rc < 0 || *id == 0) {
-        snprintf(err, errlen, "'id' %s", rc == GA_ENOENT ? "missing (the id job.submit returned)"
-                                                          : "must be a positive integer");
-        return GA_EBADARG;
-    }
-    return 0;
-}
 
 static int not_found(struct ga_daemon *d, uint64_t id, char *err, size_t errlen)
 {
@@ -365,7 +355,7 @@ int ga_ctl_op_job_status(struct ga_daemon *d, const msgpack_object *args, struct
 {
     uint64_t id;
     struct ga_job_info info;
-    int rc = get_id(args, &id, err, errlen);
+    int rc = ctlj_get_id(args, &id, err, errlen);
     if (rc < 0)
         return rc;
     if (!d->jobs)
@@ -381,7 +371,7 @@ int ga_ctl_op_job_cancel(struct ga_daemon *d, const msgpack_object *args, struct
 {
     uint64_t id;
     struct ga_job_info info;
-    int rc = get_id(args, &id, err, errlen);
+    int rc = ctlj_get_id(args, &id, err, errlen);
     if (rc < 0)
         return rc;
     if (!d->jobs)
@@ -442,94 +432,4 @@ int ga_ctl_op_job_list(struct ga_daemon *d, const msgpack_object *args, struct g
     msgpack_sbuffer_destroy(&sb);
     free(all);
     return 0;
-}
-
-/* ---- job.result --------------------------------------------------------------- */
-
-struct result_job {
-    struct ga_ctl_req *req;
-    struct ga_jobs *jobs;
-    uint64_t id, offset;
-    int chunked, ttl_s;
-};
-
-/* The result of r->id into sb, or an error; any thread. */
-static int fetch_result(struct ga_jobs *jobs, uint64_t id, int chunked, uint64_t offset,
-                        int ttl_s, msgpack_packer *pk, char *err, size_t errlen)
-{
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    struct ga_job_info info;
-    int rc = ga_jobs_result(jobs, id, &bytes, &len, &info);
-    if (rc == GA_ENOENT)
-        snprintf(err, errlen, "no job %" PRIu64 " (unknown, or finished more than "
-                 "jobs.result_ttl_s = %d s ago)", id, ttl_s);
-    else if (rc == GA_EAGAIN)
-        snprintf(err, errlen, "job %" PRIu64 " is %s (%.0f%%): no result yet", id,
-                 ga_job_state_name(info.state), info.progress);
-    else if (rc == GA_ECANCELED)
-        snprintf(err, errlen, "job %" PRIu64 " was cancelled", id);
-    else if (rc < 0)
-        snprintf(err, errlen, "job %" PRIu64 " failed: %s", id,
-                 info.error[0] ? info.error : ga_strerror(rc));
-    else if (chunked && offset > len) {
-        snprintf(err, errlen, "'offset' %" PRIu64 " is past the result's %zu bytes", offset, len);
-        rc = GA_EBADARG;
-    } else if (chunked)
-        ctlj_pack_chunk(pk, bytes, len, offset, CTLJ_CHUNK);
-    else if (len > CTLJ_CHUNK) {
-        snprintf(err, errlen, "the result of job %" PRIu64 " is %zu bytes, over one response: "
-                 "read it in chunks with {\"id\": %" PRIu64 ", \"offset\": 0}", id, len, id);
-        rc = GA_ETOOBIG;
-    } else
-        msgpack_pack_str_body(pk, bytes, len);      /* the result object as the kind packed it */
-    free(bytes);
-    return rc;
-}
-
-static void result_run(void *arg)
-{
-    struct result_job *j = arg;
-    char err[640] = "";
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int rc = fetch_result(j->jobs, j->id, j->chunked, j->offset, j->ttl_s, &pk, err, sizeof err);
-    ga_ctl_reply(j->req, rc, &sb, rc < 0 ? err : NULL);
-    msgpack_sbuffer_destroy(&sb);
-    free(j);
-}
-
-int ga_ctl_op_job_result(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
-                         msgpack_packer *pk, char *err, size_t errlen)
-{
-    uint64_t id, offset = 0;
-    struct ga_job_info info;
-    int rc = get_id(args, &id, err, errlen);
-    if (rc < 0)
-        return rc;
-    rc = mp_get_uint(args, "offset", &offset);
-    int chunked = rc == 0;
-    if (rc < 0 && rc != GA_ENOENT) {
-        snprintf(err, errlen, "'offset' must be a non-negative integer (bytes)");
-        return GA_EBADARG;
-    }
-    if (!d->jobs)
-        return GA_ESHUTDOWN;
-    int ttl = d->cfg->jobs.result_ttl_s;
-    if (ga_jobs_info(d->jobs, id, &info) < 0 || info.result_len <= RESULT_ON_LOOP_MAX)
-        return fetch_result(d->jobs, id, chunked, offset, ttl, pk, err, errlen);
-    /* Copying a big result: not on the loop.  The manager outlives the
-     * control server's threads (ga_job_service_stop runs after the loop). */
-    struct result_job *j = malloc(sizeof *j);
-    if (!j)
-        return GA_ENOMEM;
-    *j = (struct result_job){ req, d->jobs, id, offset, chunked, ttl };
-    if ((rc = ga_ctl_run_blocking(req, result_run, j)) < 0) {
-        free(j);
-        snprintf(err, errlen, "%s", rc == GA_EBUSY ? "too many requests queued" : ga_strerror(rc));
-        return rc;
-    }
-    return GA_CTL_DEFERRED;
 }

@@ -51,6 +51,9 @@ void ctlj_pack_info(msgpack_packer *pk, const struct ga_job_info *i);
 void ctlj_pack_chunk(msgpack_packer *pk, const uint8_t *res, size_t len, uint64_t offset,
                      size_t max);
 
+/* args["id"], a positive job id: 0, or GA_EBADARG with err. */
+int ctlj_get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errlen);
+
 /* job.submit's "params" map (absent or nil: none) into p: str values as
  * they are, ints in decimal, floats as %.17g, booleans as 1/0.  0, or
  * GA_EBADARG naming the parameter. */

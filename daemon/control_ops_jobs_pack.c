@@ -157,6 +157,17 @@ int ctlj_parse_params(const msgpack_object *args, struct ga_job_params *p, char 
     return 0;
 }
 
+int ctlj_get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errlen)
+{
+    int rc = mp_get_uint(args, "id", id);
+    if (rc < 0 || *id == 0) {
+        snprintf(err, errlen, "'id' %s", rc == GA_ENOENT ? "missing (the id job.submit returned)"
+                                                          : "must be a positive integer");
+        return GA_EBADARG;
+    }
+    return 0;
+}
+
 /* ---- status and stats ------------------------------------------------------- */
 
 void ctlj_pack_status(struct ga_daemon *d, msgpack_packer *pk)
