@@ -213,7 +213,8 @@ int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_windo
         rc = GA_EIO;
         goto fail;
     }
-    if ((rc = pgs_migrate(c, err, errlen)) < 0)
+    if ((rc = pgu_instance_lock(c, 10000, err, errlen)) < 0 ||
+        (rc = pgs_migrate(c, err, errlen)) < 0)
         goto fail;
     if ((rc = pgu_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen)) < 0 ||
         (rc = load_policies(c, &s, err, errlen)) < 0 ||
@@ -222,6 +223,7 @@ int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_windo
         (on_window && (rc = load_windows(c, &s, on_window, ctx, err, errlen)) < 0) ||
         (rc = pgu_exec(c, "COMMIT", err, errlen)) < 0)
         goto fail;
+    pgu_instance_unlock(c);
     PQfinish(c);
     *out = s;
     return 0;

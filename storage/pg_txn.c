@@ -115,7 +115,8 @@ int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *c
         rc = GA_EIO;
         goto fail;
     }
-    if ((rc = pgs_migrate(tc->c, err, errlen)) < 0 ||
+    if ((rc = pgu_instance_lock(tc->c, 10000, err, errlen)) < 0 ||
+        (rc = pgs_migrate(tc->c, err, errlen)) < 0 ||
         (rc = pgu_exec(tc->c, session_sql, err, errlen)) < 0 ||
         (rc = pgt_read_checkpoint(tc, cp, err, errlen)) < 0)
         goto fail;

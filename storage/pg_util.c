@@ -159,3 +159,37 @@ double pgu_get_f64(const char *p)
     memcpy(&v, &bits, 8);
     return v;
 }
+
+#define PGU_INSTANCE_LOCK "7452637461010000"   /* an arbitrary bigint, gpuagg's own */
+
+int pgu_instance_lock(PGconn *c, int timeout_ms, char *err, size_t errlen)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET lock_timeout = %d", timeout_ms);
+    int rc = pgu_exec(c, sql, err, errlen);
+    if (rc == 0)
+        rc = pgu_exec(c, "SELECT pg_advisory_lock(" PGU_INSTANCE_LOCK ")", err, errlen);
+    char ignore[128];
+    pgu_exec(c, "SET lock_timeout = 0", ignore, sizeof ignore);
+    if (rc == 0)
+        return 0;
+    /* Who holds it, for the message. */
+    PGresult *r = PQexec(c, "SELECT a.pid, coalesce(a.application_name, ''), a.state "
+                            "FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                            "WHERE l.locktype = 'advisory' AND l.granted AND "
+                            "(l.classid::bigint << 32 | l.objid::bigint) = " PGU_INSTANCE_LOCK);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        snprintf(err, errlen, "the database is in use by another gpuaggd (backend pid %s, %s, %s); "
+                 "waiting for it to end", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+                 PQgetvalue(r, 0, 2));
+    else
+        snprintf(err, errlen, "the database instance lock was not granted within %d ms", timeout_ms);
+    PQclear(r);
+    return GA_EBUSY;
+}
+
+void pgu_instance_unlock(PGconn *c)
+{
+    char ignore[128];
+    pgu_exec(c, "SELECT pg_advisory_unlock(" PGU_INSTANCE_LOCK ")", ignore, sizeof ignore);
+}

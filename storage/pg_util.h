@@ -64,6 +64,17 @@ int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen);
  * PQstatus; always PQfinish it) or NULL when out of memory. */
 PGconn *pgu_connect(const char *conninfo, const char *application_name);
 
+/* The database's instance lock: a session-level advisory lock that the
+ * writer holds for as long as it is connected, and that loading takes
+ * before reading the checkpoint.  A second gpuaggd on the same database
+ * waits (and reports it), and so does a restart while the previous
+ * instance's backend is still finishing a COMMIT after the client died —
+ * so the checkpoint read is never older than a commit that lands later.
+ * Waits up to timeout_ms; 0, or GA_EBUSY with "held by pid N" in err. */
+int pgu_instance_lock(PGconn *c, int timeout_ms, char *err, size_t errlen);
+/* Release it (loading is done; the writer takes it next). */
+void pgu_instance_unlock(PGconn *c);
+
 /* Big-endian readers for binary results. */
 int64_t pgu_get_i64(const char *p);
 int32_t pgu_get_i32(const char *p);

@@ -62,6 +62,17 @@ YAML
     $ctl flush --timeout 600 > "$OUTD/flush-$label.txt" 2>&1
     local frc=$?
     local t1=$(date +%s.%N)
+    # RPC jobs through the same daemon: on the GPU run they get the GPU.
+    local J="$W/jobs-$label"; mkdir -p "$J"
+    job() { local name=$1; shift; local t0=$(date +%s.%N)
+            $ctl --timeout 600 job submit "$@" --wait --json > "$J/$name.json" 2> "$J/$name.err"
+            echo "$name $? $(python3 -c "print(f'{$(date +%s.%N)-$t0:.3f}')")" >> "$J/summary"; }
+    job kmeans kmeans --param mb=256 --param coords=2 --param k=16 --param loops=10 --param threshold=0
+    job dot dot --param n=67108864 --param dtype=f64 --param seed=3
+    job blackscholes blackscholes --param n=4194304 --param return=1000
+    job gf820 gf820 --param g=10 --param r=65 --param x=35 --param steps=10
+    job apd apd-fit --param n=2499 --param seed=5
+    cp "$J/summary" "$OUTD/jobs-$label.txt"
     $ctl --json status > "$OUTD/status-$label.json" 2>&1
     $ctl --json stats > "$OUTD/stats-$label.json" 2>&1
     kill -TERM "$(cat "$dir/pid")"; wait "$(cat "$dir/pid")"; local drc=$?
@@ -79,9 +90,10 @@ if python3 - "$OUTD/status-gpu.json" <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))
 gpus = [b for b in st["backends"] if b["backend"] == "cuda"]
+print("backends:", [(b["device"], b["state"], b["metrics"]) for b in st["backends"]])
 sys.exit(0 if gpus and all(b["state"] == "active" and b["metrics"] > 0 for b in gpus) else 1)
 PY
-then ok "gpu: every CUDA backend active with metrics"; else bad "gpu: CUDA backends not serving ($(head -c 600 "$OUTD/status-gpu.json"))"; fi
+then ok "gpu: every CUDA backend active with metrics"; else bad "gpu: CUDA backends not serving"; fi
 
 # Same rows, same values (the backends are bit-identical by design; allow 1e-12 relative).
 q="SELECT m.name, a.method, a.granularity, a.ts, a.value FROM aggregates a JOIN metrics m ON m.id = a.metric"
@@ -102,6 +114,49 @@ for x, y in zip(a, b):
 print("rows", len(a) - 1, "differing", bad); sys.exit(1 if bad else 0)
 PY
 then ok "cpu and gpu stored the same $ncpu aggregate rows"; else bad "aggregates differ: cpu $ncpu rows, gpu $ngpu rows"; fi
+
+# The jobs: the GPU answers equal the CPU references (tolerances of docs/JOBS.md).
+if python3 - "$W/jobs-cpu" "$W/jobs-gpu" <<'PY'
+import json, sys
+c, g = sys.argv[1], sys.argv[2]
+def load(d, n):
+    try:
+        return json.load(open(f"{d}/{n}.json"))
+    except Exception:
+        print(n, "no result:", open(f"{d}/{n}.err").read().strip()[:300])
+        return None
+ok = True
+def check(name, cond, detail=""):
+    global ok
+    print("PASS" if cond else "FAIL", "job", name, detail)
+    ok = ok and bool(cond)
+for n in ("kmeans", "dot", "blackscholes", "gf820", "apd"):
+    a, b = load(c, n), load(g, n)
+    if a is None or b is None:
+        check(n, False, "missing")
+        continue
+    dev = b.get("device")
+    if n == "kmeans":
+        check(n, a["centres"] == b["centres"] and a["loops"] == b["loops"],
+              f"device={dev} centres bit-equal, loops={b['loops']}")
+    elif n == "dot":
+        rel = abs(a["dot"] - b["dot"]) / max(abs(a["dot"]), 1e-300)
+        check(n, rel <= 1e-12, f"device={dev} rel={rel:.2e}")
+    elif n == "blackscholes":
+        e = max(abs(x - y) / max(abs(x), 1e-30) for x, y in zip(a["call"] + a["put"], b["call"] + b["put"]))
+        check(n, e <= 1e-5 and len(a["call"]) == 1000, f"device={dev} max rel diff of float32 prices {e:.2e}")
+    elif n == "gf820":
+        check(n, abs(b["v0"][0] - 0.61861431190676) <= 1e-12 and abs(a["v0"][0] - b["v0"][0]) <= 1e-12,
+              f"device={dev} V0={b['v0'][0]!r}")
+    elif n == "apd":
+        d = max(abs(x - y) for x, y in zip(a["loglik"], b["loglik"]))
+        same = a["lambda"] == b["lambda"] and a["theta"] == b["theta"]
+        check(n, d <= 1e-9 and same, f"device={dev} windows={len(b['loglik'])} max|dl|={d:.1e} same fit={same}")
+sys.exit(0 if ok else 1)
+PY
+then ok "jobs: GPU results equal the CPU references"; else bad "jobs: see above"; fi
+echo; echo "| job | cpu s (exit) | gpu s (exit) |"; echo "|---|---|---|"
+join <(sort "$W/jobs-cpu/summary") <(sort "$W/jobs-gpu/summary") | awk '{printf "| %s | %s (%s) | %s (%s) |\n", $1, $3, $2, $5, $4}'
 
 python3 - "$OUTD" "$W/times" "$POINTS" <<'PY'
 import json, sys
