@@ -9,20 +9,6 @@
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 void ctl_pack_request_head(msgpack_packer *pk, uint64_t id, const char *op, int has_args)
 {
     msgpack_pack_map(pk, has_args ? 3 : 2);
@@ -57,9 +43,9 @@ static int parse_id(const msgpack_object *o, uint64_t *id, const char *what, cha
 {
     int rc = mp_get_uint(o, "id", id);
     if (rc == GA_ENOENT)
-        return fail(GA_EPROTO, err, errlen, "%s: 'id' missing", what);
+        return ga_fail(GA_EPROTO, err, errlen, "%s: 'id' missing", what);
     if (rc < 0)
-        return fail(GA_EPROTO, err, errlen, "%s: 'id' must be an unsigned integer", what);
+        return ga_fail(GA_EPROTO, err, errlen, "%s: 'id' must be an unsigned integer", what);
     return 0;
 }
 
@@ -68,7 +54,7 @@ int ctl_parse_request(const msgpack_object *o, uint64_t *id, const char **op, si
 {
     *id = 0;
     if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return fail(GA_EPROTO, err, errlen, "request: not a map");
+        return ga_fail(GA_EPROTO, err, errlen, "request: not a map");
     int rc = parse_id(o, id, "request", err, errlen);
     if (rc < 0)
         return rc;
@@ -76,16 +62,16 @@ int ctl_parse_request(const msgpack_object *o, uint64_t *id, const char **op, si
     size_t n;
     rc = mp_get_str(o, "op", &s, &n);
     if (rc == GA_ENOENT)
-        return fail(GA_EPROTO, err, errlen, "request: 'op' missing");
+        return ga_fail(GA_EPROTO, err, errlen, "request: 'op' missing");
     if (rc < 0)
-        return fail(GA_EPROTO, err, errlen, "request: 'op' must be a string");
+        return ga_fail(GA_EPROTO, err, errlen, "request: 'op' must be a string");
     if (n == 0)
-        return fail(GA_EPROTO, err, errlen, "request: 'op' is empty");
+        return ga_fail(GA_EPROTO, err, errlen, "request: 'op' is empty");
     const msgpack_object *a = mp_map_get(o, "args");
     if (a && a->type == MSGPACK_OBJECT_NIL)
         a = NULL;
     if (a && a->type != MSGPACK_OBJECT_MAP)
-        return fail(GA_EBADARG, err, errlen, "request: 'args' must be a map");
+        return ga_fail(GA_EBADARG, err, errlen, "request: 'args' must be a map");
     *op = s;
     *oplen = n;
     *args = a;
@@ -97,42 +83,42 @@ int ctl_parse_response(const msgpack_object *o, uint64_t *id, int *ok, const msg
 {
     *id = 0;
     if (!o || o->type != MSGPACK_OBJECT_MAP)
-        return fail(GA_EPROTO, err, errlen, "response: not a map");
+        return ga_fail(GA_EPROTO, err, errlen, "response: not a map");
     int rc = parse_id(o, id, "response", err, errlen);
     if (rc < 0)
         return rc;
     int b;
     rc = mp_get_bool(o, "ok", &b);
     if (rc == GA_ENOENT)
-        return fail(GA_EPROTO, err, errlen, "response: 'ok' missing");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'ok' missing");
     if (rc < 0)
-        return fail(GA_EPROTO, err, errlen, "response: 'ok' must be a boolean");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'ok' must be a boolean");
     if (b) {
         const msgpack_object *r = mp_map_get(o, "result");
         if (!r)
-            return fail(GA_EPROTO, err, errlen, "response: 'result' missing");
+            return ga_fail(GA_EPROTO, err, errlen, "response: 'result' missing");
         *ok = 1;
         *result = r;
         return 0;
     }
     const msgpack_object *e = mp_map_get(o, "error");
     if (!e || e->type == MSGPACK_OBJECT_NIL)
-        return fail(GA_EPROTO, err, errlen, "response: 'error' missing");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error' missing");
     if (e->type != MSGPACK_OBJECT_MAP)
-        return fail(GA_EPROTO, err, errlen, "response: 'error' must be a map");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error' must be a map");
     int64_t c;
     rc = mp_get_int(e, "code", &c);
     if (rc == GA_ENOENT)
-        return fail(GA_EPROTO, err, errlen, "response: 'error.code' missing");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error.code' missing");
     if (rc < 0 || c >= 0)
-        return fail(GA_EPROTO, err, errlen, "response: 'error.code' must be a negative integer");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error.code' must be a negative integer");
     const char *m;
     size_t mlen;
     rc = mp_get_str(e, "message", &m, &mlen);
     if (rc == GA_ENOENT)
-        return fail(GA_EPROTO, err, errlen, "response: 'error.message' missing");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error.message' missing");
     if (rc < 0)
-        return fail(GA_EPROTO, err, errlen, "response: 'error.message' must be a string");
+        return ga_fail(GA_EPROTO, err, errlen, "response: 'error.message' must be a string");
     *ok = 0;
     *code = c;
     *msg = m;

@@ -1,6 +1,8 @@
 /* ga_err.c — error code → text, in one place. */
 #include "proto/ga_err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct { int code; const char *name, *text; } own[] = {
@@ -49,4 +51,15 @@ const char *ga_errname(int err)
         if (sys[i].code == err)
             return sys[i].name;
     return "EUNKNOWN";
+}
+
+int ga_fail(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

@@ -40,4 +40,11 @@ const char *ga_strerror(int err);
 /* Short symbolic name ("EINVAL", "EPROTO"); never NULL, static storage. */
 const char *ga_errname(int err);
 
+#include <stddef.h>
+
+/* Format a reason into err[errlen] (skipped when err is NULL or errlen 0)
+ * and return code: `return ga_fail(GA_EPROTO, err, errlen, "'%s' missing", k);` */
+int ga_fail(int code, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

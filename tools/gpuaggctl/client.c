@@ -18,20 +18,6 @@
 
 #define READ_CHUNK 65536
 
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -132,13 +118,13 @@ static int write_all(struct ctl_client *c, const char *p, size_t n, int64_t dead
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno != EAGAIN)
-            return fail(GA_EIO, err, errlen, "sending the request: %s", strerror(errno));
+            return ga_fail(GA_EIO, err, errlen, "sending the request: %s", strerror(errno));
         int ev = wait_fd(c->fd, POLLOUT, deadline);
         if (ev == 0)
-            return fail(GA_ETIMEDOUT, err, errlen, "timed out after %g s sending the request",
+            return ga_fail(GA_ETIMEDOUT, err, errlen, "timed out after %g s sending the request",
                         c->timeout_ms / 1000.0);
         if (ev < 0)
-            return fail(GA_EIO, err, errlen, "sending the request: %s", strerror(-ev));
+            return ga_fail(GA_EIO, err, errlen, "sending the request: %s", strerror(-ev));
     }
     return 0;
 }
@@ -152,15 +138,15 @@ static int64_t read_frame(struct ctl_client *c, int64_t deadline, char *err, siz
         if (rc == 1)
             return (int64_t)fl;
         if (rc == GA_ETOOBIG)
-            return fail(GA_ETOOBIG, err, errlen, "response larger than %u bytes or nested too deep",
+            return ga_fail(GA_ETOOBIG, err, errlen, "response larger than %u bytes or nested too deep",
                         CTL_MAX_FRAME);
         if (rc < 0)
-            return fail(GA_EPROTO, err, errlen, "response is not valid msgpack");
+            return ga_fail(GA_EPROTO, err, errlen, "response is not valid msgpack");
         if (c->cap - c->len < READ_CHUNK) {
             size_t ncap = c->cap ? c->cap * 2 : 2 * READ_CHUNK;
             uint8_t *nb = realloc(c->buf, ncap);
             if (!nb)
-                return fail(GA_ENOMEM, err, errlen, "out of memory");
+                return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
             c->buf = nb;
             c->cap = ncap;
         }
@@ -170,18 +156,18 @@ static int64_t read_frame(struct ctl_client *c, int64_t deadline, char *err, siz
             continue;
         }
         if (n == 0)
-            return fail(GA_EIO, err, errlen, "connection closed by gpuaggd%s",
+            return ga_fail(GA_EIO, err, errlen, "connection closed by gpuaggd%s",
                         c->len ? " in the middle of a response" : " before it responded");
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN)
-            return fail(GA_EIO, err, errlen, "reading the response: %s", strerror(errno));
+            return ga_fail(GA_EIO, err, errlen, "reading the response: %s", strerror(errno));
         int ev = wait_fd(c->fd, POLLIN, deadline);
         if (ev == 0)
-            return fail(GA_ETIMEDOUT, err, errlen, "timed out after %g s waiting for a response",
+            return ga_fail(GA_ETIMEDOUT, err, errlen, "timed out after %g s waiting for a response",
                         c->timeout_ms / 1000.0);
         if (ev < 0)
-            return fail(GA_EIO, err, errlen, "reading the response: %s", strerror(-ev));
+            return ga_fail(GA_EIO, err, errlen, "reading the response: %s", strerror(-ev));
     }
 }
 
@@ -198,7 +184,7 @@ int ctl_client_call(struct ctl_client *c, const char *op, const void *args, size
 {
     memset(r, 0, sizeof *r);
     if (c->fd < 0)
-        return fail(GA_EIO, err, errlen, "not connected");
+        return ga_fail(GA_EIO, err, errlen, "not connected");
     uint64_t id = c->next_id++;
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -210,7 +196,7 @@ int ctl_client_call(struct ctl_client *c, const char *op, const void *args, size
     int64_t start = now_ns();
     int64_t deadline = now_ms() + c->timeout_ms;
     int rc = sb.size > CTL_MAX_FRAME
-        ? fail(GA_ETOOBIG, err, errlen, "request larger than %u bytes", CTL_MAX_FRAME)
+        ? ga_fail(GA_ETOOBIG, err, errlen, "request larger than %u bytes", CTL_MAX_FRAME)
         : write_all(c, sb.data, sb.size, deadline, err, errlen);
     msgpack_sbuffer_destroy(&sb);
     if (rc < 0)
@@ -223,13 +209,13 @@ int ctl_client_call(struct ctl_client *c, const char *op, const void *args, size
         msgpack_zone_free(c->zone);
     c->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
     if (!c->zone)
-        return fail(GA_ENOMEM, err, errlen, "out of memory");
+        return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
     size_t off = 0;
     int urc = msgpack_unpack((const char *)c->buf, (size_t)fl, &off, c->zone, &c->reply);
     memmove(c->buf, c->buf + fl, c->len - (size_t)fl);
     c->len -= (size_t)fl;
     if (urc != MSGPACK_UNPACK_SUCCESS)
-        return fail(GA_EPROTO, err, errlen, "response could not be decoded (msgpack error %d)", urc);
+        return ga_fail(GA_EPROTO, err, errlen, "response could not be decoded (msgpack error %d)", urc);
 
     uint64_t rid;
     const char *msg = NULL;
@@ -237,9 +223,9 @@ int ctl_client_call(struct ctl_client *c, const char *op, const void *args, size
     char perr[128];
     if (ctl_parse_response(&c->reply, &rid, &r->ok, &r->result, &r->code, &msg, &msglen,
                            perr, sizeof perr) < 0)
-        return fail(GA_EPROTO, err, errlen, "%s", perr);
+        return ga_fail(GA_EPROTO, err, errlen, "%s", perr);
     if (rid != id && !(rid == 0 && !r->ok))
-        return fail(GA_EPROTO, err, errlen, "response id %llu does not match request id %llu",
+        return ga_fail(GA_EPROTO, err, errlen, "response id %llu does not match request id %llu",
                     (unsigned long long)rid, (unsigned long long)id);
     r->rtt_ms = (double)(now_ns() - start) / 1e6;
     if (!r->ok) {
