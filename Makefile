@@ -115,7 +115,7 @@ install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
 	        $(DESTDIR)/etc/gpuagg $(DESTDIR)/lib/systemd/system
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/gpuaggd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 0644 docs/gpuaggctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/gpuaggctl.1 docs/gpuagg-load.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 etc/gpuaggd.yaml $(DESTDIR)/etc/gpuagg/gpuaggd.yaml
 	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/gpuaggd.service > $(DESTDIR)/lib/systemd/system/gpuaggd.service
 	install -d $(DESTDIR)/usr/lib/sysusers.d
