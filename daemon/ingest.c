@@ -35,6 +35,7 @@ struct ic_conn {
     size_t inflight;                   /* items in the FIFO */
     struct pl_item *head, *tail;
     int64_t last_rx_ns, partial_since_ns;
+    struct mp_scan scan;               /* progress through the frame at buf[0] */
     struct ic_conn *prev, *next;
 };
 
@@ -428,7 +429,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     size_t pos = 0;
     while (pos < c->len && !c->failed && !c->closing) {
         size_t flen;
-        int r = mp_frame_scan(c->buf + pos, c->len - pos, g->lim.max_frame, &flen);
+        int r = mp_frame_scan_resume(&c->scan, c->buf + pos, c->len - pos, g->lim.max_frame,
+                                     &flen);
         if (r == 0 && c->len - pos >= g->lim.max_frame)
             r = GA_ETOOBIG;
         if (r == 0)

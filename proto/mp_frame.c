@@ -68,60 +68,74 @@ static uint64_t load_be(const uint8_t *p, unsigned n)
     return v;
 }
 
-int mp_frame_scan(const uint8_t *buf, size_t len, size_t max_len, size_t *frame_len)
+int mp_frame_scan_resume(struct mp_scan *st, const uint8_t *buf, size_t len, size_t max_len,
+                         size_t *frame_len)
 {
-    uint64_t remain[MP_FRAME_MAX_DEPTH];    /* children still to start, per open container */
-    uint64_t owed = 0;                      /* sum of remain[] */
+    uint64_t *remain = st->remain;          /* children still to start, per open container */
     uint64_t max = max_len;
-    size_t pos = 0;
-    int depth = 0;
 
     for (;;) {
-        /* start of one object at pos */
-        if (depth > 0) {
-            remain[depth - 1]--;
-            owed--;
+        /* start of one object at st->pos */
+        if (st->depth > 0) {
+            remain[st->depth - 1]--;
+            st->owed--;
         }
-        if ((uint64_t)pos + 1 + owed > max)
+        size_t pos = st->pos;
+        if ((uint64_t)pos + 1 + st->owed > max)
             return GA_ETOOBIG;
         if (pos >= len)
-            return 0;
+            goto suspend;
         struct head h = classify(buf[pos]);
         if (h.kind == K_BAD)
             return GA_EPROTO;
-        if ((h.kind == K_ARRAY || h.kind == K_MAP) && depth >= MP_FRAME_MAX_DEPTH)
+        if ((h.kind == K_ARRAY || h.kind == K_MAP) && st->depth >= MP_FRAME_MAX_DEPTH)
             return GA_ETOOBIG;
-        if ((uint64_t)pos + h.hdr + owed > max)
+        if ((uint64_t)pos + h.hdr + st->owed > max)
             return GA_ETOOBIG;
         if (h.hdr > len - pos)
-            return 0;
+            goto suspend;
         uint64_t n = h.nlen ? load_be(buf + pos + 1, h.nlen) : h.inl;
 
         if (h.kind == K_FIXED) {
-            pos += h.hdr;
+            st->pos += h.hdr;
         } else if (h.kind == K_BODY) {
-            if ((uint64_t)pos + h.hdr + n + owed > max)
+            if ((uint64_t)pos + h.hdr + n + st->owed > max)
                 return GA_ETOOBIG;
             if (h.hdr + n > len - pos)
-                return 0;
-            pos += h.hdr + (size_t)n;
+                goto suspend;
+            st->pos += h.hdr + (size_t)n;
         } else {
             uint64_t items = h.kind == K_MAP ? 2 * n : n;
-            if ((uint64_t)pos + h.hdr + items + owed > max)
+            if ((uint64_t)pos + h.hdr + items + st->owed > max)
                 return GA_ETOOBIG;
-            pos += h.hdr;
+            st->pos += h.hdr;
             if (items > 0) {
-                remain[depth++] = items;
-                owed += items;
+                remain[st->depth++] = items;
+                st->owed += items;
                 continue;
             }
         }
         /* one object complete: close every container it completed */
-        while (depth > 0 && remain[depth - 1] == 0)
-            depth--;
-        if (depth == 0) {
-            *frame_len = pos;
+        while (st->depth > 0 && remain[st->depth - 1] == 0)
+            st->depth--;
+        if (st->depth == 0) {
+            *frame_len = st->pos;
+            *st = (struct mp_scan){ 0 };     /* ready for the next frame */
             return 1;
         }
+        continue;
+suspend:
+        /* Not all of this object is here: leave the state at its start. */
+        if (st->depth > 0) {
+            remain[st->depth - 1]++;
+            st->owed++;
+        }
+        return 0;
     }
+}
+
+int mp_frame_scan(const uint8_t *buf, size_t len, size_t max_len, size_t *frame_len)
+{
+    struct mp_scan st = { 0 };
+    return mp_frame_scan_resume(&st, buf, len, max_len, frame_len);
 }

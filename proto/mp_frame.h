@@ -40,4 +40,20 @@
  * Errors are final for the stream: resynchronising is impossible. */
 int mp_frame_scan(const uint8_t *buf, size_t len, size_t max_len, size_t *frame_len);
 
+/* The same scan, resumable: a reader that receives a frame in pieces keeps
+ * one mp_scan per stream (zero-initialised) and calls this each time more
+ * bytes of the same frame have arrived, buf always starting at the frame's
+ * first byte.  Work is done once per byte instead of once per read, so a
+ * large frame trickling in costs O(size), not O(size²).  Same returns as
+ * mp_frame_scan; after 1 the state is reset for the next frame; after an
+ * error it must be reset (zeroed) before reuse. */
+struct mp_scan {
+    size_t pos;                         /* bytes of the frame scanned */
+    uint64_t owed;                      /* children still to start, all levels */
+    int depth;
+    uint64_t remain[MP_FRAME_MAX_DEPTH];
+};
+int mp_frame_scan_resume(struct mp_scan *st, const uint8_t *buf, size_t len, size_t max_len,
+                         size_t *frame_len);
+
 #endif

@@ -381,6 +381,59 @@ static void test_random_objects_vs_msgpack_c(void)
     CHECK_INT(mismatches, 0);
 }
 
+/* The resumable scan, fed random objects in random pieces, finds the same
+ * frame boundaries as the one-shot scan, and scans each byte about once. */
+static void test_resumable_scan(void)
+{
+    int bad = 0;
+    for (int iter = 0; iter < 300 && !bad; iter++) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        int nobj = 1 + (int)(rnd() % 4);
+        for (int i = 0; i < nobj; i++) {
+            node_budget = 1 + (int)(rnd() % 300);
+            pack_random(&pk, 0);
+        }
+        const uint8_t *d = (const uint8_t *)sb.data;
+        struct mp_scan st = { 0 };
+        size_t start = 0, have = 0;
+        int frames = 0;
+        while (start < sb.size && !bad) {
+            have += 1 + rnd() % 700;                  /* the next read */
+            if (have > sb.size)
+                have = sb.size;
+            size_t fl = 0, want = 0;
+            int r = mp_frame_scan_resume(&st, d + start, have - start, sb.size, &fl);
+            int r1 = mp_frame_scan(d + start, have - start, sb.size, &want);
+            if (r != r1 || (r == 1 && fl != want))
+                bad = 1;
+            if (r == 1) {
+                start += fl;
+                frames++;
+            }
+            if (have == sb.size && r == 0)
+                bad = 1;
+        }
+        bad |= frames != nobj;
+        msgpack_sbuffer_destroy(&sb);
+    }
+    CHECK(!bad);
+    /* A 4 MiB frame arriving 1 KiB at a time: linear, not quadratic. */
+    size_t n = (size_t)4 << 20, fl = 0;
+    uint8_t *b = malloc(n + 5);
+    b[0] = 0xdd; b[1] = (uint8_t)(n >> 24); b[2] = (uint8_t)(n >> 16); b[3] = (uint8_t)(n >> 8); b[4] = (uint8_t)n;
+    memset(b + 5, 0xc0, n);
+    struct mp_scan st = { 0 };
+    int r = 0;
+    for (size_t have = 1024; r == 0; have += 1024)
+        r = mp_frame_scan_resume(&st, b, have < n + 5 ? have : n + 5, n + 5, &fl);
+    CHECK_INT(r, 1);
+    CHECK_INT(fl, n + 5);
+    free(b);
+}
+
 static void test_random_bytes_vs_msgpack_c(void)
 {
     /* random bytes, biased towards small declared lengths; max_len = len keeps
@@ -428,5 +481,6 @@ void run_tests(void)
     RUN(test_hostile_lengths);
     RUN(test_large_frame_linear);
     RUN(test_random_objects_vs_msgpack_c);
+    RUN(test_resumable_scan);
     RUN(test_random_bytes_vs_msgpack_c);
 }
