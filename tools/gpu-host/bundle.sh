@@ -4,7 +4,9 @@
 # excepted: the host's is newer), and a relocatable PostgreSQL server laid
 # out as usr/lib/postgresql/15 + usr/share/postgresql/15 so its relative
 # paths resolve.  Output: build-bundle/gpuagg-bundle.tar.xz; carry
-# build-bundle and run tools/gpu-host/e2e.sh there.
+# build-bundle and run tools/gpu-host/e2e.sh (or bench_host.sh: it also
+# needs build/bench/gen_points_csv and a pure-Python msgpack, both packed
+# here) there.
 set -eu
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
@@ -14,7 +16,7 @@ root="$out/root"
 pgv=15
 pgbin=/usr/lib/postgresql/$pgv/bin
 mkdir -p "$root/usr/lib/postgresql/$pgv/bin" "$root/usr/lib/postgresql/$pgv/lib" "$root/usr/share/postgresql"
-cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load "$root/bin/"
+cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load build/bench/gen_points_csv "$root/bin/"
 for b in postgres initdb pg_ctl psql createdb; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
 for l in plpgsql.so dict_snowball.so; do cp "/usr/lib/postgresql/$pgv/lib/$l" "$root/usr/lib/postgresql/$pgv/lib/"; done
 cp -r /usr/share/postgresql/$pgv "$root/usr/share/postgresql/"
@@ -28,7 +30,13 @@ done | sort -u | while read -r lib; do
         *) cp -L "$lib" "$root/lib/" ;;
     esac
 done
-cp tools/gpu-host/e2e.sh "$root/"
+cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py "$root/"
+# msgpack for visprobe.py (the host's python3 has none): Debian's package,
+# pure Python only -- its C extension is built for another Python version,
+# and msgpack falls back to msgpack/fallback.py without it.
+mkdir -p "$root/py"
+cp -r /usr/lib/python3/dist-packages/msgpack "$root/py/"
+rm -rf "$root/py/msgpack/__pycache__" "$root"/py/msgpack/*.so
 tar -C "$out" -cJf "$out/gpuagg-bundle.tar.xz" root
 rm -rf "$root"
 ls -l "$out"
