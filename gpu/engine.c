@@ -9,6 +9,7 @@
 #include "gpu/engine.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ struct ga_engine {
     double *sub_value;
     size_t cap_sub;
     size_t *bstart;               /* nb + 1 offsets */
+    struct ga_result *part;       /* per slot output, when slots run concurrently */
 };
 
 static uint32_t hash32(uint32_t x)
@@ -119,6 +121,10 @@ void ga_engine_close(struct ga_engine *e)
     free(e->sub_metric);
     free(e->sub_ts);
     free(e->sub_value);
+    if (e->part)
+        for (int i = 0; i < nslots(e); i++)
+            ga_result_free(&e->part[i]);
+    free(e->part);
     free(e);
 }
 
@@ -332,6 +338,85 @@ static int feed_slot(struct ga_engine *e, int b, const struct ga_points *sub, st
     return e->b[e->nb]->ops->feed(e->b[e->nb], sub, out);
 }
 
+/* One slot's share of a batch, fed on its own thread. */
+struct slot_job {
+    struct ga_engine *e;
+    int b;
+    struct ga_points sub;
+    int rc;
+    pthread_t th;
+    int threaded;
+};
+
+static void *slot_main(void *arg)
+{
+    struct slot_job *j = arg;
+    struct ga_backend *be = j->e->b[j->b];
+    j->rc = be->ops->feed(be, &j->sub, &j->e->part[j->b]);
+    return NULL;
+}
+
+static int append_part(struct ga_result *out, const struct ga_result *p)
+{
+    int rc = ga_result_reserve(out, p->naggs, p->nlate);
+    if (rc)
+        return rc;
+    memcpy(out->aggs + out->naggs, p->aggs, p->naggs * sizeof *p->aggs);
+    out->naggs += p->naggs;
+    memcpy(out->late + out->nlate, p->late, p->nlate * sizeof *p->late);
+    out->nlate += p->nlate;
+    return 0;
+}
+
+/* Several slots with work: every backend (each GPU, the CPU fallback) is
+ * fed at the same time on its own thread, into its own result; outputs are
+ * appended in slot order, so the answer does not depend on timing.  A GPU
+ * whose feed failed with GA_ECUDA fails over afterwards, on this thread
+ * (its partial output is dropped: the backend left its state unchanged),
+ * and its share is fed to the fallback. */
+static int feed_concurrently(struct ga_engine *e, struct ga_result *out)
+{
+    int ns = nslots(e), rc = 0;
+    if (!e->part && !(e->part = calloc((size_t)ns, sizeof *e->part)))
+        return GA_ENOMEM;
+    struct slot_job jobs[ns];
+    int first = -1;
+    for (int b = 0; b < ns; b++) {
+        jobs[b] = (struct slot_job){ .e = e, .b = b, .rc = 0,
+                                     .sub = { .n = e->bstart[b + 1] - e->bstart[b],
+                                              .metric = e->sub_metric + e->bstart[b],
+                                              .ts = e->sub_ts + e->bstart[b],
+                                              .value = e->sub_value + e->bstart[b] } };
+        ga_result_reset(&e->part[b]);
+        if (!jobs[b].sub.n)
+            continue;
+        if (first < 0) {
+            first = b;                /* this thread takes the first one */
+            continue;
+        }
+        jobs[b].threaded = pthread_create(&jobs[b].th, NULL, slot_main, &jobs[b]) == 0;
+        if (!jobs[b].threaded)
+            slot_main(&jobs[b]);
+    }
+    if (first >= 0)
+        slot_main(&jobs[first]);
+    for (int b = 0; b < ns; b++)
+        if (jobs[b].threaded)
+            pthread_join(jobs[b].th, NULL);
+    for (int b = 0; b < ns && !rc; b++) {
+        if (!jobs[b].sub.n)
+            continue;
+        if (jobs[b].rc == GA_ECUDA && b < e->nb && e->have_fallback) {
+            fail_over(e, b, jobs[b].rc);
+            struct ga_backend *fb = e->b[e->nb];
+            rc = fb->ops->feed(fb, &jobs[b].sub, out);
+            continue;
+        }
+        rc = jobs[b].rc ? jobs[b].rc : append_part(out, &e->part[b]);
+    }
+    return rc;
+}
+
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
 {
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
@@ -340,13 +425,20 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
         rc = e->b[0]->ops->feed(e->b[0], pts, out);
     } else {
         rc = split(e, pts, out);
-        for (int b = 0; b < nslots(e) && !rc; b++) {
-            struct ga_points sub = { .n = e->bstart[b + 1] - e->bstart[b],
-                                     .metric = e->sub_metric + e->bstart[b],
-                                     .ts = e->sub_ts + e->bstart[b],
-                                     .value = e->sub_value + e->bstart[b] };
-            if (sub.n)
-                rc = feed_slot(e, b, &sub, out);
+        int busy = 0;
+        for (int b = 0; b < nslots(e); b++)
+            busy += e->bstart[b + 1] > e->bstart[b];
+        if (!rc && busy > 1) {
+            rc = feed_concurrently(e, out);
+        } else {
+            for (int b = 0; b < nslots(e) && !rc; b++) {
+                struct ga_points sub = { .n = e->bstart[b + 1] - e->bstart[b],
+                                         .metric = e->sub_metric + e->bstart[b],
+                                         .ts = e->sub_ts + e->bstart[b],
+                                         .value = e->sub_value + e->bstart[b] };
+                if (sub.n)
+                    rc = feed_slot(e, b, &sub, out);
+            }
         }
     }
     e->stats.points_in += pts->n;

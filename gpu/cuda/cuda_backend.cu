@@ -467,9 +467,22 @@ void commit(cuda_backend *cb, uint64_t total)
 
 // ---- ops -------------------------------------------------------------------
 
+/* Make this backend's GPU current on the calling thread: the engine may
+ * call a backend from any thread (one per GPU when it feeds them at the
+ * same time), and a thread's current device starts as 0. */
+static int use_device(const cuda_backend *cb)
+{
+    if (cb->emu)
+        return 0;
+    CUDA_CHECK(cudaSetDevice(cb->dev));
+    return 0;
+}
+
 int cu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    if (use_device(cb))
+        return GA_ECUDA;
     struct ga_policy copy = *p;
     if (copy.ndefs < 0 || copy.ndefs > GA_POLICY_MAX_DEFS || copy.nmethods < 0 ||
         copy.nmethods > GA_POLICY_MAX_METHODS)
@@ -516,6 +529,7 @@ int cu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
 void cu_metric_drop(struct ga_backend *b, uint32_t id)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    use_device(cb);
     int32_t s = slot_of_id(cb, id);
     if (s < 0)
         return;
@@ -530,6 +544,8 @@ void cu_metric_drop(struct ga_backend *b, uint32_t id)
 int cu_window_get(struct ga_backend *b, uint32_t id, struct ga_window *out)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    if (use_device(cb))
+        return GA_ECUDA;
     int32_t s = slot_of_id(cb, id);
     if (s < 0)
         return GA_ENOENT;
@@ -569,6 +585,8 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
                   const struct ga_window *win)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    if (use_device(cb))
+        return GA_ECUDA;
     if (win->has_prev)
         return GA_EINVAL;
     for (size_t i = 0; i < win->n; i++)
@@ -827,6 +845,8 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
 int cu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     cuda_backend *cb = (cuda_backend *)b;
+    if (use_device(cb))
+        return GA_ECUDA;
     if (pts->n == 0)
         return 0;
     if (pts->n >= UINT32_MAX)

@@ -4,11 +4,11 @@
 # CUDA toolkit): only the objects they need, the CUDA runtime linked
 # statically.  Run here (where nvcc and the build deps are), carry
 # build-gpu/ to the GPU host, run tools/gpu-host/gpu_check.sh there.
-#   tools/gpu-host/build.sh            -> build-gpu/{test_cuda_backend,bench_gpu}
+#   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus}
 set -eu
 cd "$(dirname "$0")/../.."
 make -s build/libgpuagg.a build/obj/tests/unit/harness.o build/obj/tests/unit/test_cuda_backend.o \
-     build/obj/tools/bench/bench_gpu.o >/dev/null
+     build/obj/tools/bench/bench_gpu.o build/obj/tools/bench/bench_engine_gpus.o >/dev/null
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 CUDA_HOME=${NVCC%/bin/nvcc}
 OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_cpu_pool.o
@@ -21,7 +21,8 @@ LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm"
 mkdir -p build-gpu
 cc -o build-gpu/test_cuda_backend build/obj/tests/unit/test_cuda_backend.o build/obj/tests/unit/harness.o $OBJ $LIBS
 cc -o build-gpu/bench_gpu build/obj/tools/bench/bench_gpu.o $OBJ $LIBS
-for b in build-gpu/test_cuda_backend build-gpu/bench_gpu; do
+cc -o build-gpu/bench_engine_gpus build/obj/tools/bench/bench_engine_gpus.o $OBJ $LIBS
+for b in build-gpu/test_cuda_backend build-gpu/bench_gpu build-gpu/bench_engine_gpus; do
     if ldd "$b" | grep -Eq 'libuv|libpq|msgpack|libcudart'; then
         echo "build.sh: $b links a library the GPU host lacks:" >&2
         ldd "$b" >&2
