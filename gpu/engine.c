@@ -255,40 +255,96 @@ static int reserve_sub(struct ga_engine *e, size_t n)
     return 0;
 }
 
+/* Splitting a batch per backend: a counting sort, by ranges of the batch
+ * on several threads when it is big (the GPUs wait for it), keeping arrival
+ * order within each backend's share. */
+#define SPLIT_PAR_MIN ((size_t)1 << 20)    /* points; smaller batches: one thread */
+#define SPLIT_MAX_PARTS 16
+
+struct split_part {
+    const struct ga_engine *e;
+    const struct ga_points *pts;
+    size_t lo, hi;
+    size_t *cnt;                 /* ns + 1: per slot, then unknown ids */
+    int scatter;                 /* 0: count; 1: scatter using cnt as cursors */
+    pthread_t th;
+};
+
+static void *split_part_main(void *arg)
+{
+    struct split_part *p = arg;
+    struct ga_engine *e = (struct ga_engine *)p->e;
+    int ns = nslots(e);
+    for (size_t i = p->lo; i < p->hi; i++) {
+        const struct eng_metric *m = metric_at(e, p->pts->metric[i]);
+        if (!p->scatter) {
+            p->cnt[m ? m->backend : ns]++;
+        } else if (m) {
+            size_t at = p->cnt[m->backend]++;
+            e->sub_metric[at] = p->pts->metric[i];
+            e->sub_ts[at] = p->pts->ts[i];
+            e->sub_value[at] = p->pts->value[i];
+        }
+    }
+    return NULL;
+}
+
+static void run_parts(struct split_part *parts, int n)
+{
+    int started[SPLIT_MAX_PARTS] = { 0 };
+    for (int t = 1; t < n; t++)
+        started[t] = pthread_create(&parts[t].th, NULL, split_part_main, &parts[t]) == 0;
+    split_part_main(&parts[0]);
+    for (int t = 1; t < n; t++) {
+        if (started[t])
+            pthread_join(parts[t].th, NULL);
+        else
+            split_part_main(&parts[t]);
+    }
+}
+
 /* Split pts per backend into the sub arrays; unknown ids go to out->late. */
 static int split(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
 {
     int rc = reserve_sub(e, pts->n);
     if (rc)
         return rc;
-    size_t *bs = e->bstart;
     int ns = nslots(e);
-    memset(bs, 0, ((size_t)ns + 1) * sizeof *bs);
-    for (size_t i = 0; i < pts->n; i++) {
-        const struct eng_metric *m = metric_at(e, pts->metric[i]);
-        if (m)
-            bs[m->backend + 1]++;
-    }
-    for (int b = 0; b < ns; b++)
-        bs[b + 1] += bs[b];
-    for (size_t i = 0; i < pts->n; i++) {
-        const struct eng_metric *m = metric_at(e, pts->metric[i]);
-        if (!m) {
-            struct ga_late l = { .metric = pts->metric[i], .reason = GA_LATE_UNKNOWN_METRIC,
-                                 .ts = pts->ts[i], .value = pts->value[i] };
-            rc = ga_result_push_late(out, &l);
-            if (rc)
-                return rc;
-            continue;
+    int nparts = pts->n < SPLIT_PAR_MIN ? 1 : (int)(pts->n / (SPLIT_PAR_MIN / 2));
+    if (nparts > SPLIT_MAX_PARTS)
+        nparts = SPLIT_MAX_PARTS;
+    size_t cnt[SPLIT_MAX_PARTS][ns + 1];
+    struct split_part parts[SPLIT_MAX_PARTS];
+    memset(cnt, 0, sizeof cnt);
+    for (int t = 0; t < nparts; t++)
+        parts[t] = (struct split_part){ e, pts, pts->n * (size_t)t / (size_t)nparts,
+                                        pts->n * (size_t)(t + 1) / (size_t)nparts, cnt[t], 0, 0 };
+    run_parts(parts, nparts);
+    /* Cursors: slot by slot, part by part, so order within a slot is kept. */
+    size_t *bs = e->bstart, at = 0, unknown = 0;
+    for (int b = 0; b < ns; b++) {
+        bs[b] = at;
+        for (int t = 0; t < nparts; t++) {
+            size_t c = cnt[t][b];
+            cnt[t][b] = at;
+            at += c;
         }
-        size_t at = bs[m->backend]++;
-        e->sub_metric[at] = pts->metric[i];
-        e->sub_ts[at] = pts->ts[i];
-        e->sub_value[at] = pts->value[i];
     }
-    for (int b = ns; b > 0; b--)             /* back to start offsets */
-        bs[b] = bs[b - 1];
-    bs[0] = 0;
+    bs[ns] = at;
+    for (int t = 0; t < nparts; t++) {
+        unknown += cnt[t][ns];
+        parts[t].scatter = 1;
+    }
+    run_parts(parts, nparts);
+    for (size_t i = 0; unknown && i < pts->n; i++) {
+        if (metric_at(e, pts->metric[i]))
+            continue;
+        struct ga_late l = { .metric = pts->metric[i], .reason = GA_LATE_UNKNOWN_METRIC,
+                             .ts = pts->ts[i], .value = pts->value[i] };
+        if ((rc = ga_result_push_late(out, &l)))
+            return rc;
+        unknown--;
+    }
     return 0;
 }
 
@@ -361,9 +417,11 @@ static int append_part(struct ga_result *out, const struct ga_result *p)
     int rc = ga_result_reserve(out, p->naggs, p->nlate);
     if (rc)
         return rc;
-    memcpy(out->aggs + out->naggs, p->aggs, p->naggs * sizeof *p->aggs);
+    if (p->naggs)
+        memcpy(out->aggs + out->naggs, p->aggs, p->naggs * sizeof *p->aggs);
     out->naggs += p->naggs;
-    memcpy(out->late + out->nlate, p->late, p->nlate * sizeof *p->late);
+    if (p->nlate)
+        memcpy(out->late + out->nlate, p->late, p->nlate * sizeof *p->late);
     out->nlate += p->nlate;
     return 0;
 }
