@@ -55,7 +55,33 @@ int ga_kmeans_validate(const struct ga_kmeans_params *p, char *err, size_t errle
         snprintf(err, errlen, "sync_every must be >= 0, got %d", p->sync_every);
         return GA_EBADARG;
     }
+    if (p->kernel < GA_KMEANS_KERNEL_AUTO || p->kernel > GA_KMEANS_KERNEL_GENERIC) {
+        snprintf(err, errlen, "kernel must be in 0..%d, got %d", GA_KMEANS_KERNEL_GENERIC, p->kernel);
+        return GA_EBADARG;
+    }
+    if ((p->kernel == GA_KMEANS_KERNEL_LANE || p->kernel == GA_KMEANS_KERNEL_REG) &&
+        !ga_kmeans_kernel_small(p->k, p->coords)) {
+        snprintf(err, errlen, "kernel %s serves coords <= 2 with k <= 32 and coords <= 4 with k <= 16, got coords %d, k %d",
+                 ga_kmeans_kernel_name(p->kernel), p->coords, p->k);
+        return GA_EBADARG;
+    }
     return 0;
+}
+
+int ga_kmeans_kernel_small(int k, int coords)
+{
+    return k >= 1 && ((coords >= 1 && coords <= 2 && k <= 32) || (coords >= 3 && coords <= 4 && k <= 16));
+}
+
+const char *ga_kmeans_kernel_name(int kernel)
+{
+    switch (kernel) {
+    case GA_KMEANS_KERNEL_AUTO: return "auto";
+    case GA_KMEANS_KERNEL_LANE: return "lane";
+    case GA_KMEANS_KERNEL_REG: return "reg";
+    case GA_KMEANS_KERNEL_GENERIC: return "generic";
+    default: return "?";
+    }
 }
 
 int ga_kmeans_validate_objects(const double *objs, int64_t nobjs, int coords, char *err, size_t errlen)
@@ -148,11 +174,9 @@ static void do_tile(struct km *m, struct scratch *s, int64_t b, int64_t *changed
         double bd = 0.0;
         for (int c = 0; c < k; c++) {
             const double *cc = cen + (int64_t)c * C;
-            double d = 0.0;
-            for (int j = 0; j < C; j++) {
-                double diff = GA_KM_SUB(x[j], cc[j]);
-                d = GA_KM_ADD(d, GA_KM_MUL(diff, diff));
-            }
+            double d = ga_km_sq(GA_KM_SUB(x[0], cc[0]));
+            for (int j = 1; j < C; j++)
+                d = GA_KM_ADD(d, ga_km_sq(GA_KM_SUB(x[j], cc[j])));
             if (c == 0 || d < bd) {
                 bd = d;
                 best = c;

@@ -20,8 +20,10 @@ int ga_kmeans_dev_create(int device, const struct ga_kmeans_params *p, struct ga
 int ga_kmeans_dev_destroy(struct ga_kmeans_dev *d);
 // The objects, column-major: coordinate j of object i at [j * nobjs + i].
 double *ga_kmeans_dev_objects(struct ga_kmeans_dev *d);
-// 1 if the register-accumulator kernel serves these k and coords.
-int ga_kmeans_dev_fast(const struct ga_kmeans_dev *d);
+// The assign kernel in use: GA_KMEANS_KERNEL_LANE, _REG or _GENERIC (the
+// params' kernel, AUTO resolved; create fails with GA_EBADARG if it cannot
+// serve k and coords).
+int ga_kmeans_dev_kernel(const struct ga_kmeans_dev *d);
 // Fill the objects with the lab dataset (same values as ga_kmeans_generate).
 int ga_kmeans_dev_generate(struct ga_kmeans_dev *d, cudaStream_t s);
 // Fill the objects from a row-major array (host or device) through a transpose.

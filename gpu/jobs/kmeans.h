@@ -48,7 +48,24 @@ struct ga_kmeans_params {
     int sync_every;     /* GPU: iterations enqueued between host checks for
                            progress/cancel/convergence; 0 = 64.  With
                            max_loops <= sync_every the host waits only once. */
+    int kernel;         /* GPU assign kernel, GA_KMEANS_KERNEL_* (0 = auto);
+                           every kernel gives the same bits */
 };
+
+/* GPU assign kernels.  LANE and REG serve only "small" (k, coords)
+ * (ga_kmeans_kernel_small); AUTO picks LANE there, GENERIC elsewhere.
+ *   LANE     per-lane sums in shared memory, only the winning cluster's
+ *            sums touched per object (docs/JOBS.md);
+ *   REG      per-lane sums in registers, a select-add for every cluster
+ *            (the first version, kept for comparison);
+ *   GENERIC  any k and coords. */
+#define GA_KMEANS_KERNEL_AUTO     0
+#define GA_KMEANS_KERNEL_LANE     1
+#define GA_KMEANS_KERNEL_REG      2
+#define GA_KMEANS_KERNEL_GENERIC  3
+/* 1 for (coords <= 2, k <= 32) and (coords 3..4, k <= 16). */
+int ga_kmeans_kernel_small(int k, int coords);
+const char *ga_kmeans_kernel_name(int kernel);   /* "auto", "lane", "reg", "generic" */
 
 /* Called after each iteration (loop = 1, 2, ...; delta of that iteration).
  * Return nonzero to cancel: the run then returns GA_ECANCELED with the
@@ -90,8 +107,8 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
 int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const double *objs,
                   struct ga_kmeans_result *res, ga_kmeans_progress_fn fn, void *arg, char *err, size_t errlen);
 
-/* Benchmark support: lab dataset generated on the device; times (median of
- * reps) of the whole iteration loop with the data resident (events around the
+/* Benchmark support (p->kernel picks the kernel): lab dataset generated on
+ * the device; times (median of reps) of the whole iteration loop with the data resident (events around the
  * enqueued loop, one host wait), of the generation, and of loading the same
  * objects from host memory (row-major copy + transpose).  centres: k*coords
  * doubles of the last run (may be NULL). */
@@ -99,7 +116,7 @@ struct ga_kmeans_bench {
     double iter_ms, per_iter_ms, gen_ms, load_ms;
     int loops;
     double delta;
-    int fast_path;   /* 1: register-accumulator kernel (k*coords small), 0: generic */
+    int kernel;      /* the GA_KMEANS_KERNEL_* that ran (p->kernel resolved) */
 };
 int ga_kmeans_bench_run(int device, const struct ga_kmeans_params *p, int reps, struct ga_kmeans_bench *out,
                         double *centres, char *err, size_t errlen);

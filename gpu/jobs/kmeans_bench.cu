@@ -33,7 +33,7 @@ int bench(B *b, int device, const ga_kmeans_params *p, int reps, ga_kmeans_bench
     int rc;
     if ((rc = ga_kmeans_dev_create(device, p, &b->d)))
         return rc;
-    o->fast_path = ga_kmeans_dev_fast(b->d);
+    o->kernel = ga_kmeans_dev_kernel(b->d);
     CUDA_CHECK(cudaStreamCreateWithFlags(&b->s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&b->e0));
     CUDA_CHECK(cudaEventCreate(&b->e1));

@@ -3,6 +3,11 @@
 // order of docs/JOBS.md) and finalize (one block per cluster: tile partials
 // in the fixed order, new centre; the last block computes delta and sets the
 // convergence flag).  The host enqueues iterations without waiting.
+//
+// Assign kernels (kmeans.h, GA_KMEANS_KERNEL_*): assign_lane (small k*coords:
+// each lane's sums in shared memory, only the winning cluster's touched),
+// assign_reg (small k*coords: sums in registers, a select-add per cluster; the
+// first version, kept to compare), assign_generic (any k, coords).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,21 +91,174 @@ __device__ T block_sum_int(T v, T *red)
     return r;
 }
 
+// Left to right from the first term (kmeans_model.h, ga_km_sq).
 template <int C>
 __device__ __forceinline__ double dist(const double (&x)[C], const double *c)
 {
-    double d = 0.0;
+    double d = ga_km_sq(GA_KM_SUB(x[0], c[0]));
 #pragma unroll
-    for (int j = 0; j < C; j++) {
-        double diff = GA_KM_SUB(x[j], c[j]);
-        d = GA_KM_ADD(d, GA_KM_MUL(diff, diff));
-    }
+    for (int j = 1; j < C; j++)
+        d = GA_KM_ADD(d, ga_km_sq(GA_KM_SUB(x[j], c[j])));
     return d;
+}
+
+// Shared memory of assign_lane: k*C rows of 256 lane sums (double), then k
+// rows of 256 lane counts (uint8: at most kRows = 64 members per lane).
+__host__ __device__ constexpr size_t lane_smem(int k, int C)
+{
+    return (size_t)k * C * kLanes * sizeof(double) + (size_t)k * kLanes;
+}
+
+// Per-lane sums in shared memory: row q = c*C + j, column = lane.  Only lane t
+// touches column t while assigning, so the object loop needs no barrier, and
+// an object adds to its own cluster's sums alone (2 adds for C = 2, not one
+// select-add per cluster).  Adding only members equals the register kernel's
+// "add x or 0.0" bit for bit: a sum that starts at +0.0 is never -0.0, and
+// s + 0.0 == s for any other s.  Objects are read U rows at a time, the next
+// U rows loaded before the current ones are used.
+template <int KMAX, int C, int U>
+__global__ void __launch_bounds__(kLanes, 3) assign_lane(const double *__restrict__ X, int64_t n, int k,
+                                                         const double *__restrict__ centres,
+                                                         uint16_t *__restrict__ member, double *__restrict__ psum,
+                                                         int *__restrict__ pcount, int64_t B, KmState *st)
+{
+    static_assert(kRows % U == 0, "rows by U");
+    if (st->done)
+        return;
+    extern __shared__ __align__(16) unsigned char lane_dyn[];
+    double *ls = reinterpret_cast<double *>(lane_dyn);
+    uint8_t *lc = lane_dyn + (size_t)k * C * kLanes * sizeof(double);
+    __shared__ __align__(16) double cs[KMAX * C];
+    __shared__ int shch[8];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    // Clusters k..KMAX-1 get centre +inf: their distance is +inf (or NaN),
+    // never < bd, so the cluster loop runs to KMAX without a test.
+    for (int q = t; q < KMAX * C; q += kLanes)
+        cs[q] = q < k * C ? centres[q] : __longlong_as_double(0x7ff0000000000000ll);
+    for (int q = 0; q < k * C; q++)
+        ls[q * kLanes + t] = 0.0;
+    for (int c = 0; c < k; c++)
+        lc[c * kLanes + t] = 0;
+    __syncthreads();
+
+    const int64_t base = (int64_t)blockIdx.x * kTile + t;
+    double xn[U][C];
+    uint16_t on[U];
+    auto load = [&](int r0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + (int64_t)(r0 + u) * kLanes;
+            const bool ok = i < n;
+#pragma unroll
+            for (int j = 0; j < C; j++)
+                xn[u][j] = ok ? __ldcs(X + (int64_t)j * n + i) : 0.0;
+            on[u] = ok ? member[i] : kUnset;
+        }
+    };
+    load(0);
+    int changed = 0;
+#pragma unroll 1
+    for (int r0 = 0; r0 < kRows; r0 += U) {
+        double x[U][C];
+        uint16_t old[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            old[u] = on[u];
+#pragma unroll
+            for (int j = 0; j < C; j++)
+                x[u][j] = xn[u][j];
+        }
+        if (r0 + U < kRows)
+            load(r0 + U);
+        double bd[U];
+        int best[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            bd[u] = dist<C>(x[u], cs);
+            best[u] = 0;
+        }
+#pragma unroll
+        for (int c = 1; c < KMAX; c++) {
+            double cc[C];
+#pragma unroll
+            for (int j = 0; j < C; j++)
+                cc[j] = cs[c * C + j];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const double d = dist<C>(x[u], cc);
+                if (d < bd[u]) {
+                    bd[u] = d;
+                    best[u] = c;
+                }
+            }
+        }
+        // In row order: lane t's sums take its members row by row.
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + (int64_t)(r0 + u) * kLanes;
+            if (i < n) {
+                if (old[u] != best[u]) {
+                    member[i] = (uint16_t)best[u];
+                    changed++;
+                }
+                double *row = ls + best[u] * (C * kLanes) + t;
+#pragma unroll
+                for (int j = 0; j < C; j++)
+                    row[j * kLanes] = __dadd_rn(row[j * kLanes], x[u][j]);
+                lc[best[u] * kLanes + t] += 1;
+            }
+        }
+    }
+
+    // Tile partials.  Warp w holds lanes 32w..32w+31: for each row q, the
+    // warp's tree (v[l] += v[l+off], off = 16..1) in place, the 32 lanes
+    // sharing the q*off additions of each level.
+    const int ch = warp_sum_int(changed);
+    if (lane == 0)
+        shch[warp] = ch;
+    __syncwarp();
+    const int KC = k * C;
+    double *wb = ls + warp * 32;
+#pragma unroll
+    for (int sh = 4; sh >= 0; sh--) {
+        const int off = 1 << sh;
+        for (int q = lane; q < (KC << sh); q += 32) {
+            double *v = wb + (q >> sh) * kLanes + (q & (off - 1));
+            v[0] = __dadd_rn(v[0], v[off]);
+        }
+        __syncwarp();
+    }
+    __syncthreads();
+    // The 8 warp sums of row q (at lanes 0, 32, ..., 224): tree8.
+    for (int q = t; q < KC; q += kLanes)
+        psum[(int64_t)q * B + blockIdx.x] = tree8(ls + q * kLanes, 32);
+    // Counts: 16 threads per cluster, 16 lane counts each (one 16-byte load).
+    for (int c0 = 0; c0 < k; c0 += kLanes / 16) {
+        const int c = c0 + (t >> 4);
+        int v = 0;
+        if (c < k) {
+            const uint4 w = reinterpret_cast<const uint4 *>(lc + c * kLanes)[t & 15];
+            v = __dp4a(w.x, 0x01010101u, 0u) + __dp4a(w.y, 0x01010101u, 0u) + __dp4a(w.z, 0x01010101u, 0u) +
+                __dp4a(w.w, 0x01010101u, 0u);
+        }
+#pragma unroll
+        for (int off = 8; off >= 1; off >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, off);
+        if (c < k && (t & 15) == 0)
+            pcount[(int64_t)c * B + blockIdx.x] = v;
+    }
+    if (t == 0) {
+        int s2 = 0;
+        for (int g = 0; g < 8; g++)
+            s2 += shch[g];
+        if (s2)
+            atomicAdd(&st->changed, (unsigned long long)s2);
+    }
 }
 
 // Register accumulators: KMAX*C sums and KMAX counts per thread.
 template <int KMAX, int C>
-__global__ void __launch_bounds__(kLanes) assign_fast(const double *__restrict__ X, int64_t n, int k,
+__global__ void __launch_bounds__(kLanes) assign_reg(const double *__restrict__ X, int64_t n, int k,
                                                       const double *__restrict__ centres,
                                                       uint16_t *__restrict__ member, double *__restrict__ psum,
                                                       int *__restrict__ pcount, int64_t B, KmState *st)
@@ -363,23 +521,34 @@ __global__ void km_widen(const uint16_t *m, int32_t *out, int64_t n)
         out[i] = m[i];
 }
 
-typedef void (*FastFn)(const double *, int64_t, int, const double *, uint16_t *, double *, int *, int64_t, KmState *);
+typedef void (*AssignFn)(const double *, int64_t, int, const double *, uint16_t *, double *, int *, int64_t,
+                         KmState *);
 
-FastFn pick_fast(int k, int C)
+// The small (k, coords) of ga_kmeans_kernel_small, by template.
+template <template <int, int> class P>
+AssignFn pick_small(int k, int C)
 {
     switch (C) {
     case 1:
-        return k <= 8 ? assign_fast<8, 1> : k <= 16 ? assign_fast<16, 1> : k <= 32 ? assign_fast<32, 1> : nullptr;
+        return k <= 8 ? P<8, 1>::fn : k <= 16 ? P<16, 1>::fn : k <= 32 ? P<32, 1>::fn : nullptr;
     case 2:
-        return k <= 8 ? assign_fast<8, 2> : k <= 16 ? assign_fast<16, 2> : k <= 32 ? assign_fast<32, 2> : nullptr;
+        return k <= 8 ? P<8, 2>::fn : k <= 16 ? P<16, 2>::fn : k <= 32 ? P<32, 2>::fn : nullptr;
     case 3:
-        return k <= 8 ? assign_fast<8, 3> : k <= 16 ? assign_fast<16, 3> : nullptr;
+        return k <= 8 ? P<8, 3>::fn : k <= 16 ? P<16, 3>::fn : nullptr;
     case 4:
-        return k <= 8 ? assign_fast<8, 4> : k <= 16 ? assign_fast<16, 4> : nullptr;
+        return k <= 8 ? P<8, 4>::fn : k <= 16 ? P<16, 4>::fn : nullptr;
     default:
         return nullptr;
     }
 }
+template <int KMAX, int C>
+struct LaneK {
+    static constexpr AssignFn fn = assign_lane<KMAX, C, (C <= 2 ? 4 : 2)>;
+};
+template <int KMAX, int C>
+struct RegK {
+    static constexpr AssignFn fn = assign_reg<KMAX, C>;
+};
 
 int grid_of(int64_t work)
 {
@@ -404,7 +573,9 @@ struct ga_kmeans_dev {
     uint16_t *member;
     int *pcount;
     KmState *st;
-    FastFn fast;
+    int kernel;       // GA_KMEANS_KERNEL_LANE, _REG or _GENERIC
+    AssignFn assign;  // LANE, REG; nullptr for GENERIC
+    size_t smem;      // dynamic shared memory of `assign`
 };
 
 static int dev_alloc(ga_kmeans_dev *d)
@@ -419,6 +590,19 @@ static int dev_alloc(ga_kmeans_dev *d)
     CUDA_CHECK(cudaMalloc(&d->st, sizeof(KmState)));
     CUDA_CHECK(cudaMalloc(&d->hist, sizeof(double) * d->p.max_loops));
     CUDA_CHECK(cudaMemset(d->st, 0, sizeof(KmState)));
+    return 0;
+}
+
+// Up to 136 KB (k 32, coords 2): above the 48 KB default.  The largest
+// shared-memory carveout lets 3 blocks of 69 KB (k 16, coords 2) share an SM.
+static int set_smem(ga_kmeans_dev *d)
+{
+    if (!d->smem)
+        return 0;
+    CUDA_CHECK(cudaFuncSetAttribute((const void *)d->assign, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)d->smem));
+    CUDA_CHECK(cudaFuncSetAttribute((const void *)d->assign, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    (int)cudaSharedmemCarveoutMaxShared));
     return 0;
 }
 
@@ -444,8 +628,20 @@ extern "C" int ga_kmeans_dev_create(int device, const struct ga_kmeans_params *p
     d->device = device;
     d->p = *p;
     d->B = (p->nobjs + kTile - 1) / kTile;
-    d->fast = pick_fast(p->k, p->coords);
-    int rc = dev_alloc(d);
+    d->kernel = p->kernel != GA_KMEANS_KERNEL_AUTO ? p->kernel
+                : ga_kmeans_kernel_small(p->k, p->coords) ? GA_KMEANS_KERNEL_LANE
+                                                          : GA_KMEANS_KERNEL_GENERIC;
+    if (d->kernel == GA_KMEANS_KERNEL_LANE) {
+        d->assign = pick_small<LaneK>(p->k, p->coords);
+        d->smem = lane_smem(p->k, p->coords);
+    } else if (d->kernel == GA_KMEANS_KERNEL_REG) {
+        d->assign = pick_small<RegK>(p->k, p->coords);
+    }
+    int rc = d->kernel != GA_KMEANS_KERNEL_GENERIC && !d->assign ? GA_EBADARG : 0;
+    if (!rc)
+        rc = dev_alloc(d);
+    if (!rc)
+        rc = set_smem(d);
     if (rc) {
         ga_kmeans_dev_destroy(d);
         return rc;
@@ -455,7 +651,7 @@ extern "C" int ga_kmeans_dev_create(int device, const struct ga_kmeans_params *p
 }
 
 extern "C" double *ga_kmeans_dev_objects(struct ga_kmeans_dev *d) { return d->X; }
-extern "C" int ga_kmeans_dev_fast(const struct ga_kmeans_dev *d) { return d->fast != nullptr; }
+extern "C" int ga_kmeans_dev_kernel(const struct ga_kmeans_dev *d) { return d->kernel; }
 
 extern "C" int ga_kmeans_dev_generate(struct ga_kmeans_dev *d, cudaStream_t s)
 {
@@ -500,9 +696,9 @@ extern "C" int ga_kmeans_launch(struct ga_kmeans_dev *d, int nloops, cudaStream_
 {
     const ga_kmeans_params &p = d->p;
     for (int it = 0; it < nloops; it++) {
-        if (d->fast)
-            d->fast<<<(unsigned)d->B, kLanes, 0, s>>>(d->X, p.nobjs, p.k, d->centres, d->member, d->psum, d->pcount,
-                                                      d->B, d->st);
+        if (d->assign)
+            d->assign<<<(unsigned)d->B, kLanes, d->smem, s>>>(d->X, p.nobjs, p.k, d->centres, d->member, d->psum,
+                                                              d->pcount, d->B, d->st);
         else
             assign_generic<<<(unsigned)d->B, kLanes, 0, s>>>(d->X, p.nobjs, p.k, p.coords, d->centres, d->member,
                                                              d->psum, d->pcount, d->B, d->st);

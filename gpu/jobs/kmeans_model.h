@@ -8,11 +8,13 @@
 
 #ifdef __CUDACC__
 #define GA_KM_HD __host__ __device__ __forceinline__
+#define GA_KM_DEV __device__ __forceinline__   /* the arithmetic: host code uses the C build */
 #define GA_KM_SUB(a, b) __dsub_rn((a), (b))
 #define GA_KM_MUL(a, b) __dmul_rn((a), (b))
 #define GA_KM_ADD(a, b) __dadd_rn((a), (b))
 #else
 #define GA_KM_HD static inline
+#define GA_KM_DEV static inline
 /* C11 with -std=c11 does not contract a*b+c into an fma (-ffp-contract=off). */
 #define GA_KM_SUB(a, b) ((a) - (b))
 #define GA_KM_MUL(a, b) ((a) * (b))
@@ -39,6 +41,14 @@ GA_KM_HD int ga_km_rand_r(unsigned int *seed)
     result ^= (int)((unsigned int)(next / 65536u) % 1024u);
     *seed = next;
     return result;
+}
+
+/* One term of the distance, (x_j - c_j)^2 rounded.  The distance is
+ * d = t_0 + t_1 + ... left to right, starting from t_0: every t_j is >= +0
+ * or NaN (never -0), so starting from 0.0 instead would give the same bits. */
+GA_KM_DEV double ga_km_sq(double diff)
+{
+    return GA_KM_MUL(diff, diff);
 }
 
 GA_KM_HD double ga_km_lab_value(unsigned int *seed)

@@ -60,6 +60,27 @@ static void test_validate(void)
     p = mk(100, 2, 4);
     p.sync_every = -1;
     CHECK_INT(ga_kmeans_validate(&p, err, sizeof err), GA_EBADARG);
+    /* Kernel choice: LANE and REG only for small (k, coords). */
+    p = mk(100, 2, 32);
+    for (int kn = GA_KMEANS_KERNEL_AUTO; kn <= GA_KMEANS_KERNEL_GENERIC; kn++) {
+        p.kernel = kn;
+        CHECK_INT(ga_kmeans_validate(&p, err, sizeof err), 0);
+    }
+    p.kernel = 4;
+    CHECK_INT(ga_kmeans_validate(&p, err, sizeof err), GA_EBADARG);
+    CHECK_STR(err, "kernel must be in 0..3, got 4");
+    p = mk(100, 3, 17);
+    p.kernel = GA_KMEANS_KERNEL_LANE;
+    CHECK_INT(ga_kmeans_validate(&p, err, sizeof err), GA_EBADARG);
+    CHECK_CONTAINS(err, "kernel lane serves");
+    p.kernel = GA_KMEANS_KERNEL_GENERIC;
+    CHECK_INT(ga_kmeans_validate(&p, err, sizeof err), 0);
+    CHECK_INT(ga_kmeans_kernel_small(32, 1), 1);
+    CHECK_INT(ga_kmeans_kernel_small(33, 2), 0);
+    CHECK_INT(ga_kmeans_kernel_small(16, 4), 1);
+    CHECK_INT(ga_kmeans_kernel_small(17, 3), 0);
+    CHECK_INT(ga_kmeans_kernel_small(1, 5), 0);
+    CHECK_STR(ga_kmeans_kernel_name(GA_KMEANS_KERNEL_REG), "reg");
     double o[4] = { 1, 2, INFINITY, 4 };
     CHECK_INT(ga_kmeans_validate_objects(o, 2, 2, err, sizeof err), GA_EBADARG);
     CHECK_STR(err, "object 1 coordinate 0 must be finite, got inf");
@@ -131,7 +152,7 @@ static void test_cpu_ties_and_empty(void)
     CHECK(c[0] == 24.0 / 5 && c[1] == 26.0 / 5);
     /* Exact tie between two distinct centres: (0,0) and (2,0), object (1,0). */
     double o2[] = { 0, 0, 2, 0, 1, 0 };
-    CHECK_INT(ga_kmeans_cpu(&(struct ga_kmeans_params){ 3, 2, 2, 1, 0.0, 0 }, o2, &r, 1, NULL, NULL, err, sizeof err), 0);
+    CHECK_INT(ga_kmeans_cpu(&(struct ga_kmeans_params){ 3, 2, 2, 1, 0.0, 0, 0 }, o2, &r, 1, NULL, NULL, err, sizeof err), 0);
     CHECK_INT(m[2], 0);
 }
 
@@ -223,13 +244,14 @@ static void test_gpu_absent(void)
     CHECK_INT(ga_kmeans_gpu(0, &p, o, &r, NULL, NULL, err, sizeof err), GA_EBADARG);
 }
 
-static void gpu_case(int64_t n, int C, int k, int gen_on_device, int max_loops, double threshold)
+static void gpu_case_k(int64_t n, int C, int k, int gen_on_device, int max_loops, double threshold, int kernel)
 {
     double *o = malloc((size_t)n * C * 8);
     ga_kmeans_generate(o, n, C);
     struct ga_kmeans_params p = mk(n, C, k);
     p.max_loops = max_loops;
     p.threshold = threshold;
+    p.kernel = kernel;
     double *cc = malloc((size_t)k * C * 8), *gc = malloc((size_t)k * C * 8);
     int32_t *cm = malloc(n * 4), *gm = malloc(n * 4);
     struct ga_kmeans_result rc = { cc, cm, 0, 0 }, rg = { gc, gm, 0, 0 };
@@ -246,14 +268,24 @@ static void gpu_case(int64_t n, int C, int k, int gen_on_device, int max_loops, 
         double rel = fabs(cc[q] - gc[q]) / fmax(fabs(cc[q]), 1e-300);
         maxrel = rel > maxrel ? rel : maxrel;
     }
-    printf("kmeans gpu n=%lld C=%d k=%d gen=%d: loops cpu %d gpu %d, delta %.6g/%.6g, memberships differing %lld, "
-           "centres differing %d (max rel %.3g)\n", (long long)n, C, k, gen_on_device, rc.loops, rg.loops, rc.delta,
-           rg.delta, (long long)diff_m, diff_c, maxrel);
+    printf("kmeans gpu n=%lld C=%d k=%d gen=%d kernel=%s: loops cpu %d gpu %d, delta %.6g/%.6g, memberships "
+           "differing %lld, centres differing %d (max rel %.3g)\n", (long long)n, C, k, gen_on_device,
+           ga_kmeans_kernel_name(kernel), rc.loops, rg.loops, rc.delta, rg.delta, (long long)diff_m, diff_c, maxrel);
     CHECK_INT(rc.loops, rg.loops);
     CHECK(rc.delta == rg.delta);
     CHECK_INT(diff_m, 0);
     CHECK_INT(diff_c, 0);
     free(o); free(cc); free(gc); free(cm); free(gm);
+}
+
+/* Small (k, coords): every kernel that serves them (auto = lane); others: auto. */
+static void gpu_case(int64_t n, int C, int k, int gen_on_device, int max_loops, double threshold)
+{
+    gpu_case_k(n, C, k, gen_on_device, max_loops, threshold, GA_KMEANS_KERNEL_AUTO);
+    if (ga_kmeans_kernel_small(k, C)) {
+        gpu_case_k(n, C, k, gen_on_device, max_loops, threshold, GA_KMEANS_KERNEL_REG);
+        gpu_case_k(n, C, k, gen_on_device, max_loops, threshold, GA_KMEANS_KERNEL_GENERIC);
+    }
 }
 
 static void test_gpu_vs_cpu(void)
@@ -267,6 +299,36 @@ static void test_gpu_vs_cpu(void)
     gpu_case(200000, 3, 11, 0, 10, 0.001);
     gpu_case(200000, 4, 16, 0, 10, 0.001);
     gpu_case(200000, 2, 32, 0, 10, 0.001);
+    gpu_case(200000, 2, 9, 0, 10, 0.001);                   /* k < k_max: padded clusters never win */
+    gpu_case(70000, 3, 5, 0, 10, 0.001);
+    gpu_case(3 * GA_KMEANS_TILE, 1, 32, 0, 12, 0.0);         /* whole tiles only */
+    /* Duplicated objects and centres: exact ties, to the lowest index. */
+    {
+        const int64_t n = 2 * GA_KMEANS_TILE + 300;
+        double *o = malloc((size_t)n * 2 * 8);
+        for (int64_t i = 0; i < n; i++) {
+            o[2 * i] = (double)(i % 7);
+            o[2 * i + 1] = (double)((i / 7) % 3);
+        }
+        struct ga_kmeans_params p = mk(n, 2, 16);   /* the first 16 objects: duplicates among them */
+        p.threshold = 0;
+        for (int kn = GA_KMEANS_KERNEL_AUTO; kn <= GA_KMEANS_KERNEL_GENERIC; kn++) {
+            double cc[32], gc[32];
+            int32_t *cm = malloc(n * 4), *gm = malloc(n * 4);
+            struct ga_kmeans_result rc = { cc, cm, 0, 0 }, rg = { gc, gm, 0, 0 };
+            char err[200];
+            p.kernel = kn;
+            CHECK_INT(ga_kmeans_cpu(&p, o, &rc, 0, NULL, NULL, err, sizeof err), 0);
+            CHECK_INT(ga_kmeans_gpu(0, &p, o, &rg, NULL, NULL, err, sizeof err), 0);
+            CHECK(memcmp(cc, gc, sizeof cc) == 0);
+            CHECK(memcmp(cm, gm, (size_t)n * 4) == 0);
+            CHECK_INT(rc.loops, rg.loops);
+            CHECK(rc.delta == rg.delta);
+            free(cm);
+            free(gm);
+        }
+        free(o);
+    }
     gpu_case(100000, 5, 7, 0, 10, 0.001);                   /* generic: coords > 4 */
     gpu_case(100000, 1, 40, 0, 10, 0.001);                  /* generic: k > 32 */
     gpu_case(60000, 2, 300, 0, 5, 0.001);                   /* generic, many clusters */

@@ -10,7 +10,8 @@
  * dot: n = 2^20..2^28, float32 and float64; ours vs cuBLAS (dlopen) vs the
  *      device-to-device copy ceiling.  bs: 4M options, ours vs an SDK-style
  *      kernel.  kmeans: {256 MB, 2 coords, 16 clusters, 10 loops}, GPU loop
- *      time and the 16-core CPU reference, centres compared bit for bit. */
+ *      time of the lane and reg kernels and the 16-core CPU reference,
+ *      centres compared bit for bit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,8 @@ static int bench_bs(int reps, char *summary, size_t sl)
     return 0;
 }
 
+/* Both small-(k, coords) kernels, lane (the default) and reg (the first
+ * version), in the same run; the CPU reference once, compared with each. */
 static int bench_kmeans(int reps, int cpu, const char *centres_file, char *summary, size_t sl)
 {
     char err[256];
@@ -91,23 +94,29 @@ static int bench_kmeans(int reps, int cpu, const char *centres_file, char *summa
     p.nobjs = ga_kmeans_lab_nobjs(256, 2);
     p.max_loops = 10;
     p.threshold = 0.001;
-    struct ga_kmeans_bench b;
-    double gc[32], cc[32];
+    static const int kernels[2] = { GA_KMEANS_KERNEL_LANE, GA_KMEANS_KERNEL_REG };
+    struct ga_kmeans_bench b[2];
+    double gc[2][32], cc[32];
     printf("\n== kmeans: {256 MB, 2 coords, 16 clusters, 10 loops} = %lld objects ==\n", (long long)p.nobjs);
-    int rc = ga_kmeans_bench_run(0, &p, reps, &b, gc, err, sizeof err);
-    if (rc) {
-        printf("kmeans: %s (%s)\n", ga_errname(rc), err);
-        return rc;
+    for (int v = 0; v < 2; v++) {
+        p.kernel = kernels[v];
+        int rc = ga_kmeans_bench_run(0, &p, reps, &b[v], gc[v], err, sizeof err);
+        if (rc) {
+            printf("kmeans %s: %s (%s)\n", ga_kmeans_kernel_name(p.kernel), ga_errname(rc), err);
+            return rc;
+        }
+        printf("gpu %-4s kernel: %d loops in %.3f ms (%.4f ms/loop), final delta %.6g; generate %.2f ms, "
+               "load from host (copy+transpose) %.1f ms\n", ga_kmeans_kernel_name(b[v].kernel), b[v].loops,
+               b[v].iter_ms, b[v].per_iter_ms, b[v].delta, b[v].gen_ms, b[v].load_ms);
     }
-    printf("gpu: %d loops in %.3f ms (%.3f ms/loop, %s path), final delta %.6g; generate %.2f ms, "
-           "load from host (copy+transpose) %.1f ms\n", b.loops, b.iter_ms, b.per_iter_ms,
-           b.fast_path ? "register" : "generic", b.delta, b.gen_ms, b.load_ms);
+    int gpu_same = b[0].loops == b[1].loops && b[0].delta == b[1].delta && memcmp(gc[0], gc[1], sizeof gc[0]) == 0;
+    printf("lane vs reg kernel: centres, loops and delta %s\n", gpu_same ? "bit-identical" : "DIFFER");
     if (centres_file) {
         FILE *f = fopen(centres_file, "w");
         if (f) {
-            fprintf(f, "%d %.17g\n", b.loops, b.delta);
+            fprintf(f, "%d %.17g\n", b[0].loops, b[0].delta);
             for (int q = 0; q < 32; q++)
-                fprintf(f, "%.17g\n", gc[q]);
+                fprintf(f, "%.17g\n", gc[0][q]);
             fclose(f);
         }
     }
@@ -119,24 +128,27 @@ static int bench_kmeans(int reps, int cpu, const char *centres_file, char *summa
         ga_kmeans_generate(o, p.nobjs, 2);
         struct ga_kmeans_result r = { cc, NULL, 0, 0 };
         double t0 = now_ms();
-        rc = ga_kmeans_cpu(&p, o, &r, 0, NULL, NULL, err, sizeof err);
+        int rc = ga_kmeans_cpu(&p, o, &r, 0, NULL, NULL, err, sizeof err);
         double ms = now_ms() - t0;
         free(o);
         if (rc) {
             printf("kmeans cpu: %s (%s)\n", ga_errname(rc), err);
             return rc;
         }
-        int same = r.loops == b.loops && memcmp(cc, gc, sizeof cc) == 0;
-        printf("cpu (all cores): %d loops in %.1f ms, delta %.6g; centres %s the GPU's\n", r.loops, ms, r.delta,
-               same ? "bit-identical to" : "DIFFER from");
-        snprintf(cpu_s, sizeof cpu_s, "cpu %.0f ms, centres %s", ms, same ? "identical" : "DIFFER");
+        int same[2];
+        for (int v = 0; v < 2; v++)
+            same[v] = r.loops == b[v].loops && r.delta == b[v].delta && memcmp(cc, gc[v], sizeof cc) == 0;
+        printf("cpu (all cores): %d loops in %.1f ms, delta %.6g; centres, loops, delta: lane %s, reg %s\n", r.loops,
+               ms, r.delta, same[0] ? "bit-identical" : "DIFFER", same[1] ? "bit-identical" : "DIFFER");
+        snprintf(cpu_s, sizeof cpu_s, "cpu %.0f ms, lane %s, reg %s", ms, same[0] ? "identical" : "DIFFER",
+                 same[1] ? "identical" : "DIFFER");
     }
     printf("centres (gpu):");
     for (int c = 0; c < 16; c++)
-        printf(" (%.6f,%.6f)", gc[2 * c], gc[2 * c + 1]);
+        printf(" (%.6f,%.6f)", gc[0][2 * c], gc[0][2 * c + 1]);
     printf("\n");
-    snprintf(summary, sl, "kmeans gpu %.3f ms for %d loops (%.3f ms/loop), %s", b.iter_ms, b.loops, b.per_iter_ms,
-             cpu_s);
+    snprintf(summary, sl, "kmeans lane %.3f ms (%.4f ms/loop), reg %.3f ms (%.4f ms/loop), %d loops; %s", b[0].iter_ms,
+             b[0].per_iter_ms, b[1].iter_ms, b[1].per_iter_ms, b[0].loops, cpu_s);
     return 0;
 }
 

@@ -7,6 +7,9 @@
 #                                      static binaries into build-jobs-a/
 #   tools/gpu-host/jobs_a.sh           (there) run; uses build-jobs-a/ if it
 #                                      runs, else builds with the local nvcc
+#   tools/gpu-host/jobs_a.sh --kmeans-only   (there) only test_kmeans and the
+#                                      k-means benchmark (lane and reg kernels,
+#                                      CPU reference), no PyTorch comparison
 #
 # Binaries link only the job objects, proto/ga_err, daemon/log, gpu/cuda/device
 # and the static CUDA runtime: no libuv, libpq or msgpack on the GPU host.
@@ -64,6 +67,10 @@ if [ "${1:-}" = "--build" ]; then
     build_here && ls -la $BIN
     exit $?
 fi
+KMONLY=0
+if [ "${1:-}" = "--kmeans-only" ]; then
+    KMONLY=1
+fi
 
 {
     echo "== host"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv
@@ -80,13 +87,22 @@ done
 export LD_LIBRARY_PATH GA_LOG_NO_TS=1
 
 rows=""
-for t in $FAMILIES; do
-    timeout 40 $BIN/test_$t >"$OUT/test_$t.log" 2>&1
-    rows="$rows\n$(tail -1 "$OUT/test_$t.log") (rc $?)"
+TESTS=$FAMILIES
+BENCH_ARGS=""
+if [ $KMONLY = 1 ]; then
+    TESTS=kmeans
+    BENCH_ARGS="--only kmeans"
+fi
+for t in $TESTS; do
+    timeout 90 $BIN/test_$t >"$OUT/test_$t.log" 2>&1
+    rc=$?
+    rows="$rows\n$(tail -1 "$OUT/test_$t.log") (rc $rc)"
 done
-timeout 85 $BIN/bench_jobs_a --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
+timeout 85 $BIN/bench_jobs_a $BENCH_ARGS --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
 echo "bench rc $?" >>"$OUT/bench.log"
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if [ $KMONLY = 1 ]; then
+    echo "skipped (--kmeans-only)" >"$OUT/torch.log"
+elif python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     PYTHONUNBUFFERED=1 timeout 45 python3 tests/gpu/kmeans_torch_jobs_a.py --centres "$OUT/kmeans_centres.txt" \
         >"$OUT/torch.log" 2>&1
 else
@@ -94,7 +110,12 @@ else
 fi
 
 echo "== host"; cat "$OUT/host.log" | head -5
-echo "== GPU checks (tests)"; grep -h -E "^(kmeans gpu|blackscholes gpu)|FAIL" "$OUT"/test_*.log | head -40
-echo "== bench"; sed -n '/== dot/,$p' "$OUT/bench.log" | grep -v "^$" | head -60
+echo "== GPU checks (tests)"; grep -h -E "^blackscholes gpu|FAIL" "$OUT"/test_*.log | head -30
+if [ -f "$OUT/test_kmeans.log" ]; then
+    echo "kmeans gpu cases: $(grep -c '^kmeans gpu' "$OUT/test_kmeans.log"), with memberships and centres identical:" \
+         "$(grep '^kmeans gpu' "$OUT/test_kmeans.log" | grep -c 'memberships differing 0, centres differing 0')"
+    grep -h -E "^kmeans gpu n=4194304" "$OUT/test_kmeans.log"
+fi
+echo "== bench"; sed -n '/== \(dot\|kmeans\)/,$p' "$OUT/bench.log" | grep -v "^$" | head -60
 echo "== torch"; grep -v "^$" "$OUT/torch.log" | tail -5
 echo "== summary"; printf "$rows\n"; sed -n '/== summary/,$p' "$OUT/bench.log" | tail -4
