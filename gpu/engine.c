@@ -479,8 +479,9 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
 {
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
     int rc = 0;
-    if (e->nb == 1 && !e->have_fallback) {
-        rc = e->b[0]->ops->feed(e->b[0], pts, out);
+    if (e->nb == 1 && !e->failed[0]) {
+        /* one backend serves every metric (the fallback none yet): no split */
+        rc = e->have_fallback ? feed_slot(e, 0, pts, out) : e->b[0]->ops->feed(e->b[0], pts, out);
     } else {
         rc = split(e, pts, out);
         int busy = 0;

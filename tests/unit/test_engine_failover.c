@@ -1,0 +1,175 @@
+/* test_engine_failover.c — a primary backend failing with GA_ECUDA: its
+ * metrics move to the CPU fallback with their windows, the failed feed's
+ * share is fed to the fallback, and the answers equal an engine that never
+ * failed.  A primary that cannot give its windows back is counted as
+ * windows lost.  The "GPU" is a CPU backend behind a wrapper that fails on
+ * command, without touching its state (the CUDA backend's contract). */
+#include "tests/unit/harness.h"
+
+#include <stdlib.h>
+
+#include "daemon/log.h"
+#include "gpu/engine.h"
+#include "proto/ga_err.h"
+#include "tests/unit/random_policy.h"
+
+struct flaky {
+    struct ga_backend base;
+    struct ga_backend *inner;
+    int fail_feed, fail_window;
+};
+
+static int f_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
+{
+    struct flaky *f = (struct flaky *)b;
+    return f->inner->ops->metric_add(f->inner, id, p);
+}
+static int f_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
+{
+    struct flaky *f = (struct flaky *)b;
+    if (f->fail_feed) {
+        struct ga_agg junk = { 0 };        /* partial output the engine must drop */
+        ga_result_push_agg(out, &junk);
+        return GA_ECUDA;
+    }
+    return f->inner->ops->feed(f->inner, pts, out);
+}
+static int f_get(struct ga_backend *b, uint32_t id, struct ga_window *w)
+{
+    struct flaky *f = (struct flaky *)b;
+    return f->fail_window ? GA_ECUDA : f->inner->ops->window_get(f->inner, id, w);
+}
+static int f_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p, const struct ga_window *w)
+{
+    struct flaky *f = (struct flaky *)b;
+    return f->inner->ops->window_put(f->inner, id, p, w);
+}
+static void f_drop(struct ga_backend *b, uint32_t id)
+{
+    struct flaky *f = (struct flaky *)b;
+    f->inner->ops->metric_drop(f->inner, id);
+}
+static void f_close(struct ga_backend *b)
+{
+    struct flaky *f = (struct flaky *)b;
+    f->inner->ops->close(f->inner);
+    free(f);
+}
+static const struct ga_backend_ops flaky_ops = { "flaky", f_add, f_feed, f_get, f_put, f_drop, f_close };
+
+static struct flaky *flaky_open(void)
+{
+    struct flaky *f = calloc(1, sizeof *f);
+    f->base.ops = &flaky_ops;
+    snprintf(f->base.label, sizeof f->base.label, "cuda:9");
+    CHECK_INT(ga_cpu_backend_open(&f->inner, 1), 0);
+    return f;
+}
+
+static int cmp_agg(const void *pa, const void *pb)
+{
+    const struct ga_agg *a = pa, *b = pb;
+    if (a->metric != b->metric) return a->metric < b->metric ? -1 : 1;
+    if (a->granularity_ns != b->granularity_ns) return a->granularity_ns < b->granularity_ns ? -1 : 1;
+    if (a->method != b->method) return a->method < b->method ? -1 : 1;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* Feeds 3 batches to an engine of nprim flaky primaries + CPU fallback,
+ * failing the last primary on batch 2, and to a plain CPU engine; compares.
+ * Two primaries take the concurrent path, one the daemon's one-GPU path. */
+static void run_case(int lose_windows, int nprim)
+{
+    struct ga_policy p;
+    random_policy(&p);
+    struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
+    struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
+    struct ga_engine *e, *ref;
+    int last = nprim - 1;
+    CHECK_INT(ga_engine_open(&e, prim, nprim), 0);
+    CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
+    CHECK_INT(ga_engine_set_fallback(e, cpu), 0);
+    CHECK_INT(ga_cpu_backend_open(&ref_b, 1), 0);
+    CHECK_INT(ga_engine_open(&ref, &ref_b, 1), 0);
+    enum { M = 40, N = 600 };
+    for (uint32_t m = 0; m < M; m++) {
+        CHECK_INT(ga_engine_metric_add(e, m, &p), 0);
+        CHECK_INT(ga_engine_metric_add(ref, m, &p), 0);
+    }
+    int64_t t0 = 1700000000 * SEC;
+    struct ga_result r = { 0 }, want = { 0 };
+    for (int batch = 0; batch < 3; batch++) {
+        uint32_t mid[N];
+        int64_t ts[N];
+        double v[N];
+        for (int i = 0; i < N; i++) {
+            mid[i] = (uint32_t)(rnd() % M);
+            ts[i] = t0 + (batch * 300 + rnd_in(0, 400)) * SEC / 2;
+            v[i] = rnd_value();
+        }
+        g1->fail_feed = batch == 1;
+        g1->fail_window = batch == 1 && lose_windows;
+        ga_result_reset(&r);
+        ga_result_reset(&want);
+        struct ga_points pts = { N, mid, ts, v };
+        CHECK_INT(ga_engine_feed(e, &pts, &r), 0);
+        CHECK_INT(ga_engine_feed(ref, &pts, &want), 0);
+        if (!lose_windows || batch == 0) {
+            qsort(r.aggs, r.naggs, sizeof *r.aggs, cmp_agg);
+            qsort(want.aggs, want.naggs, sizeof *want.aggs, cmp_agg);
+            CHECK_INT(r.naggs, want.naggs);
+            int same = r.naggs == want.naggs;
+            for (size_t i = 0; same && i < r.naggs; i++)
+                same = cmp_agg(&r.aggs[i], &want.aggs[i]) == 0 && r.aggs[i].value == want.aggs[i].value;
+            CHECK(same);
+            CHECK_INT(r.nlate, want.nlate);
+        }
+    }
+    struct ga_engine_failover_stats fo;
+    ga_engine_failover_stats(e, &fo);
+    CHECK_INT(fo.failovers, 1);
+    CHECK(fo.metrics_moved > 0);
+    CHECK_INT(ga_engine_backend_failed(e, last), 1);
+    CHECK_INT(ga_engine_backend_metrics(e, last), 0);
+    CHECK_INT(ga_engine_backend_metrics(e, -1), fo.metrics_moved);
+    if (nprim == 2) {
+        CHECK_INT(ga_engine_backend_failed(e, 0), 0);
+        CHECK_INT(ga_engine_backend_metrics(e, 0) + ga_engine_backend_metrics(e, -1), M);
+    } else {
+        CHECK_INT(fo.metrics_moved, M);
+    }
+    if (lose_windows)
+        CHECK_INT(fo.windows_lost, fo.metrics_moved);
+    else
+        CHECK_INT(fo.windows_lost, 0);
+    ga_result_free(&r);
+    ga_result_free(&want);
+    ga_engine_close(e);
+    ga_engine_close(ref);
+}
+
+static void test_failover_keeps_answers(void)
+{
+    for (int i = 0; i < 20; i++)
+        run_case(0, 2);
+}
+
+static void test_failover_one_gpu(void)
+{
+    for (int i = 0; i < 20; i++)
+        run_case(0, 1);
+}
+
+static void test_failover_counts_lost_windows(void)
+{
+    run_case(1, 2);
+    run_case(1, 1);
+}
+
+void run_tests(void)
+{
+    ga_log_set_level(GA_LOG_ERROR + 1);
+    RUN(test_failover_keeps_answers);
+    RUN(test_failover_one_gpu);
+    RUN(test_failover_counts_lost_windows);
+}
