@@ -13,6 +13,7 @@
 #include "proto/ctl_proto.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
+#include "tests/unit/ctl_bytes.h"
 
 /* Generated with Python's msgpack.packb on the documented objects. */
 static const uint8_t flush_req[] = {
@@ -63,33 +64,6 @@ static const uint8_t metrics_resp[] = {
 
 #define T0 1795262400000000000LL         /* 2026-11-21T12:00:00Z */
 
-struct buf {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-};
-
-static msgpack_packer *begin(struct buf *b)
-{
-    msgpack_sbuffer_init(&b->sb);
-    msgpack_packer_init(&b->pk, &b->sb, msgpack_sbuffer_write);
-    return &b->pk;
-}
-
-static int same(const char *got, size_t n, const uint8_t *want, size_t wn)
-{
-    return got && n == wn && memcmp(got, want, n) == 0;
-}
-
-/* The whole response as the server sends it: envelope around the result. */
-static int response_is(uint64_t id, struct buf *result, const uint8_t *want, size_t wn)
-{
-    size_t len = 0;
-    char *data = ctl_pack_response(id, 0, result->sb.data, result->sb.size, NULL, &len);
-    int ok = same(data, len, want, wn);
-    free(data);
-    msgpack_sbuffer_destroy(&result->sb);
-    return ok;
-}
 
 static void test_flush_bytes(void)
 {
