@@ -30,6 +30,36 @@ void harness_run(const char *name, void (*fn)(void))
     }
 }
 
+FILE *harness_open_data(const char *env, const char *rel)
+{
+    char path[4096];
+    const char *p = getenv(env);
+    if (!p || !*p) {
+        const char *root = getenv("GA_ROOT");
+        snprintf(path, sizeof path, "%s/%s", root && *root ? root : ".", rel);
+        p = path;
+    }
+    FILE *f = fopen(p, "r");
+    if (!f)
+        harness_fail(__FILE__, __LINE__, "cannot open %s", p);
+    return f;
+}
+
+uint8_t *harness_unhex(const char *h, size_t *n)
+{
+    size_t len = strcmp(h, "-") == 0 ? 0 : strlen(h) / 2;
+    uint8_t *b = malloc(len + 1);
+    for (size_t i = 0; b && i < len; i++) {
+        unsigned v;
+        sscanf(h + 2 * i, "%2x", &v);
+        b[i] = (uint8_t)v;
+    }
+    if (b)
+        b[len] = 0;
+    *n = len;
+    return b;
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;

@@ -18,6 +18,14 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 void harness_run(const char *name, void (*fn)(void));
 void run_tests(void);
 
+/* Open a test data file: the path in environment variable env if set, else
+ * rel under $GA_ROOT (the repo root; "." when unset).  A failure is a
+ * failed check and returns NULL. */
+FILE *harness_open_data(const char *env, const char *rel);
+/* Decode hex ("-" = empty) into a malloc'd, NUL-terminated buffer of *n
+ * bytes; the caller frees it. */
+uint8_t *harness_unhex(const char *hex, size_t *n);
+
 #define RUN(fn) harness_run(#fn, fn)
 #define CHECK(c) do { if (!(c)) harness_fail(__FILE__, __LINE__, "CHECK(%s)", #c); } while (0)
 #define CHECK_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \

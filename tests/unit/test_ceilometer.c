@@ -18,35 +18,6 @@
 
 /* ---- helpers ---- */
 
-static FILE *open_data(const char *env, const char *rel)
-{
-    char path[4096];
-    const char *p = getenv(env);
-    if (!p || !*p) {
-        const char *root = getenv("GA_ROOT");
-        snprintf(path, sizeof path, "%s/%s", root && *root ? root : ".", rel);
-        p = path;
-    }
-    FILE *f = fopen(p, "r");
-    if (!f)
-        harness_fail(__FILE__, __LINE__, "cannot open %s", p);
-    return f;
-}
-
-/* Decode hex (or "-" = empty) into a malloc'd buffer of *n bytes. */
-static uint8_t *unhex(const char *h, size_t *n)
-{
-    size_t len = strcmp(h, "-") == 0 ? 0 : strlen(h) / 2;
-    uint8_t *b = malloc(len + 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        b[i] = (uint8_t)v;
-    }
-    b[len] = 0;
-    *n = len;
-    return b;
-}
 
 /* A map from fields; each value is msgpack bytes given in hex, or one of
  * the shorthands "s:text" (str), "i:N" (int), "d:X" (float64), "nil". */
@@ -66,7 +37,7 @@ static void pack_val(msgpack_packer *pk, msgpack_sbuffer *sb, const char *v)
         msgpack_pack_nil(pk);
     } else {
         size_t n;
-        uint8_t *raw = unhex(v, &n);
+        uint8_t *raw = harness_unhex(v, &n);
         msgpack_sbuffer_write(sb, (const char *)raw, n);
         free(raw);
     }
@@ -260,7 +231,7 @@ static void check_vector(int lineno, const char *secret, size_t slen, const uint
 
 static void test_ceilometer_vectors(void)
 {
-    FILE *f = open_data("GA_CEILO_VECTORS", "tests/ceilometer/data/samples.txt");
+    FILE *f = harness_open_data("GA_CEILO_VECTORS", "tests/ceilometer/data/samples.txt");
     if (!f)
         return;
     size_t cap = 1 << 20;
@@ -277,7 +248,7 @@ static void test_ceilometer_vectors(void)
             continue;
         }
         size_t slen, len, mlen;
-        uint8_t *secret = unhex(tok[0], &slen), *dg = unhex(tok[1], &len), *metric = unhex(tok[3], &mlen);
+        uint8_t *secret = harness_unhex(tok[0], &slen), *dg = harness_unhex(tok[1], &len), *metric = harness_unhex(tok[3], &mlen);
         check_vector(lineno, (char *)secret, slen, dg, len, tok[2], (char *)metric, tok[4], strtoll(tok[5], NULL, 10),
                      strtod(tok[6], NULL));
         nsigned += strcmp(tok[2], "-") != 0;
@@ -523,7 +494,7 @@ static void test_parse_time(void)
 static void test_signature_example(void)
 {
     size_t n;
-    uint8_t *raw = unhex("84a16282a1639201a178a164cb3fb999999999999aa16101a165c0a166c40100", &n);
+    uint8_t *raw = harness_unhex("84a16282a1639201a178a164cb3fb999999999999aa16101a165c0a166c40100", &n);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     char hex[65] = "";

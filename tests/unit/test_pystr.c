@@ -13,41 +13,12 @@
 #include "proto/ga_err.h"
 #include "proto/pystr.h"
 
-static FILE *open_data(const char *env, const char *rel)
-{
-    char path[4096];
-    const char *p = getenv(env);
-    if (!p || !*p) {
-        const char *root = getenv("GA_ROOT");
-        snprintf(path, sizeof path, "%s/%s", root && *root ? root : ".", rel);
-        p = path;
-    }
-    FILE *f = fopen(p, "r");
-    if (!f)
-        harness_fail(__FILE__, __LINE__, "cannot open %s", p);
-    return f;
-}
-
-/* Decode hex (or "-" = empty) into a malloc'd buffer of *n bytes. */
-static uint8_t *unhex(const char *h, size_t *n)
-{
-    size_t len = strcmp(h, "-") == 0 ? 0 : strlen(h) / 2;
-    uint8_t *b = malloc(len + 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        b[i] = (uint8_t)v;
-    }
-    b[len] = 0;
-    *n = len;
-    return b;
-}
 
 /* str() / repr() of the msgpack object in hex. */
 static void render_hex(const char *hex, int repr, unsigned flags, char *out, size_t outlen)
 {
     size_t n;
-    uint8_t *raw = unhex(hex, &n);
+    uint8_t *raw = harness_unhex(hex, &n);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     struct pystr_buf b;
@@ -63,7 +34,7 @@ static void render_hex(const char *hex, int repr, unsigned flags, char *out, siz
 
 static void test_float_repr_vs_python(void)
 {
-    FILE *f = open_data("GA_FLOAT_VECTORS", "tests/ceilometer/data/float_repr.txt");
+    FILE *f = harness_open_data("GA_FLOAT_VECTORS", "tests/ceilometer/data/float_repr.txt");
     if (!f)
         return;
     char line[256], hex[64], want[64], got[PYSTR_FLOAT_MAX];
@@ -122,7 +93,7 @@ static void test_sorted_keys(void)
 {
     size_t n;
     /* {"b": 0, "a0": 0, "a": 0, "\u00e9": 0, "B": 0}: code point order B a a0 b é */
-    uint8_t *raw = unhex("85a16200a2613000a16100a2c3a900a14200", &n);
+    uint8_t *raw = harness_unhex("85a16200a2613000a16100a2c3a900a14200", &n);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     uint32_t *order = NULL;
