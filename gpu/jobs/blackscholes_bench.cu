@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_check.cuh"
+#include "gpu/jobs/bench_time.cuh"
 #include "gpu/jobs/blackscholes.cuh"
 #include "gpu/jobs/blackscholes_body.cuh"
 
@@ -34,24 +35,7 @@ struct B {
 template <typename F>
 int time_it(B *b, int reps, int per_rep, F launch, double *ms)
 {
-    std::vector<double> t;
-    for (int i = 0; i < per_rep; i++)
-        if (int rc = launch(i))
-            return rc;
-    for (int r = 0; r < reps; r++) {
-        CUDA_CHECK(cudaEventRecord(b->e0, b->s));
-        for (int i = 0; i < per_rep; i++)
-            if (int rc = launch(i))
-                return rc;
-        CUDA_CHECK(cudaEventRecord(b->e1, b->s));
-        CUDA_CHECK(cudaEventSynchronize(b->e1));
-        float f = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&f, b->e0, b->e1));
-        t.push_back((double)f / per_rep);
-    }
-    std::sort(t.begin(), t.end());
-    *ms = t[t.size() / 2];
-    return 0;
+    return ga_bench_time(b->s, b->e0, b->e1, 1, reps, per_rep, launch, ms);
 }
 
 int l1_of(B *b, int64_t n, const double *rc, const double *rp, double *l1)

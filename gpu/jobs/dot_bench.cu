@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_check.cuh"
+#include "gpu/jobs/bench_time.cuh"
 #include "gpu/jobs/dot.cuh"
 
 namespace {
@@ -69,12 +70,6 @@ __global__ void fill_kernel(float *f, double *d, int64_t n, uint64_t seed)
     }
 }
 
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 struct Bufs {
     std::vector<void *> x, y;
     void *ws = nullptr, *out = nullptr, *cp = nullptr;
@@ -86,24 +81,7 @@ struct Bufs {
 template <typename F>
 int time_it(Bufs *b, int reps, int per_rep, F launch, double *ms)
 {
-    std::vector<double> t;
-    for (int w = 0; w < 3; w++)
-        for (int i = 0; i < per_rep; i++)
-            if (int rc = launch(i))
-                return rc;
-    for (int r = 0; r < reps; r++) {
-        CUDA_CHECK(cudaEventRecord(b->e0, b->s));
-        for (int i = 0; i < per_rep; i++)
-            if (int rc = launch(i))
-                return rc;
-        CUDA_CHECK(cudaEventRecord(b->e1, b->s));
-        CUDA_CHECK(cudaEventSynchronize(b->e1));
-        float f = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&f, b->e0, b->e1));
-        t.push_back((double)f / per_rep);
-    }
-    *ms = median(t);
-    return 0;
+    return ga_bench_time(b->s, b->e0, b->e1, 3, reps, per_rep, launch, ms);
 }
 
 int bench(Bufs *b, int device, int dtype, int64_t n, int reps, int block, ga_dot_bench *o, char *err, size_t errlen)
