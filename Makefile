@@ -43,13 +43,16 @@ endif
 LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
 ifeq ($(CUDA),1)
-CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+# Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L
+# flags it would link with), since nvcc may be a wrapper script outside the
+# toolkit (e.g. /usr/local/bin/nvcc -> exec /usr/local/cuda/bin/nvcc).
+CUDA_LIBDIRS := $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^\#\$$ LIBRARIES=//p' | tr -d '"')
 CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu)
 CU_C_SRC := $(wildcard gpu/cuda/*.c)
 NVFLAGS ?= -O3 -g -lineinfo
 NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-warnings -MMD -MP \
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+LDLIBS  += $(filter-out %/stubs,$(CUDA_LIBDIRS)) -lcudart_static -ldl -lrt -lstdc++
 else
 CU_SRC  :=
 CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c)
