@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/log.h"
 #include "proto/ga_err.h"
@@ -43,7 +44,21 @@ struct ga_engine {
     size_t cap_sub;
     size_t *bstart;               /* nb + 1 offsets */
     struct ga_result *part;       /* per slot output, when slots run concurrently */
+    struct ga_engine_feed_times times;   /* of the last feed */
 };
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void time_slot(struct ga_engine *e, int b, double s)
+{
+    if (b < GA_ENGINE_TIMED_SLOTS)
+        e->times.slot_s[b] += s;
+}
 
 static uint32_t hash32(uint32_t x)
 {
@@ -385,7 +400,9 @@ static void fail_over(struct ga_engine *e, int b, int why)
 static int feed_slot(struct ga_engine *e, int b, const struct ga_points *sub, struct ga_result *out)
 {
     size_t naggs = out->naggs, nlate = out->nlate;
+    double t0 = now_s();
     int rc = e->b[b]->ops->feed(e->b[b], sub, out);
+    time_slot(e, b, now_s() - t0);
     if (rc != GA_ECUDA || b == e->nb || !e->have_fallback)
         return rc;
     out->naggs = naggs;                      /* the failed feed's partial output */
@@ -402,13 +419,16 @@ struct slot_job {
     int rc;
     pthread_t th;
     int threaded;
+    double secs;
 };
 
 static void *slot_main(void *arg)
 {
     struct slot_job *j = arg;
     struct ga_backend *be = j->e->b[j->b];
+    double t0 = now_s();
     j->rc = be->ops->feed(be, &j->sub, &j->e->part[j->b]);
+    j->secs = now_s() - t0;
     return NULL;
 }
 
@@ -461,6 +481,9 @@ static int feed_concurrently(struct ga_engine *e, struct ga_result *out)
     for (int b = 0; b < ns; b++)
         if (jobs[b].threaded)
             pthread_join(jobs[b].th, NULL);
+    for (int b = 0; b < ns; b++)
+        time_slot(e, b, jobs[b].secs);
+    double t_app = now_s();
     for (int b = 0; b < ns && !rc; b++) {
         if (!jobs[b].sub.n)
             continue;
@@ -472,6 +495,7 @@ static int feed_concurrently(struct ga_engine *e, struct ga_result *out)
         }
         rc = jobs[b].rc ? jobs[b].rc : append_part(out, &e->part[b]);
     }
+    e->times.append_s = now_s() - t_app;
     return rc;
 }
 
@@ -479,11 +503,19 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
 {
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
     int rc = 0;
+    double t0 = now_s(), t1;
+    e->times = (struct ga_engine_feed_times){ .nslots = nslots(e) };
     if (e->nb == 1 && !e->failed[0]) {
         /* one backend serves every metric (the fallback none yet): no split */
-        rc = e->have_fallback ? feed_slot(e, 0, pts, out) : e->b[0]->ops->feed(e->b[0], pts, out);
+        if (e->have_fallback) {
+            rc = feed_slot(e, 0, pts, out);
+        } else {
+            rc = e->b[0]->ops->feed(e->b[0], pts, out);
+            time_slot(e, 0, now_s() - t0);
+        }
     } else {
         rc = split(e, pts, out);
+        e->times.split_s = now_s() - t0;
         int busy = 0;
         for (int b = 0; b < nslots(e); b++)
             busy += e->bstart[b + 1] > e->bstart[b];
@@ -500,12 +532,20 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
             }
         }
     }
+    t1 = now_s();
+    e->times.total_s = t1 - t0;
+    e->times.feed_s = e->times.total_s - e->times.split_s - e->times.append_s;
     e->stats.points_in += pts->n;
     e->stats.aggs_out += out->naggs - naggs0;
     account_late(e, out, nlate0);
     if (!rc)
         e->stats.points_aggregated += pts->n - (out->nlate - nlate0);
     return rc;
+}
+
+void ga_engine_feed_times(const struct ga_engine *e, struct ga_engine_feed_times *t)
+{
+    *t = e->times;
 }
 
 int ga_engine_set_fallback(struct ga_engine *e, struct ga_backend *fallback)

@@ -152,6 +152,21 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);
 
+/* Where the last ga_engine_feed() spent its time (host wall clock), for
+ * benchmarks.  split_s: splitting the batch per backend; feed_s: the
+ * backends' feeds, from the first start to the last end (fail-overs
+ * included); append_s: gathering their outputs into the caller's result.
+ * With one backend and nothing to split, all of it is feed_s.  slot_s[i]:
+ * backend i's own feed (primaries, then the fallback; 0 if it got no
+ * points), for the first GA_ENGINE_TIMED_SLOTS of nslots. */
+#define GA_ENGINE_TIMED_SLOTS 8
+struct ga_engine_feed_times {
+    double split_s, feed_s, append_s, total_s;
+    int nslots;
+    double slot_s[GA_ENGINE_TIMED_SLOTS];
+};
+void ga_engine_feed_times(const struct ga_engine *e, struct ga_engine_feed_times *t);
+
 /* Late points of one metric, by reason, since it was added. */
 struct ga_metric_stats {
     uint64_t late_window, late_before_epoch, late_nonfinite;

@@ -1,8 +1,20 @@
-/* bench_engine_gpus.c — does the engine scale over GPUs?  The same batches
- * go through an engine of 1, then of N CUDA backends (metrics hashed over
- * the GPUs, fed concurrently); prints points/s for each and checks the two
- * engines produced the same rows (count and an order-independent checksum).
- *   bench_engine_gpus [--gpus N] [--metrics M] [--batch P] [--batches K] */
+/* bench_engine_gpus.c — does the engine scale over backends?  The same
+ * batches go through an engine of 1, then of N backends (metrics hashed over
+ * them, fed concurrently); prints points/s for each, where the engine spent
+ * the time (splitting the batch per backend, the backends' feeds, appending
+ * their outputs), and checks that every engine produced the same rows (count
+ * and an order-independent checksum).
+ *   bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]
+ *                     [--metrics M] [--batch P] [--batches K]
+ * --backend cuda (default): N CUDA backends, GPUs 0..N-1, vs one on GPU 0.
+ * --backend cpu: N CPU backends of T threads each (default 1) vs one CPU
+ * backend of T threads, and vs one of N*T threads (the same cores as the N
+ * backends): what splitting costs, measurable on a host without a GPU.
+ * Columns: seconds = the timed ga_engine_feed() calls; split / feeds /
+ * append = ga_engine_feed_times() summed over the batches; slowest = the
+ * slowest backend's own feed, summed over batches (what the engine would
+ * take if it cost nothing beyond that); per backend = each one's feed time;
+ * CUDA only: upload = each backend's upload stage (staging copy + H2D). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +24,8 @@
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
+
+#define MAXB 16
 
 static double now_s(void)
 {
@@ -28,26 +42,44 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
-struct run { double seconds; size_t rows; uint64_t checksum; int rc; };
+struct run {
+    char name[48];
+    double seconds, split_s, feed_s, append_s, slowest_s;
+    double slot_s[MAXB], upload_s[MAXB];
+    int nb;
+    size_t rows;
+    uint64_t checksum;
+    int rc;
+};
 
-static struct run run_engine(int ngpus, const struct ga_policy *pol, uint32_t metrics,
-                             size_t batch, int batches, uint32_t *mid, int64_t *ts, double *val)
+/* nb backends: CUDA on GPUs 0..nb-1 (threads unused), or CPU of `threads`. */
+static struct run run_engine(int cuda, int nb, int threads, const struct ga_policy *pol,
+                             uint32_t metrics, size_t batch, int batches, uint32_t *mid,
+                             int64_t *ts, double *val)
 {
-    struct run r = { 0 };
-    struct ga_backend *b[16];
-    for (int i = 0; i < ngpus; i++)
-        if ((r.rc = ga_cuda_backend_open(&b[i], i, NULL)) < 0) {
-            fprintf(stderr, "cuda:%d: %s\n", i, ga_strerror(r.rc));
+    struct run r = { .nb = nb };
+    if (cuda)
+        snprintf(r.name, sizeof r.name, "%d GPU%s", nb, nb > 1 ? "s" : "");
+    else
+        snprintf(r.name, sizeof r.name, "%d cpu x %d thread%s", nb, threads, threads > 1 ? "s" : "");
+    struct ga_backend *b[MAXB];
+    for (int i = 0; i < nb; i++) {
+        r.rc = cuda ? ga_cuda_backend_open(&b[i], i, NULL) : ga_cpu_backend_open(&b[i], threads);
+        if (r.rc < 0) {
+            fprintf(stderr, "%s backend %d: %s\n", cuda ? "cuda" : "cpu", i, ga_strerror(r.rc));
+            while (i-- > 0)
+                b[i]->ops->close(b[i]);
             return r;
         }
+    }
     struct ga_engine *e;
-    if ((r.rc = ga_engine_open(&e, b, ngpus)) < 0)
+    if ((r.rc = ga_engine_open(&e, b, nb)) < 0)
         return r;
     for (uint32_t m = 0; m < metrics && !r.rc; m++)
         r.rc = ga_engine_metric_add(e, m, pol);
     struct ga_result res = { 0 };
     int64_t base = 1700000000LL * 1000000000LL;
-    /* warm-up batch (module load, pools), not timed, then the timed batches */
+    /* warm-up batch (module load, pools, buffers), not timed, then the timed batches */
     for (int k = -1; k < batches && !r.rc; k++) {
         for (size_t i = 0; i < batch; i++) {
             uint64_t x = mix((uint64_t)(k + 2) * 0x9e3779b97f4a7c15ULL + i);
@@ -59,31 +91,66 @@ static struct run run_engine(int ngpus, const struct ga_policy *pol, uint32_t me
         ga_result_reset(&res);
         double t0 = now_s();
         r.rc = ga_engine_feed(e, &p, &res);
-        if (k >= 0)
-            r.seconds += now_s() - t0;
-        if (k >= 0)
-            for (size_t i = 0; i < res.naggs; i++) {
-                const struct ga_agg *a = &res.aggs[i];
-                uint64_t v;
-                memcpy(&v, &a->value, 8);
-                r.checksum += mix(((uint64_t)a->metric << 32 | a->method) ^ (uint64_t)a->ts ^
-                                  (uint64_t)a->granularity_ns * 31) ^ v;
-                r.rows++;
-            }
+        double dt = now_s() - t0;
+        if (k < 0)
+            continue;
+        struct ga_engine_feed_times ft;
+        ga_engine_feed_times(e, &ft);
+        r.seconds += dt;
+        r.split_s += ft.split_s;
+        r.feed_s += ft.feed_s;
+        r.append_s += ft.append_s;
+        double slowest = 0;
+        for (int i = 0; i < nb && i < GA_ENGINE_TIMED_SLOTS; i++) {
+            r.slot_s[i] += ft.slot_s[i];
+            slowest = ft.slot_s[i] > slowest ? ft.slot_s[i] : slowest;
+            struct ga_cuda_feed_stats cs;
+            if (cuda && ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0)
+                r.upload_s[i] += cs.upload_s;
+        }
+        r.slowest_s += nb > 1 ? slowest : ft.feed_s;
+        for (size_t i = 0; i < res.naggs; i++) {
+            const struct ga_agg *a = &res.aggs[i];
+            uint64_t v;
+            memcpy(&v, &a->value, 8);
+            r.checksum += mix(((uint64_t)a->metric << 32 | a->method) ^ (uint64_t)a->ts ^
+                              (uint64_t)a->granularity_ns * 31) ^ v;
+            r.rows++;
+        }
     }
     ga_result_free(&res);
     ga_engine_close(e);
     return r;
 }
 
+static void print_run(const struct run *r, int cuda, double points)
+{
+    printf("| %s | %.3f | %.3g | %.3f | %.3f | %.3f | %.3f | ", r->name, r->seconds,
+           points / r->seconds, r->split_s, r->feed_s, r->append_s, r->slowest_s);
+    for (int i = 0; i < r->nb && i < GA_ENGINE_TIMED_SLOTS; i++)
+        printf("%s%.3f", i ? " / " : "", r->slot_s[i]);
+    if (cuda) {
+        printf(" | ");
+        for (int i = 0; i < r->nb && i < GA_ENGINE_TIMED_SLOTS; i++)
+            printf("%s%.3f", i ? " / " : "", r->upload_s[i]);
+    }
+    printf(" | %zu | %016llx |\n", r->rows, (unsigned long long)r->checksum);
+}
+
 int main(int argc, char **argv)
 {
-    int ngpus = 2, batches = 10;
+    int nb = 2, batches = 10, cuda = 1, threads = 1;
     uint32_t metrics = 10000;
     size_t batch = 10000000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
-            ngpus = atoi(argv[++i]);
+            nb = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))
+            cuda = 0, i++;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
+            cuda = 1, i++;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--metrics") && i + 1 < argc)
             metrics = (uint32_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
@@ -91,9 +158,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
             batches = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_engine_gpus [--gpus N] [--metrics M] [--batch P] [--batches K]\n");
+            fprintf(stderr, "usage: bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]\n"
+                            "                         [--metrics M] [--batch P] [--batches K]\n");
             return 2;
         }
+    }
+    if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1) {
+        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1\n", MAXB);
+        return 2;
     }
     ga_log_set_level(GA_LOG_WARN);
     struct ga_policy pol = { .name = "bench", .back_window = 0 };
@@ -106,17 +178,32 @@ int main(int argc, char **argv)
     double *val = malloc(batch * sizeof *val);
     if (!mid || !ts || !val)
         return 1;
-    struct run one = run_engine(1, &pol, metrics, batch, batches, mid, ts, val);
-    struct run many = run_engine(ngpus, &pol, metrics, batch, batches, mid, ts, val);
-    printf("| engine | points | seconds | points/s | rows | checksum |\n|---|---|---|---|---|---|\n");
-    printf("| 1 GPU | %zu | %.3f | %.3g | %zu | %016llx |\n", batch * (size_t)batches, one.seconds,
-           (double)batch * batches / one.seconds, one.rows, (unsigned long long)one.checksum);
-    printf("| %d GPUs | %zu | %.3f | %.3g | %zu | %016llx |\n", ngpus, batch * (size_t)batches,
-           many.seconds, (double)batch * batches / many.seconds, many.rows,
-           (unsigned long long)many.checksum);
-    int same = one.rc == 0 && many.rc == 0 && one.rows == many.rows && one.checksum == many.checksum;
-    printf("\nscaling %d GPUs / 1 GPU: %.2fx; rows identical: %s\n", ngpus, one.seconds / many.seconds,
-           same ? "yes" : "NO");
+    struct run runs[3];
+    int nruns = 0;
+    runs[nruns++] = run_engine(cuda, 1, threads, &pol, metrics, batch, batches, mid, ts, val);
+    runs[nruns++] = run_engine(cuda, nb, threads, &pol, metrics, batch, batches, mid, ts, val);
+    if (!cuda && nb > 1)
+        runs[nruns++] = run_engine(cuda, 1, nb * threads, &pol, metrics, batch, batches, mid, ts, val);
+    double points = (double)batch * batches;
+    printf("%zu points in %d batches of %zu, %u metrics\n\n", batch * (size_t)batches, batches,
+           batch, metrics);
+    printf("| engine | seconds | points/s | split s | feeds s | append s | slowest backend s "
+           "| per backend s |%s rows | checksum |\n|---|---|---|---|---|---|---|---|%s---|---|\n",
+           cuda ? " upload s |" : "", cuda ? "---|" : "");
+    int same = 1;
+    for (int i = 0; i < nruns; i++) {
+        print_run(&runs[i], cuda, points);
+        same = same && runs[i].rc == 0 && runs[i].rows == runs[0].rows &&
+               runs[i].checksum == runs[0].checksum;
+    }
+    const struct run *one = &runs[0], *many = &runs[1];
+    printf("\nscaling %s / %s: %.2fx; overhead of %s beyond its slowest backend: %.3f s (%.0f %%); "
+           "rows identical: %s\n", many->name, one->name, one->seconds / many->seconds, many->name,
+           many->seconds - many->slowest_s,
+           100.0 * (many->seconds - many->slowest_s) / many->seconds, same ? "yes" : "NO");
+    if (nruns > 2)
+        printf("%s / %s (same cores): %.2fx\n", many->name, runs[2].name,
+               runs[2].seconds / many->seconds);
     free(mid);
     free(ts);
     free(val);
