@@ -29,7 +29,13 @@ struct ga_cuda_opts {
     int ring;              /* pinned staging slots in the ring (>= 2); 0 = 3 */
     int emulate;           /* 1: run every kernel on the host (tests without a GPU;
                               slow); needs a build with nvcc, no GPU */
+    int rows_kernel;       /* GA_CUDA_ROWS_*: which rows kernel computes the methods
+                              (docs/GPU.md "Rows kernel"); 0 = the environment's
+                              GA_CUDA_ROWS_KERNEL ("tiled" or "legacy"), else tiled */
+    unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes (tests
+                              use small values to reach its fallbacks); 0 = default */
 };
+enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_LEGACY = 2 };
 
 /* Open a CUDA backend on CUDA device `device` (an ordinal from
  * ga_gpu_probe()).  o may be NULL (defaults).  *out is owned by the caller

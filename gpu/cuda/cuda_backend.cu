@@ -38,6 +38,7 @@ struct cuda_backend {
     struct ga_backend base;
     int dev, emu;
     gk_exec x;                    // x.s is s_comp
+    gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_rows[ROW_CHUNKS];
     size_t chunk;
@@ -822,7 +823,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
         a = a < ntasks ? a : ntasks;
         z = z < ntasks ? z : ntasks;
         TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
-                           B(rows, struct ga_agg)));
+                           B(rows, struct ga_agg), &cb->rows_cfg));
         TRY(record(cb, cb->ev_rows[k], cb->x.s));
         TRY(wait_ev(cb, cb->s_d2h, cb->ev_rows[k]));
         TRY(cp(cb, (struct ga_agg *)cb->pin_rows.p + hb[k], B(rows, struct ga_agg) + hb[k],
@@ -972,11 +973,23 @@ int setup_gpu(cuda_backend *cb)
 extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const struct ga_cuda_opts *o)
 {
     *out = NULL;
-    struct ga_cuda_opts d = { 0, 0, 0 };
+    struct ga_cuda_opts d;
+    memset(&d, 0, sizeof d);
     if (!o)
         o = &d;
-    if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0)
+    if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0 ||
+        o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY)
         return GA_EINVAL;
+    int rows_kernel = o->rows_kernel;
+    if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
+        const char *e = getenv("GA_CUDA_ROWS_KERNEL");
+        rows_kernel = GA_CUDA_ROWS_TILED;
+        if (e && !strcmp(e, "legacy"))
+            rows_kernel = GA_CUDA_ROWS_LEGACY;
+        else if (e && *e && strcmp(e, "tiled"))
+            ga_log(GA_LOG_WARN, "cuda_rows_kernel", "value=\"%s\" msg=\"GA_CUDA_ROWS_KERNEL is tiled or "
+                   "legacy; using tiled\"", e);
+    }
     if (!o->emulate) {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
@@ -992,6 +1005,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->dev = device;
     cb->emu = o->emulate != 0;
     cb->x.emu = cb->emu;
+    cb->rows_cfg.legacy = rows_kernel == GA_CUDA_ROWS_LEGACY;
+    cb->rows_cfg.smem = o->rows_smem;
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;
     cb->ring = o->ring ? o->ring : 3;
     snprintf(cb->base.label, sizeof cb->base.label, cb->emu ? "cuda-emu" : "cuda:%d", device);

@@ -155,7 +155,7 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
         CUDA_CHECK(cudaMemsetAsync(s->sortoff, 0, (2 * nb + 1) * 8, s->x.s));
     }
     if (!rc)
-        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows);
+        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, NULL);
     return rc;
 }
 

@@ -2,6 +2,11 @@
 #include "gpu/cuda/gk_bucket.cuh"
 
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <atomic>
+#include <vector>
 
 namespace {
 
@@ -28,21 +33,57 @@ __host__ __device__ double quantile(const double *s, uint64_t n, int64_t min_pos
     return gk_add(a, b);
 }
 
-// agg_kern_bucket over x(0..n), rows written from rows[0]; returns the count.
-template <class X>
+// Where bucket() puts the row k of its task: straight into the rows in
+// global memory, field by field (the legacy kernel, emulation, fallbacks).
+struct sink_direct {
+    struct ga_agg *r;             // the task's first row
+    __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
+                                 double val) const
+    {
+        struct ga_agg *o = &r[k];
+        o->metric = metric;
+        o->method = m;
+        o->granularity_ns = g;
+        o->ts = b;
+        o->value = val;
+    }
+};
+
+// agg_kern_bucket over x(0..n), row j written as out.put(k0 + j, ...);
+// returns the count.  FUSE: sum and min/max in one pass over the values
+// (when both are needed) instead of two; each accumulator still sees the
+// CPU's operations in the CPU's order (sum from 0.0 adding x(0), x(1), ...;
+// min/max from x(0) comparing x(1), x(2), ...), so the bits are the same.
+template <bool FUSE, class X, class S>
 __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_method_t *ms, int nm,
                                     unsigned need, const double *s, uint32_t metric, int64_t g,
-                                    int64_t b, int allow_std, int allow_other, struct ga_agg *rows)
+                                    int64_t b, int allow_std, int allow_other, const S &out,
+                                    uint64_t k0)
 {
     double sum = 0.0, x0 = x(0), mn = x0, mx = x0;
-    if (need & AGG_NEED_SUM)
-        for (uint64_t i = 0; i < n; i++)
-            sum = gk_add(sum, x(i));
-    if (need & AGG_NEED_MINMAX) {
-        for (uint64_t i = 1; i < n; i++) {
-            double y = x(i);
-            mn = y < mn ? y : mn;
-            mx = y > mx ? y : mx;
+    bool fused = false;
+    if constexpr (FUSE) {
+        if ((need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
+            sum = gk_add(sum, x0);
+            for (uint64_t i = 1; i < n; i++) {
+                double y = x(i);
+                sum = gk_add(sum, y);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+            fused = true;
+        }
+    }
+    if (!fused) {
+        if (need & AGG_NEED_SUM)
+            for (uint64_t i = 0; i < n; i++)
+                sum = gk_add(sum, x(i));
+        if (need & AGG_NEED_MINMAX) {
+            for (uint64_t i = 1; i < n; i++) {
+                double y = x(i);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
         }
     }
     uint64_t nr = 0;
@@ -80,12 +121,7 @@ __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_m
                 break;
             }
         }
-        struct ga_agg *r = &rows[nr++];
-        r->metric = metric;
-        r->method = m;
-        r->granularity_ns = g;
-        r->ts = b;
-        r->value = val;
+        out.put(k0 + nr++, metric, m, g, b, val);
     }
     return nr;
 }
@@ -124,7 +160,9 @@ struct gather_f {
 };
 
 // Rows of task i; point j of the merged windows (absolute index into m_val)
-// is base[j - base_lo].
+// is base[j - base_lo].  run() is the legacy kernel's (and the legacy
+// emulation's); the tiled kernel goes through task_of() / task_run() below,
+// the same steps spelled out so that a task's row count is known first.
 struct rows_f {
     gk_view v;
     const gk_task *tasks;
@@ -143,19 +181,22 @@ struct rows_f {
         struct ga_agg *r = rows + tk.row_off;
         uint64_t nr = 0;
         if (tk.plain && pol->nplain)
-            nr += bucket(plain_x{ base + (m0 + tk.lo - base_lo) }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
-                         pol->nplain, pol->plain_need, sorted + off[2 * i], metric, g, tk.b,
-                         gk_allowed(tk.b, c.last_std, span), gk_allowed(tk.b, c.last_plain, span), r);
+            nr += bucket<false>(plain_x{ base + (m0 + tk.lo - base_lo) }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
+                                pol->nplain, pol->plain_need, sorted + off[2 * i], metric, g, tk.b,
+                                gk_allowed(tk.b, c.last_std, span), gk_allowed(tk.b, c.last_plain, span),
+                                sink_direct{ r }, 0);
         uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
         if (pol->nrate && dlo < tk.hi)
-            bucket(rate_x{ base + (m0 + dlo - base_lo) }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
-                   pol->rate_need, sorted + off[2 * i + 1], metric, g, tk.b,
-                   gk_allowed(tk.b, c.last_rstd, span), gk_allowed(tk.b, c.last_rate, span), r + nr);
+            bucket<false>(rate_x{ base + (m0 + dlo - base_lo) }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
+                          pol->rate_need, sorted + off[2 * i + 1], metric, g, tk.b,
+                          gk_allowed(tk.b, c.last_rstd, span), gk_allowed(tk.b, c.last_rate, span),
+                          sink_direct{ r }, nr);
     }
     __host__ __device__ void operator()(size_t i) const { run(i, v.m_val, 0); }
 };
 
-// The GPU version: a block's 256 tasks usually cover one short stretch of
+// The legacy GPU version (GA_CUDA_ROWS_KERNEL=legacy; the tiled kernel
+// below replaces it): a block's 256 tasks usually cover one short stretch of
 // the merged windows; the block loads that stretch once, coalesced, into
 // shared memory, and each thread then reads its bucket from there (one
 // thread a bucket keeps the CPU's left-to-right sums).  A stretch longer
@@ -193,6 +234,551 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
     }
 }
 
+// ---- The tiled rows kernel (the default) ---------------------------------
+//
+// Still one thread a task (a bucket), so every sum stays the CPU's left to
+// right chain; what changes is how a block of 256 tasks moves its bytes:
+//
+//  * Values: the block stages the stretch of the merged windows its tasks
+//    read into dynamic shared memory with coalesced loads (8 in flight a
+//    thread), and each thread reads its bucket from there.  When the whole
+//    stretch does not fit, the block splits its tasks into groups of g
+//    consecutive tasks whose stretches fit and runs one round per group
+//    (stage, barrier, the group's threads compute, barrier): with 360-point
+//    buckets about 23 tasks a round.  Global memory is read directly, as
+//    the legacy kernel does, by a task longer than 1/TILE_GMIN of the buffer
+//    (rounds of fewer than TILE_GMIN threads would serialize the sums), by
+//    every task of a block whose groups would have fewer than TILE_GMIN
+//    tasks, or whose groups would stage more than 4x the points its tasks
+//    read (sparse buckets in long windows: staging would mostly move unused
+//    points).
+//  * Rows: a thread puts each row as 16 bytes {value, method, task index}
+//    into shared memory at its place in the block's stretch of rows (row_off
+//    ascending: the block's rows are one stretch [R0, R0 + NR)); after the
+//    last round the block writes the stretch to global memory, 16 bytes a
+//    thread, consecutive threads at consecutive addresses, composing the
+//    32-byte ga_agg rows from the staged value and method and the task's
+//    metric, granularity and bucket start (kept once a task).  A 16-byte pad
+//    slot after every 8 row slots shifts each task's 8 rows ("basic") by one
+//    bank group, so the threads of a quarter warp store to different banks.
+//    Rows that do not fit (many methods) are written row by row as before.
+//  * Sum and min/max are read in one pass (bucket<true>), std in a second.
+//
+// Shared memory and occupancy: a block asks for half an SM's shared memory
+// (113 KB on an H100: (228 KB - 2 x 1 KB reserved) / 2), so two blocks (16
+// warps) share an SM, and __launch_bounds__(256, 2) lets a thread have up to
+// 128 registers.  Two blocks rather than three or four because "basic" at
+// 30 points a bucket needs 256 x 30 x 8 = 60 KB of values plus 36 KB of
+// staged rows to be done in one round; in 75 KB (three blocks an SM) it
+// would take two rounds with half the threads idle in each.  The work per
+// point is a few FP64 operations; what the kernel waits for is DRAM, and
+// for that the bytes in flight (16 KB a block while staging, rows stored
+// without waiting) matter more than more warps.
+//
+// The kernel is written as phases separated by block barriers (tile_drive);
+// on the GPU each thread runs the driver and __syncthreads() ends each phase,
+// in emulation the host runs each phase for the 256 threads in turn.  Every
+// decision between phases (rounds, group size, staging or not) is computed
+// from shared values read after a barrier, so it is the same in every thread
+// and no barrier sits in divergent code.
+
+#define TILE_T GK_THREADS
+#define TILE_UNROLL 8
+#define TILE_GMIN 8               // fewest tasks a round; longest staged task: buffer / TILE_GMIN
+#define TILE_SMEM_EMU 115712u     // emulation default: what an H100 block gets (see above)
+
+// The fixed part of the block's dynamic shared memory.
+struct tile_fix {
+    unsigned long long r0, r1;    // the block's rows [r0, r1)
+    unsigned long long need;      // points its tasks read, summed
+    unsigned long long worst;     // widest group stretch
+    unsigned long long staged;    // group stretches, summed
+    unsigned int ok;              // rows of consecutive tasks in order
+    unsigned int pad_;
+    long long g[TILE_T], b[TILE_T];                 // per task: granularity, bucket start
+    unsigned long long lo[TILE_T], hi[TILE_T];      // per task its rows, then per group
+                                                    // the points it stages [lo, hi)
+    uint32_t metric[TILE_T], rowrel[TILE_T], rowcnt[TILE_T];   // per task: metric id,
+                                                    // first row - r0, row count
+};
+#define TILE_FIX ((unsigned)((sizeof(tile_fix) + 15) & ~(size_t)15))
+#define TILE_MIN (TILE_FIX + 1024u)
+
+static_assert(sizeof(struct ga_agg) == 32 && offsetof(struct ga_agg, metric) == 0 &&
+                  offsetof(struct ga_agg, method) == 4 && sizeof(ga_method_t) == 2 &&
+                  offsetof(struct ga_agg, granularity_ns) == 8 && offsetof(struct ga_agg, ts) == 16 &&
+                  offsetof(struct ga_agg, value) == 24,
+              "the tiled kernel composes ga_agg rows as two 16-byte halves");
+
+__host__ __device__ inline void sh_min(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMin(p, v);
+#else
+    if (v < *p)
+        *p = v;
+#endif
+}
+__host__ __device__ inline void sh_max(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMax(p, v);
+#else
+    if (v > *p)
+        *p = v;
+#endif
+}
+__host__ __device__ inline void sh_add(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicAdd(p, v);
+#else
+    *p += v;
+#endif
+}
+__host__ __device__ inline void sh_clear(unsigned int *p)
+{
+#ifdef __CUDA_ARCH__
+    atomicAnd(p, 0u);
+#else
+    *p = 0;
+#endif
+}
+__host__ __device__ inline uint64_t dbits(double v)
+{
+#ifdef __CUDA_ARCH__
+    return (uint64_t)__double_as_longlong(v);
+#else
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    return u;
+#endif
+}
+__host__ __device__ inline void st16(void *p, uint4 v)
+{
+#ifdef __CUDA_ARCH__
+    *(uint4 *)p = v;
+#else
+    memcpy(p, &v, 16);
+#endif
+}
+
+// Slot of staged row r: one pad slot after every 8.
+__host__ __device__ inline uint64_t tile_slot(uint64_t r) { return r + (r >> 3); }
+
+// Rows of a task into the block's staged rows: row k at rel + k, as
+// {value low, value high, method, task index}.  A row past cap (none when
+// the row counts are right; cap 0 when the block does not stage its rows)
+// goes to global memory directly.
+struct sink_tile {
+    uint4 *slot;
+    uint64_t rel, cap;
+    uint32_t tix;
+    struct ga_agg *r;             // the task's first row in global memory
+    __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
+                                 double val) const
+    {
+        uint64_t q = rel + k;
+        if (q < cap) {
+            uint64_t u = dbits(val);
+            slot[tile_slot(q)] = make_uint4((uint32_t)u, (uint32_t)(u >> 32), (uint32_t)m, tix);
+        } else {
+            sink_direct{ r }.put(k, metric, m, g, b, val);
+        }
+    }
+};
+
+// What rows_f::run does for task i, step by step.
+struct tparts {
+    const struct agg_pol *pol;
+    uint32_t metric;
+    int64_t g, b;
+    uint64_t row_off;
+    uint64_t start, end;          // points [start, end) of m_val the task reads
+    uint64_t plo, pn, rlo, rn;    // plain / rate part: first point (absolute), count
+    int64_t pmin, rmin;
+    int hasp, pas, pao, hasr, ras, rao;
+};
+
+__host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
+{
+    const gk_task &tk = fn.tasks[i];
+    const gk_view &v = fn.v;
+    tparts p;
+    uint32_t slot = v.tslot[tk.t];
+    p.pol = &v.pols[v.slot_pol[slot]];
+    const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
+    int64_t span = p.pol->p.defs[tk.d].timespan_ns;
+    p.g = p.pol->p.defs[tk.d].granularity_ns;
+    p.b = tk.b;
+    p.metric = v.slot_id[slot];
+    p.row_off = tk.row_off;
+    uint64_t m0 = v.m_off[tk.t];
+    p.start = m0 + (tk.lo ? tk.lo - 1 : 0);   // the legacy kernel's stretch: rate: reads lo - 1
+    p.end = m0 + tk.hi;
+    p.hasp = tk.plain && p.pol->nplain;
+    p.plo = m0 + tk.lo;
+    p.pn = tk.hi - tk.lo;
+    p.pmin = (int64_t)tk.lo - c.base;
+    p.pas = gk_allowed(tk.b, c.last_std, span);
+    p.pao = gk_allowed(tk.b, c.last_plain, span);
+    uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;   // dfirst >= 1
+    p.hasr = p.pol->nrate && dlo < tk.hi;
+    p.rlo = m0 + dlo;
+    p.rn = tk.hi - dlo;
+    p.rmin = (int64_t)dlo - c.fd;
+    p.ras = gk_allowed(tk.b, c.last_rstd, span);
+    p.rao = gk_allowed(tk.b, c.last_rate, span);
+    return p;
+}
+
+// Rows task_run() writes (gk_feed.cu's task_rows, which sized row_off).
+__host__ __device__ inline uint64_t task_nrows(const tparts &p)
+{
+    uint64_t r = 0;
+    if (p.hasp)
+        r += gk_nrows(p.pn, p.pol->plain, p.pol->nplain, p.pas, p.pao);
+    if (p.hasr)
+        r += gk_nrows(p.rn, p.pol->rate, p.pol->nrate, p.ras, p.rao);
+    return r;
+}
+
+// Point j (absolute) is base[j - base_lo].
+template <class S>
+__host__ __device__ inline void task_run(const rows_f &fn, size_t i, const tparts &p, const double *base,
+                                         uint64_t base_lo, const S &out)
+{
+    uint64_t nr = 0;
+    if (p.hasp)
+        nr = bucket<true>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
+                          p.pol->nplain, p.pol->plain_need, fn.sorted + fn.off[2 * i], p.metric,
+                          p.g, p.b, p.pas, p.pao, out, 0);
+    if (p.hasr)
+        bucket<true>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
+                     p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p.metric, p.g, p.b, p.ras,
+                     p.rao, out, nr);
+}
+
+enum { P_RESET, P_TASK, P_CHECK, P_GRESET, P_GSPAN, P_GWORST, P_SYNC, P_STAGE, P_COMPUTE, P_COPY };
+
+struct tile_thr {                 // what a thread keeps from phase to phase
+    size_t i;
+    int act, big;
+    uint64_t start, end;
+};
+
+struct tile_blk {
+    rows_f fn;
+    size_t first;                 // the block's first task
+    int nact;                     // its tasks: [first, first + nact), 1..TILE_T
+    unsigned S;                   // shared memory bytes
+    unsigned char *dsm;           // the GPU's dynamic shared memory; NULL in emulation
+    tile_fix *fx;
+    uint4 *rs;                    // staged rows
+    double *vals;                 // staged values
+    // Block-uniform, set by tile_drive from shared values read after a barrier.
+    uint64_t R0, NR, vcap;
+    int rows_on, g, use_stage;
+
+    __host__ __device__ void setup(const rows_f &f, size_t t0, size_t t1, size_t blk, unsigned s,
+                                   unsigned char *d, tile_fix *hfx, uint4 *hrs, double *hvals)
+    {
+        fn = f;
+        first = t0 + blk * TILE_T;
+        nact = t1 - first < TILE_T ? (int)(t1 - first) : TILE_T;
+        S = s;
+        dsm = d;
+        fx = d ? (tile_fix *)d : hfx;
+        rs = d ? (uint4 *)(d + TILE_FIX) : hrs;
+        vals = hvals;
+        R0 = NR = vcap = 0;
+        rows_on = use_stage = 0;
+        g = 1;
+    }
+
+    // The staged values start after the staged rows (the host has its own buffers).
+    __host__ __device__ void regions(uint64_t rows_bytes)
+    {
+        if (dsm)
+            vals = (double *)(dsm + TILE_FIX + rows_bytes);
+        vcap = (S - TILE_FIX - rows_bytes) / 8;
+    }
+
+    __host__ __device__ void phase(int ph, int arg, tile_thr &t, int tid)
+    {
+        switch (ph) {
+        case P_RESET:
+            if (tid == 0) {
+                fx->r0 = ~0ULL;
+                fx->r1 = 0;
+                fx->need = 0;
+                fx->ok = 1;
+            }
+            break;
+        case P_TASK: {            // the task's reach and rows; the block's rows
+            t.i = first + (size_t)tid;
+            t.act = tid < nact;
+            t.big = 0;
+            t.start = t.end = 0;
+            if (!t.act)
+                break;
+            tparts p = task_of(fn, t.i);
+            uint64_t n = task_nrows(p);
+            t.start = p.start;
+            t.end = p.end;
+            fx->g[tid] = p.g;
+            fx->b[tid] = p.b;
+            fx->metric[tid] = p.metric;
+            fx->lo[tid] = p.row_off;
+            fx->hi[tid] = p.row_off + n;
+            fx->rowcnt[tid] = n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
+            sh_min(&fx->r0, p.row_off);
+            sh_max(&fx->r1, p.row_off + n);
+            sh_add(&fx->need, p.end - p.start);
+            break;
+        }
+        case P_CHECK:             // rows of task tid after those of task tid - 1
+            if (!t.act)
+                break;
+            fx->rowrel[tid] = (uint32_t)(fx->lo[tid] - R0);   // used only when NR is small
+            if (tid > 0 && fx->hi[tid - 1] > fx->lo[tid])
+                sh_clear(&fx->ok);
+            break;
+        case P_GRESET: {          // arg = g: groups of g consecutive tasks
+            int ng = (nact + arg - 1) / arg;
+            if (tid < ng) {
+                fx->lo[tid] = ~0ULL;
+                fx->hi[tid] = 0;
+            }
+            if (tid == 0)
+                fx->worst = fx->staged = 0;
+            break;
+        }
+        case P_GSPAN:
+            if (!t.act)
+                break;
+            t.big = t.end - t.start > vcap / TILE_GMIN;
+            if (!t.big) {
+                sh_min(&fx->lo[tid / arg], t.start);
+                sh_max(&fx->hi[tid / arg], t.end);
+            }
+            break;
+        case P_GWORST: {
+            int ng = (nact + arg - 1) / arg;
+            if (tid < ng && fx->hi[tid] > fx->lo[tid]) {
+                sh_max(&fx->worst, fx->hi[tid] - fx->lo[tid]);
+                sh_add(&fx->staged, fx->hi[tid] - fx->lo[tid]);
+            }
+            break;
+        }
+        case P_SYNC:
+            break;
+        case P_STAGE: {           // arg = group: its points into vals, coalesced
+            uint64_t lo = fx->lo[arg], hi = fx->hi[arg];
+            if (!use_stage || hi <= lo || hi - lo > vcap)
+                break;
+            const double *src = fn.v.m_val + lo;
+            uint64_t n = hi - lo;
+#ifdef __CUDA_ARCH__
+            for (uint64_t k0 = (uint64_t)tid; k0 < n; k0 += (uint64_t)TILE_UNROLL * TILE_T) {
+                double x[TILE_UNROLL];
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; u++) {
+                    uint64_t k = k0 + (uint64_t)u * TILE_T;
+                    x[u] = k < n ? __ldg(src + k) : 0.0;
+                }
+#pragma unroll
+                for (int u = 0; u < TILE_UNROLL; u++) {
+                    uint64_t k = k0 + (uint64_t)u * TILE_T;
+                    if (k < n)
+                        vals[k] = x[u];
+                }
+            }
+#else
+            for (uint64_t k = (uint64_t)tid; k < n; k += TILE_T)
+                vals[k] = src[k];
+#endif
+            break;
+        }
+        case P_COMPUTE: {         // arg = group: its tasks' rows
+            if (!t.act || tid / g != arg)
+                break;
+            uint64_t lo = fx->lo[arg], hi = fx->hi[arg];
+            int stg = use_stage && !t.big && hi > lo && hi - lo <= vcap;
+            tparts p = task_of(fn, t.i);
+            sink_tile out{ rs, (uint64_t)fx->rowrel[tid], rows_on ? NR : 0, (uint32_t)tid,
+                           fn.rows + p.row_off };
+            if (stg)
+                task_run(fn, t.i, p, vals, lo, out);
+            else
+                task_run(fn, t.i, p, fn.v.m_val, 0, out);
+            break;
+        }
+        case P_COPY: {            // the staged rows out, 16 bytes a thread
+            if (!rows_on)
+                break;
+            char *dst = (char *)(fn.rows + R0);
+            for (uint64_t c = (uint64_t)tid; c < 2 * NR; c += TILE_T) {
+                uint64_t r = c >> 1;
+                uint4 q = rs[tile_slot(r)];
+                uint32_t j = q.w;
+                // A slot no task of this block wrote (a gap between tasks' rows)
+                // holds stale bytes: its task index or row range does not match.
+                if (j >= (uint32_t)nact || r - fx->rowrel[j] >= fx->rowcnt[j])
+                    continue;
+                uint4 o;
+                if (c & 1) {
+                    uint64_t b = (uint64_t)fx->b[j];
+                    o = make_uint4((uint32_t)b, (uint32_t)(b >> 32), q.x, q.y);
+                } else {
+                    uint64_t g8 = (uint64_t)fx->g[j];
+                    o = make_uint4(fx->metric[j], q.z, (uint32_t)g8, (uint32_t)(g8 >> 32));
+                }
+                st16(dst + 16 * c, o);
+            }
+            break;
+        }
+        }
+    }
+};
+
+// Phase runners: on the GPU this thread's phase, then the block barrier;
+// in emulation every thread's phase in turn.
+struct tile_dev {
+    tile_blk &b;
+    tile_thr t;
+    __host__ __device__ void step(int ph, int arg)
+    {
+#ifdef __CUDA_ARCH__
+        b.phase(ph, arg, t, (int)threadIdx.x);
+        __syncthreads();
+#else
+        (void)ph;                 // only ever run on the GPU
+        (void)arg;
+#endif
+    }
+};
+struct tile_host {
+    tile_blk &b;
+    tile_thr t[TILE_T];
+    __host__ __device__ void step(int ph, int arg)
+    {
+        for (int k = 0; k < TILE_T; k++)
+            b.phase(ph, arg, t[k], k);
+    }
+};
+
+template <class E>
+__host__ __device__ void tile_drive(E &e, tile_blk &B)
+{
+    tile_fix *fx = B.fx;
+    e.step(P_RESET, 0);
+    e.step(P_TASK, 0);
+    B.R0 = fx->r0;
+    B.NR = fx->r1 > fx->r0 ? fx->r1 - fx->r0 : 0;
+    e.step(P_CHECK, 0);
+    // Rows staged when in order, aligned, and within 3/4 of the room.
+    uint64_t room = B.S - TILE_FIX;
+    uint64_t rows_bytes = (B.NR + (B.NR >> 3) + 1) * 16;
+    B.rows_on = fx->ok && B.NR && rows_bytes <= room / 4 * 3 &&
+                ((uintptr_t)(B.fn.rows + B.R0) & 15) == 0;
+    B.regions(B.rows_on ? rows_bytes : 0);
+    // Group size: all the block's tasks, else fewer until each group's
+    // stretch fits (at most 4 tries; a group still too wide reads global).
+    // Groups of fewer than TILE_GMIN tasks would run too few threads a
+    // round: then no staging, one round, every task from global memory.
+    int g = B.nact, stage = 1;
+    for (int attempt = 0;; attempt++) {
+        e.step(P_GRESET, g);
+        e.step(P_GSPAN, g);
+        e.step(P_GWORST, g);
+        uint64_t worst = fx->worst;
+        if (worst <= B.vcap || attempt == 3)
+            break;
+        uint64_t ng = (uint64_t)g * B.vcap / worst;   // < g, as worst > vcap
+        if (ng < TILE_GMIN) {
+            stage = 0;
+            g = B.nact;
+            break;
+        }
+        e.step(P_SYNC, 0);        // every thread has read worst before P_GRESET clears it
+        g = (int)ng;
+    }
+    B.g = g;
+    B.use_stage = stage && fx->staged <= 4 * fx->need;
+    int ngroups = (B.nact + g - 1) / g;
+    for (int r = 0; r < ngroups; r++) {
+        e.step(P_STAGE, r);
+        e.step(P_COMPUTE, r);
+    }
+    e.step(P_COPY, 0);
+}
+
+__global__ void __launch_bounds__(TILE_T, 2) rows_tiled(rows_f fn, size_t t0, size_t t1, unsigned S)
+{
+    extern __shared__ uint4 tile_dsm[];
+    tile_blk B;
+    B.setup(fn, t0, t1, blockIdx.x, S, (unsigned char *)tile_dsm, NULL, NULL, NULL);
+    tile_dev e{ B, tile_thr{} };
+    tile_drive(e, B);
+}
+
+// The tiled kernel on the host: block by block, phase by phase.  The staged
+// rows are filled with stale-looking bytes before each block (any task
+// index, any value), as a GPU's shared memory may hold: none may come out.
+void tile_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned S)
+{
+    std::vector<tile_fix> fx(1);
+    std::vector<uint4> rs(S / 16 + 1);
+    std::vector<double> vals(S / 8 + 1);
+    std::vector<tile_thr> unused;
+    size_t nb = (t1 - t0 + TILE_T - 1) / TILE_T;
+    for (size_t blk = 0; blk < nb; blk++) {
+        for (size_t k = 0; k < rs.size(); k++)
+            rs[k] = make_uint4(0xdeadbeefu, 0x7ff4dead, (uint32_t)(k & 0xff), (uint32_t)((k * 37 + blk) % TILE_T));
+        memset((void *)fx.data(), 0xa5, sizeof(tile_fix));
+        tile_blk B;
+        B.setup(fn, t0, t1, blk, S, NULL, fx.data(), rs.data(), vals.data());
+        tile_host *e = new tile_host{ B, {} };
+        tile_drive(*e, B);
+        delete e;
+    }
+}
+
+// Shared memory for the tiled kernel on the current device: want (clamped
+// to what a block may have), or half an SM when want is 0.  *S = 0 when the
+// device cannot give a useful tile (then the legacy kernel runs).
+int tile_smem(unsigned want, unsigned *S)
+{
+    static std::atomic<unsigned> def_[64], max_[64];   // per device, 0 = not asked yet
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    int cached = dev >= 0 && dev < 64;
+    unsigned d = cached ? def_[dev].load() : 0, m = cached ? max_[dev].load() : 0;
+    if (!m) {
+        int optin = 0, per_sm = 0, reserved = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+        CUDA_CHECK(cudaFuncSetAttribute(rows_tiled, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+        CUDA_CHECK(cudaFuncSetAttribute(rows_tiled, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        (int)cudaSharedmemCarveoutMaxShared));
+        long two = (long)per_sm / 2 - reserved;
+        long dd = two < optin ? two : optin;
+        d = dd > 0 ? (unsigned)dd & ~15u : 0;
+        m = optin > 0 ? (unsigned)optin & ~15u : 0;
+        if (cached && m) {
+            def_[dev].store(d);
+            max_[dev].store(m);
+        }
+    }
+    unsigned s = want ? (want < TILE_MIN ? TILE_MIN : want) : d;
+    if (s > m)
+        s = m;
+    *S = s >= TILE_MIN ? s : 0;
+    return 0;
+}
+
 } // namespace
 
 int gk_bucket_sortlen(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
@@ -207,18 +793,46 @@ int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t 
     return gk_for(x, ntasks, gather_f{ *v, tasks, sortoff, unsorted });
 }
 
+int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm)
+{
+    *blocks_per_sm = 0;
+    int rc = tile_smem(want, smem);
+    if (!rc && *smem)
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, rows_tiled, TILE_T, *smem));
+    return rc;
+}
+
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
-                   const uint64_t *sortoff, const double *sorted, struct ga_agg *rows)
+                   const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
+                   const gk_rows_cfg *cfg)
 {
     rows_f fn{ *v, tasks, sortoff, sorted, rows };
     if (t1 <= t0)
         return 0;
+    int legacy = cfg && cfg->legacy;
+    unsigned want = cfg ? cfg->smem : 0;
     if (x->emu) {
-        for (size_t i = t0; i < t1; i++)
-            fn(i);
+        if (legacy) {
+            for (size_t i = t0; i < t1; i++)
+                fn(i);
+        } else {
+            unsigned S = want ? want : TILE_SMEM_EMU;
+            tile_emulate(fn, t0, t1, S < TILE_MIN ? TILE_MIN : S);
+        }
         return 0;
     }
     size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
+    if (!legacy) {
+        unsigned S = 0;
+        int rc = tile_smem(want, &S);
+        if (rc)
+            return rc;
+        if (S) {
+            rows_tiled<<<(unsigned)blocks, TILE_T, S, x->s>>>(fn, t0, t1, S);
+            CUDA_CHECK(cudaGetLastError());
+            return 0;
+        }
+    }
     rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
     CUDA_CHECK(cudaGetLastError());
     return 0;

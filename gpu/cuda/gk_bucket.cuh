@@ -79,7 +79,28 @@ int gk_bucket_sortlen(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t
 // Copy each task part's values into unsorted[sortoff[part]..].
 int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
                      const uint64_t *sortoff, double *unsorted);
+
+// Which rows kernel gk_bucket_rows runs (docs/GPU.md "Rows kernel").
+struct gk_rows_cfg {
+    int legacy;                   // 1: the first kernel (rows_staged: one thread a task, a
+                                  // static 4096-value stage, rows written by each thread);
+                                  // 0: the tiled kernel (rows_tiled)
+    unsigned smem;                // tiled: dynamic shared memory a block, bytes; 0 = two
+                                  // blocks an SM (113 KB on an H100).  Tests set small
+                                  // values to drive the rounds and fallbacks.
+};
+
 // Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies
-// from sorted[sortoff[part]..].
+// from sorted[sortoff[part]..].  The rows of task i + 1 follow task i's
+// (row_off ascending, as gk_tasks writes them): the tiled kernel relies on
+// it to store a block's rows as one stretch (it checks it within a block and
+// writes row by row where it does not hold).  cfg NULL = tiled, default size.
+// In emulation both variants run on the host: legacy as a plain loop,
+// tiled block by block, phase by phase (the kernel's own code).
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
-                   const uint64_t *sortoff, const double *sorted, struct ga_agg *rows);
+                   const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
+                   const gk_rows_cfg *cfg);
+// The tiled kernel on the current device: shared memory a block for `want`
+// (0 = default; 0 out when the legacy kernel would run instead) and the
+// blocks an SM then holds.  0 or GA_ECUDA.
+int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm);
