@@ -14,6 +14,11 @@
  *     checked, then the same comparison runs with the backend's emulation
  *     (every kernel as a host loop), which checks the algorithm;
  *   - a build without nvcc: only the GA_ENOGPU answer.
+ * With a GPU the whole comparison runs twice, once per rows kernel (the
+ * tiled default, then the legacy one: GA_CUDA_ROWS_*); in emulation it runs
+ * once, the tiled kernel's block emulation, with one random trial in four on
+ * the legacy loop.  A third of the tiled backends get a small shared-memory
+ * tile (12-40 KB) so that its rounds and fallbacks run too.
  * GA_CUDA_TEST_SCALE=0.1 shrinks the random work (compute-sanitizer runs). */
 #include "tests/unit/harness.h"
 
@@ -31,11 +36,14 @@
 static int use_emu;
 static double scale = 1.0;
 static size_t rows_cmp, rows_bitexact, late_cmp;
+static int rows_kernel = GA_CUDA_ROWS_TILED;    /* the variant under test */
 
 static int open_gpu(struct ga_backend **b)
 {
     struct ga_cuda_opts o = { .chunk_points = (size_t)rnd_in(1, 3) << 16, .ring = (int)rnd_in(2, 4),
-                              .emulate = use_emu };
+                              .emulate = use_emu, .rows_kernel = rows_kernel };
+    if (rows_kernel == GA_CUDA_ROWS_TILED && rnd() % 3 == 0)
+        o.rows_smem = (unsigned)rnd_in(12 << 10, 40 << 10);
     return ga_cuda_backend_open(b, 0, &o);
 }
 
@@ -208,8 +216,13 @@ static void one_trial(int trial)
 static void test_random_vs_cpu(void)
 {
     int n = (int)(200 * scale) + 1;
-    for (int t = 0; t < n; t++)
+    int variant = rows_kernel;
+    for (int t = 0; t < n; t++) {
+        if (use_emu)              /* emulation: one trial in four on the legacy loop */
+            rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_LEGACY : variant;
         one_trial(t);
+    }
+    rows_kernel = variant;
     CHECK(rows_cmp > 1000);
     CHECK(late_cmp > 50);
 }
@@ -354,6 +367,9 @@ static int gpu_mode;              /* 0 none, 1 GPU, 2 emulation */
 static void test_open_answers(void)
 {
     struct ga_backend *b = NULL;
+    CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .rows_kernel = 3 }),
+              ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);
+    CHECK(b == NULL);
     int rc = ga_cuda_backend_open(&b, 0, NULL);
     if (rc == 0) {
         printf("GPU part: running on %s\n", b->label);
@@ -394,10 +410,18 @@ void run_tests(void)
         use_emu = 1;
         scale *= 0.25;
     }
-    RUN(test_random_vs_cpu);
-    RUN(test_big_batches);
-    RUN(test_window_put_get);
-    RUN(test_stats);
-    printf("compared %zu rows (%zu bit-identical), %zu late points\n", rows_cmp, rows_bitexact,
-           late_cmp);
+    /* GPU: both rows kernels, the whole comparison each; emulation: once. */
+    static const int variants[] = { GA_CUDA_ROWS_TILED, GA_CUDA_ROWS_LEGACY };
+    for (int v = 0; v < (use_emu ? 1 : 2); v++) {
+        rows_kernel = variants[v];
+        const char *name = rows_kernel == GA_CUDA_ROWS_TILED ? "tiled" : "legacy";
+        printf("rows kernel: %s%s\n", name, use_emu ? " (emulated; 1 random trial in 4: legacy)" : "");
+        rows_cmp = rows_bitexact = late_cmp = 0;
+        RUN(test_random_vs_cpu);
+        RUN(test_big_batches);
+        RUN(test_window_put_get);
+        RUN(test_stats);
+        printf("rows kernel %s: compared %zu rows (%zu bit-identical), %zu late points\n", name,
+               rows_cmp, rows_bitexact, late_cmp);
+    }
 }
