@@ -68,7 +68,8 @@ int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats 
 struct ga_cuda_kbench {
     int64_t nmetrics, npoints_per_metric, step_ns, gran_ns;
     int repeat;
-    /* out */
+    int basic_only;        /* 1: basic and sum only (no median/Npct, no rate:) */
+    /* out: the four method sets with the tiled rows kernel (the default) */
     double d2d_gbps;       /* device-to-device copy, bytes read + written per s */
     double h2d_gbps;       /* pinned host to device */
     double basic_s;        /* bucket keys + count,sum,mean,min,max,first,last,std */
@@ -76,7 +77,16 @@ struct ga_cuda_kbench {
     double sort_s;         /* bucket keys + median + 90pct (segmented sort) */
     double rate_s;         /* bucket keys + rate:mean,rate:sum,rate:std,rate:max */
     uint64_t buckets;
-    int checked;           /* 1 if a sample of buckets matched a host recomputation */
+    int checked;           /* 1 if a sample of buckets matched a host recomputation
+                              (basic, with each rows kernel) */
+    /* the same runs with the legacy rows kernel, and the rows kernel alone
+       (events around it), indexed basic, sum, sort, rate */
+    double legacy_s[4];
+    double rows_s[4], legacy_rows_s[4];
+    int64_t rows_differ;   /* basic: rows whose fields differ between the two kernels
+                              (0 expected; -1 not compared) */
+    unsigned tiled_smem;   /* the tiled kernel's shared memory a block, bytes */
+    int tiled_blocks_per_sm;   /* and its blocks an SM (occupancy calculator) */
 };
 int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb);
 

@@ -6,7 +6,11 @@
 // series already on the GPU, sorted: bucket keys (a head flag per point
 // where the bucket changes, compacted with CUB into bucket starts, one task
 // per bucket), then the fused methods kernel writing ga_agg rows; for
-// median / Npct also the gather and the CUB segmented sort.
+// median / Npct also the gather and the CUB segmented sort.  Each method set
+// runs with both rows kernels (tiled, the default, and legacy), same data,
+// same run; the rows kernel alone is timed too (events around it), and the
+// "basic" rows of the two kernels are compared byte for byte on the GPU.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +84,27 @@ struct tslot_f {
     }
 };
 
+// Rows i of a and b differ (gaps of the bench's row layout are zero in both).
+struct rowcmp_f {
+    const struct ga_agg *a, *b;
+    unsigned long long *cnt;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        const struct ga_agg &x = a[i], &y = b[i];
+        uint64_t vx, vy;
+        memcpy(&vx, &x.value, 8);
+        memcpy(&vy, &y.value, 8);
+        if (x.metric != y.metric || x.method != y.method || x.granularity_ns != y.granularity_ns ||
+            x.ts != y.ts || vx != vy) {
+#ifdef __CUDA_ARCH__
+            atomicAdd(cnt, 1ULL);
+#else
+            ++*cnt;
+#endif
+        }
+    }
+};
+
 int median_of(std::vector<float> &v, double *out)
 {
     std::sort(v.begin(), v.end());
@@ -98,13 +123,15 @@ struct kb_state {
     gk_task *tasks;
     struct agg_pol *pol;
     double *unsorted, *sorted;
-    struct ga_agg *rows;
+    struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
+    unsigned long long *ndiff;
     size_t rows_cap, sort_cap;
 };
 
 // One pass over the resident series for a method list; returns buckets.
+// ev_rows is recorded on the stream just before the rows kernel.
 int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
-         int sort_needed)
+         int sort_needed, const gk_rows_cfg *cfg, cudaEvent_t ev_rows)
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
     int rows_per = hp->nplain + hp->nrate;
@@ -155,7 +182,9 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
         CUDA_CHECK(cudaMemsetAsync(s->sortoff, 0, (2 * nb + 1) * 8, s->x.s));
     }
     if (!rc)
-        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, NULL);
+        CUDA_CHECK(cudaEventRecord(ev_rows, s->x.s));
+    if (!rc)
+        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg);
     return rc;
 }
 
@@ -172,8 +201,10 @@ int make_pol(struct agg_pol *out, int64_t g, const char *const *ms, int nm)
     return rc;
 }
 
+// Median seconds of `repeat` passes after a warm-up: the whole pass and
+// the rows kernel alone.
 int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *ms, int nm,
-              double *sec, uint64_t *nb)
+              const gk_rows_cfg *cfg, double *sec, double *rows_sec, uint64_t *nb)
 {
     struct agg_pol hp;
     int rc = make_pol(&hp, kb->gran_ns, ms, nm);
@@ -181,28 +212,36 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
         return rc;
     CUDA_CHECK(cudaMemcpy(s->pol, &hp, sizeof hp, cudaMemcpyHostToDevice));
     int sort_needed = ((hp.plain_need | hp.rate_need) & AGG_NEED_SORT) != 0;
-    cudaEvent_t a, b;
+    cudaEvent_t a, m, b;
     CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&m));
     CUDA_CHECK(cudaEventCreate(&b));
-    std::vector<float> ms_t;
+    std::vector<float> ms_t, ms_r;
     for (int r = 0; r < kb->repeat + 1 && !rc; r++) {
         CUDA_CHECK(cudaEventRecord(a, s->x.s));
-        rc = pass(s, kb, &hp, nb, sort_needed);
+        rc = pass(s, kb, &hp, nb, sort_needed, cfg, m);
         CUDA_CHECK(cudaEventRecord(b, s->x.s));
         CUDA_CHECK(cudaEventSynchronize(b));
-        float t = 0;
+        float t = 0, tr = 0;
         CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-        if (r)                    // the first is the warm-up
+        CUDA_CHECK(cudaEventElapsedTime(&tr, m, b));
+        if (r) {                  // the first is the warm-up
             ms_t.push_back(t);
+            ms_r.push_back(tr);
+        }
     }
     cudaEventDestroy(a);
+    cudaEventDestroy(m);
     cudaEventDestroy(b);
-    if (!rc)
+    if (!rc) {
         median_of(ms_t, sec);
+        median_of(ms_r, rows_sec);
+    }
     return rc;
 }
 
-// Host check of a few buckets of the last "basic" pass: count and sum.
+// Host check of a few buckets of the last "basic" pass: every value, with
+// the CPU's arithmetic (host code: no FMA contraction).
 int check_sample(kb_state *s, const struct ga_cuda_kbench *kb, uint64_t nb)
 {
     int ok = 1;
@@ -215,12 +254,23 @@ int check_sample(kb_state *s, const struct ga_cuda_kbench *kb, uint64_t nb)
         std::vector<double> v(n);
         CUDA_CHECK(cudaMemcpy(v.data(), s->val + tk.t * kb->npoints_per_metric + tk.lo, n * 8,
                               cudaMemcpyDeviceToHost));
-        double sum = 0.0;
+        double sum = 0.0, mn = v[0], mx = v[0], ss = 0.0;
         for (uint64_t i = 0; i < n; i++)
             sum += v[i];
+        for (uint64_t i = 1; i < n; i++) {
+            mn = v[i] < mn ? v[i] : mn;
+            mx = v[i] > mx ? v[i] : mx;
+        }
+        double mean = sum / (double)n;
+        for (uint64_t i = 0; i < n; i++) {
+            double d = v[i] - mean;
+            ss += d * d;
+        }
         // rows in method order: mean sum min max count first last std
-        ok = rows[1].value == sum && rows[4].value == (double)n && rows[5].value == v[0] &&
-             rows[6].value == v[n - 1] && rows[0].ts == tk.b;
+        ok = rows[0].value == mean && rows[1].value == sum && rows[2].value == mn &&
+             rows[3].value == mx && rows[4].value == (double)n && rows[5].value == v[0] &&
+             rows[6].value == v[n - 1] && (n < 2 || rows[7].value == sqrt(ss / (double)(n - 1))) &&
+             rows[0].ts == tk.b;
     }
     return ok;
 }
@@ -304,6 +354,8 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
         estb = maxb;
     s->rows_cap = estb * 8;
     DM(s->rows, s->rows_cap * sizeof(struct ga_agg));
+    DM(s->rows2, s->rows_cap * sizeof(struct ga_agg));
+    DM(s->ndiff, 8);
     CUDA_CHECK(cudaMemset(s->slot_pol, 0, 4));
     CUDA_CHECK(cudaMemset(s->slot_id, 0, 4));
     rc = gk_for(&s->x, N, gen_f{ s->ts, s->val, kb->npoints_per_metric, kb->step_ns });
@@ -317,20 +369,47 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     static const char *const sum[] = { "sum" };
     static const char *const srt[] = { "median", "90pct" };
     static const char *const rate[] = { "rate:mean", "rate:sum", "rate:std", "rate:max" };
+    static const gk_rows_cfg tiled = { 0, 0 }, legacy = { 1, 0 };
+    rc = gk_rows_tiled_info(0, &kb->tiled_smem, &kb->tiled_blocks_per_sm);
+    if (rc)
+        return rc;
     uint64_t nb = 0;
-    if (!rc)
-        rc = time_pass(s, kb, basic, 8, &kb->basic_s, &nb);
+    size_t rbytes = s->rows_cap * sizeof(struct ga_agg);
+    // basic, legacy kernel first, its rows kept aside; then tiled, compared.
+    CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
+    rc = time_pass(s, kb, basic, 8, &legacy, &kb->legacy_s[0], &kb->legacy_rows_s[0], &nb);
     if (!rc && nb * 8 > s->rows_cap)
         return GA_ERANGE;
-    if (!rc)
-        kb->checked = check_sample(s, kb, nb);
+    int ok_legacy = rc ? 0 : check_sample(s, kb, nb);
+    if (!rc) {
+        CUDA_CHECK(cudaMemcpy(s->rows2, s->rows, rbytes, cudaMemcpyDeviceToDevice));
+        CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
+        rc = time_pass(s, kb, basic, 8, &tiled, &kb->basic_s, &kb->rows_s[0], &nb);
+    }
+    if (!rc) {
+        kb->checked = ok_legacy && check_sample(s, kb, nb);
+        unsigned long long nd = 0;
+        CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
+        rc = gk_for(&s->x, (size_t)(nb * 8), rowcmp_f{ s->rows, s->rows2, s->ndiff });
+        if (!rc)
+            CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
+        kb->rows_differ = (int64_t)nd;
+    }
     kb->buckets = nb;
     if (!rc)
-        rc = time_pass(s, kb, sum, 1, &kb->sum_s, &nb);
+        rc = time_pass(s, kb, sum, 1, &tiled, &kb->sum_s, &kb->rows_s[1], &nb);
     if (!rc)
-        rc = time_pass(s, kb, srt, 2, &kb->sort_s, &nb);
+        rc = time_pass(s, kb, sum, 1, &legacy, &kb->legacy_s[1], &kb->legacy_rows_s[1], &nb);
+    if (kb->basic_only)
+        return rc;
     if (!rc)
-        rc = time_pass(s, kb, rate, 4, &kb->rate_s, &nb);
+        rc = time_pass(s, kb, srt, 2, &tiled, &kb->sort_s, &kb->rows_s[2], &nb);
+    if (!rc)
+        rc = time_pass(s, kb, srt, 2, &legacy, &kb->legacy_s[2], &kb->legacy_rows_s[2], &nb);
+    if (!rc)
+        rc = time_pass(s, kb, rate, 4, &tiled, &kb->rate_s, &kb->rows_s[3], &nb);
+    if (!rc)
+        rc = time_pass(s, kb, rate, 4, &legacy, &kb->legacy_s[3], &kb->legacy_rows_s[3], &nb);
     return rc;
 }
 
@@ -344,13 +423,14 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
         return GA_ENOGPU;
+    kb->rows_differ = -1;
     kb_state s;
     memset(&s, 0, sizeof s);
     int rc = run(device, kb, &s);
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.rows, s.x.tmp };
+                     s.rows, s.rows2, s.ndiff, s.x.tmp };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             cudaFree(bufs[i]);

@@ -8,7 +8,11 @@
  *   - kernel only (points already on the GPU, sorted): bucket keys + the
  *     methods, for the basic methods together, sum alone, median+90pct,
  *     rate:*; points/s and % of the floor of reading 16 bytes a point at the
- *     measured device bandwidth;
+ *     measured device bandwidth; each with the tiled rows kernel (the
+ *     default) and the legacy one, same data, same run, and the rows kernel
+ *     alone in ms; "basic" also at 6, 360 and ~8640 points a bucket (60 s,
+ *     1 h, 1 day; the last: long buckets read from global memory);
+ *     the two kernels' "basic" rows compared field by field (rows_differ);
  *   - pipeline: ga_backend feed() from the caller's (pageable) arrays to the
  *     rows in host memory (pack into the pinned ring, H2D, the whole feed,
  *     D2H), points/s and bytes/s against the measured H2D bandwidth (20 bytes
@@ -161,12 +165,12 @@ static int run_feed(struct ga_backend *b, const struct load *l, uint32_t nmet,
 }
 
 struct row {
-    char what[96];
+    char what[128];
     double pps;                   /* points per second */
     char vs[64];                  /* against what */
     char goal[32];
 };
-static struct row rows[32];
+static struct row rows[48];
 static int nrows;
 
 static void add_row(const char *what, double pps, const char *vs, const char *goal)
@@ -215,24 +219,61 @@ int main(int argc, char **argv)
     }
     double N = (double)(kb.nmetrics * kb.npoints_per_metric);
     double floor_pps = kb.d2d_gbps * 1e9 / 16.0;
-    printf("d2d_gbps=%.1f h2d_gbps=%.1f floor_points_per_s=%.3g buckets=%" PRIu64 " checked=%d\n",
-           kb.d2d_gbps, kb.h2d_gbps, floor_pps, kb.buckets, kb.checked);
-    struct { const char *what; double s; const char *goal; double gpps; } kr[] = {
-        { "kernel: basic (count,sum,mean,min,max,first,last,std)", kb.basic_s, ">= 100 G/s", 100e9 },
-        { "kernel: sum", kb.sum_s, "", 0 },
-        { "kernel: median + 90pct", kb.sort_s, ">= 5 G/s", 5e9 },
-        { "kernel: rate:mean,sum,std,max", kb.rate_s, "", 0 },
+    printf("d2d_gbps=%.1f h2d_gbps=%.1f floor_points_per_s=%.3g buckets=%" PRIu64 " checked=%d "
+           "rows_differ=%" PRId64 " tiled_smem=%u tiled_blocks_per_sm=%d\n", kb.d2d_gbps, kb.h2d_gbps,
+           floor_pps, kb.buckets, kb.checked, kb.rows_differ, kb.tiled_smem, kb.tiled_blocks_per_sm);
+    int kernels_ok = kb.checked && kb.rows_differ == 0;
+    struct { const char *what; double s, legacy_s; const char *goal; double gpps; } kr[] = {
+        { "kernel: basic (count,sum,mean,min,max,first,last,std)", kb.basic_s, kb.legacy_s[0], ">= 100 G/s", 100e9 },
+        { "kernel: sum", kb.sum_s, kb.legacy_s[1], "", 0 },
+        { "kernel: median + 90pct", kb.sort_s, kb.legacy_s[2], ">= 5 G/s", 5e9 },
+        { "kernel: rate:mean,sum,std,max", kb.rate_s, kb.legacy_s[3], "", 0 },
     };
     for (int i = 0; i < 4; i++) {
-        double pps = N / kr[i].s;
-        char what[96], goal[32];
-        snprintf(what, sizeof what, "%s, %.0fM points, %.0f pts/bucket", kr[i].what, N / 1e6,
-                 N / (double)kb.buckets);
-        snprintf(b2, sizeof b2, "%.0f%% of floor (16 B/pt at d2d)", 100.0 * pps / floor_pps);
-        snprintf(goal, sizeof goal, "%s%s", kr[i].goal,
-                 kr[i].gpps ? (pps >= kr[i].gpps ? " ok" : " MISSED") : "");
-        add_row(what, pps, b2, goal);
-        printf("kernel_%d seconds=%.6f points_per_s=%.4g\n", i, kr[i].s, pps);
+        for (int leg = 0; leg < 2; leg++) {
+            double sec = leg ? kr[i].legacy_s : kr[i].s;
+            double rsec = leg ? kb.legacy_rows_s[i] : kb.rows_s[i];
+            double pps = N / sec;
+            char what[128], goal[32];
+            snprintf(what, sizeof what, "%s, %.0fM points, %.0f pts/bucket, %s rows kernel", kr[i].what,
+                     N / 1e6, N / (double)kb.buckets, leg ? "legacy" : "tiled");
+            snprintf(b2, sizeof b2, "%.0f%% of floor (16 B/pt at d2d); rows kernel %.3f ms",
+                     100.0 * pps / floor_pps, rsec * 1e3);
+            snprintf(goal, sizeof goal, "%s%s", kr[i].goal,
+                     kr[i].gpps ? (pps >= kr[i].gpps ? " ok" : " MISSED") : "");
+            add_row(what, pps, b2, leg ? "" : goal);
+            printf("kernel_%d rows_kernel=%s seconds=%.6f rows_seconds=%.6f points_per_s=%.4g\n", i,
+                   leg ? "legacy" : "tiled", sec, rsec, pps);
+        }
+    }
+    /* basic at 6 and 360 points a bucket (the pipeline's 60 s and 1 h), and
+     * at 1 day (buckets longer than 1/8 of the tiled kernel's buffer: read
+     * from global memory, as in the legacy kernel) */
+    int64_t kgrans[3] = { 60 * NS, 3600 * NS, 86400 * NS };
+    for (int gi = 0; gi < 3; gi++) {
+        struct ga_cuda_kbench kg = { .nmetrics = kb.nmetrics, .npoints_per_metric = kb.npoints_per_metric,
+                                     .step_ns = kb.step_ns, .gran_ns = kgrans[gi], .repeat = kb.repeat,
+                                     .basic_only = 1 };
+        rc = ga_cuda_kernel_bench(dev, &kg);
+        if (rc) {
+            fprintf(stderr, "bench_gpu: kernel bench (%lld s buckets): %s\n", (long long)(kgrans[gi] / NS),
+                    ga_strerror(rc));
+            return 1;
+        }
+        printf("kernel_basic gran_s=%lld buckets=%" PRIu64 " checked=%d rows_differ=%" PRId64
+               " tiled_s=%.6f tiled_rows_s=%.6f legacy_s=%.6f legacy_rows_s=%.6f\n",
+               (long long)(kgrans[gi] / NS), kg.buckets, kg.checked, kg.rows_differ, kg.basic_s,
+               kg.rows_s[0], kg.legacy_s[0], kg.legacy_rows_s[0]);
+        kernels_ok = kernels_ok && kg.checked && kg.rows_differ == 0;
+        for (int leg = 0; leg < 2; leg++) {
+            double sec = leg ? kg.legacy_s[0] : kg.basic_s, pps = N / sec;
+            char what[128];
+            snprintf(what, sizeof what, "%s, %.0fM points, %.0f pts/bucket, %s rows kernel", kr[0].what,
+                     N / 1e6, N / (double)kg.buckets, leg ? "legacy" : "tiled");
+            snprintf(b2, sizeof b2, "%.0f%% of floor (16 B/pt at d2d); rows kernel %.3f ms",
+                     100.0 * pps / floor_pps, (leg ? kg.legacy_rows_s[0] : kg.rows_s[0]) * 1e3);
+            add_row(what, pps, b2, "");
+        }
     }
     struct ga_cuda_kbench ref = { .nmetrics = 1, .npoints_per_metric = 6291456, .step_ns = 5 * NS,
                                   .gran_ns = 35 * NS, .repeat = 20 };
@@ -293,7 +334,7 @@ int main(int argc, char **argv)
                "rebuild=%.4f download=%.4f total=%.4f pool=%" PRIu64 "\n",
                sets[s].name, bn, nmet, sg, sc, ag, ac, st.upload_s, st.sort_s, st.merge_s,
                st.buckets_s, st.rebuild_s, st.download_s, st.total_s, st.pool_points);
-        char what[96], goal[32];
+        char what[128], goal[32];
         double pps = pts_timed / sg;
         snprintf(what, sizeof what, "pipeline feed(), pinned input: %s, %zuM-pt batches, 10k metrics, 60 s + 1 h",
                  sets[s].name, bn / 1000000);
@@ -366,10 +407,10 @@ int main(int argc, char **argv)
         free_load(&r);
     }
 
-    printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s; kernel check: %s\n\n",
-           kb.d2d_gbps, kb.h2d_gbps, kb.checked ? "ok" : "FAILED");
+    printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s; kernel check (host "
+           "recomputation, tiled == legacy): %s\n\n", kb.d2d_gbps, kb.h2d_gbps, kernels_ok ? "ok" : "FAILED");
     printf("| measurement | points/s | against | goal |\n|---|---|---|---|\n");
     for (int i = 0; i < nrows; i++)
         printf("| %s | %s | %s | %s |\n", rows[i].what, human(rows[i].pps, b1), rows[i].vs, rows[i].goal);
-    return kb.checked ? 0 : 1;
+    return kernels_ok ? 0 : 1;
 }
