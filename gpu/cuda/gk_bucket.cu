@@ -344,6 +344,40 @@ __host__ __device__ inline void sh_clear(unsigned int *p)
     *p = 0;
 #endif
 }
+// Min, max and sum of one value a thread over the threads of a warp with
+// the same key (keys ascend with the lane, so equal keys are neighbours);
+// true in the first of them, which then holds the result and does the one
+// shared atomic for all.  Every thread of the warp calls it (identity values
+// where it has none: ~0, 0, 0).  Same-address shared atomics from 256
+// threads would serialize; this leaves at most a few a warp.  In emulation
+// every thread is its own group.
+struct red3 {
+    unsigned long long mn, mx, sum;
+};
+__host__ __device__ inline bool warp_red(unsigned key, red3 &r)
+{
+#ifdef __CUDA_ARCH__
+    unsigned lane = threadIdx.x & 31;
+    unsigned m = __match_any_sync(0xffffffffu, key);
+    unsigned last = 31 - __clz(m), first = __ffs(m) - 1;
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        unsigned long long a = __shfl_down_sync(0xffffffffu, r.mn, o);
+        unsigned long long b = __shfl_down_sync(0xffffffffu, r.mx, o);
+        unsigned long long c = __shfl_down_sync(0xffffffffu, r.sum, o);
+        if (lane + o <= last) {   // lane + o is in this group: lanes [lane, lane + 2o) so far
+            r.mn = a < r.mn ? a : r.mn;
+            r.mx = b > r.mx ? b : r.mx;
+            r.sum += c;
+        }
+    }
+    return lane == first;
+#else
+    (void)key;
+    (void)r;
+    return true;
+#endif
+}
+
 __host__ __device__ inline uint64_t dbits(double v)
 {
 #ifdef __CUDA_ARCH__
@@ -520,21 +554,25 @@ struct tile_blk {
             t.act = tid < nact;
             t.big = 0;
             t.start = t.end = 0;
-            if (!t.act)
-                break;
-            tparts p = task_of(fn, t.i);
-            uint64_t n = task_nrows(p);
-            t.start = p.start;
-            t.end = p.end;
-            fx->g[tid] = p.g;
-            fx->b[tid] = p.b;
-            fx->metric[tid] = p.metric;
-            fx->lo[tid] = p.row_off;
-            fx->hi[tid] = p.row_off + n;
-            fx->rowcnt[tid] = n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
-            sh_min(&fx->r0, p.row_off);
-            sh_max(&fx->r1, p.row_off + n);
-            sh_add(&fx->need, p.end - p.start);
+            red3 r = { ~0ULL, 0, 0 };
+            if (t.act) {
+                tparts p = task_of(fn, t.i);
+                uint64_t n = task_nrows(p);
+                t.start = p.start;
+                t.end = p.end;
+                fx->g[tid] = p.g;
+                fx->b[tid] = p.b;
+                fx->metric[tid] = p.metric;
+                fx->lo[tid] = p.row_off;
+                fx->hi[tid] = p.row_off + n;
+                fx->rowcnt[tid] = n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
+                r = red3{ p.row_off, p.row_off + n, p.end - p.start };
+            }
+            if (warp_red(0, r) && r.mn != ~0ULL) {
+                sh_min(&fx->r0, r.mn);
+                sh_max(&fx->r1, r.mx);
+                sh_add(&fx->need, r.sum);
+            }
             break;
         }
         case P_CHECK:             // rows of task tid after those of task tid - 1
@@ -554,20 +592,27 @@ struct tile_blk {
                 fx->worst = fx->staged = 0;
             break;
         }
-        case P_GSPAN:
-            if (!t.act)
-                break;
-            t.big = t.end - t.start > vcap / TILE_GMIN;
-            if (!t.big) {
-                sh_min(&fx->lo[tid / arg], t.start);
-                sh_max(&fx->hi[tid / arg], t.end);
+        case P_GSPAN: {           // arg = g: each group's stretch (long tasks left out)
+            red3 r = { ~0ULL, 0, 0 };
+            if (t.act) {
+                t.big = t.end - t.start > vcap / TILE_GMIN;
+                if (!t.big)
+                    r = red3{ t.start, t.end, 0 };
+            }
+            if (warp_red((unsigned)(tid / arg), r) && r.mn != ~0ULL) {
+                sh_min(&fx->lo[tid / arg], r.mn);
+                sh_max(&fx->hi[tid / arg], r.mx);
             }
             break;
-        case P_GWORST: {
+        }
+        case P_GWORST: {          // the widest group stretch, and their sum
             int ng = (nact + arg - 1) / arg;
-            if (tid < ng && fx->hi[tid] > fx->lo[tid]) {
-                sh_max(&fx->worst, fx->hi[tid] - fx->lo[tid]);
-                sh_add(&fx->staged, fx->hi[tid] - fx->lo[tid]);
+            red3 r = { ~0ULL, 0, 0 };
+            if (tid < ng && fx->hi[tid] > fx->lo[tid])
+                r.mx = r.sum = fx->hi[tid] - fx->lo[tid];
+            if (warp_red(0, r) && r.mx) {
+                sh_max(&fx->worst, r.mx);
+                sh_add(&fx->staged, r.sum);
             }
             break;
         }
