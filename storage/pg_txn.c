@@ -221,13 +221,21 @@ static void copy_row(struct pgu_buf *cb, const struct ga_agg *a)
     pgu_put_f64(cb, a->value);
 }
 
-/* COPY b's aggs into the staging table (inside the open transaction). */
-static int copy_aggs(PGconn *c, const struct pgb_batch *b, char *err, size_t errlen)
+static const char copy_stage_sql[] = "COPY gpuagg_stage_aggs FROM STDIN (FORMAT binary)";
+static const char copy_fresh_sql[] =
+    "COPY aggregates (metric, method, granularity, ts, value) FROM STDIN (FORMAT binary)";
+
+/* COPY the aggs i of b with fresh[i] == want (every one when fresh is NULL)
+ * with `sql` (inside the open transaction).  *unique is set when the COPY
+ * failed on a primary-key violation (SQLSTATE 23505). */
+static int copy_aggs(PGconn *c, const char *sql, const struct pgb_batch *b, const uint8_t *fresh,
+                     uint8_t want, int *unique, char *err, size_t errlen)
 {
     static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
     struct pgu_buf cb = { 0 };
     int rc = GA_EDB;
-    PGresult *r = PQexec(c, "COPY gpuagg_stage_aggs FROM STDIN (FORMAT binary)");
+    *unique = 0;
+    PGresult *r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         pgu_result_error(err, errlen, c, r);
         goto out;
@@ -235,7 +243,8 @@ static int copy_aggs(PGconn *c, const struct pgb_batch *b, char *err, size_t err
     pgu_buf_reserve(&cb, COPY_CHUNK + 64);
     pgu_put(&cb, header, sizeof header);
     for (size_t i = 0; i < b->naggs; i++) {
-        copy_row(&cb, &b->aggs[i]);
+        if (!fresh || fresh[i] == want)
+            copy_row(&cb, &b->aggs[i]);
         if (cb.len >= COPY_CHUNK || i + 1 == b->naggs) {
             if (i + 1 == b->naggs)
                 pgu_put_i16(&cb, -1);
@@ -261,7 +270,9 @@ drain:
     /* The COPY's own result, then NULL. */
     while ((r = PQgetResult(c)) != NULL) {
         if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
+            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
             pgu_result_error(err, errlen, c, r);
+            *unique = state && !strcmp(state, "23505");
             rc = GA_EDB;
         }
         PQclear(r);
@@ -310,11 +321,12 @@ static int send_step(PGconn *c, struct step *s)
 }
 
 /* Build the steps for b; returns their count. */
-static int build_steps(const struct pgb_batch *b, uint64_t batch_id, struct step *st)
+static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch_id,
+                       struct step *st)
 {
     int n = 0;
     char def[4096], methods[4096];
-    if (b->naggs)
+    if (nstaged)
         st[n++] = (struct step){ .what = "upsert aggregates", .sql = upsert_aggs_sql };
     if (b->npolicies) {
         struct step *s = &st[n++];
@@ -447,13 +459,43 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int64_t t0, struct pg
     return failed ? fail_code(c) : 0;
 }
 
-int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
-              struct pgt_timing *t, char *err, size_t errlen)
+/* The fresh rows of b (pg_fresh.h) straight into aggregates, under a
+ * savepoint.  Returns 0 with *nfresh rows written (fresh[] cleared when a
+ * row turned out to exist: the savepoint was rolled back and every row goes
+ * through the upsert), or an error of the transaction. */
+static int copy_fresh(PGconn *c, const struct pgb_batch *b, uint8_t *fresh, size_t *nfresh,
+                      struct pgt_timing *t, char *err, size_t errlen)
+{
+    int unique, rc;
+    int64_t t0 = ga_now_mono_ns();
+    if ((rc = pgu_exec(c, "SAVEPOINT gpuagg_fresh", err, errlen)) < 0)
+        return rc;
+    rc = copy_aggs(c, copy_fresh_sql, b, fresh, 1, &unique, err, errlen);
+    if (rc == 0) {
+        rc = pgu_exec(c, "RELEASE SAVEPOINT gpuagg_fresh", err, errlen);
+    } else if (unique && PQstatus(c) == CONNECTION_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        if ((rc = pgu_exec(c, "ROLLBACK TO SAVEPOINT gpuagg_fresh", err, errlen)) == 0) {
+            ga_log(GA_LOG_INFO, "storage_fresh_fallback", "rows=%zu reason=\"%s\"", *nfresh, why);
+            memset(fresh, 0, b->naggs);
+            *nfresh = 0;
+            t->fresh_fallback = 1;
+        }
+    }
+    t->fresh_ms = ms_since(t0);
+    return rc;
+}
+
+int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+              uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen)
 {
     PGconn *c = tc->c;
     struct step st[MAX_STEPS];
-    int n = 0, rc;
+    int n = 0, rc, unique;
     int64_t t0 = ga_now_mono_ns(), t1;
+    uint8_t *fresh = NULL;
+    size_t nfresh = 0;
     memset(t, 0, sizeof *t);
     if (!c) {
         snprintf(err, errlen, "not connected");
@@ -462,13 +504,26 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
     if ((rc = batch_days(tc, b, &t->partitions_created, err, errlen)) < 0)
         goto out;
     t->partitions_ms = ms_since(t0);
+    if (hw && hw->n && b->naggs) {
+        if (!(fresh = malloc(b->naggs))) {
+            snprintf(err, errlen, "out of memory");
+            rc = GA_ENOMEM;
+            goto out;
+        }
+        for (size_t i = 0; i < b->naggs; i++)
+            nfresh += fresh[i] = (uint8_t)pgf_fresh(hw, &b->aggs[i]);
+    }
     if ((rc = pgu_exec(c, "BEGIN", err, errlen)) < 0)
         goto fail;
+    if (nfresh && (rc = copy_fresh(c, b, fresh, &nfresh, t, err, errlen)) < 0)
+        goto fail;
+    t->rows_fresh = nfresh;
     t1 = ga_now_mono_ns();
-    if (b->naggs && (rc = copy_aggs(c, b, err, errlen)) < 0)
+    if (b->naggs > nfresh &&
+        (rc = copy_aggs(c, copy_stage_sql, b, nfresh ? fresh : NULL, 0, &unique, err, errlen)) < 0)
         goto fail;
     t->copy_ms = ms_since(t1);
-    n = build_steps(b, batch_id, st);
+    n = build_steps(b, b->naggs - nfresh, batch_id, st);
     rc = run_pipeline(c, st, n, ga_now_mono_ns(), t, err, errlen);
     if (rc == 0)
         goto out;
@@ -487,7 +542,70 @@ out:
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 4; k++)
             pgu_buf_free(&st[i].p[k]);
+    free(fresh);
     t->total_ms = ms_since(t0);
+    return rc;
+}
+
+static const char high_water_sql[] =
+    "SELECT u.m, u.g, x.ts FROM unnest($1::int4[], $2::int4[], $3::int8[]) u(m, k, g),\n"
+    "LATERAL (SELECT ts FROM aggregates a WHERE a.metric = u.m AND a.method = u.k\n"
+    "         AND a.granularity = u.g ORDER BY ts DESC LIMIT 1) x";
+
+int pgt_high_water(struct pgt_conn *tc, const struct pgb_batch *b, struct pgf_map *hw, char *err,
+                   size_t errlen)
+{
+    struct pgu_buf p[3] = { { 0 } };
+    size_t n = 0;
+    int rc = 0;
+    /* b is sorted by (day, metric, method, granularity, ts): distinct
+     * triples are runs (a triple spanning days repeats; harmless). */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t k = 0;
+        for (size_t i = 0; i < b->naggs; i++) {
+            const struct ga_agg *a = &b->aggs[i], *q = i ? &b->aggs[i - 1] : NULL;
+            if (q && q->metric == a->metric && q->method == a->method &&
+                q->granularity_ns == a->granularity_ns)
+                continue;
+            if (pass) {
+                pgu_array_i32(&p[0], (int32_t)a->metric);
+                pgu_array_i32(&p[1], (int32_t)a->method);
+                pgu_array_i64(&p[2], a->granularity_ns);
+            }
+            k++;
+        }
+        if (!pass) {
+            n = k;
+            pgu_array_begin(&p[0], PGU_INT4OID, n);
+            pgu_array_begin(&p[1], PGU_INT4OID, n);
+            pgu_array_begin(&p[2], PGU_INT8OID, n);
+        }
+    }
+    if (!n)
+        goto out;
+    if (p[0].oom || p[1].oom || p[2].oom) {
+        snprintf(err, errlen, "out of memory");
+        rc = GA_ENOMEM;
+        goto out;
+    }
+    const char *vals[3] = { (const char *)p[0].p, (const char *)p[1].p, (const char *)p[2].p };
+    int lens[3] = { (int)p[0].len, (int)p[1].len, (int)p[2].len }, fmts[3] = { 1, 1, 1 };
+    PGresult *r = PQexecParams(tc->c, high_water_sql, 3, NULL, vals, lens, fmts, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        pgu_result_error(err, errlen, tc->c, r);
+        rc = fail_code(tc->c);
+    } else {
+        for (int i = 0; i < PQntuples(r) && !rc; i++) {
+            struct ga_agg a = { .metric = (uint32_t)pgu_get_i32(PQgetvalue(r, i, 0)),
+                                .granularity_ns = pgu_get_i64(PQgetvalue(r, i, 1)),
+                                .ts = pgu_get_i64(PQgetvalue(r, i, 2)) };
+            rc = pgf_note(hw, &a, 1);
+        }
+    }
+    PQclear(r);
+out:
+    for (int i = 0; i < 3; i++)
+        pgu_buf_free(&p[i]);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "storage/pg_batch.h"
+#include "storage/pg_fresh.h"
 
 struct pgt_conn {
     PGconn *c;                       /* NULL when not connected */
@@ -26,8 +27,10 @@ struct pgt_checkpoint {
 };
 
 struct pgt_timing {
-    double partitions_ms, copy_ms, upsert_ms, commit_ms, total_ms;
+    double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;
     int partitions_created;
+    size_t rows_fresh;               /* rows COPYed straight into aggregates */
+    int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
 };
 
 /* Connect to conninfo as application_name "gpuaggd-writer", migrate the
@@ -49,9 +52,18 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
  * partitions it needs first (committed on their own).  Returns 0 once
  * committed; GA_EDB (rolled back, the connection still usable) or GA_EIO
  * (the connection is broken: pgt_close it) with the reason in err.  *t
- * gets the timings. */
-int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
-              struct pgt_timing *t, char *err, size_t errlen);
+ * gets the timings.  hw (may be NULL): the high-water map that picks the
+ * rows COPYed straight into aggregates (pg_fresh.h); only read here — the
+ * caller raises it with pgf_note once the batch is known committed. */
+int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+              uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
+
+/* After a flush whose "fresh" rows turned out to exist (a previous process
+ * wrote them): raise hw, for every (metric, method, granularity) of b, to
+ * the newest bucket the database holds, so the next flushes do not guess
+ * wrong again.  0, or GA_EDB / GA_EIO / GA_ENOMEM (err); hw stays valid. */
+int pgt_high_water(struct pgt_conn *tc, const struct pgb_batch *b, struct pgf_map *hw, char *err,
+                   size_t errlen);
 
 /* Maintenance: create the partitions for today (now_ns) and ahead_days
  * after it, then drop the partitions past every policy's reach.  Returns

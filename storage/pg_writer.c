@@ -54,6 +54,7 @@ struct pgw {
     /* writer thread only */
     struct pgb_batch flushing;
     struct pgt_conn tc;
+    struct pgf_map hw;                /* committed high water (pg_fresh.h) */
     int backoff_ms;
     int64_t next_maint_mono, last_activity_mono;
     int stop_rc;
@@ -183,7 +184,7 @@ static int write_batch(struct pgw *w)
             break;
         }
         maybe_committed = 0;
-        rc = pgt_write(&w->tc, &w->flushing, id, &t, err, sizeof err);
+        rc = pgt_write(&w->tc, &w->flushing, &w->hw, id, &t, err, sizeof err);
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
             break;
@@ -204,6 +205,10 @@ static int write_batch(struct pgw *w)
             return GA_ETIMEDOUT;
     }
     w->backoff_ms = 0;
+    if (pgf_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
+        pgf_clear(&w->hw);                  /* out of memory: forget (only slower) */
+    if (t.fresh_fallback && w->tc.c && pgt_high_water(&w->tc, &w->flushing, &w->hw, err, sizeof err))
+        ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
     pthread_mutex_lock(&w->mu);
     struct pgw_status *st = &w->st;
     st->transactions++;
@@ -213,6 +218,9 @@ static int write_batch(struct pgw *w)
     st->defs_committed += w->flushing.ndefs;
     st->partitions_created += (uint64_t)t.partitions_created;
     st->last_rows = w->flushing.naggs;
+    st->rows_fresh += t.rows_fresh;
+    st->fresh_fallbacks += (uint64_t)t.fresh_fallback;
+    st->last_fresh_ms = t.fresh_ms;
     st->last_flush_ms = t.total_ms;
     st->last_copy_ms = t.copy_ms;
     st->last_upsert_ms = t.upsert_ms;
@@ -562,6 +570,7 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     int rc = w->stop_rc;
     pgb_free(&w->filling);
     pgb_free(&w->flushing);
+    pgf_free(&w->hw);
     pthread_cond_destroy(&w->done);
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->mu);

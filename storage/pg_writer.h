@@ -119,6 +119,9 @@ struct pgw_status {
     uint64_t last_rows;               /* rows of the last transaction */
     double last_flush_ms;             /* its wall time, and the parts: */
     double last_copy_ms, last_upsert_ms, last_commit_ms;
+    double last_fresh_ms;             /* its direct COPY of fresh buckets */
+    uint64_t rows_fresh;              /* rows COPYed straight into aggregates */
+    uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
 };
 
 /* Start the writer thread; it connects (with backoff) on its own.  Returns

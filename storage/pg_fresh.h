@@ -1,0 +1,46 @@
+/* pg_fresh.h — which buckets the writer can COPY straight into aggregates.
+ *
+ * Per (metric, granularity) the newest bucket start this process has seen
+ * committed ("high water").  A row whose bucket starts after it is almost
+ * surely not in the database yet, so the flush transaction COPYs such rows
+ * directly into `aggregates` (plain inserts, PostgreSQL's fast path) and
+ * sends only the others through the staging table and INSERT … ON CONFLICT
+ * DO UPDATE.  The guess never decides correctness: the direct COPY runs
+ * under a savepoint, and if the primary key says a row existed after all
+ * (a previous process wrote it, say), the transaction rolls back to the
+ * savepoint and upserts every row (docs/STORAGE.md "Fresh buckets").
+ * A pair never seen is "not fresh".  Not thread-safe: writer thread only. */
+#ifndef GA_PG_FRESH_H
+#define GA_PG_FRESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+
+struct pgf_ent {
+    uint32_t metric, used;
+    int64_t granularity_ns, hi;
+};
+
+struct pgf_map {
+    struct pgf_ent *e;
+    size_t cap, n;                   /* cap: a power of two, or 0 */
+};
+
+/* Above this many pairs the map forgets everything (every pair is then
+ * "not fresh" until committed again): bounds memory at 24 bytes × 2 × this. */
+#define PGF_MAX_PAIRS ((size_t)1 << 22)
+
+/* 1 if a's bucket starts after the high water of its pair, else 0. */
+int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a);
+
+/* After a commit: raise the pairs' high water to the newest bucket of
+ * aggs[0..n) (any order).  GA_ENOMEM leaves the map valid (some pairs not
+ * raised: only slower, never wrong). */
+int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n);
+
+void pgf_clear(struct pgf_map *m);
+void pgf_free(struct pgf_map *m);
+
+#endif
