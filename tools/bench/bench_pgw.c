@@ -9,7 +9,10 @@
  * (every bucket again with a new value: the ON CONFLICT DO UPDATE path).
  * Each unit holds U rows: for consecutive metrics, 6 methods x 3
  * granularities of one minute bucket.  Prints one line per phase with
- * rows/s and the mean share of each part of the flush transaction. */
+ * rows/s and the mean share of each part of the flush transaction (fresh
+ * buckets COPYed straight into aggregates, staging COPY, upsert), then
+ * PostgreSQL's own ceilings for the same rows measured in the same run
+ * (server-side plain INSERT and ON CONFLICT DO UPDATE). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,17 +20,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "daemon/log.h"
 #include "gpu/engine.h"
 #include "gpu/policy.h"
 #include "proto/ga_err.h"
 #include "storage/pg_schema.h"
+#include "storage/pg_util.h"
 #include "storage/pg_writer.h"
 
 struct acc {
     pthread_mutex_t mu;
     struct pgw *w;
-    double copy, upsert, commit, total;
+    double fresh, copy, upsert, commit, total;
     uint64_t txns;
 };
 
@@ -39,6 +45,7 @@ static void on_commit(void *ctx, uint64_t lsn, uint64_t wlsn)
     pthread_mutex_lock(&a->mu);
     if (a->w) {
         pgw_get_status(a->w, &st);
+        a->fresh += st.last_fresh_ms;
         a->copy += st.last_copy_ms;
         a->upsert += st.last_upsert_ms;
         a->commit += st.last_commit_ms;
@@ -68,9 +75,9 @@ static uint64_t lsn;                  /* continues across phases: the checkpoint
 
 static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint32_t nmetrics,
                      size_t unit_rows, int flush_rows, int64_t base, double salt,
-                     struct pgw_metric_def *defs)
+                     struct pgw_metric_def *defs, double *rate)
 {
-    struct acc a = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0 };
+    struct acc a = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0 };
     struct pgw_opts o = { .conninfo = conninfo, .flush_rows = flush_rows, .flush_interval_ms = 1000,
                           .retry_initial_ms = 50, .retry_max_ms = 1000, .maintenance_interval_ms = -1,
                           .queue_max_rows = (size_t)flush_rows * 2, .on_commit = on_commit, .ctx = &a };
@@ -85,7 +92,7 @@ static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint
     if (pgw_submit(w, &du) < 0 || pgw_flush_sync(w, -1) < 0)
         return 1;
     pthread_mutex_lock(&a.mu);
-    a.copy = a.upsert = a.commit = a.total = 0;
+    a.fresh = a.copy = a.upsert = a.commit = a.total = 0;
     a.txns = 0;
     pthread_mutex_unlock(&a.mu);
     struct ga_agg *buf = malloc(unit_rows * sizeof *buf);
@@ -123,13 +130,66 @@ static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint
     uint64_t written = st.rows_committed - st0.rows_committed;
     double nt = a.txns ? (double)a.txns : 1;
     printf("%-7s rows=%" PRIu64 " secs=%.2f rows_per_s=%.0f txns=%" PRIu64
-           " submit_s=%.2f busy_waits=%" PRIu64 " | per txn: rows=%.0f total=%.0fms copy=%.0fms "
+           " submit_s=%.2f busy_waits=%" PRIu64 " fresh_rows=%" PRIu64 " fresh_fallbacks=%" PRIu64
+           " | per txn: rows=%.0f total=%.0fms fresh_copy=%.0fms stage_copy=%.0fms "
            "upsert=%.0fms rest+commit=%.0fms\n",
            name, written, secs, (double)written / secs, a.txns, (double)(t_sub - t0) / 1e9, busy,
-           (double)written / nt, a.total / nt, a.copy / nt, a.upsert / nt,
-           (a.total - a.copy - a.upsert) / nt);
+           st.rows_fresh - st0.rows_fresh, st.fresh_fallbacks - st0.fresh_fallbacks,
+           (double)written / nt, a.total / nt, a.fresh / nt, a.copy / nt, a.upsert / nt,
+           (a.total - a.fresh - a.copy - a.upsert) / nt);
+    *rate = (double)written / secs;
     free(buf);
     return 0;
+}
+
+/* PostgreSQL's own ceilings for the same rows, in the same run: the rows
+ * the phases wrote, copied server side into a temp table, then (1) plain
+ * INSERT into an empty table with the aggregates' key and fillfactor
+ * (no client, no protocol: the insert ceiling) and (2) INSERT … ON
+ * CONFLICT DO UPDATE of every row again (the rewrite ceiling). */
+static double timed_exec(PGconn *c, const char *sql)
+{
+    int64_t t0 = ga_now_mono_ns();
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "ceiling: %s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    return ok ? (double)(ga_now_mono_ns() - t0) / 1e9 : -1;
+}
+
+static void ceilings(const char *conninfo, double ins_rate, double upd_rate)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "ceiling: %s", PQerrorMessage(c));
+        PQfinish(c);
+        return;
+    }
+    timed_exec(c, "SET client_min_messages = warning");
+    timed_exec(c, "SET temp_buffers = '512MB'");
+    timed_exec(c, "CREATE TEMP TABLE ceil_src AS SELECT metric, method, granularity, ts, value FROM aggregates");
+    timed_exec(c, "DROP TABLE IF EXISTS gpuagg_bench_ceiling");
+    timed_exec(c, "CREATE TABLE gpuagg_bench_ceiling (metric integer, method smallint, granularity bigint, "
+                  "ts bigint, value double precision, PRIMARY KEY (metric, method, granularity, ts)) "
+                  "WITH (fillfactor = 50)");
+    timed_exec(c, "CHECKPOINT");
+    PGresult *r = PQexec(c, "SELECT count(*) FROM ceil_src");
+    double n = PQresultStatus(r) == PGRES_TUPLES_OK ? atof(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    double ti = timed_exec(c, "INSERT INTO gpuagg_bench_ceiling SELECT * FROM ceil_src ORDER BY 1, 2, 3, 4");
+    timed_exec(c, "VACUUM gpuagg_bench_ceiling");
+    timed_exec(c, "CHECKPOINT");
+    double tu = timed_exec(c, "INSERT INTO gpuagg_bench_ceiling SELECT metric, method, granularity, ts, "
+                              "value + 1 FROM ceil_src ORDER BY 1, 2, 3, 4 ON CONFLICT (metric, method, "
+                              "granularity, ts) DO UPDATE SET value = EXCLUDED.value");
+    timed_exec(c, "DROP TABLE gpuagg_bench_ceiling");
+    PQfinish(c);
+    if (ti > 0 && tu > 0 && n > 0)
+        printf("ceiling rows=%.0f | plain INSERT (server side) rows_per_s=%.0f: writer insert phase at "
+               "%.0f%% | ON CONFLICT DO UPDATE (server side) rows_per_s=%.0f: writer update phase at "
+               "%.0f%%\n",
+               n, n / ti, 100 * ins_rate / (n / ti), n / tu, 100 * upd_rate / (n / tu));
 }
 
 int main(int argc, char **argv)
@@ -182,8 +242,11 @@ int main(int argc, char **argv)
     int64_t base = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
     printf("bench_pgw: rows=%" PRIu64 " metrics=%u unit_rows=%zu flush_rows=%d fsync=on\n", rows,
            nmetrics, unit_rows, flush_rows);
-    int rc = run_phase("insert", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0, defs) ||
-             run_phase("update", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0.25, defs);
+    double ins = 0, upd = 0;
+    int rc = run_phase("insert", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0, defs, &ins) ||
+             run_phase("update", conninfo, rows, nmetrics, unit_rows, flush_rows, base, 0.25, defs, &upd);
+    if (!rc)
+        ceilings(conninfo, ins, upd);
     if (ci[0] && !keep) {
         snprintf(line, sizeof line, "tools/pg-private.sh stop %s && rm -rf %s", dir, dir);
         if (system(line) != 0)
