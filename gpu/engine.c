@@ -2,10 +2,27 @@
  * point accounting (see engine.h).
  *
  * A metric lives on backend hash(id) % nb — or on the fallback backend
- * once that one has failed (engine.h "Failover").  With one backend and no
- * failover a batch goes through untouched; otherwise it is split by a
- * counting sort into one columnar sub-batch per backend (arrival order kept),
- * in buffers the engine reuses.  The fallback is b[nb]. */
+ * once that one has failed (engine.h "Failover").  The fallback is b[nb];
+ * "slots" are the primaries and the fallback.  With one backend and no
+ * failover a batch goes through untouched.  Otherwise, per batch:
+ *
+ *   1. split: a counting sort (count, then scatter, both by ranges of the
+ *      batch on the engine's workers) into one columnar sub-batch per slot,
+ *      arrival order kept, points of unknown ids last; those become late
+ *      points.  The sub-batch arrays are page-locked when a backend is a
+ *      CUDA one (it DMAs straight from them, no staging copy of its own).
+ *   2. feed: every slot with points is fed at the same time, one per thread
+ *      (the caller's and persistent workers).  The first such slot writes
+ *      straight into the caller's result, the others into per-slot results.
+ *      A primary that failed with GA_ECUDA fails over afterwards, on the
+ *      caller's thread, and its share is fed to the fallback into the same
+ *      place.
+ *   3. append: one reservation of the caller's result for the other slots'
+ *      rows, copied in on several threads.
+ *
+ * Rows come out in slot order whatever the timing.  Every buffer (sub-batch,
+ * per-slot results, counts, workers) is kept from batch to batch, so a
+ * steady stream of batches allocates nothing. */
 #include "gpu/engine.h"
 
 #include <inttypes.h>
@@ -13,18 +30,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon/log.h"
+#include "gpu/cuda.h"
 #include "proto/ga_err.h"
 
 #define LATE_LOG_INTERVAL_NS (10 * 1000000000LL)
+#define SLOT_NONE UINT16_MAX              /* slot_of: id not added (or dropped) */
+
+/* Splitting: ranges of at least this many points per thread, at most
+ * SPLIT_MAX_PARTS ranges (and no more than the online cores). */
+#define SPLIT_PART_MIN ((size_t)1 << 16)
+#define SPLIT_MAX_PARTS 16
+/* Appending: at least this many bytes per copying thread, at most
+ * COPY_MAX_THREADS threads. */
+#define COPY_PART_MIN ((size_t)2 << 20)
+#define COPY_MAX_THREADS 8
 
 struct eng_metric {
-    uint16_t backend;
-    uint8_t live;
     const struct ga_policy *policy;   /* the caller's, kept alive by it (the registry) */
     struct ga_metric_stats st;
 };
+
+struct copy_piece {
+    char *dst;
+    const char *src;
+    size_t bytes;
+};
+
+/* A persistent worker thread running one task at a time (eng_run). */
+struct eng_worker {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    void (*fn)(void *ctx, int task);
+    void *ctx;
+    int task;
+    int state;                        /* W_IDLE, W_BUSY, W_QUIT; under mu */
+};
+enum { W_IDLE, W_BUSY, W_QUIT };
 
 struct ga_engine {
     struct ga_backend **b;            /* nb primaries, then the fallback (if any) */
@@ -33,17 +78,28 @@ struct ga_engine {
     uint8_t *failed;                  /* per primary */
     uint64_t *nmetrics;               /* per backend, fallback last */
     struct ga_engine_failover_stats fo;
-    struct eng_metric *m;
+    struct eng_metric *m;             /* by id, cap_m */
+    uint16_t *slot_of;                /* by id, cap_m: the metric's slot, or SLOT_NONE */
     size_t cap_m;
     struct ga_engine_stats stats;
     struct ga_ratelimit rl;
-    /* sub-batches, nb > 1 */
+    int ncpu;                         /* online cores, for the split and append threads */
+    /* per batch when split, reused */
+    void *sub_block;                  /* ts, then value, then metric, cap_sub each */
+    int sub_pinned;                   /* sub_block from ga_cuda_host_alloc */
+    int want_pinned;                  /* a CUDA backend: split into page-locked memory */
     uint32_t *sub_metric;
     int64_t *sub_ts;
     double *sub_value;
     size_t cap_sub;
-    size_t *bstart;               /* nb + 1 offsets */
-    struct ga_result *part;       /* per slot output, when slots run concurrently */
+    size_t *bstart;                   /* ns + 2: slot starts, unknown ids, end */
+    size_t *cnt;                      /* SPLIT_MAX_PARTS x (nb + 2) split counts */
+    struct ga_result *part;           /* per slot output, when slots run concurrently */
+    int *busy, *frc;                  /* per slot: slots with points, their feeds' rc */
+    double *fsecs;                    /* and times */
+    struct copy_piece *pieces;        /* 2 per slot: rows, late points */
+    struct eng_worker *w;             /* cap_w, of which the first nw are started */
+    int nw, cap_w;
     struct ga_engine_feed_times times;   /* of the last feed */
 };
 
@@ -84,27 +140,130 @@ static int nslots(const struct ga_engine *e)
 
 static struct eng_metric *metric_at(const struct ga_engine *e, uint32_t id)
 {
-    return id < e->cap_m && e->m[id].live ? &e->m[id] : NULL;
+    return id < e->cap_m && e->slot_of[id] != SLOT_NONE ? &e->m[id] : NULL;
 }
+
+/* ---- workers ----------------------------------------------------------- */
+
+static void *worker_main(void *arg)
+{
+    struct eng_worker *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->state == W_IDLE)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (w->state == W_QUIT)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        w->fn(w->ctx, w->task);
+        pthread_mutex_lock(&w->mu);
+        w->state = W_IDLE;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Start workers until there are `want` (or as many as could be started);
+ * e->w has room for every worker a feed can use (ga_engine_open). */
+static void workers_grow(struct ga_engine *e, int want)
+{
+    if (want > e->cap_w)
+        want = e->cap_w;
+    while (e->nw < want) {
+        struct eng_worker *w = &e->w[e->nw];
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+        w->state = W_IDLE;
+        if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+            pthread_cond_destroy(&w->cv);
+            pthread_mutex_destroy(&w->mu);
+            return;
+        }
+        e->nw++;
+    }
+}
+
+static void workers_stop(struct ga_engine *e)
+{
+    for (int i = 0; i < e->nw; i++) {
+        struct eng_worker *w = &e->w[i];
+        pthread_mutex_lock(&w->mu);
+        w->state = W_QUIT;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->th, NULL);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+    }
+    e->nw = 0;
+}
+
+/* Run fn(ctx, t) for t in [0, n), each task on its own thread: task 0 on
+ * the caller, task t on worker t - 1 (tasks no worker could take run on
+ * the caller after task 0).  Returns when all are done. */
+static void eng_run(struct ga_engine *e, int n, void (*fn)(void *ctx, int task), void *ctx)
+{
+    if (n > 1)
+        workers_grow(e, n - 1);
+    int posted = n - 1 < e->nw ? n - 1 : e->nw;
+    for (int t = 1; t <= posted; t++) {
+        struct eng_worker *w = &e->w[t - 1];
+        pthread_mutex_lock(&w->mu);
+        w->fn = fn;
+        w->ctx = ctx;
+        w->task = t;
+        w->state = W_BUSY;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    fn(ctx, 0);
+    for (int t = posted + 1; t < n; t++)
+        fn(ctx, t);
+    for (int t = 1; t <= posted; t++) {
+        struct eng_worker *w = &e->w[t - 1];
+        pthread_mutex_lock(&w->mu);
+        while (w->state == W_BUSY)
+            pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* ---- open, close, metrics ----------------------------------------------- */
 
 int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
 {
     int rc = GA_EINVAL;
     struct ga_engine *e = NULL;
-    if (nb < 1 || nb > UINT16_MAX)
+    if (nb < 1 || nb >= SLOT_NONE)
         goto fail;
     rc = GA_ENOMEM;
     e = calloc(1, sizeof *e);
     if (!e)
         goto fail;
     e->b = calloc((size_t)nb + 1, sizeof *e->b);
-    e->bstart = calloc((size_t)nb + 2, sizeof *e->bstart);
+    e->bstart = calloc((size_t)nb + 3, sizeof *e->bstart);
+    e->cnt = calloc((size_t)SPLIT_MAX_PARTS * ((size_t)nb + 2), sizeof *e->cnt);
     e->failed = calloc((size_t)nb, 1);
     e->nmetrics = calloc((size_t)nb + 1, sizeof *e->nmetrics);
-    if (!e->b || !e->bstart || !e->failed || !e->nmetrics)
+    e->part = calloc((size_t)nb + 1, sizeof *e->part);
+    e->busy = calloc((size_t)nb + 1, sizeof *e->busy);
+    e->frc = calloc((size_t)nb + 1, sizeof *e->frc);
+    e->fsecs = calloc((size_t)nb + 1, sizeof *e->fsecs);
+    e->pieces = calloc(2 * ((size_t)nb + 1), sizeof *e->pieces);
+    /* workers: one per slot but the caller's, or per split range but the caller's */
+    e->cap_w = nb > SPLIT_MAX_PARTS - 1 ? nb : SPLIT_MAX_PARTS - 1;
+    e->w = calloc((size_t)e->cap_w, sizeof *e->w);
+    if (!e->b || !e->bstart || !e->cnt || !e->failed || !e->nmetrics || !e->part || !e->busy ||
+        !e->frc || !e->fsecs || !e->pieces || !e->w)
         goto fail;
     memcpy(e->b, backends, (size_t)nb * sizeof *e->b);
     e->nb = nb;
+    for (int i = 0; i < nb; i++)
+        if (strcmp(backends[i]->ops->name, "cuda") == 0)
+            e->want_pinned = 1;
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    e->ncpu = nc > 0 ? (int)nc : 1;
     e->rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(LATE_LOG_INTERVAL_NS);
     *out = e;
     return 0;
@@ -112,8 +271,15 @@ fail:
     if (e) {
         free(e->b);
         free(e->bstart);
+        free(e->cnt);
         free(e->failed);
         free(e->nmetrics);
+        free(e->part);
+        free(e->busy);
+        free(e->frc);
+        free(e->fsecs);
+        free(e->pieces);
+        free(e->w);
         free(e);
     }
     for (int i = 0; i < nb; i++)
@@ -122,25 +288,51 @@ fail:
     return rc;
 }
 
+static void free_sub(struct ga_engine *e)
+{
+    if (e->sub_pinned)
+        ga_cuda_host_free(e->sub_block);
+    else
+        free(e->sub_block);
+    e->sub_block = NULL;
+    e->sub_pinned = 0;
+    e->sub_metric = NULL;
+    e->sub_ts = NULL;
+    e->sub_value = NULL;
+    e->cap_sub = 0;
+}
+
 void ga_engine_close(struct ga_engine *e)
 {
     if (!e)
         return;
+    workers_stop(e);
+    free_sub(e);                      /* page-locked: before the GPUs' backends go */
     for (int i = 0; i < nslots(e); i++)
         e->b[i]->ops->close(e->b[i]);
     free(e->b);
     free(e->bstart);
+    free(e->cnt);
     free(e->failed);
     free(e->nmetrics);
     free(e->m);
-    free(e->sub_metric);
-    free(e->sub_ts);
-    free(e->sub_value);
-    if (e->part)
-        for (int i = 0; i < nslots(e); i++)
-            ga_result_free(&e->part[i]);
+    free(e->slot_of);
+    for (int i = 0; i <= e->nb; i++)
+        ga_result_free(&e->part[i]);
     free(e->part);
+    free(e->busy);
+    free(e->frc);
+    free(e->fsecs);
+    free(e->pieces);
+    free(e->w);
     free(e);
+}
+
+void ga_engine_set_pinned_split(struct ga_engine *e, int on)
+{
+    if (!on && e->sub_pinned)
+        free_sub(e);
+    e->want_pinned = on;
 }
 
 int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_policy *p)
@@ -153,15 +345,23 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
         if (!m)
             return GA_ENOMEM;
         memset(m + e->cap_m, 0, (c - e->cap_m) * sizeof *m);
-        e->m = m;
+        e->m = m;                     /* bigger than cap_m says: harmless */
+        uint16_t *so = realloc(e->slot_of, c * sizeof *so);
+        if (!so)
+            return GA_ENOMEM;
+        for (size_t i = e->cap_m; i < c; i++)
+            so[i] = SLOT_NONE;
+        e->slot_of = so;
         e->cap_m = c;
     }
-    int bi = e->m[id].live ? e->m[id].backend : backend_of(e, id);
+    int live = e->slot_of[id] != SLOT_NONE;
+    int bi = live ? e->slot_of[id] : backend_of(e, id);
     int rc = e->b[bi]->ops->metric_add(e->b[bi], id, p);
     if (rc)
         return rc;
-    if (!e->m[id].live) {
-        e->m[id] = (struct eng_metric){ .backend = (uint16_t)bi, .live = 1 };
+    if (!live) {
+        e->m[id] = (struct eng_metric){ 0 };
+        e->slot_of[id] = (uint16_t)bi;
         e->stats.metrics++;
         e->nmetrics[bi]++;
     }
@@ -174,9 +374,11 @@ void ga_engine_metric_drop(struct ga_engine *e, uint32_t id)
     struct eng_metric *m = metric_at(e, id);
     if (!m)
         return;
-    e->b[m->backend]->ops->metric_drop(e->b[m->backend], id);
-    e->nmetrics[m->backend]--;
+    int bi = e->slot_of[id];
+    e->b[bi]->ops->metric_drop(e->b[bi], id);
+    e->nmetrics[bi]--;
     *m = (struct eng_metric){ 0 };
+    e->slot_of[id] = SLOT_NONE;
     e->stats.metrics--;
 }
 
@@ -191,10 +393,10 @@ int ga_engine_metric_stats(const struct ga_engine *e, uint32_t id, struct ga_met
 
 int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w)
 {
-    struct eng_metric *m = metric_at(e, id);
-    if (!m)
+    if (!metric_at(e, id))
         return GA_ENOENT;
-    return e->b[m->backend]->ops->window_get(e->b[m->backend], id, w);
+    struct ga_backend *b = e->b[e->slot_of[id]];
+    return b->ops->window_get(b, id, w);
 }
 
 int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_policy *p,
@@ -203,7 +405,7 @@ int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_polic
     int rc = ga_engine_metric_add(e, id, p);
     if (rc)
         return rc;
-    int bi = e->m[id].backend;
+    int bi = e->slot_of[id];
     return e->b[bi]->ops->window_put(e->b[bi], id, p, w);
 }
 
@@ -249,119 +451,130 @@ static void account_late(struct ga_engine *e, const struct ga_result *out, size_
     }
 }
 
+/* ---- split -------------------------------------------------------------- */
+
+/* Room for n points in the sub-batch arrays (contents not kept: every
+ * batch is split afresh).  Page-locked when a CUDA backend will read them,
+ * unless that cannot be had. */
 static int reserve_sub(struct ga_engine *e, size_t n)
 {
     if (n <= e->cap_sub)
         return 0;
+    if (n > SIZE_MAX / 64)
+        return GA_ETOOBIG;
     size_t c = n + n / 4 + 1024;
-    uint32_t *m = realloc(e->sub_metric, c * sizeof *m);
-    if (!m)
-        return GA_ENOMEM;
-    e->sub_metric = m;
-    int64_t *t = realloc(e->sub_ts, c * sizeof *t);
-    if (!t)
-        return GA_ENOMEM;
-    e->sub_ts = t;
-    double *v = realloc(e->sub_value, c * sizeof *v);
-    if (!v)
-        return GA_ENOMEM;
-    e->sub_value = v;
+    if (c < e->cap_sub + e->cap_sub / 2)
+        c = e->cap_sub + e->cap_sub / 2;
+    free_sub(e);
+    size_t bytes = c * (sizeof *e->sub_ts + sizeof *e->sub_value + sizeof *e->sub_metric);
+    void *p = NULL;
+    if (e->want_pinned && ga_cuda_host_alloc(&p, bytes) == 0) {
+        e->sub_pinned = 1;
+    } else {
+        if (e->want_pinned)
+            ga_log(GA_LOG_WARN, "engine_split_pageable", "bytes=%zu reason=\"page-locked "
+                   "memory refused; GPUs will stage each batch\"", bytes);
+        e->want_pinned = 0;
+        if (!(p = malloc(bytes)))
+            return GA_ENOMEM;
+    }
+    e->sub_block = p;
+    e->sub_ts = p;
+    e->sub_value = (double *)(e->sub_ts + c);
+    e->sub_metric = (uint32_t *)(e->sub_value + c);
     e->cap_sub = c;
     return 0;
 }
 
-/* Splitting a batch per backend: a counting sort, by ranges of the batch
- * on several threads when it is big (the GPUs wait for it), keeping arrival
- * order within each backend's share. */
-#define SPLIT_PAR_MIN ((size_t)1 << 20)    /* points; smaller batches: one thread */
-#define SPLIT_MAX_PARTS 16
-
-struct split_part {
-    const struct ga_engine *e;
+struct split_ctx {
+    struct ga_engine *e;
     const struct ga_points *pts;
-    size_t lo, hi;
-    size_t *cnt;                 /* ns + 1: per slot, then unknown ids */
-    int scatter;                 /* 0: count; 1: scatter using cnt as cursors */
-    pthread_t th;
+    int nparts, ns;               /* count index ns: unknown ids */
+    int scatter;                  /* 0: count; 1: scatter with the counts as cursors */
 };
 
-static void *split_part_main(void *arg)
+/* One range of the batch: count its points per slot into its row of
+ * e->cnt, or scatter them at the cursors of that row.  The cursors live
+ * on the stack while the loop runs (rows of neighbouring ranges share
+ * cache lines). */
+static void split_task(void *arg, int t)
 {
-    struct split_part *p = arg;
-    struct ga_engine *e = (struct ga_engine *)p->e;
-    int ns = nslots(e);
-    for (size_t i = p->lo; i < p->hi; i++) {
-        const struct eng_metric *m = metric_at(e, p->pts->metric[i]);
-        if (!p->scatter) {
-            p->cnt[m ? m->backend : ns]++;
-        } else if (m) {
-            size_t at = p->cnt[m->backend]++;
-            e->sub_metric[at] = p->pts->metric[i];
-            e->sub_ts[at] = p->pts->ts[i];
-            e->sub_value[at] = p->pts->value[i];
+    struct split_ctx *c = arg;
+    struct ga_engine *e = c->e;
+    const struct ga_points *pts = c->pts;
+    size_t lo = pts->n * (size_t)t / (size_t)c->nparts;
+    size_t hi = pts->n * (size_t)(t + 1) / (size_t)c->nparts;
+    size_t *row = e->cnt + (size_t)t * ((size_t)e->nb + 2), local[64];
+    unsigned ns = (unsigned)c->ns;
+    size_t *cur = ns + 1 <= 64 ? local : row;
+    const uint16_t *so = e->slot_of;
+    size_t cap = e->cap_m;
+    const uint32_t *mid = pts->metric;
+    if (!c->scatter) {
+        memset(cur, 0, (ns + 1) * sizeof *cur);
+        for (size_t i = lo; i < hi; i++) {
+            unsigned s = mid[i] < cap ? so[mid[i]] : SLOT_NONE;
+            cur[s < ns ? s : ns]++;
         }
+    } else {
+        if (cur != row)
+            memcpy(cur, row, (ns + 1) * sizeof *cur);
+        uint32_t *sm = e->sub_metric;
+        int64_t *st = e->sub_ts;
+        double *sv = e->sub_value;
+        const int64_t *ts = pts->ts;
+        const double *v = pts->value;
+        for (size_t i = lo; i < hi; i++) {
+            unsigned s = mid[i] < cap ? so[mid[i]] : SLOT_NONE;
+            size_t at = cur[s < ns ? s : ns]++;
+            sm[at] = mid[i];
+            st[at] = ts[i];
+            sv[at] = v[i];
+        }
+        return;
     }
-    return NULL;
+    if (cur != row)
+        memcpy(row, cur, (ns + 1) * sizeof *cur);
 }
 
-static void run_parts(struct split_part *parts, int n)
-{
-    int started[SPLIT_MAX_PARTS] = { 0 };
-    for (int t = 1; t < n; t++)
-        started[t] = pthread_create(&parts[t].th, NULL, split_part_main, &parts[t]) == 0;
-    split_part_main(&parts[0]);
-    for (int t = 1; t < n; t++) {
-        if (started[t])
-            pthread_join(parts[t].th, NULL);
-        else
-            split_part_main(&parts[t]);
-    }
-}
-
-/* Split pts per backend into the sub arrays; unknown ids go to out->late. */
+/* Split pts per slot into the sub arrays: slot b's share at
+ * [bstart[b], bstart[b+1]), arrival order kept; points of unknown ids at
+ * [bstart[ns], bstart[ns+1]) go to out->late. */
 static int split(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
 {
     int rc = reserve_sub(e, pts->n);
     if (rc)
         return rc;
-    int ns = nslots(e);
-    int nparts = pts->n < SPLIT_PAR_MIN ? 1 : (int)(pts->n / (SPLIT_PAR_MIN / 2));
-    if (nparts > SPLIT_MAX_PARTS)
-        nparts = SPLIT_MAX_PARTS;
-    size_t cnt[SPLIT_MAX_PARTS][ns + 1];
-    struct split_part parts[SPLIT_MAX_PARTS];
-    memset(cnt, 0, sizeof cnt);
-    for (int t = 0; t < nparts; t++)
-        parts[t] = (struct split_part){ e, pts, pts->n * (size_t)t / (size_t)nparts,
-                                        pts->n * (size_t)(t + 1) / (size_t)nparts, cnt[t], 0, 0 };
-    run_parts(parts, nparts);
-    /* Cursors: slot by slot, part by part, so order within a slot is kept. */
-    size_t *bs = e->bstart, at = 0, unknown = 0;
-    for (int b = 0; b < ns; b++) {
+    int ns = nslots(e), maxp = e->ncpu < SPLIT_MAX_PARTS ? e->ncpu : SPLIT_MAX_PARTS;
+    size_t np = pts->n / SPLIT_PART_MIN;
+    int nparts = np < 1 ? 1 : np > (size_t)maxp ? maxp : (int)np;
+    struct split_ctx c = { e, pts, nparts, ns, 0 };
+    eng_run(e, nparts, split_task, &c);
+    /* Cursors: slot by slot, range by range, so order within a slot is kept. */
+    size_t *bs = e->bstart, at = 0, stride = (size_t)e->nb + 2;
+    for (int b = 0; b <= ns; b++) {
         bs[b] = at;
         for (int t = 0; t < nparts; t++) {
-            size_t c = cnt[t][b];
-            cnt[t][b] = at;
-            at += c;
+            size_t n = e->cnt[(size_t)t * stride + (size_t)b];
+            e->cnt[(size_t)t * stride + (size_t)b] = at;
+            at += n;
         }
     }
-    bs[ns] = at;
-    for (int t = 0; t < nparts; t++) {
-        unknown += cnt[t][ns];
-        parts[t].scatter = 1;
-    }
-    run_parts(parts, nparts);
-    for (size_t i = 0; unknown && i < pts->n; i++) {
-        if (metric_at(e, pts->metric[i]))
-            continue;
-        struct ga_late l = { .metric = pts->metric[i], .reason = GA_LATE_UNKNOWN_METRIC,
-                             .ts = pts->ts[i], .value = pts->value[i] };
-        if ((rc = ga_result_push_late(out, &l)))
-            return rc;
-        unknown--;
-    }
+    bs[ns + 1] = at;
+    c.scatter = 1;
+    eng_run(e, nparts, split_task, &c);
+    size_t unknown = bs[ns + 1] - bs[ns];
+    if (!unknown)
+        return 0;
+    if ((rc = ga_result_reserve(out, 0, unknown)))
+        return rc;
+    for (size_t i = bs[ns]; i < bs[ns + 1]; i++)
+        out->late[out->nlate++] = (struct ga_late){ .metric = e->sub_metric[i],
+            .reason = GA_LATE_UNKNOWN_METRIC, .ts = e->sub_ts[i], .value = e->sub_value[i] };
     return 0;
 }
+
+/* ---- feed ----------------------------------------------------------------- */
 
 /* Move every metric of failed primary b to the fallback. */
 static void fail_over(struct ga_engine *e, int b, int why)
@@ -371,9 +584,9 @@ static void fail_over(struct ga_engine *e, int b, int why)
     e->failed[b] = 1;
     e->fo.failovers++;
     for (size_t id = 0; id < e->cap_m; id++) {
-        struct eng_metric *m = &e->m[id];
-        if (!m->live || m->backend != b)
+        if (e->slot_of[id] != b)
             continue;
+        struct eng_metric *m = &e->m[id];
         struct ga_window w = { 0 };
         int rc = from->ops->window_get(from, (uint32_t)id, &w);
         int ok = to->ops->metric_add(to, (uint32_t)id, m->policy) == 0;
@@ -383,7 +596,7 @@ static void fail_over(struct ga_engine *e, int b, int why)
             lost++;
         free(w.ts);
         free(w.value);
-        m->backend = (uint16_t)e->nb;
+        e->slot_of[id] = (uint16_t)e->nb;
         e->nmetrics[b]--;
         e->nmetrics[e->nb]++;
         moved++;
@@ -395,107 +608,155 @@ static void fail_over(struct ga_engine *e, int b, int why)
            to->label);
 }
 
-/* Feed backend slot b its sub-batch; on a CUDA failure of a primary with a
- * fallback, fail over and feed the fallback instead. */
-static int feed_slot(struct ga_engine *e, int b, const struct ga_points *sub, struct ga_result *out)
+/* Feed backend slot b its points, appending to dst; a primary failing with
+ * GA_ECUDA while there is a fallback: drop its partial output (dst back to
+ * naggs, nlate), fail over, feed the fallback instead. */
+static int feed_one(struct ga_engine *e, int b, const struct ga_points *pts, struct ga_result *dst)
 {
-    size_t naggs = out->naggs, nlate = out->nlate;
+    size_t naggs = dst->naggs, nlate = dst->nlate;
     double t0 = now_s();
-    int rc = e->b[b]->ops->feed(e->b[b], sub, out);
+    int rc = e->b[b]->ops->feed(e->b[b], pts, dst);
     time_slot(e, b, now_s() - t0);
     if (rc != GA_ECUDA || b == e->nb || !e->have_fallback)
         return rc;
-    out->naggs = naggs;                      /* the failed feed's partial output */
-    out->nlate = nlate;
+    dst->naggs = naggs;
+    dst->nlate = nlate;
     fail_over(e, b, rc);
-    return e->b[e->nb]->ops->feed(e->b[e->nb], sub, out);
+    t0 = now_s();
+    rc = e->b[e->nb]->ops->feed(e->b[e->nb], pts, dst);
+    time_slot(e, e->nb, now_s() - t0);
+    return rc;
 }
 
-/* One slot's share of a batch, fed on its own thread. */
-struct slot_job {
+static struct ga_points sub_of(const struct ga_engine *e, int b)
+{
+    size_t lo = e->bstart[b];
+    return (struct ga_points){ .n = e->bstart[b + 1] - lo, .metric = e->sub_metric + lo,
+                               .ts = e->sub_ts + lo, .value = e->sub_value + lo };
+}
+
+/* The slots with points, fed at the same time: task t feeds slot busy[t]
+ * into out (t = 0) or into part[busy[t]]. */
+struct feed_ctx {
     struct ga_engine *e;
-    int b;
-    struct ga_points sub;
-    int rc;
-    pthread_t th;
-    int threaded;
-    double secs;
+    struct ga_result *out;
+    int *busy, *rc;
+    double *secs;
 };
 
-static void *slot_main(void *arg)
+static void feed_task(void *arg, int t)
 {
-    struct slot_job *j = arg;
-    struct ga_backend *be = j->e->b[j->b];
+    struct feed_ctx *c = arg;
+    struct ga_engine *e = c->e;
+    int b = c->busy[t];
+    struct ga_points sub = sub_of(e, b);
+    struct ga_result *dst = t == 0 ? c->out : &e->part[b];
     double t0 = now_s();
-    j->rc = be->ops->feed(be, &j->sub, &j->e->part[j->b]);
-    j->secs = now_s() - t0;
-    return NULL;
+    c->rc[t] = e->b[b]->ops->feed(e->b[b], &sub, dst);
+    c->secs[t] = now_s() - t0;
 }
 
-static int append_part(struct ga_result *out, const struct ga_result *p)
+/* Appending: byte range t of T of the pieces laid end to end. */
+struct copy_ctx {
+    const struct copy_piece *pc;
+    int npieces, nthreads;
+    size_t total;
+};
+
+static void copy_task(void *arg, int t)
 {
-    int rc = ga_result_reserve(out, p->naggs, p->nlate);
-    if (rc)
+    const struct copy_ctx *c = arg;
+    size_t lo = c->total / (size_t)c->nthreads * (size_t)t & ~(size_t)63;
+    size_t hi = t + 1 == c->nthreads ? c->total
+              : c->total / (size_t)c->nthreads * (size_t)(t + 1) & ~(size_t)63;
+    size_t base = 0;
+    for (int i = 0; i < c->npieces && base < hi; base += c->pc[i].bytes, i++) {
+        size_t a = lo > base ? lo - base : 0;
+        size_t z = hi - base < c->pc[i].bytes ? hi - base : c->pc[i].bytes;
+        if (a < z)
+            memcpy(c->pc[i].dst + a, c->pc[i].src + a, z - a);
+    }
+}
+
+/* Feed every slot's share (split() done); *t_fed gets the time the feeds
+ * (and fail-overs) ended, before the append. */
+static int feed_split(struct ga_engine *e, struct ga_result *out, double *t_fed)
+{
+    int ns = nslots(e), n = 0, *busy = e->busy, *frc = e->frc;
+    double *secs = e->fsecs;
+    for (int b = 0; b < ns; b++)
+        if (e->bstart[b + 1] > e->bstart[b])
+            busy[n++] = b;
+    size_t naggs0 = out->naggs, nlate0 = out->nlate;
+    for (int t = 1; t < n; t++)
+        ga_result_reset(&e->part[busy[t]]);
+    struct feed_ctx fc = { e, out, busy, frc, secs };
+    eng_run(e, n, feed_task, &fc);
+    for (int t = 0; t < n; t++)
+        time_slot(e, busy[t], secs[t]);
+    /* GA_ECUDA: fail over in slot order, the share re-fed to the fallback
+     * into the same place (the failed feed left the backend unchanged). */
+    int upto = n, rc = 0;
+    for (int t = 0; t < n; t++) {
+        int b = busy[t];
+        if (frc[t] == GA_ECUDA && b < e->nb && e->have_fallback) {
+            struct ga_result *dst = t == 0 ? out : &e->part[b];
+            if (t == 0) {
+                out->naggs = naggs0;
+                out->nlate = nlate0;
+            } else {
+                ga_result_reset(dst);
+            }
+            fail_over(e, b, frc[t]);
+            struct ga_points sub = sub_of(e, b);
+            double t0 = now_s();
+            frc[t] = e->b[e->nb]->ops->feed(e->b[e->nb], &sub, dst);
+            time_slot(e, e->nb, now_s() - t0);
+        }
+        if (frc[t] && upto == n) {
+            upto = t;                 /* output up to the first failure is kept */
+            rc = frc[t];
+        }
+    }
+    *t_fed = now_s();
+    if (upto == 0) {
+        out->naggs = naggs0;
+        out->nlate = nlate0;
+    }
+    if (upto < 2)
         return rc;
-    if (p->naggs)
-        memcpy(out->aggs + out->naggs, p->aggs, p->naggs * sizeof *p->aggs);
-    out->naggs += p->naggs;
-    if (p->nlate)
-        memcpy(out->late + out->nlate, p->late, p->nlate * sizeof *p->late);
-    out->nlate += p->nlate;
-    return 0;
-}
-
-/* Several slots with work: every backend (each GPU, the CPU fallback) is
- * fed at the same time on its own thread, into its own result; outputs are
- * appended in slot order, so the answer does not depend on timing.  A GPU
- * whose feed failed with GA_ECUDA fails over afterwards, on this thread
- * (its partial output is dropped: the backend left its state unchanged),
- * and its share is fed to the fallback. */
-static int feed_concurrently(struct ga_engine *e, struct ga_result *out)
-{
-    int ns = nslots(e), rc = 0;
-    if (!e->part && !(e->part = calloc((size_t)ns, sizeof *e->part)))
-        return GA_ENOMEM;
-    struct slot_job jobs[ns];
-    int first = -1;
-    for (int b = 0; b < ns; b++) {
-        jobs[b] = (struct slot_job){ .e = e, .b = b, .rc = 0,
-                                     .sub = { .n = e->bstart[b + 1] - e->bstart[b],
-                                              .metric = e->sub_metric + e->bstart[b],
-                                              .ts = e->sub_ts + e->bstart[b],
-                                              .value = e->sub_value + e->bstart[b] } };
-        ga_result_reset(&e->part[b]);
-        if (!jobs[b].sub.n)
-            continue;
-        if (first < 0) {
-            first = b;                /* this thread takes the first one */
-            continue;
-        }
-        jobs[b].threaded = pthread_create(&jobs[b].th, NULL, slot_main, &jobs[b]) == 0;
-        if (!jobs[b].threaded)
-            slot_main(&jobs[b]);
+    /* One reservation for the other slots' output, then the copies. */
+    size_t more_aggs = 0, more_late = 0;
+    for (int t = 1; t < upto; t++) {
+        more_aggs += e->part[busy[t]].naggs;
+        more_late += e->part[busy[t]].nlate;
     }
-    if (first >= 0)
-        slot_main(&jobs[first]);
-    for (int b = 0; b < ns; b++)
-        if (jobs[b].threaded)
-            pthread_join(jobs[b].th, NULL);
-    for (int b = 0; b < ns; b++)
-        time_slot(e, b, jobs[b].secs);
-    double t_app = now_s();
-    for (int b = 0; b < ns && !rc; b++) {
-        if (!jobs[b].sub.n)
-            continue;
-        if (jobs[b].rc == GA_ECUDA && b < e->nb && e->have_fallback) {
-            fail_over(e, b, jobs[b].rc);
-            struct ga_backend *fb = e->b[e->nb];
-            rc = fb->ops->feed(fb, &jobs[b].sub, out);
-            continue;
-        }
-        rc = jobs[b].rc ? jobs[b].rc : append_part(out, &e->part[b]);
+    int r = ga_result_reserve(out, more_aggs, more_late);
+    if (r)
+        return rc ? rc : r;
+    struct copy_piece *pc = e->pieces;
+    int np = 0;
+    size_t total = 0;
+    for (int t = 1; t < upto; t++) {
+        const struct ga_result *p = &e->part[busy[t]];
+        if (p->naggs)
+            pc[np++] = (struct copy_piece){ (char *)(out->aggs + out->naggs),
+                                            (const char *)p->aggs, p->naggs * sizeof *p->aggs };
+        out->naggs += p->naggs;
+        total += p->naggs * sizeof *p->aggs;
     }
-    e->times.append_s = now_s() - t_app;
+    for (int t = 1; t < upto; t++) {
+        const struct ga_result *p = &e->part[busy[t]];
+        if (p->nlate)
+            pc[np++] = (struct copy_piece){ (char *)(out->late + out->nlate),
+                                            (const char *)p->late, p->nlate * sizeof *p->late };
+        out->nlate += p->nlate;
+        total += p->nlate * sizeof *p->late;
+    }
+    size_t nt = total / COPY_PART_MIN, maxt = (size_t)(e->ncpu < COPY_MAX_THREADS ? e->ncpu
+                                                                                : COPY_MAX_THREADS);
+    struct copy_ctx cc = { pc, np, nt < 1 ? 1 : nt > maxt ? (int)maxt : (int)nt, total };
+    eng_run(e, cc.nthreads, copy_task, &cc);
     return rc;
 }
 
@@ -503,38 +764,23 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
 {
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
     int rc = 0;
-    double t0 = now_s(), t1;
+    double t0 = now_s(), t_split = t0, t_fed;
     e->times = (struct ga_engine_feed_times){ .nslots = nslots(e) };
     if (e->nb == 1 && !e->failed[0]) {
         /* one backend serves every metric (the fallback none yet): no split */
-        if (e->have_fallback) {
-            rc = feed_slot(e, 0, pts, out);
-        } else {
-            rc = e->b[0]->ops->feed(e->b[0], pts, out);
-            time_slot(e, 0, now_s() - t0);
-        }
+        rc = feed_one(e, 0, pts, out);
+        t_fed = now_s();
     } else {
         rc = split(e, pts, out);
-        e->times.split_s = now_s() - t0;
-        int busy = 0;
-        for (int b = 0; b < nslots(e); b++)
-            busy += e->bstart[b + 1] > e->bstart[b];
-        if (!rc && busy > 1) {
-            rc = feed_concurrently(e, out);
-        } else {
-            for (int b = 0; b < nslots(e) && !rc; b++) {
-                struct ga_points sub = { .n = e->bstart[b + 1] - e->bstart[b],
-                                         .metric = e->sub_metric + e->bstart[b],
-                                         .ts = e->sub_ts + e->bstart[b],
-                                         .value = e->sub_value + e->bstart[b] };
-                if (sub.n)
-                    rc = feed_slot(e, b, &sub, out);
-            }
-        }
+        t_split = t_fed = now_s();
+        if (!rc)
+            rc = feed_split(e, out, &t_fed);
     }
-    t1 = now_s();
-    e->times.total_s = t1 - t0;
-    e->times.feed_s = e->times.total_s - e->times.split_s - e->times.append_s;
+    double t_end = now_s();
+    e->times.split_s = t_split - t0;
+    e->times.feed_s = t_fed - t_split;
+    e->times.append_s = t_end - t_fed;
+    e->times.total_s = t_end - t0;
     e->stats.points_in += pts->n;
     e->stats.aggs_out += out->naggs - naggs0;
     account_late(e, out, nlate0);

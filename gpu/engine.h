@@ -133,8 +133,9 @@ struct ga_engine_stats {
     uint64_t metrics;
 };
 
-/* Create an engine over nb backends (ownership passes to the engine, also
- * on failure).  Metrics are assigned to backends by hash of their id. */
+/* Create an engine over nb backends, 1 <= nb < 65535 (ownership passes to
+ * the engine, also on failure).  Metrics are assigned to backends by hash
+ * of their id. */
 int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb);
 void ga_engine_close(struct ga_engine *e);
 
@@ -143,11 +144,14 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
 
 /* Aggregate a batch spanning any metrics; results appended to out (rows of
  * one metric together, metrics in no particular order; within a metric by
- * granularity, bucket, method).  Points of
+ * granularity, bucket, method).  With several backends, their outputs come
+ * in backend order (primaries, then the fallback), so the same batches give
+ * the same order, whatever the timing.  Points of
  * ids never added come back as late GA_LATE_UNKNOWN_METRIC.  Late points
  * are counted (stats, per metric) and logged, rate-limited.  0 or GA_E*; on
- * failure with several backends, the batches of the backends fed before the
- * failing one stay applied and their output stays in out. */
+ * failure with several backends (fed at the same time), every other
+ * backend's share of the batch stays applied, and the output of the
+ * backends before the failing one (in that order) stays in out. */
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);
@@ -166,6 +170,12 @@ struct ga_engine_feed_times {
     double slot_s[GA_ENGINE_TIMED_SLOTS];
 };
 void ga_engine_feed_times(const struct ga_engine *e, struct ga_engine_feed_times *t);
+
+/* With a CUDA backend in the engine, batches are split per backend into
+ * page-locked memory (the GPUs DMA straight from it).  0 turns that off
+ * (pageable memory; each GPU then stages its share itself): for
+ * benchmarks comparing the two.  Default 1. */
+void ga_engine_set_pinned_split(struct ga_engine *e, int on);
 
 /* Late points of one metric, by reason, since it was added. */
 struct ga_metric_stats {

@@ -76,16 +76,19 @@ static int cmp_agg(const void *pa, const void *pb)
 }
 
 /* Feeds 3 batches to an engine of nprim flaky primaries + CPU fallback,
- * failing the last primary on batch 2, and to a plain CPU engine; compares.
- * Two primaries take the concurrent path, one the daemon's one-GPU path. */
-static void run_case(int lose_windows, int nprim)
+ * failing primary `fail` on batch 2, and to a plain CPU engine; compares.
+ * Two primaries take the concurrent path (primary 0 writes straight into
+ * the caller's result, primary 1 into its own, appended after), one the
+ * daemon's one-GPU path.  The result handed to the engine already holds a
+ * row, which must stay first. */
+static void run_case(int lose_windows, int nprim, int fail)
 {
     struct ga_policy p;
     random_policy(&p);
     struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
     struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
     struct ga_engine *e, *ref;
-    int last = nprim - 1;
+    struct flaky *gf = fail ? g1 : g0;
     CHECK_INT(ga_engine_open(&e, prim, nprim), 0);
     CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
     CHECK_INT(ga_engine_set_fallback(e, cpu), 0);
@@ -98,6 +101,7 @@ static void run_case(int lose_windows, int nprim)
     }
     int64_t t0 = 1700000000 * SEC;
     struct ga_result r = { 0 }, want = { 0 };
+    const struct ga_agg mark = { .metric = 777777, .ts = -1, .value = 42 };
     for (int batch = 0; batch < 3; batch++) {
         uint32_t mid[N];
         int64_t ts[N];
@@ -107,13 +111,20 @@ static void run_case(int lose_windows, int nprim)
             ts[i] = t0 + (batch * 300 + rnd_in(0, 400)) * SEC / 2;
             v[i] = rnd_value();
         }
-        g1->fail_feed = batch == 1;
-        g1->fail_window = batch == 1 && lose_windows;
+        gf->fail_feed = batch == 1;
+        gf->fail_window = batch == 1 && lose_windows;
         ga_result_reset(&r);
         ga_result_reset(&want);
+        CHECK_INT(ga_result_push_agg(&r, &mark), 0);
         struct ga_points pts = { N, mid, ts, v };
         CHECK_INT(ga_engine_feed(e, &pts, &r), 0);
         CHECK_INT(ga_engine_feed(ref, &pts, &want), 0);
+        CHECK(r.naggs > 0 && r.aggs[0].metric == mark.metric && r.aggs[0].ts == mark.ts &&
+              r.aggs[0].value == mark.value);
+        if (r.naggs > 0) {                     /* drop the mark: compare the feed's rows */
+            memmove(r.aggs, r.aggs + 1, (r.naggs - 1) * sizeof *r.aggs);
+            r.naggs--;
+        }
         if (!lose_windows || batch == 0) {
             qsort(r.aggs, r.naggs, sizeof *r.aggs, cmp_agg);
             qsort(want.aggs, want.naggs, sizeof *want.aggs, cmp_agg);
@@ -129,12 +140,12 @@ static void run_case(int lose_windows, int nprim)
     ga_engine_failover_stats(e, &fo);
     CHECK_INT(fo.failovers, 1);
     CHECK(fo.metrics_moved > 0);
-    CHECK_INT(ga_engine_backend_failed(e, last), 1);
-    CHECK_INT(ga_engine_backend_metrics(e, last), 0);
+    CHECK_INT(ga_engine_backend_failed(e, fail), 1);
+    CHECK_INT(ga_engine_backend_metrics(e, fail), 0);
     CHECK_INT(ga_engine_backend_metrics(e, -1), fo.metrics_moved);
     if (nprim == 2) {
-        CHECK_INT(ga_engine_backend_failed(e, 0), 0);
-        CHECK_INT(ga_engine_backend_metrics(e, 0) + ga_engine_backend_metrics(e, -1), M);
+        CHECK_INT(ga_engine_backend_failed(e, !fail), 0);
+        CHECK_INT(ga_engine_backend_metrics(e, !fail) + ga_engine_backend_metrics(e, -1), M);
     } else {
         CHECK_INT(fo.metrics_moved, M);
     }
@@ -150,20 +161,23 @@ static void run_case(int lose_windows, int nprim)
 
 static void test_failover_keeps_answers(void)
 {
-    for (int i = 0; i < 20; i++)
-        run_case(0, 2);
+    for (int i = 0; i < 20; i++) {
+        run_case(0, 2, 1);
+        run_case(0, 2, 0);
+    }
 }
 
 static void test_failover_one_gpu(void)
 {
     for (int i = 0; i < 20; i++)
-        run_case(0, 1);
+        run_case(0, 1, 0);
 }
 
 static void test_failover_counts_lost_windows(void)
 {
-    run_case(1, 2);
-    run_case(1, 1);
+    run_case(1, 2, 1);
+    run_case(1, 2, 0);
+    run_case(1, 1, 0);
 }
 
 void run_tests(void)
