@@ -5,7 +5,7 @@
  * their outputs), and checks that every engine produced the same rows (count
  * and an order-independent checksum).
  *   bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]
- *                     [--metrics M] [--batch P] [--batches K]
+ *                     [--metrics M] [--batch P] [--batches K] [--only E]
  * --backend cuda (default): N CUDA backends, GPUs 0..N-1, vs one on GPU 0.
  * --backend cpu: N CPU backends of T threads each (default 1) vs one CPU
  * backend of T threads, and vs one of N*T threads (the same cores as the N
@@ -14,7 +14,13 @@
  * append = ga_engine_feed_times() summed over the batches; slowest = the
  * slowest backend's own feed, summed over batches (what the engine would
  * take if it cost nothing beyond that); per backend = each one's feed time;
- * CUDA only: upload = each backend's upload stage (staging copy + H2D). */
+ * CUDA only: upload = each backend's upload stage (staging copy + H2D).
+ * --backend cuda also runs the N GPUs with the batch split into pageable
+ * memory (ga_engine_set_pinned_split(e, 0)), as before the engine pinned it.
+ * --only E runs engine E alone (1-based, in the order printed): the engines
+ * run one after the other in one process and a later one finds the heap the
+ * earlier ones left (memory already faulted in), so for timings that are
+ * fair to each, run each in its own process and compare the checksums. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +49,7 @@ static uint64_t mix(uint64_t x)
 }
 
 struct run {
-    char name[48];
+    char name[64];
     double seconds, split_s, feed_s, append_s, slowest_s;
     double slot_s[MAXB], upload_s[MAXB];
     int nb;
@@ -53,13 +59,14 @@ struct run {
 };
 
 /* nb backends: CUDA on GPUs 0..nb-1 (threads unused), or CPU of `threads`. */
-static struct run run_engine(int cuda, int nb, int threads, const struct ga_policy *pol,
+static struct run run_engine(int cuda, int nb, int threads, int pageable, const struct ga_policy *pol,
                              uint32_t metrics, size_t batch, int batches, uint32_t *mid,
                              int64_t *ts, double *val)
 {
     struct run r = { .nb = nb };
     if (cuda)
-        snprintf(r.name, sizeof r.name, "%d GPU%s", nb, nb > 1 ? "s" : "");
+        snprintf(r.name, sizeof r.name, "%d GPU%s%s", nb, nb > 1 ? "s" : "",
+                 pageable ? ", pageable split" : "");
     else
         snprintf(r.name, sizeof r.name, "%d cpu x %d thread%s", nb, threads, threads > 1 ? "s" : "");
     struct ga_backend *b[MAXB];
@@ -75,6 +82,8 @@ static struct run run_engine(int cuda, int nb, int threads, const struct ga_poli
     struct ga_engine *e;
     if ((r.rc = ga_engine_open(&e, b, nb)) < 0)
         return r;
+    if (pageable)
+        ga_engine_set_pinned_split(e, 0);
     for (uint32_t m = 0; m < metrics && !r.rc; m++)
         r.rc = ga_engine_metric_add(e, m, pol);
     struct ga_result res = { 0 };
@@ -139,7 +148,7 @@ static void print_run(const struct run *r, int cuda, double points)
 
 int main(int argc, char **argv)
 {
-    int nb = 2, batches = 10, cuda = 1, threads = 1;
+    int nb = 2, batches = 10, cuda = 1, threads = 1, only = 0;
     uint32_t metrics = 10000;
     size_t batch = 10000000;
     for (int i = 1; i < argc; i++) {
@@ -157,14 +166,18 @@ int main(int argc, char **argv)
             batch = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
             batches = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]\n"
-                            "                         [--metrics M] [--batch P] [--batches K]\n");
+                            "                         [--metrics M] [--batch P] [--batches K] [--only E]\n");
             return 2;
         }
     }
-    if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1) {
-        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1\n", MAXB);
+    if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1 || only < 0 ||
+        only > 3) {
+        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1, 0 <= E <= 3\n",
+                MAXB);
         return 2;
     }
     ga_log_set_level(GA_LOG_WARN);
@@ -178,12 +191,18 @@ int main(int argc, char **argv)
     double *val = malloc(batch * sizeof *val);
     if (!mid || !ts || !val)
         return 1;
+    /* the engines: 1 backend; N backends; CUDA: N with a pageable split,
+     * CPU: 1 backend of N*T threads */
     struct run runs[3];
-    int nruns = 0;
-    runs[nruns++] = run_engine(cuda, 1, threads, &pol, metrics, batch, batches, mid, ts, val);
-    runs[nruns++] = run_engine(cuda, nb, threads, &pol, metrics, batch, batches, mid, ts, val);
-    if (!cuda && nb > 1)
-        runs[nruns++] = run_engine(cuda, 1, nb * threads, &pol, metrics, batch, batches, mid, ts, val);
+    int nruns = 0, nengines = nb > 1 ? 3 : 2;
+    for (int k = 1; k <= nengines; k++) {
+        if (only && k != only)
+            continue;
+        int n = k == 2 || (k == 3 && cuda) ? nb : 1;
+        int th = k == 3 && !cuda ? nb * threads : threads;
+        runs[nruns++] = run_engine(cuda, n, th, k == 3 && cuda, &pol, metrics, batch, batches,
+                                   mid, ts, val);
+    }
     double points = (double)batch * batches;
     printf("%zu points in %d batches of %zu, %u metrics\n\n", batch * (size_t)batches, batches,
            batch, metrics);
@@ -196,14 +215,18 @@ int main(int argc, char **argv)
         same = same && runs[i].rc == 0 && runs[i].rows == runs[0].rows &&
                runs[i].checksum == runs[0].checksum;
     }
-    const struct run *one = &runs[0], *many = &runs[1];
-    printf("\nscaling %s / %s: %.2fx; overhead of %s beyond its slowest backend: %.3f s (%.0f %%); "
-           "rows identical: %s\n", many->name, one->name, one->seconds / many->seconds, many->name,
-           many->seconds - many->slowest_s,
-           100.0 * (many->seconds - many->slowest_s) / many->seconds, same ? "yes" : "NO");
+    printf("\n");
+    for (int i = 0; i < nruns; i++)
+        if (runs[i].nb > 1)
+            printf("overhead of %s beyond its slowest backend: %.3f s (%.0f %%)\n", runs[i].name,
+                   runs[i].seconds - runs[i].slowest_s,
+                   100.0 * (runs[i].seconds - runs[i].slowest_s) / runs[i].seconds);
+    if (nruns > 1)
+        printf("scaling %s / %s: %.2fx\n", runs[1].name, runs[0].name,
+               runs[0].seconds / runs[1].seconds);
     if (nruns > 2)
-        printf("%s / %s (same cores): %.2fx\n", many->name, runs[2].name,
-               runs[2].seconds / many->seconds);
+        printf("%s / %s: %.2fx\n", runs[1].name, runs[2].name, runs[2].seconds / runs[1].seconds);
+    printf("rows identical: %s\n", same ? "yes" : "NO");
     free(mid);
     free(ts);
     free(val);
