@@ -219,7 +219,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 
 #define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
 
-/* Flat counters, one name each (docs/OPERATIONS.md lists them). */
+/* Flat counters, one name each (docs/COUNTERS.md lists them). */
 static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
     const struct ga_counters *c = &d->counters;

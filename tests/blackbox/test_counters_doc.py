@@ -1,0 +1,154 @@
+"""docs/COUNTERS.md lists every name `gpuaggctl stats` prints, and no other.
+
+The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
+down: the names do not depend on it) and, as a second source that also sees
+names a daemon might print only sometimes, from the code that packs them
+(daemon/control_ops.c pack_stats/op_stats, the udp.rejected.<reason> loop
+over proto/ceilometer.c's reject names, daemon/control_ops_jobs_pack.c
+ctlj_pack_stats).  The doc's names are the first cells of the tables in its
+section "## `gpuaggctl stats`".  Also: every field of a running daemon's
+`status` is in the section "## `gpuaggctl status`", and every field listed
+there still exists in the source."""
+import json
+import os
+import re
+
+from bblib import GPUAGGD, ROOT, Daemon, Results
+
+R = Results("counters_doc")
+
+DOC = os.path.join(ROOT, "docs", "COUNTERS.md")
+STATS_HEADING = "## `gpuaggctl stats`"
+STATUS_HEADING = "## `gpuaggctl status`"
+KINDS = {"counter", "gauge", "flag"}
+ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$")
+
+
+def read(rel):
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+def doc_rows(heading):
+    """{name: [cells after the first]} for the table rows of one '## ' section."""
+    rows, inside, dups = {}, False, []
+    with open(DOC, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("## "):
+                inside = line.strip() == heading
+                continue
+            m = ROW.match(line) if inside else None
+            if m:
+                name = m.group(1)
+                if name in rows:
+                    dups.append(name)
+                rows[name] = [c.strip() for c in m.group(2).split("|")]
+    assert rows, "no table rows under %r in %s" % (heading, DOC)
+    assert not dups, "listed twice in %s: %s" % (heading, dups)
+    return rows
+
+
+def function_body(src, name):
+    """The text of C function `name` (from its name to the closing brace at column 0)."""
+    m = re.search(r"^[a-z][^\n]*\b%s\(.*?^\}$" % re.escape(name), src, re.S | re.M)
+    assert m, "function %s not found" % name
+    return m.group(0)
+
+
+def source_stats_names():
+    ops = read("daemon/control_ops.c")
+    names = set()
+    body = function_body(ops, "pack_stats")
+    names |= set(re.findall(r'\bKV\(\s*"([^"]+)"', body))
+    templates = set(re.findall(r'"([a-z_.]*%s[a-z_.]*)"', body))
+    reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
+               if r != "ok"]
+    assert reasons, "no reject names found in proto/ceilometer.c"
+    for t in templates:
+        assert t == "udp.rejected.%s", "pack_stats builds names from %r: teach this test how" % t
+        names |= {t % r for r in reasons}
+    names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "op_stats")))
+    jobs = function_body(read("daemon/control_ops_jobs_pack.c"), "ctlj_pack_stats")
+    names |= set(re.findall(r'"(jobs\.[a-z_]+)"', jobs))
+    assert len(names) > 50, sorted(names)
+    return names
+
+
+def flatten(obj, prefix=""):
+    """Dotted field names of a status map; entries of an array of maps as name[].field."""
+    out = set()
+    for k, v in obj.items():
+        path = prefix + k
+        if isinstance(v, dict):
+            out |= flatten(v, path + ".")
+        elif isinstance(v, list) and v and all(isinstance(e, dict) for e in v):
+            for e in v:
+                out |= flatten(e, path + "[].")
+        else:
+            out.add(path)
+    return out
+
+
+def diff_msg(what, missing_doc, missing_other, other):
+    msg = []
+    if missing_doc:
+        msg.append("%s but not in docs/COUNTERS.md: %s" % (what, ", ".join(sorted(missing_doc))))
+    if missing_other:
+        msg.append("in docs/COUNTERS.md but not %s: %s" % (other, ", ".join(sorted(missing_other))))
+    return "\n".join(msg)
+
+
+def test_doc_rows_well_formed():
+    for name, cells in doc_rows(STATS_HEADING).items():
+        assert len(cells) == 3, "%s: want | name | kind | unit | what sets it |, got %r" % (name, cells)
+        assert cells[0] in KINDS, "%s: kind %r is not one of %s" % (name, cells[0], sorted(KINDS))
+        assert cells[1] and len(cells[2]) > 10, "%s: unit or description empty" % name
+    for name, cells in doc_rows(STATUS_HEADING).items():
+        assert len(cells) == 2 and cells[0] and len(cells[1]) > 3, "%s: %r" % (name, cells)
+        m = re.search(r"as `stats` `([^`]+)`", cells[1])
+        if m:
+            assert m.group(1) in doc_rows(STATS_HEADING), "%s refers to unknown %s" % (name, m.group(1))
+
+
+def test_source_names_match_doc():
+    src, doc = source_stats_names(), set(doc_rows(STATS_HEADING))
+    assert src == doc, diff_msg("packed by the source", src - doc, doc - src, "in the source")
+
+
+def test_daemon_stats_match_doc():
+    assert os.access(GPUAGGD, os.X_OK), "%s not built (make)" % GPUAGGD
+    with Daemon() as d:
+        r = d.ctl("--json", "stats")
+        assert r.returncode == 0, r
+        printed = set(json.loads(r.stdout))
+        r = d.ctl("stats")                      # the table form prints the same names
+        assert r.returncode == 0, r
+        table = {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+        assert d.stop() == 0, d.logtext()[-2000:]
+    assert table == printed, (sorted(table ^ printed))
+    doc = set(doc_rows(STATS_HEADING))
+    assert printed == doc, diff_msg("printed by gpuaggctl stats", printed - doc, doc - printed,
+                                    "printed by gpuaggctl stats")
+
+
+def test_daemon_status_fields_documented():
+    with Daemon() as d:
+        r = d.ctl("--json", "status")
+        assert r.returncode == 0, r
+        fields = flatten(json.loads(r.stdout))
+        assert d.stop() == 0, d.logtext()[-2000:]
+    doc = set(doc_rows(STATUS_HEADING))
+    missing = fields - doc
+    assert not missing, "printed by gpuaggctl status but not in docs/COUNTERS.md: %s" % sorted(missing)
+    # The other way: GPU entries appear only with a GPU, so check the source.
+    src = read("daemon/control_ops.c") + read("daemon/control_ops_jobs_pack.c")
+    quoted = set(re.findall(r'"([a-z_]+)"', src))
+    gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
+    assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)
+
+
+for t in (test_doc_rows_well_formed, test_source_names_match_doc, test_daemon_stats_match_doc,
+          test_daemon_status_fields_documented):
+    R.run(t)
+R.finish()
