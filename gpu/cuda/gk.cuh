@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/bucket_div.h"
 #include "gpu/cuda/cuda_check.cuh"
 
 extern "C" {
@@ -58,7 +59,7 @@ static inline int gk_for(const gk_exec *x, size_t n, F f)
 
 __host__ __device__ static inline int64_t gk_bucket(int64_t ts, int64_t g)
 {
-    return ts - ts % g;           // ts >= 0: floor
+    return ga_bucket_start(ts, g); // ts >= 0: floor; no 64-bit division (gpu/bucket_div.h)
 }
 
 // First block timestamp of a window whose newest point is last.
