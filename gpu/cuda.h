@@ -31,7 +31,8 @@ struct ga_cuda_opts {
                               slow); needs a build with nvcc, no GPU */
     int rows_kernel;       /* GA_CUDA_ROWS_*: which rows kernel computes the methods
                               (docs/GPU.md "Rows kernel"); 0 = the environment's
-                              GA_CUDA_ROWS_KERNEL ("tiled" or "legacy"), else tiled */
+                              GA_CUDA_ROWS_KERNEL ("auto", "tiled" or "legacy"),
+                              else auto: per launch, tiled from 3 rows a bucket */
     unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes (tests
                               use small values to reach its fallbacks); 0 = default */
 };

@@ -220,6 +220,8 @@ static void test_random_vs_cpu(void)
     for (int t = 0; t < n; t++) {
         if (use_emu)              /* emulation: one trial in four on the legacy loop */
             rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_LEGACY : variant;
+        else                      /* GPU: one in four on the per-launch automatic choice */
+            rows_kernel = t % 4 == 1 ? GA_CUDA_ROWS_DEFAULT : variant;
         one_trial(t);
     }
     rows_kernel = variant;
