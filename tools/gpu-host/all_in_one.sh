@@ -1,0 +1,45 @@
+#!/bin/sh
+# On the GPU host, everything the CUDA backend needs checked and measured,
+# in one call with a time cap per step (device time is scarce):
+#   test_cuda_backend (GPU vs CPU, both rows kernels), bench_gpu (one
+#   table with its ceilings), bench_engine_gpus over all GPUs present
+#   (1 vs N), then compute-sanitizer memcheck and racecheck on a small
+#   scale of the test.  Needs build-gpu/ from tools/gpu-host/build.sh.
+# Logs in $OUT (or ./gpu-all-out); a summary is printed last.
+#   tools/gpu-host/all_in_one.sh [test_scale]   (default 0.5)
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-gpu-all-out}
+mkdir -p "$OUT"
+export GA_LOG_NO_TS=1
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt" 2>&1
+step() {        # step NAME SECONDS CMD...
+    name=$1 secs=$2
+    shift 2
+    t0=$(date +%s)
+    timeout "$secs" "$@" > "$OUT/$name.log" 2>&1
+    rc=$?
+    echo "== $name rc=$rc ($(( $(date +%s) - t0 )) s, cap $secs s)" >> "$OUT/summary.txt"
+}
+: > "$OUT/summary.txt"
+step test 90 env GA_CUDA_TEST_SCALE=${1:-0.5} build-gpu/test_cuda_backend
+step bench 120 build-gpu/bench_gpu --cpu-threads 16
+# one engine per process (--only: 1 = one GPU, 2 = all GPUs, 3 = all GPUs
+# with a pageable split); compare the checksums across the three
+if [ "$NGPU" -ge 2 ]; then
+    for o in 1 2 3; do
+        step engine_gpus_$o 35 build-gpu/bench_engine_gpus --gpus "$NGPU" --batch 10000000 \
+            --batches 10 --metrics 10000 --only $o
+    done
+fi
+step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exitcode 9 build-gpu/test_cuda_backend
+step racecheck 40 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
+cat "$OUT/gpu.txt"
+cat "$OUT/summary.txt"
+echo "-- test";       grep -E "rows kernel|passed|FAIL" "$OUT/test.log" | tail -n 8
+echo "-- memcheck";   grep -E "ERROR SUMMARY|passed" "$OUT/memcheck.log" | tail -n 3
+echo "-- racecheck";  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed|hazard" "$OUT/racecheck.log" | tail -n 4
+for f in "$OUT"/engine_gpus_*.log; do [ -f "$f" ] && { echo "-- $f"; tail -n 14 "$f"; }; done
+echo "-- bench";      cat "$OUT/bench.log"
