@@ -33,6 +33,11 @@ int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a)
     return e && a->ts > e->hi;
 }
 
+int pgf_known(const struct pgf_map *m, const struct ga_agg *a)
+{
+    return find(m, a->metric, a->granularity_ns) != NULL;
+}
+
 static int grow(struct pgf_map *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 4096;

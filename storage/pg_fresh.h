@@ -9,7 +9,10 @@
  * under a savepoint, and if the primary key says a row existed after all
  * (a previous process wrote it, say), the transaction rolls back to the
  * savepoint and upserts every row (docs/STORAGE.md "Fresh buckets").
- * A pair never seen is "not fresh".  Not thread-safe: writer thread only. */
+ * A pair never seen is "not fresh"; before its first flush the writer asks
+ * the database for its newest bucket (-1 when it has none), so that even
+ * the first flush after a start COPYs the new buckets.  Not thread-safe:
+ * writer thread only. */
 #ifndef GA_PG_FRESH_H
 #define GA_PG_FRESH_H
 
@@ -34,6 +37,9 @@ struct pgf_map {
 
 /* 1 if a's bucket starts after the high water of its pair, else 0. */
 int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a);
+
+/* 1 if a's pair has a high water (noted before), else 0. */
+int pgf_known(const struct pgf_map *m, const struct ga_agg *a);
 
 /* After a commit: raise the pairs' high water to the newest bucket of
  * aggs[0..n) (any order).  GA_ENOMEM leaves the map valid (some pairs not

@@ -552,18 +552,18 @@ static const char high_water_sql[] =
     "LATERAL (SELECT ts FROM aggregates a WHERE a.metric = u.m AND a.method = u.k\n"
     "         AND a.granularity = u.g ORDER BY ts DESC LIMIT 1) x";
 
-int pgt_high_water(struct pgt_conn *tc, const struct pgb_batch *b, struct pgf_map *hw, char *err,
-                   size_t errlen)
+int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs, struct pgf_map *hw,
+                   char *err, size_t errlen)
 {
     struct pgu_buf p[3] = { { 0 } };
     size_t n = 0;
     int rc = 0;
-    /* b is sorted by (day, metric, method, granularity, ts): distinct
+    /* aggs are sorted by (day, metric, method, granularity, ts): distinct
      * triples are runs (a triple spanning days repeats; harmless). */
     for (int pass = 0; pass < 2; pass++) {
         size_t k = 0;
-        for (size_t i = 0; i < b->naggs; i++) {
-            const struct ga_agg *a = &b->aggs[i], *q = i ? &b->aggs[i - 1] : NULL;
+        for (size_t i = 0; i < naggs; i++) {
+            const struct ga_agg *a = &aggs[i], *q = i ? &aggs[i - 1] : NULL;
             if (q && q->metric == a->metric && q->method == a->method &&
                 q->granularity_ns == a->granularity_ns)
                 continue;

@@ -58,12 +58,13 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
 int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
               uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
 
-/* After a flush whose "fresh" rows turned out to exist (a previous process
- * wrote them): raise hw, for every (metric, method, granularity) of b, to
- * the newest bucket the database holds, so the next flushes do not guess
- * wrong again.  0, or GA_EDB / GA_EIO / GA_ENOMEM (err); hw stays valid. */
-int pgt_high_water(struct pgt_conn *tc, const struct pgb_batch *b, struct pgf_map *hw, char *err,
-                   size_t errlen);
+/* Raise hw, for every (metric, method, granularity) of aggs[0..n) (sorted
+ * as pgb_sort leaves them), to the newest bucket the database holds: after
+ * a flush whose "fresh" rows turned out to exist (a previous process wrote
+ * them), and before the first flush of pairs this process has not seen.
+ * 0, or GA_EDB / GA_EIO / GA_ENOMEM (err); hw stays valid. */
+int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t n, struct pgf_map *hw,
+                   char *err, size_t errlen);
 
 /* Maintenance: create the partitions for today (now_ns) and ahead_days
  * after it, then drop the partitions past every policy's reach.  Returns

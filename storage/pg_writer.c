@@ -162,6 +162,42 @@ static uint64_t new_batch_id(void)
     return id ? id : 1;
 }
 
+/* Before the first flush of (metric, granularity) pairs this process has
+ * not committed: their high water from the database (-1 where it has no
+ * bucket), so their new buckets are COPYed too (pg_fresh.h).  A failure
+ * forgets every pair (only slower; the connection error shows in the
+ * flush that follows). */
+static void learn_pairs(struct pgw *w)
+{
+    const struct pgb_batch *b = &w->flushing;
+    struct ga_agg *u = NULL;
+    size_t n = 0;
+    char err[512];
+    for (size_t i = 0; i < b->naggs; i++) {
+        if (pgf_known(&w->hw, &b->aggs[i]))
+            continue;
+        if (!u && !(u = malloc(b->naggs * sizeof *u)))
+            return;
+        u[n++] = b->aggs[i];
+    }
+    if (!n)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        struct ga_agg none = u[i];
+        none.ts = -1;
+        if (pgf_note(&w->hw, &none, 1)) {
+            pgf_clear(&w->hw);
+            free(u);
+            return;
+        }
+    }
+    if (pgt_high_water(&w->tc, u, n, &w->hw, err, sizeof err)) {
+        ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
+        pgf_clear(&w->hw);
+    }
+    free(u);
+}
+
 /* Write w->flushing until it commits.  0, or GA_ETIMEDOUT when the stop
  * deadline passed first. */
 static int write_batch(struct pgw *w)
@@ -184,6 +220,7 @@ static int write_batch(struct pgw *w)
             break;
         }
         maybe_committed = 0;
+        learn_pairs(w);
         rc = pgt_write(&w->tc, &w->flushing, &w->hw, id, &t, err, sizeof err);
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
@@ -207,7 +244,8 @@ static int write_batch(struct pgw *w)
     w->backoff_ms = 0;
     if (pgf_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
         pgf_clear(&w->hw);                  /* out of memory: forget (only slower) */
-    if (t.fresh_fallback && w->tc.c && pgt_high_water(&w->tc, &w->flushing, &w->hw, err, sizeof err))
+    if (t.fresh_fallback && w->tc.c &&
+        pgt_high_water(&w->tc, w->flushing.aggs, w->flushing.naggs, &w->hw, err, sizeof err))
         ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
     pthread_mutex_lock(&w->mu);
     struct pgw_status *st = &w->st;

@@ -13,6 +13,11 @@ as_pg() {
 }
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+# Write-heavy settings (docs/STORAGE.md "Server settings"): room for the
+# day's partition and its index in shared memory, and checkpoints (whose
+# full-page images dominate WAL right after them) far apart.  Durability is
+# unchanged: fsync and synchronous_commit stay on.
+PERF_OPTS="-c shared_buffers=1GB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c wal_compression=lz4"
 case "$cmd" in
 start)
     if [ "$(id -u)" = 0 ]; then
@@ -29,7 +34,7 @@ start)
     fi
     if ! as_pg "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-            -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c fsync=on -c max_connections=50" \
+            -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c fsync=on -c max_connections=50 $PERF_OPTS" \
             start >/dev/null || { tail -n 20 "$dir/postgres.log" >&2; exit 1; }
     fi
     as_pg "$bindir/psql" -h "$dir/sock" -U postgres -d postgres -Atqc \

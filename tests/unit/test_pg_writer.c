@@ -371,10 +371,11 @@ static int submit_flush(struct pgw *w, struct ga_agg *a, size_t n, uint64_t lsn,
     return rc ? rc : pgw_flush_sync(w, 20000);
 }
 
-/* Buckets newer than the committed high water go straight into aggregates
- * (pg_fresh.h); when such a row exists after all (written by an earlier
- * writer), the flush falls back to the upsert, loses nothing, and learns
- * the database's newest bucket so the next flush does not guess wrong. */
+/* Buckets newer than the high water go straight into aggregates
+ * (pg_fresh.h): the writer learns a pair's high water from the database
+ * before its first flush, raises it as it commits, and when a "fresh" row
+ * exists after all (written behind its back) falls back to the upsert,
+ * loses nothing, and learns the database's newest bucket again. */
 static void test_fresh_buckets_and_fallback(void)
 {
     reset_db();
@@ -389,13 +390,15 @@ static void test_fresh_buckets_and_fallback(void)
     struct pgw_opts o = opts(NULL);
     o.flush_interval_ms = 60000;
     struct pgw_status st;
+    int64_t day0 = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
+    int64_t g = pols[1]->defs[0].granularity_ns;
 
-    /* writer 1: buckets 0..4, then 20 (all new) */
+    /* writer 1 on an empty database: buckets 0..4 and 20, all new */
     CHECK_INT(pgw_start(&w, &o), 0);
     size_t n = step_rows(a, NM, 0, 1.0);
     CHECK_INT(submit_flush(w, a, n, 10, defs, NM), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, 0);                 /* nothing known yet: upserted */
+    CHECK_INT(st.rows_fresh, n);                 /* the database had none: COPYed */
     for (int b = 1; b <= 4; b++) {
         n = step_rows(a, NM, b, 1.0);
         CHECK_INT(submit_flush(w, a, n, 10 + (uint64_t)b, NULL, 0), 0);
@@ -403,54 +406,58 @@ static void test_fresh_buckets_and_fallback(void)
     n = step_rows(a, NM, 20, 1.0);
     CHECK_INT(submit_flush(w, a, n, 20, NULL, 0), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, 5 * n);             /* buckets 1..4 and 20 */
-    CHECK_INT(st.fresh_fallbacks, 0);
-    /* bucket 4 again (open bucket re-written): below the high water, upserted */
+    CHECK_INT(st.rows_fresh, 6 * n);
+    /* bucket 4 again (an open bucket re-written): below the high water */
     n = step_rows(a, NM, 4, 100.0);
     CHECK_INT(submit_flush(w, a, n, 21, NULL, 0), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, 5 * n);
+    CHECK_INT(st.rows_fresh, 6 * n);
+    CHECK_INT(st.fresh_fallbacks, 0);
     CHECK_INT(pgw_stop(w, 10000), 0);
 
-    /* writer 2 (a restarted daemon): bucket 3, then 20 — looks fresh, exists */
+    /* writer 2 (a restarted daemon) learns the database's newest bucket, 20 */
     CHECK_INT(pgw_start(&w, &o), 0);
     n = step_rows(a, NM, 3, 200.0);
     CHECK_INT(submit_flush(w, a, n, 30, NULL, 0), 0);
     n = step_rows(a, NM, 20, 300.0);
     CHECK_INT(submit_flush(w, a, n, 31, NULL, 0), 0);
     pgw_get_status(w, &st);
+    CHECK_INT(st.rows_fresh, 0);
+    CHECK_INT(st.fresh_fallbacks, 0);
+    /* a row written behind its back: bucket 30 of metric 7 */
+    PGconn *c = pgenv_connect(&env);
+    char q[512];
+    snprintf(q, sizeof q, "INSERT INTO aggregates VALUES (7, %d, %lld, %lld, -1)", (int)pols[1]->methods[0],
+             (long long)g, (long long)(day0 + 30 * g));
+    pg_cmd(c, q);
+    n = step_rows(a, NM, 30, 500.0);             /* looks fresh, one row exists */
+    CHECK_INT(submit_flush(w, a, n, 32, NULL, 0), 0);
+    pgw_get_status(w, &st);
     CHECK_INT(st.fresh_fallbacks, 1);
     CHECK_INT(st.rows_fresh, 0);
-    /* it learnt the database's newest bucket: 20 again is not guessed fresh */
-    n = step_rows(a, NM, 20, 400.0);
-    CHECK_INT(submit_flush(w, a, n, 32, NULL, 0), 0);
-    /* and 21 is */
-    n = step_rows(a, NM, 21, 500.0);
+    n = step_rows(a, NM, 31, 600.0);             /* fresh again */
     CHECK_INT(submit_flush(w, a, n, 33, NULL, 0), 0);
+    n = step_rows(a, NM, 30, 700.0);             /* learnt: 30 is not fresh any more */
+    CHECK_INT(submit_flush(w, a, n, 34, NULL, 0), 0);
     pgw_get_status(w, &st);
     CHECK_INT(st.fresh_fallbacks, 1);
     CHECK_INT(st.rows_fresh, n);
-    CHECK_INT(st.committed_lsn, 33);
+    CHECK_INT(st.committed_lsn, 34);
     CHECK_INT(pgw_stop(w, 10000), 0);
 
     /* every bucket holds its latest value, exactly once */
-    PGconn *c = pgenv_connect(&env);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 7 * NM * 3);
-    int64_t g = pols[1]->defs[0].granularity_ns;
-    char q[512];
-    const double want[] = { 1, 1, 1, 200, 100 };          /* buckets 0..4 */
-    for (int b = 0; b <= 4; b++) {
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 8 * NM * 3);
+    static const struct { int b; double v; } want[] = {
+        { 0, 1 }, { 1, 1 }, { 2, 1 }, { 3, 200 }, { 4, 100 }, { 20, 300 }, { 30, 700 }, { 31, 600 }
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         snprintf(q, sizeof q, "SELECT round(sum(value - metric)::numeric * 1000)::bigint FROM aggregates "
                               "WHERE (ts - %lld) / %lld = %d",
-                 (long long)(ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS), (long long)g, b);
+                 (long long)day0, (long long)g, want[k].b);
         /* per metric: 3 methods, base + m + {0, .125, .25}: sum over m of (3 base + .375) */
-        CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * want[b] + 0.375) * 1000 + 0.5));
+        CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * want[k].v + 0.375) * 1000 + 0.5));
     }
-    snprintf(q, sizeof q, "SELECT round(sum(value - metric)::numeric * 1000)::bigint FROM aggregates "
-                          "WHERE (ts - %lld) / %lld = 20",
-             (long long)(ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS), (long long)g);
-    CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * 400.0 + 0.375) * 1000 + 0.5));
-    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 33);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 34);
     PQfinish(c);
 }
 
