@@ -737,21 +737,17 @@ static int feed_split(struct ga_engine *e, struct ga_result *out, double *t_fed)
     struct copy_piece *pc = e->pieces;
     int np = 0;
     size_t total = 0;
-    for (int t = 1; t < upto; t++) {
+    for (int t = 1; t < upto; t++) {          /* rows and late points: disjoint pieces */
         const struct ga_result *p = &e->part[busy[t]];
         if (p->naggs)
             pc[np++] = (struct copy_piece){ (char *)(out->aggs + out->naggs),
                                             (const char *)p->aggs, p->naggs * sizeof *p->aggs };
-        out->naggs += p->naggs;
-        total += p->naggs * sizeof *p->aggs;
-    }
-    for (int t = 1; t < upto; t++) {
-        const struct ga_result *p = &e->part[busy[t]];
         if (p->nlate)
             pc[np++] = (struct copy_piece){ (char *)(out->late + out->nlate),
                                             (const char *)p->late, p->nlate * sizeof *p->late };
+        out->naggs += p->naggs;
         out->nlate += p->nlate;
-        total += p->nlate * sizeof *p->late;
+        total += p->naggs * sizeof *p->aggs + p->nlate * sizeof *p->late;
     }
     size_t nt = total / COPY_PART_MIN, maxt = (size_t)(e->ncpu < COPY_MAX_THREADS ? e->ncpu
                                                                                 : COPY_MAX_THREADS);

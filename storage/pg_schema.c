@@ -15,6 +15,29 @@
 /* pg_advisory_xact_lock key: "gpuagg" in ASCII. */
 #define PGS_LOCK_KEY "106240213050983"
 
+/* gpuagg_ensure_partition(day): create the day's partition of aggregates
+ * (with fillfactor ff) once, under an advisory lock.  v1 made it with 80,
+ * v2 replaced it with 50 ("Fresh buckets and HOT updates" in
+ * docs/STORAGE.md). */
+#define ENSURE_PARTITION_FN(ff)                                                             \
+    "FUNCTION gpuagg_ensure_partition(day bigint) RETURNS boolean\n"                         \
+    "    LANGUAGE plpgsql AS $$\n"                                                          \
+    "DECLARE\n"                                                                             \
+    "    lo bigint := day * 86400000000000;\n"                                              \
+    "    nm text := 'aggregates_' || to_char(timestamp '1970-01-01' + day * interval '1 day',\n" \
+    "                                        'YYYYMMDD');\n"                                \
+    "BEGIN\n"                                                                               \
+    "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"                             \
+    "    IF EXISTS (SELECT 1 FROM aggregate_partitions WHERE from_ns = lo) THEN\n"          \
+    "        RETURN false;\n"                                                               \
+    "    END IF;\n"                                                                         \
+    "    EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF aggregates '\n"         \
+    "                   'FOR VALUES FROM (%s) TO (%s) WITH (fillfactor = " ff ")',\n"       \
+    "                   nm, lo, lo + 86400000000000);\n"                                    \
+    "    INSERT INTO aggregate_partitions VALUES (nm, lo, lo + 86400000000000);\n"          \
+    "    RETURN true;\n"                                                                    \
+    "END $$;\n"
+
 static const char schema_v1[] =
     "CREATE TABLE methods (\n"
     "    id   smallint PRIMARY KEY,\n"
@@ -87,24 +110,7 @@ static const char schema_v1[] =
     "      FROM aggregates a\n"
     "      JOIN metrics m ON m.id = a.metric\n"
     "      JOIN methods mt ON mt.id = a.method;\n"
-    "CREATE FUNCTION gpuagg_ensure_partition(day bigint) RETURNS boolean\n"
-    "    LANGUAGE plpgsql AS $$\n"
-    "DECLARE\n"
-    "    lo bigint := day * 86400000000000;\n"
-    "    nm text := 'aggregates_' || to_char(timestamp '1970-01-01' + day * interval '1 day',\n"
-    "                                        'YYYYMMDD');\n"
-    "BEGIN\n"
-    "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"
-    "    IF EXISTS (SELECT 1 FROM aggregate_partitions WHERE from_ns = lo) THEN\n"
-    "        RETURN false;\n"
-    "    END IF;\n"
-    /* fillfactor 80: room for HOT updates of the open buckets */
-    "    EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF aggregates '\n"
-    "                   'FOR VALUES FROM (%s) TO (%s) WITH (fillfactor = 80)',\n"
-    "                   nm, lo, lo + 86400000000000);\n"
-    "    INSERT INTO aggregate_partitions VALUES (nm, lo, lo + 86400000000000);\n"
-    "    RETURN true;\n"
-    "END $$;\n"
+    "CREATE " ENSURE_PARTITION_FN("80")
     "CREATE FUNCTION gpuagg_retention(now_ns bigint) RETURNS SETOF text\n"
     "    LANGUAGE plpgsql AS $$\n"
     "DECLARE\n"
@@ -172,23 +178,7 @@ static int seed_methods(PGconn *c, char *err, size_t errlen)
  * (docs/STORAGE.md "Fresh buckets and HOT updates").  Existing partitions
  * get the setting for their future writes. */
 static const char schema_v2[] =
-    "CREATE OR REPLACE FUNCTION gpuagg_ensure_partition(day bigint) RETURNS boolean\n"
-    "    LANGUAGE plpgsql AS $$\n"
-    "DECLARE\n"
-    "    lo bigint := day * 86400000000000;\n"
-    "    nm text := 'aggregates_' || to_char(timestamp '1970-01-01' + day * interval '1 day',\n"
-    "                                        'YYYYMMDD');\n"
-    "BEGIN\n"
-    "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"
-    "    IF EXISTS (SELECT 1 FROM aggregate_partitions WHERE from_ns = lo) THEN\n"
-    "        RETURN false;\n"
-    "    END IF;\n"
-    "    EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF aggregates '\n"
-    "                   'FOR VALUES FROM (%s) TO (%s) WITH (fillfactor = 50)',\n"
-    "                   nm, lo, lo + 86400000000000);\n"
-    "    INSERT INTO aggregate_partitions VALUES (nm, lo, lo + 86400000000000);\n"
-    "    RETURN true;\n"
-    "END $$;\n"
+    "CREATE OR REPLACE " ENSURE_PARTITION_FN("50")
     "DO $$\n"
     "DECLARE r record;\n"
     "BEGIN\n"

@@ -25,6 +25,14 @@ FILE *harness_open_data(const char *env, const char *rel);
 /* Decode hex ("-" = empty) into a malloc'd, NUL-terminated buffer of *n
  * bytes; the caller frees it. */
 uint8_t *harness_unhex(const char *hex, size_t *n);
+/* xorshift64: a small, repeatable generator for test data; *s non-zero. */
+static inline uint64_t harness_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
 
 #define RUN(fn) harness_run(#fn, fn)
 #define CHECK(c) do { if (!(c)) harness_fail(__FILE__, __LINE__, "CHECK(%s)", #c); } while (0)

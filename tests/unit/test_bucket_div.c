@@ -11,10 +11,7 @@ static uint64_t s = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t next(void)
 {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
+    return harness_xorshift(&s);
 }
 
 /* Uniform over magnitudes: a random bit length, then random bits. */

@@ -22,10 +22,7 @@
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return harness_xorshift(&rng);
 }
 
 /* Non-zero values in [-100, 100). */

@@ -15,10 +15,7 @@
 static uint64_t rng = 0x853c49e6748fea9bULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return harness_xorshift(&rng);
 }
 
 struct run {

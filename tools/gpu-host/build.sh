@@ -3,7 +3,7 @@
 # GPU host that lacks libuv / msgpack / libpq (the lent H100 has only the
 # CUDA toolkit): only the objects they need, the CUDA runtime linked
 # statically.  Run here (where nvcc and the build deps are), carry
-# build-gpu/ to the GPU host, run tools/gpu-host/gpu_check.sh there.
+# build-gpu/ to the GPU host, run tools/gpu-host/all_in_one.sh there.
 #   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus}
 set -eu
 cd "$(dirname "$0")/../.."
