@@ -231,6 +231,27 @@ static void eng_run(struct ga_engine *e, int n, void (*fn)(void *ctx, int task),
 
 /* ---- open, close, metrics ----------------------------------------------- */
 
+/* The engine's own memory (not its backends, results or workers); NULL ok. */
+static void free_engine(struct ga_engine *e)
+{
+    if (!e)
+        return;
+    free(e->b);
+    free(e->bstart);
+    free(e->cnt);
+    free(e->failed);
+    free(e->nmetrics);
+    free(e->m);
+    free(e->slot_of);
+    free(e->part);
+    free(e->busy);
+    free(e->frc);
+    free(e->fsecs);
+    free(e->pieces);
+    free(e->w);
+    free(e);
+}
+
 int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
 {
     int rc = GA_EINVAL;
@@ -268,20 +289,7 @@ int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
     *out = e;
     return 0;
 fail:
-    if (e) {
-        free(e->b);
-        free(e->bstart);
-        free(e->cnt);
-        free(e->failed);
-        free(e->nmetrics);
-        free(e->part);
-        free(e->busy);
-        free(e->frc);
-        free(e->fsecs);
-        free(e->pieces);
-        free(e->w);
-        free(e);
-    }
+    free_engine(e);
     for (int i = 0; i < nb; i++)
         if (backends[i])
             backends[i]->ops->close(backends[i]);
@@ -310,22 +318,9 @@ void ga_engine_close(struct ga_engine *e)
     free_sub(e);                      /* page-locked: before the GPUs' backends go */
     for (int i = 0; i < nslots(e); i++)
         e->b[i]->ops->close(e->b[i]);
-    free(e->b);
-    free(e->bstart);
-    free(e->cnt);
-    free(e->failed);
-    free(e->nmetrics);
-    free(e->m);
-    free(e->slot_of);
     for (int i = 0; i <= e->nb; i++)
         ga_result_free(&e->part[i]);
-    free(e->part);
-    free(e->busy);
-    free(e->frc);
-    free(e->fsecs);
-    free(e->pieces);
-    free(e->w);
-    free(e);
+    free_engine(e);
 }
 
 void ga_engine_set_pinned_split(struct ga_engine *e, int on)
