@@ -259,6 +259,20 @@ static int get_granularity(const msgpack_object *args, int64_t *ns, char *err, s
     return 0;
 }
 
+/* rc == 0: hand j to the query thread (fn frees it) and answer later;
+ * otherwise free j and answer rc (err names the reason). */
+static int defer_job(struct ga_ctl_req *req, void (*fn)(void *), void *j, int rc, char *err,
+                     size_t errlen)
+{
+    if (rc == 0 && (rc = ga_ctl_run_blocking(req, fn, j)) < 0)
+        snprintf(err, errlen, "%s", rc == GA_EBUSY ? "too many queries queued" : ga_strerror(rc));
+    if (rc < 0) {
+        free(j);
+        return rc;
+    }
+    return GA_CTL_DEFERRED;
+}
+
 int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
                     msgpack_packer *pk, char *err, size_t errlen)
 {
@@ -290,15 +304,8 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     if (rc == 0) {
         j->req = req;
         j->q = d->query;
-        rc = ga_ctl_run_blocking(req, query_run, j);
-        if (rc < 0)
-            snprintf(err, errlen, "%s", rc == GA_EBUSY ? "too many queries queued" : ga_strerror(rc));
     }
-    if (rc < 0) {
-        free(j);
-        return rc;
-    }
-    return GA_CTL_DEFERRED;
+    return defer_job(req, query_run, j, rc, err, errlen);
 }
 
 /* ---- metrics -------------------------------------------------------------- */
@@ -402,13 +409,6 @@ int ga_ctl_op_metrics(struct ga_daemon *d, const msgpack_object *args, struct ga
     if (rc == 0) {
         j->req = req;
         j->q = d->query;
-        rc = ga_ctl_run_blocking(req, metrics_run, j);
-        if (rc < 0)
-            snprintf(err, errlen, "%s", rc == GA_EBUSY ? "too many queries queued" : ga_strerror(rc));
     }
-    if (rc < 0) {
-        free(j);
-        return rc;
-    }
-    return GA_CTL_DEFERRED;
+    return defer_job(req, metrics_run, j, rc, err, errlen);
 }
