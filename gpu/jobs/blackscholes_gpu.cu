@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "gpu/cuda/cuda_check.cuh"
+#include "gpu/jobs/jb_cuda.cuh"
 #include "gpu/jobs/blackscholes.cuh"
 #include "gpu/jobs/blackscholes_body.cuh"
 
@@ -58,21 +59,6 @@ int grid_for(int64_t work, int *grid)
 
 bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
-int is_device_ptr(const void *p, int *dev)
-{
-    cudaPointerAttributes a;
-    CUDA_CHECK(cudaPointerGetAttributes(&a, p));
-    *dev = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-    return 0;
-}
-
-int dfree(void *p)
-{
-    if (p)
-        CUDA_CHECK(cudaFree(p));
-    return 0;
-}
-
 struct Run {
     float *in[3] = { nullptr, nullptr, nullptr }, *out[2] = { nullptr, nullptr };
     cudaStream_t s = nullptr;
@@ -95,7 +81,7 @@ int run_bs(Run *r, int device, const ga_bs_params *p, const float *const host_in
             return rc;
     } else {
         for (int k = 0; k < 3; k++) {
-            if ((rc = is_device_ptr(host_in[k], &isdev)))
+            if ((rc = jb_is_device_ptr(host_in[k], &isdev)))
                 return rc;
             din[k] = host_in[k];
             if (!isdev) {
@@ -106,7 +92,7 @@ int run_bs(Run *r, int device, const ga_bs_params *p, const float *const host_in
         }
     }
     for (int k = 0; k < 2; k++) {
-        if ((rc = is_device_ptr(host_out[k], &isdev)))
+        if ((rc = jb_is_device_ptr(host_out[k], &isdev)))
             return rc;
         dout[k] = host_out[k];
         if (!isdev) {
@@ -191,9 +177,9 @@ extern "C" int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *
     rc = run_bs(&r, device, p, in, out);
     int frc = 0;
     for (int k = 0; k < 3; k++)
-        frc |= dfree(r.in[k]);
+        frc |= jb_dfree(r.in[k]);
     for (int k = 0; k < 2; k++)
-        frc |= dfree(r.out[k]);
+        frc |= jb_dfree(r.out[k]);
     if (r.s && cudaStreamDestroy(r.s) != cudaSuccess)
         frc = GA_ECUDA;
     if (!rc && frc)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "gpu/cuda/cuda_check.cuh"
+#include "gpu/jobs/jb_cuda.cuh"
 #include "gpu/jobs/dot.cuh"
 
 namespace {
@@ -160,21 +161,6 @@ int launch_b(int block, const T *x, const T *y, int64_t n, Ws *ws, double *out, 
     }
 }
 
-int is_device_ptr(const void *p, int *dev)
-{
-    cudaPointerAttributes a;
-    CUDA_CHECK(cudaPointerGetAttributes(&a, p));
-    *dev = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-    return 0;
-}
-
-int dfree(void *p)
-{
-    if (p)
-        CUDA_CHECK(cudaFree(p));
-    return 0;
-}
-
 struct Run {
     void *dx = nullptr, *dy = nullptr, *ws = nullptr;
     double *dout = nullptr;
@@ -187,7 +173,7 @@ int run_dot(Run *r, int device, const ga_dot_params *p, const void *x, const voi
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking));
     int xdev = 0, ydev = 0, rc;
-    if ((rc = is_device_ptr(x, &xdev)) || (rc = is_device_ptr(y, &ydev)))
+    if ((rc = jb_is_device_ptr(x, &xdev)) || (rc = jb_is_device_ptr(y, &ydev)))
         return rc;
     const void *ux = x, *uy = y;
     if (!xdev) {
@@ -256,7 +242,7 @@ extern "C" int ga_dot_gpu(int device, const struct ga_dot_params *p, const void 
     }
     Run r;
     rc = run_dot(&r, device, p, x, y, out);
-    int frc = dfree(r.dx) | dfree(r.dy) | dfree(r.ws) | dfree(r.dout);
+    int frc = jb_dfree(r.dx) | jb_dfree(r.dy) | jb_dfree(r.ws) | jb_dfree(r.dout);
     if (r.s && cudaStreamDestroy(r.s) != cudaSuccess)
         frc = GA_ECUDA;
     if (!rc && frc)

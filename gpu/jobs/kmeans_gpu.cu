@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_check.cuh"
+#include "gpu/jobs/jb_cuda.cuh"
 #include "gpu/jobs/kmeans.cuh"
 #include "gpu/jobs/kmeans_model.h"
 
@@ -556,13 +557,6 @@ int grid_of(int64_t work)
     return (int)(g < 1 ? 1 : g > 132 * 32 ? 132 * 32 : g);
 }
 
-int dfree(void *p)
-{
-    if (p)
-        CUDA_CHECK(cudaFree(p));
-    return 0;
-}
-
 }  // namespace
 
 struct ga_kmeans_dev {
@@ -610,8 +604,8 @@ extern "C" int ga_kmeans_dev_destroy(struct ga_kmeans_dev *d)
 {
     if (!d)
         return 0;
-    int rc = dfree(d->X) | dfree(d->member) | dfree(d->centres) | dfree(d->psum) | dfree(d->pcount) |
-             dfree(d->st) | dfree(d->hist);
+    int rc = jb_dfree(d->X) | jb_dfree(d->member) | jb_dfree(d->centres) | jb_dfree(d->psum) |
+             jb_dfree(d->pcount) | jb_dfree(d->st) | jb_dfree(d->hist);
     free(d);
     return rc ? GA_ECUDA : 0;
 }
