@@ -458,6 +458,11 @@ static void test_fresh_buckets_and_fallback(void)
         CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * want[k].v + 0.375) * 1000 + 0.5));
     }
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 34);
+    /* migration 2: partitions leave half of each page for HOT rewrites */
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class c JOIN aggregate_partitions p ON p.name = "
+                           "c.relname WHERE 'fillfactor=50' = ANY (c.reloptions)"),
+              pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"));
+    CHECK(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions") >= 1);
     PQfinish(c);
 }
 
