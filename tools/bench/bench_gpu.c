@@ -1,6 +1,6 @@
 /* bench_gpu.c — the CUDA backend's throughput, one table from one run.
  *
- *   bench_gpu [--device D] [--quick] [--cpu-threads T]
+ *   bench_gpu [--device D] [--quick] [--cpu-threads T] [--only kernel|pipeline|ref]
  *
  * Measured in the same run, on the same GPU:
  *   - ceilings: device-to-device copy GB/s (bytes read + written) and pinned
@@ -196,6 +196,7 @@ static const char *human(double v, char *buf)
 int main(int argc, char **argv)
 {
     int dev = 0, quick = 0, cthreads = 16;
+    const char *only = NULL;      /* one part only (profiling); the ceilings always run */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             dev = atoi(argv[++i]);
@@ -203,14 +204,20 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc)
             cthreads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
+                 !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T]\n");
+            fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
+                    "[--only kernel|pipeline|ref]\n");
             return 2;
         }
     }
+    int do_kernel = !only || !strcmp(only, "kernel"), do_pipe = !only || !strcmp(only, "pipeline"),
+        do_ref = !only || !strcmp(only, "ref");
     char b1[32], b2[64];
-    /* 1. ceilings and kernel-only */
-    struct ga_cuda_kbench kb = { .nmetrics = 4096, .npoints_per_metric = quick ? 1024 : 16384,
+    /* 1. ceilings and kernel-only (small when only the ceilings are wanted) */
+    struct ga_cuda_kbench kb = { .nmetrics = 4096, .npoints_per_metric = quick || !do_kernel ? 1024 : 16384,
                                  .step_ns = 10 * NS, .gran_ns = 300 * NS, .repeat = 10 };
     int rc = ga_cuda_kernel_bench(dev, &kb);
     if (rc) {
@@ -229,7 +236,7 @@ int main(int argc, char **argv)
         { "kernel: median + 90pct", kb.sort_s, kb.legacy_s[2], ">= 5 G/s", 5e9 },
         { "kernel: rate:mean,sum,std,max", kb.rate_s, kb.legacy_s[3], "", 0 },
     };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; do_kernel && i < 4; i++) {
         for (int leg = 0; leg < 2; leg++) {
             double sec = leg ? kr[i].legacy_s : kr[i].s;
             double rsec = leg ? kb.legacy_rows_s[i] : kb.rows_s[i];
@@ -250,7 +257,7 @@ int main(int argc, char **argv)
      * at 1 day (buckets longer than 1/8 of the tiled kernel's buffer: read
      * from global memory, as in the legacy kernel) */
     int64_t kgrans[3] = { 60 * NS, 3600 * NS, 86400 * NS };
-    for (int gi = 0; gi < 3; gi++) {
+    for (int gi = 0; do_kernel && gi < 3; gi++) {
         struct ga_cuda_kbench kg = { .nmetrics = kb.nmetrics, .npoints_per_metric = kb.npoints_per_metric,
                                      .step_ns = kb.step_ns, .gran_ns = kgrans[gi], .repeat = kb.repeat,
                                      .basic_only = 1 };
@@ -275,22 +282,24 @@ int main(int argc, char **argv)
             add_row(what, pps, b2, "");
         }
     }
-    struct ga_cuda_kbench ref = { .nmetrics = 1, .npoints_per_metric = 6291456, .step_ns = 5 * NS,
-                                  .gran_ns = 35 * NS, .repeat = 20 };
-    rc = ga_cuda_kernel_bench(dev, &ref);
-    if (rc) {
-        fprintf(stderr, "bench_gpu: reference kernel bench: %s\n", ga_strerror(rc));
-        return 1;
+    if (do_ref) {
+        struct ga_cuda_kbench ref = { .nmetrics = 1, .npoints_per_metric = 6291456, .step_ns = 5 * NS,
+                                      .gran_ns = 35 * NS, .repeat = 20 };
+        rc = ga_cuda_kernel_bench(dev, &ref);
+        if (rc) {
+            fprintf(stderr, "bench_gpu: reference kernel bench: %s\n", ga_strerror(rc));
+            return 1;
+        }
+        snprintf(b2, sizeof b2, "%.3f ms (published: 10.4 ms, older GPU)", ref.sum_s * 1e3);
+        add_row("reference, kernel: 6,291,456 pts, 5 s -> 35 s, sum", 6291456.0 / ref.sum_s, b2, "");
     }
-    snprintf(b2, sizeof b2, "%.3f ms (published: 10.4 ms, older GPU)", ref.sum_s * 1e3);
-    add_row("reference, kernel: 6,291,456 pts, 5 s -> 35 s, sum", 6291456.0 / ref.sum_s, b2, "");
 
     /* 2. pipeline, GPU and CPU backends on the same batches */
     uint32_t nmet = 10000;
     size_t bn = quick ? 400000 : 4000000;
     int nb = quick ? 3 : 6;
     struct load l, lp;
-    if (make_load(&l, bn, nb, nmet, 10 * NS, 1) || make_load(&lp, bn, nb, nmet, 10 * NS, 0)) {
+    if (do_pipe && (make_load(&l, bn, nb, nmet, 10 * NS, 1) || make_load(&lp, bn, nb, nmet, 10 * NS, 0))) {
         fprintf(stderr, "bench_gpu: out of memory\n");
         return 1;
     }
@@ -302,7 +311,7 @@ int main(int argc, char **argv)
     };
     int64_t grans[] = { 60 * NS, 3600 * NS };
     double pts_timed = (double)bn * (nb - 1);
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; do_pipe && s < 3; s++) {
         struct ga_policy p;
         policy(&p, grans, 2, sets[s].ms, sets[s].nm);
         struct ga_backend *g = NULL, *c = NULL;
@@ -361,11 +370,13 @@ int main(int argc, char **argv)
             add_row(what, pts_timed / sp, b2, "");
         }
     }
-    free_load(&l);
-    free_load(&lp);
+    if (do_pipe) {
+        free_load(&l);
+        free_load(&lp);
+    }
 
     /* 3. the reference case through feed(): one metric, one batch */
-    {
+    if (do_ref) {
         size_t n = 6291456;
         struct load r;
         if (make_load(&r, n, 1, 1, 5 * NS, 1)) {
