@@ -56,6 +56,10 @@ void ga_cuda_host_free(void *p);
 struct ga_cuda_feed_stats {
     double upload_s, sort_s, merge_s, buckets_s, download_s, rebuild_s, total_s;
     uint64_t points, aggs, late, pool_points;
+    /* the same stages as the compute stream ran them (CUDA events): upload
+     * and classify, sort and dedupe, merge, bucket tasks (and median sort),
+     * the rows kernels, the pool rebuild; 0 in emulation */
+    double gpu_upload_s, gpu_sort_s, gpu_merge_s, gpu_buckets_s, gpu_rows_s, gpu_rebuild_s;
 };
 /* 0, or GA_EINVAL when b is not a CUDA backend. */
 int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);

@@ -88,6 +88,7 @@ struct ga_engine {
     void *sub_block;                  /* ts, then value, then metric, cap_sub each */
     int sub_pinned;                   /* sub_block from ga_cuda_host_alloc */
     int want_pinned;                  /* a CUDA backend: split into page-locked memory */
+    int has_cuda;                     /* results in page-locked memory (ga_result.want_pinned) */
     uint32_t *sub_metric;
     int64_t *sub_ts;
     double *sub_value;
@@ -282,7 +283,9 @@ int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
     e->nb = nb;
     for (int i = 0; i < nb; i++)
         if (strcmp(backends[i]->ops->name, "cuda") == 0)
-            e->want_pinned = 1;
+            e->want_pinned = e->has_cuda = 1;
+    for (int i = 0; i <= nb; i++)
+        e->part[i].want_pinned = e->has_cuda;
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     e->ncpu = nc > 0 ? (int)nc : 1;
     e->rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(LATE_LOG_INTERVAL_NS);
@@ -757,6 +760,8 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
     int rc = 0;
     double t0 = now_s(), t_split = t0, t_fed;
     e->times = (struct ga_engine_feed_times){ .nslots = nslots(e) };
+    if (e->has_cuda)
+        out->want_pinned = 1;         /* the first GPU's rows land there straight from it */
     if (e->nb == 1 && !e->failed[0]) {
         /* one backend serves every metric (the fallback none yet): no split */
         rc = feed_one(e, 0, pts, out);

@@ -60,12 +60,19 @@ struct ga_late {
 };
 
 /* Output of a feed.  The caller owns it, resets it with ga_result_reset()
- * between feeds (keeps the memory), frees it with ga_result_free(). */
+ * between feeds (keeps the memory), frees it with ga_result_free().
+ * want_pinned: keep aggs in page-locked memory (ga_cuda_host_alloc; from
+ * the next growth on), into which a CUDA backend copies its rows straight
+ * from the GPU instead of through its own pinned buffer and a second host
+ * copy; where page-locked memory is refused (no GPU, limits) aggs fall back
+ * to malloc; aggs_pinned says which one they are in now.  The engine sets
+ * it when it has a CUDA backend. */
 struct ga_result {
     struct ga_agg *aggs;
     size_t naggs, cap_aggs;
     struct ga_late *late;
     size_t nlate, cap_late;
+    int want_pinned, aggs_pinned;
 };
 
 void ga_result_reset(struct ga_result *r);
@@ -112,7 +119,23 @@ struct ga_backend_ops {
                       const struct ga_window *w);
     /* Forget a metric. */
     void (*metric_drop)(struct ga_backend *b, uint32_t metric);
+    /* Close; feeds still in flight are dropped (their rows never counted). */
     void (*close)(struct ga_backend *b);
+    /* Optional (NULL: only feed), the CUDA backend's two halves of feed:
+     * feed_start does all of it but wait for the rows to arrive — on 0 the
+     * batch is applied (pts may be reused), out has room reserved and the
+     * rows are on their way; feed_wait waits for the oldest started feed
+     * and appends its rows and late points to its out (out->naggs, nlate
+     * grow only there).  Up to two feeds in flight, each into its own out:
+     * start batch k + 1, then wait for batch k, and k + 1's upload and
+     * kernels overlap k's rows coming back.  feed_start: 0 or as feed, and
+     * GA_EBUSY with two in flight, GA_EINVAL when out is the out of the
+     * one in flight.  feed_wait: 0, GA_ENOENT (none in flight) or GA_ECUDA
+     * (the copy failed: the batch is applied but its rows are lost — a
+     * sticky device failure in practice, for the engine's failover and the
+     * journal replay).  feed itself first waits for the feeds in flight. */
+    int (*feed_start)(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out);
+    int (*feed_wait)(struct ga_backend *b);
 };
 
 struct ga_backend {
@@ -151,7 +174,8 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
  * are counted (stats, per metric) and logged, rate-limited.  0 or GA_E*; on
  * failure with several backends (fed at the same time), every other
  * backend's share of the batch stays applied, and the output of the
- * backends before the failing one (in that order) stays in out. */
+ * backends before the failing one (in that order) stays in out.  With a
+ * CUDA backend it sets out->want_pinned (struct ga_result). */
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);

@@ -1,6 +1,9 @@
 /* result.c — ga_result helpers (see engine.h). */
 #include <stdlib.h>
 
+#include <string.h>
+
+#include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
 
@@ -10,20 +13,35 @@ void ga_result_reset(struct ga_result *r)
     r->nlate = 0;
 }
 
+static void free_aggs(struct ga_result *r)
+{
+    if (r->aggs_pinned)
+        ga_cuda_host_free(r->aggs);
+    else
+        free(r->aggs);
+}
+
 void ga_result_free(struct ga_result *r)
 {
-    free(r->aggs);
+    int want = r->want_pinned;
+    free_aggs(r);
     free(r->late);
-    *r = (struct ga_result){ 0 };
+    *r = (struct ga_result){ .want_pinned = want };
+}
+
+static size_t grown(size_t cap, size_t need)
+{
+    size_t c = cap ? cap : 256;
+    while (c < need)
+        c += c / 2;
+    return c;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c += c / 2;
+    size_t c = grown(*cap, need);
     void *q = realloc(*p, c * elem);
     if (!q)
         return GA_ENOMEM;
@@ -32,9 +50,30 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+/* Page-locked memory cannot be realloc'd: a new block, the rows copied. */
+static int grow_aggs(struct ga_result *r, size_t need)
+{
+    if (need <= r->cap_aggs)
+        return 0;
+    if (!r->want_pinned && !r->aggs_pinned)
+        return grow((void **)&r->aggs, &r->cap_aggs, need, sizeof *r->aggs);
+    size_t c = grown(r->cap_aggs, need);
+    void *q = NULL;
+    int pinned = r->want_pinned && ga_cuda_host_alloc(&q, c * sizeof *r->aggs) == 0;
+    if (!pinned && !(q = malloc(c * sizeof *r->aggs)))
+        return GA_ENOMEM;
+    if (r->naggs)
+        memcpy(q, r->aggs, r->naggs * sizeof *r->aggs);
+    free_aggs(r);
+    r->aggs = q;
+    r->cap_aggs = c;
+    r->aggs_pinned = pinned;
+    return 0;
+}
+
 int ga_result_reserve(struct ga_result *r, size_t more_aggs, size_t more_late)
 {
-    if (grow((void **)&r->aggs, &r->cap_aggs, r->naggs + more_aggs, sizeof *r->aggs) ||
+    if (grow_aggs(r, r->naggs + more_aggs) ||
         grow((void **)&r->late, &r->cap_late, r->nlate + more_late, sizeof *r->late))
         return GA_ENOMEM;
     return 0;
@@ -42,7 +81,7 @@ int ga_result_reserve(struct ga_result *r, size_t more_aggs, size_t more_late)
 
 int ga_result_push_agg(struct ga_result *r, const struct ga_agg *a)
 {
-    if (grow((void **)&r->aggs, &r->cap_aggs, r->naggs + 1, sizeof *r->aggs))
+    if (grow_aggs(r, r->naggs + 1))
         return GA_ENOMEM;
     r->aggs[r->naggs++] = *a;
     return 0;

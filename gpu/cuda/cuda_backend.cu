@@ -31,12 +31,33 @@
 #define AUTO_TILED_ROWS 3
 #define RING_MAX 8
 #define ROW_CHUNKS 4
+#define NMARKS 7
+// Rows of a feed in flight go to the host in pieces of at most this, one
+// piece before each count the next feed reads back: a count's copy queues
+// behind the pieces already on the copy engine, so each waits for one piece
+// (about 0.3 ms at 55 GB/s), not for the whole of the rows (docs/GPU.md).
+#define PIECE_BYTES ((size_t)16 << 20)
 
 namespace {
 
 struct dbuf {
     void *p;
     size_t cap;                   // bytes
+};
+
+// A feed whose rows are still on their way to the host (feed_start ..
+// feed_wait): its device rows and late points, and their pinned staging,
+// are the slot's, so the next feed computes into the other slot meanwhile.
+struct inflight {
+    struct ga_result *out;
+    uint64_t R, L;
+    int direct;                   // rows DMA'd into out->aggs (else pin_rows[slot])
+    int slot;
+    double t0;                    // when its feed_start began
+    char *dst;                    // the rows' way home: R rows from src to dst,
+    const char *src;              // `sent` bytes of them on the copy engine so far
+    size_t bytes, sent;
+    int sent_all;                 // ev_done[slot] recorded after the last piece
 };
 
 struct cuda_backend {
@@ -46,12 +67,16 @@ struct cuda_backend {
     gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
     cudaStream_t s_h2d, s_d2h;
-    cudaEvent_t ev_in[RING_MAX], ev_late, ev_rows[ROW_CHUNKS];
+    cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2];
+    cudaEvent_t ev_mark[NMARKS];  // stage boundaries on the compute stream (timed)
     size_t chunk;
     int ring;
     void *pin_in[RING_MAX];       // chunk * (4 + 8 + 8) bytes each
-    dbuf pin_rows, pin_late;      // pinned (host memory in emulation)
+    dbuf pin_rows[2], pin_late[2];  // per slot; pinned (host memory in emulation)
     uint64_t *pin_scalar;         // 8 counters
+    uint64_t *pin_hb;             // ROW_CHUNKS + 1 row boundaries
+    inflight fl[2];               // feeds in flight, oldest first
+    int nfl, slot;                // how many; the slot the next feed uses
     // host tables
     struct agg_pol *pols;
     int npols, cap_pols, D;
@@ -72,9 +97,9 @@ struct cuda_backend {
     uint64_t pool_n;
     // per-feed device buffers
     dbuf in_metric, in_ts, in_val, reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
-    dbuf late_idx, late, keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
+    dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
-        row_off, tasks, cut, slot_t, tmin, sortlen, sortoff, unsorted, sorted, rows, bnd, small;
+        row_off, tasks, cut, slot_t, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -235,10 +260,41 @@ int sync_stream(cuda_backend *cb, cudaStream_t s)
     return 0;
 }
 
-// Read one device counter (waits for the compute stream).
+// Send up to `budget` more bytes of the in-flight feeds' rows, oldest
+// first, on s_d2h; record a feed's ev_done once its last piece is queued.
+int pump(cuda_backend *cb, size_t budget)
+{
+    for (int i = 0; i < cb->nfl; i++) {
+        inflight *fl = &cb->fl[i];
+        while (fl->sent < fl->bytes && budget) {
+            size_t k = fl->bytes - fl->sent;
+            k = k < budget ? k : budget;
+            int rc = cp(cb, fl->dst + fl->sent, fl->src + fl->sent, k, cudaMemcpyDeviceToHost, cb->s_d2h);
+            if (rc)
+                return rc;
+            fl->sent += k;
+            budget -= k;
+        }
+        if (fl->sent == fl->bytes && !fl->sent_all) {
+            if (!cb->emu)
+                CUDA_CHECK(cudaEventRecord(cb->ev_done[fl->slot], cb->s_d2h));
+            fl->sent_all = 1;
+        }
+        if (!fl->sent_all)
+            break;                // budget spent
+    }
+    return 0;
+}
+
+// Read one device counter (waits for the compute stream).  Its copy queues
+// behind the rows on their way home (one piece of them, sent first), and a
+// feed's counts are all read before its own rows are sent.
 int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
 {
-    int rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
+    int rc = pump(cb, PIECE_BYTES);
+    if (rc)
+        return rc;
+    rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
     if (!rc)
@@ -248,7 +304,10 @@ int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
 
 int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
 {
-    int rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
+    int rc = pump(cb, PIECE_BYTES);
+    if (rc)
+        return rc;
+    rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
     if (!rc)
@@ -677,13 +736,24 @@ int bits_for(uint64_t v)
 }
 
 // The feed up to the rows and the next pool; nothing visible changes.
-int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uint64_t *L_out,
-             uint64_t *total_out, int *changed)
+// Everything of a feed but waiting for its rows: on return (0) the rows and
+// late points are on their way on s_d2h into fl's slot (ev_done[slot] marks
+// the end), room for them is reserved in fl->out, and the next pool is
+// built; *changed says whether it is to be swapped in.  The rows land in
+// out->aggs[out->naggs..] straight from the GPU when out keeps them in
+// page-locked memory (fl->direct), else in pin_rows[slot].
+int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64_t *total_out,
+             int *changed)
 {
     size_t n = pts->n, S = cb->nslots ? cb->nslots : 1, D = (size_t)(cb->D ? cb->D : 1);
     double t0 = now_s();
+    int sl = fl->slot;
+    TRY(record(cb, cb->ev_mark[0], cb->x.s));
+    struct ga_result *out = fl->out;
+    dbuf *late = &cb->late[sl], *pin_late = &cb->pin_late[sl];
+    dbuf *rows = &cb->rows[sl], *pin_rows = &cb->pin_rows[sl];
     *changed = 0;
-    *R_out = *L_out = 0;
+    fl->R = fl->L = 0;
     TRY(sync_tables(cb));
     RES(in_metric, n * 4, 0);
     RES(in_ts, n * 8, 0);
@@ -710,21 +780,22 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
     TRY(gk_select_idx(&cb->x, f.reason, B(late_idx, uint32_t), d_cnt, n));
     TRY(rd32(cb, d_cnt, &L));
     double t1 = now_s();
+    TRY(record(cb, cb->ev_mark[1], cb->x.s));
     cb->st.upload_s = t1 - t0;
     if (L) {
-        RES(late, L * sizeof(struct ga_late), 0);
-        TRY(pres(cb, &cb->pin_late, L * sizeof(struct ga_late)));
+        TRY(dres(cb, late, L * sizeof(struct ga_late), 0));
+        TRY(pres(cb, pin_late, L * sizeof(struct ga_late)));
         fill(cb, &f);
-        TRY(gk_late_rows(&cb->x, &f, B(late_idx, uint32_t), L, B(late, struct ga_late)));
+        TRY(gk_late_rows(&cb->x, &f, B(late_idx, uint32_t), L, (struct ga_late *)late->p));
         TRY(record(cb, cb->ev_late, cb->x.s));
         TRY(wait_ev(cb, cb->s_d2h, cb->ev_late));
-        TRY(cp(cb, cb->pin_late.p, cb->late.p, L * sizeof(struct ga_late), cudaMemcpyDeviceToHost,
+        TRY(cp(cb, pin_late->p, late->p, L * sizeof(struct ga_late), cudaMemcpyDeviceToHost,
                cb->s_d2h));
     }
-    *L_out = L;
+    fl->L = L;
     uint64_t A = n - L;
     if (!A)
-        return sync_stream(cb, cb->s_d2h);
+        return ga_result_reserve(out, 0, L);      // no rows: fl->bytes 0
 
     // Order by (slot, ts, arrival): ts first, then a stable sort by slot that
     // sends the rejected points (slot = nslots) to the end.
@@ -750,6 +821,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
     TRY(gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), d_cnt, U));
     TRY(rd32(cb, d_cnt, &T));
     double t2 = now_s();
+    TRY(record(cb, cb->ev_mark[2], cb->x.s));
     cb->st.sort_s = t2 - t1;
 
     // Merge with the windows.
@@ -780,6 +852,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
     TRY(gk_merge_place(&cb->x, &f, U, T, O));
     TRY(gk_contexts(&cb->x, &f, T));
     double t3 = now_s();
+    TRY(record(cb, cb->ev_mark[3], cb->x.s));
     cb->st.merge_s = t3 - t2;
 
     // Bucket tasks, then the rows.
@@ -814,16 +887,22 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
         TRY(gk_segsort_f64(&cb->x, B(unsorted, double), B(sorted, double), NS, B(sortoff, uint64_t),
                            2 * ntasks));
     }
-    RES(rows, (R + 1) * sizeof(struct ga_agg), 0);
-    RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
-    TRY(pres(cb, &cb->pin_rows, (R + 1) * sizeof(struct ga_agg) + (ROW_CHUNKS + 1) * 8));
+    TRY(dres(cb, rows, (R + 1) * sizeof(struct ga_agg), 0));
+    TRY(ga_result_reserve(out, R, L));
+    fl->direct = out->aggs_pinned || cb->emu;   // emulation: any memory will do
+    if (!fl->direct)
+        TRY(pres(cb, pin_rows, (R + 1) * sizeof(struct ga_agg)));
+    struct ga_agg *dst = fl->direct ? out->aggs + out->naggs : (struct ga_agg *)pin_rows->p;
+    struct ga_agg *drows = (struct ga_agg *)rows->p;
     size_t per = (ntasks + ROW_CHUNKS - 1) / ROW_CHUNKS;
     per = per ? per : 1;
-    uint64_t *hb = (uint64_t *)((char *)cb->pin_rows.p + (R + 1) * sizeof(struct ga_agg));
+    uint64_t *hb = cb->pin_hb;
+    RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
     TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
     TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
     TRY(sync_stream(cb, cb->x.s));
     double t4 = now_s();
+    TRY(record(cb, cb->ev_mark[4], cb->x.s));
     for (int k = 0; k < ROW_CHUNKS; k++) {
         size_t a = k * per, z = (k + 1) * per;
         a = a < ntasks ? a : ntasks;
@@ -832,65 +911,121 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, uint64_t *R_out, uin
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.legacy = hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
         TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
-                           B(rows, struct ga_agg), &cfg));
-        TRY(record(cb, cb->ev_rows[k], cb->x.s));
-        TRY(wait_ev(cb, cb->s_d2h, cb->ev_rows[k]));
-        TRY(cp(cb, (struct ga_agg *)cb->pin_rows.p + hb[k], B(rows, struct ga_agg) + hb[k],
-               (hb[k + 1] - hb[k]) * sizeof(struct ga_agg), cudaMemcpyDeviceToHost, cb->s_d2h));
+                           drows, &cfg));
     }
-    *R_out = R;
-    // The next pool, while the rows travel.
+    TRY(record(cb, cb->ev_mark[5], cb->x.s));
+    // The next pool; its count is read before any of this feed's rows is
+    // sent (they would hold the count's copy up behind them).
     TRY(rebuild(cb, T, total_out));
+    TRY(record(cb, cb->ev_mark[6], cb->x.s));
     TRY(sync_stream(cb, cb->x.s));
     double t5 = now_s();
-    TRY(sync_stream(cb, cb->s_d2h));
-    double t6 = now_s();
+    // The rows go home in pieces: before each count the next feed reads,
+    // or all at once in feed_wait (pump).
+    fl->R = R;
+    fl->dst = (char *)dst;
+    fl->src = (const char *)drows;
+    fl->bytes = R * sizeof(struct ga_agg);
+    if (!cb->emu) {
+        double *g[] = { &cb->st.gpu_upload_s, &cb->st.gpu_sort_s, &cb->st.gpu_merge_s,
+                        &cb->st.gpu_buckets_s, &cb->st.gpu_rows_s, &cb->st.gpu_rebuild_s };
+        for (int i = 0; i < NMARKS - 1; i++) {
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, cb->ev_mark[i], cb->ev_mark[i + 1]));
+            *g[i] = ms * 1e-3;
+        }
+    }
     cb->st.buckets_s = t4 - t3;
     cb->st.rebuild_s = t5 - t4;
-    cb->st.download_s = t6 - t5;
     *changed = 1;
+    return 0;
+}
+
+// Leave no copy in flight into buffers a retry may reuse (after a failed
+// feed_gpu; the feeds already in flight complete, and stay to be waited for).
+void drain(cuda_backend *cb)
+{
+    if (!cb->emu) {
+        cudaStreamSynchronize(cb->s_h2d);
+        cudaStreamSynchronize(cb->s_d2h);
+        cudaStreamSynchronize(cb->x.s);
+    }
+}
+
+int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (cb->nfl == 2)
+        return GA_EBUSY;
+    if (use_device(cb))
+        return GA_ECUDA;
+    if (pts->n >= UINT32_MAX)
+        return GA_ETOOBIG;
+    if (cb->nfl && cb->fl[0].out == out)
+        return GA_EINVAL;         // its rows are still coming into out's free room
+    inflight *fl = &cb->fl[cb->nfl];
+    *fl = inflight{ out, 0, 0, 0, cb->slot, now_s(), NULL, NULL, 0, 0, 0 };
+    if (pts->n == 0) {
+        cb->nfl++;                // nothing to wait for, but waited for in order
+        cb->slot = 1 - cb->slot;
+        return 0;
+    }
+    uint64_t total = 0;
+    int changed = 0;
+    int rc = feed_gpu(cb, pts, fl, &total, &changed);
+    if (rc) {
+        drain(cb);
+        return rc;
+    }
+    if (changed)
+        commit(cb, total);
+    cb->nfl++;
+    cb->slot = 1 - cb->slot;
+    cb->st.points = pts->n;
+    cb->st.pool_points = cb->pool_n;
+    return 0;
+}
+
+int cu_feed_wait(struct ga_backend *b)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (!cb->nfl)
+        return GA_ENOENT;
+    if (use_device(cb))
+        return GA_ECUDA;
+    double t0 = now_s();
+    int rc = pump(cb, cb->fl[0].bytes - cb->fl[0].sent);     // the rest of its rows
+    if (rc)
+        return rc;
+    inflight fl = cb->fl[0];
+    if (!cb->emu)
+        CUDA_CHECK(cudaEventSynchronize(cb->ev_done[fl.slot]));
+    cb->fl[0] = cb->fl[1];
+    cb->nfl--;
+    struct ga_result *out = fl.out;
+    if (fl.R && !fl.direct)
+        par_memcpy(out->aggs + out->naggs, cb->pin_rows[fl.slot].p, fl.R * sizeof *out->aggs);
+    out->naggs += fl.R;
+    if (fl.L)
+        memcpy(out->late + out->nlate, cb->pin_late[fl.slot].p, fl.L * sizeof *out->late);
+    out->nlate += fl.L;
+    cb->st.aggs = fl.R;
+    cb->st.late = fl.L;
+    cb->st.download_s = now_s() - t0;
+    cb->st.total_s = now_s() - fl.t0;
     return 0;
 }
 
 int cu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     cuda_backend *cb = (cuda_backend *)b;
-    if (use_device(cb))
-        return GA_ECUDA;
-    if (pts->n == 0)
-        return 0;
-    if (pts->n >= UINT32_MAX)
-        return GA_ETOOBIG;
-    double t0 = now_s();
-    uint64_t R = 0, L = 0, total = 0;
-    int changed = 0;
-    int rc = feed_gpu(cb, pts, &R, &L, &total, &changed);
-    if (rc) {
-        // Leave no copy in flight into buffers a retry may reuse.
-        if (!cb->emu) {
-            cudaStreamSynchronize(cb->s_h2d);
-            cudaStreamSynchronize(cb->s_d2h);
-            cudaStreamSynchronize(cb->x.s);
-        }
-        return rc;
+    while (cb->nfl) {             // feeds started before: theirs first
+        int rc = cu_feed_wait(b);
+        if (rc)
+            return rc;
     }
-    rc = ga_result_reserve(out, R, L);
-    if (rc)
-        return rc;
-    if (R)
-        par_memcpy(out->aggs + out->naggs, cb->pin_rows.p, R * sizeof *out->aggs);
-    out->naggs += R;
-    if (L)
-        memcpy(out->late + out->nlate, cb->pin_late.p, L * sizeof *out->late);
-    out->nlate += L;
-    if (changed)
-        commit(cb, total);
-    cb->st.points = pts->n;
-    cb->st.aggs = R;
-    cb->st.late = L;
-    cb->st.pool_points = cb->pool_n;
-    cb->st.total_s = now_s() - t0;
-    return 0;
+    int rc = cu_feed_start(b, pts, out);
+    return rc ? rc : cu_feed_wait(b);
 }
 
 void cu_close(struct ga_backend *b)
@@ -904,21 +1039,24 @@ void cu_close(struct ga_backend *b)
                     &cb->d_w_off[0], &cb->d_w_off[1], &cb->d_w_n[0], &cb->d_w_n[1], &cb->d_pts[0],
                     &cb->d_pts[1], &cb->d_pval[0], &cb->d_pval[1], &cb->in_metric, &cb->in_ts,
                     &cb->in_val, &cb->reason, &cb->slot_of, &cb->key64a, &cb->key64b, &cb->idxa,
-                    &cb->idxb, &cb->key32a, &cb->key32b, &cb->late_idx, &cb->late, &cb->keep,
+                    &cb->idxb, &cb->key32a, &cb->key32b, &cb->late_idx, &cb->late[0], &cb->late[1], &cb->keep,
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->cut,
                     &cb->slot_t, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
-                    &cb->rows, &cb->bnd, &cb->small };
+                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->small };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         dfree(cb, all[i]);
     if (cb->emu) {
-        free(cb->pin_rows.p);
-        free(cb->pin_late.p);
+        for (int i = 0; i < 2; i++) {
+            free(cb->pin_rows[i].p);
+            free(cb->pin_late[i].p);
+        }
         free(cb->pin_scalar);
+        free(cb->pin_hb);
     } else {
         if (cb->x.tmp)
             cudaFree(cb->x.tmp);
@@ -928,17 +1066,23 @@ void cu_close(struct ga_backend *b)
             if (cb->ev_in[i])
                 cudaEventDestroy(cb->ev_in[i]);
         }
-        for (int i = 0; i < ROW_CHUNKS; i++)
-            if (cb->ev_rows[i])
-                cudaEventDestroy(cb->ev_rows[i]);
         if (cb->ev_late)
             cudaEventDestroy(cb->ev_late);
-        if (cb->pin_rows.p)
-            cudaFreeHost(cb->pin_rows.p);
-        if (cb->pin_late.p)
-            cudaFreeHost(cb->pin_late.p);
+        for (int i = 0; i < NMARKS; i++)
+            if (cb->ev_mark[i])
+                cudaEventDestroy(cb->ev_mark[i]);
+        for (int i = 0; i < 2; i++) {
+            if (cb->ev_done[i])
+                cudaEventDestroy(cb->ev_done[i]);
+            if (cb->pin_rows[i].p)
+                cudaFreeHost(cb->pin_rows[i].p);
+            if (cb->pin_late[i].p)
+                cudaFreeHost(cb->pin_late[i].p);
+        }
         if (cb->pin_scalar)
             cudaFreeHost(cb->pin_scalar);
+        if (cb->pin_hb)
+            cudaFreeHost(cb->pin_hb);
         if (cb->x.s)
             cudaStreamDestroy(cb->x.s);
         if (cb->s_h2d)
@@ -958,6 +1102,7 @@ void cu_close(struct ga_backend *b)
 
 const struct ga_backend_ops cuda_ops = {
     "cuda", cu_metric_add, cu_feed, cu_window_get, cu_window_put, cu_metric_drop, cu_close,
+    cu_feed_start, cu_feed_wait,
 };
 
 int setup_gpu(cuda_backend *cb)
@@ -970,10 +1115,13 @@ int setup_gpu(cuda_backend *cb)
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_in[i], cudaEventDisableTiming));
         CUDA_CHECK(cudaHostAlloc(&cb->pin_in[i], cb->chunk * 20, cudaHostAllocDefault));
     }
-    for (int i = 0; i < ROW_CHUNKS; i++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_rows[i], cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_late, cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_done[i], cudaEventDisableTiming));
+    for (int i = 0; i < NMARKS; i++)
+        CUDA_CHECK(cudaEventCreate(&cb->ev_mark[i]));
     CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, cudaHostAllocDefault));
+    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, (ROW_CHUNKS + 1) * 8, cudaHostAllocDefault));
     return 0;
 }
 
@@ -1024,7 +1172,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     int rc = 0;
     if (cb->emu) {
         cb->pin_scalar = (uint64_t *)calloc(8, sizeof *cb->pin_scalar);
-        if (!cb->pin_scalar)
+        cb->pin_hb = (uint64_t *)calloc(ROW_CHUNKS + 1, sizeof *cb->pin_hb);
+        if (!cb->pin_scalar || !cb->pin_hb)
             rc = GA_ENOMEM;
     } else {
         rc = setup_gpu(cb);

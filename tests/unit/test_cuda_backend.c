@@ -142,7 +142,9 @@ static int compare_windows(const char *what, struct ga_backend *g, struct ga_bac
 
 #define MAXM 12
 
-static void one_trial(int trial)
+/* async: feed_start batch k, then feed_wait for batch k - 1 (two results
+ * in turn), as a pipelined caller does; else feed(). */
+static void one_trial(int trial, int async)
 {
     struct ga_backend *g, *c;
     CHECK_INT(open_gpu(&g), 0);
@@ -156,7 +158,8 @@ static void one_trial(int trial)
         CHECK_INT(g->ops->metric_add(g, ids[m], &pol[m]), 0);
         CHECK_INT(c->ops->metric_add(c, ids[m], &pol[m]), 0);
     }
-    struct ga_result rg = { 0 }, rc = { 0 };
+    struct ga_result rga[2] = { { 0 }, { 0 } }, rca[2] = { { 0 }, { 0 } };
+    rga[0].want_pinned = rga[1].want_pinned = (int)(rnd() % 2);  /* rows straight from the GPU, or staged */
     int64_t now = rnd_in(1600000000, 1700000000) * SEC + rnd_in(0, SEC);
     int nbatch = (int)rnd_in(1, 8);
     size_t cap = 3000;
@@ -187,14 +190,33 @@ static void one_trial(int trial)
                 mid[i] = 999;                         /* unknown */
         }
         now += spread;
-        ga_result_reset(&rg);
-        ga_result_reset(&rc);
+        int k = async ? bi % 2 : 0;
+        struct ga_result *rg = &rga[k], *rc = &rca[k];
+        if (rnd() % 4) {          /* else append behind the rows of two batches ago */
+            ga_result_reset(rg);
+            ga_result_reset(rc);
+        }
         struct ga_points p = { n, mid, ts, val };
-        CHECK_INT(g->ops->feed(g, &p, &rg), 0);
-        CHECK_INT(c->ops->feed(c, &p, &rc), 0);
         char what[64];
         snprintf(what, sizeof what, "trial %d batch %d", trial, bi);
-        if (compare(what, &rg, &rc) || compare_windows(what, g, c, ids, nmet))
+        if (async) {
+            CHECK_INT(g->ops->feed_start(g, &p, rg), 0);
+            if (bi) {
+                CHECK_INT(g->ops->feed_start(g, &p, &rga[1 - k]), GA_EBUSY);   /* two in flight */
+                CHECK_INT(g->ops->feed_wait(g), 0);                           /* batch bi - 1 */
+                snprintf(what, sizeof what, "trial %d batch %d (async)", trial, bi - 1);
+                if (compare(what, &rga[1 - k], &rca[1 - k]))
+                    break;
+            } else {
+                CHECK_INT(g->ops->feed_start(g, &p, rg), GA_EINVAL);          /* its out in flight */
+            }
+        } else {
+            CHECK_INT(g->ops->feed(g, &p, rg), 0);
+        }
+        CHECK_INT(c->ops->feed(c, &p, rc), 0);
+        if (!async && rg->want_pinned && rg->naggs)
+            CHECK_INT(rg->aggs_pinned, !use_emu);
+        if ((!async && compare(what, rg, rc)) || compare_windows(what, g, c, ids, nmet))
             break;
         if (rnd() % 6 == 0) {                          /* drop and re-add one metric */
             int m = (int)rnd_in(0, nmet - 1);
@@ -204,11 +226,16 @@ static void one_trial(int trial)
             CHECK_INT(c->ops->metric_add(c, ids[m], &pol[m]), 0);
         }
     }
+    if (async && g->ops->feed_wait(g) == 0)           /* the last batch */
+        compare("async last batch", &rga[(nbatch - 1) % 2], &rca[(nbatch - 1) % 2]);
+    CHECK_INT(g->ops->feed_wait(g), GA_ENOENT);
     free(mid);
     free(ts);
     free(val);
-    ga_result_free(&rg);
-    ga_result_free(&rc);
+    for (int k = 0; k < 2; k++) {
+        ga_result_free(&rga[k]);
+        ga_result_free(&rca[k]);
+    }
     g->ops->close(g);
     c->ops->close(c);
 }
@@ -222,7 +249,7 @@ static void test_random_vs_cpu(void)
             rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_LEGACY : variant;
         else                      /* GPU: one in four on the per-launch automatic choice */
             rows_kernel = t % 4 == 1 ? GA_CUDA_ROWS_DEFAULT : variant;
-        one_trial(t);
+        one_trial(t, t % 3 == 2);
     }
     rows_kernel = variant;
     CHECK(rows_cmp > 1000);
@@ -266,7 +293,7 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
     int64_t *ts = big_alloc(npts * sizeof *ts, pinned);
     double *val = big_alloc(npts * sizeof *val, pinned);
     int64_t t0 = 1700000000 * SEC;
-    struct ga_result rg = { 0 }, rc = { 0 };
+    struct ga_result rg = { .want_pinned = pinned }, rc = { 0 };
     for (int b = 0; b < nbatch; b++) {
         for (size_t i = 0; i < npts; i++) {
             mid[i] = (uint32_t)(rnd() % nmet);
@@ -365,6 +392,33 @@ static void test_stats(void)
 
 static int gpu_mode;              /* 0 none, 1 GPU, 2 emulation */
 
+/* A result that wants page-locked rows: every growth keeps the rows; they
+ * are page-locked exactly when a GPU is there to pin them, and freeing
+ * keeps the wish. */
+static void test_result_pinned(void)
+{
+    struct ga_result r = { .want_pinned = 1 };
+    for (int round = 0; round < 2; round++) {
+        for (uint32_t i = 0; i < 20000; i++) {
+            struct ga_agg a = { .metric = i, .method = GA_M_SUM, .granularity_ns = SEC,
+                                .ts = (int64_t)i * SEC, .value = i * 0.5 - 3 };
+            CHECK_INT(ga_result_push_agg(&r, &a), 0);
+        }
+        CHECK_INT(r.naggs, 20000);
+        int bad = 0;
+        for (uint32_t i = 0; i < 20000; i++)
+            bad += r.aggs[i].metric != i || r.aggs[i].ts != (int64_t)i * SEC ||
+                   r.aggs[i].value != i * 0.5 - 3;
+        CHECK_INT(bad, 0);
+        CHECK_INT(r.aggs_pinned, gpu_mode == 1);
+        CHECK_INT(ga_result_reserve(&r, 100000, 0), 0);   /* a growth by reserve keeps them */
+        CHECK_INT(r.aggs[19999].metric, 19999);
+        ga_result_free(&r);
+        CHECK_INT(r.want_pinned, 1);
+        CHECK(r.aggs == NULL && r.naggs == 0 && r.cap_aggs == 0 && !r.aggs_pinned);
+    }
+}
+
 /* The open call: a GPU, or GA_ENOGPU with nothing returned. */
 static void test_open_answers(void)
 {
@@ -406,6 +460,7 @@ void run_tests(void)
     if (sc && atof(sc) > 0)
         scale = atof(sc);
     RUN(test_open_answers);
+    RUN(test_result_pinned);
     if (!gpu_mode)
         return;
     if (gpu_mode == 2) {
