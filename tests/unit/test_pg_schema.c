@@ -57,6 +57,33 @@ static void test_migrations_idempotent(void)
     PQfinish(c);
 }
 
+/* Migration 2 on a database migration 1 left: the partitions that exist
+ * then get fillfactor 50 (v1 made them with 80), and later ones too. */
+static void test_v2_alters_existing_partitions(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    reset_db(c);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version());
+    int64_t days[3] = { 20000, 20001, 20002 };
+    CHECK_INT(pgs_ensure_partitions(c, days, 3, err, sizeof err), 3);
+    /* back to what migration 1 left: 80 on every partition, no v2 row */
+    pg_cmd(c, "DO $$ DECLARE r record; BEGIN FOR r IN SELECT name FROM aggregate_partitions LOOP "
+              "EXECUTE format('ALTER TABLE %I SET (fillfactor = 80)', r.name); END LOOP; END $$");
+    pg_cmd(c, "DELETE FROM gpuagg_migrations WHERE version = 2");
+    const char *ff50 = "SELECT count(*) FROM aggregate_partitions p JOIN pg_class c ON c.relname = "
+                       "p.name WHERE 'fillfactor=50' = ANY (c.reloptions)";
+    CHECK_INT(pg_scalar(c, ff50), 0);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), 1);                /* one step: v2 */
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"), 3);
+    CHECK_INT(pg_scalar(c, ff50), 3);
+    int64_t later = 20003;
+    CHECK_INT(pgs_ensure_partitions(c, &later, 1, err, sizeof err), 1);
+    CHECK_INT(pg_scalar(c, ff50), 4);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -190,6 +217,7 @@ void run_tests(void)
     if (!ok)
         return;
     RUN(test_migrations_idempotent);
+    RUN(test_v2_alters_existing_partitions);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);
