@@ -130,3 +130,76 @@ __host__ __device__ static inline double gk_add(double a, double b)
     return a + b;
 #endif
 }
+
+// ---- block helpers of the phase-by-phase kernels (gk_bucket.cu's tiled rows
+// kernel, gk_sort.cu's small-part sort): shared-memory atomics that are plain
+// stores in emulation (where one host thread runs a phase for every thread
+// of the block in turn), and a warp reduction ahead of them.
+
+__host__ __device__ static inline void sh_min(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMin(p, v);
+#else
+    if (v < *p)
+        *p = v;
+#endif
+}
+__host__ __device__ static inline void sh_max(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicMax(p, v);
+#else
+    if (v > *p)
+        *p = v;
+#endif
+}
+__host__ __device__ static inline void sh_add(unsigned long long *p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    atomicAdd(p, v);
+#else
+    *p += v;
+#endif
+}
+__host__ __device__ static inline void sh_clear(unsigned int *p)
+{
+#ifdef __CUDA_ARCH__
+    atomicAnd(p, 0u);
+#else
+    *p = 0;
+#endif
+}
+// Min, max and sum of one value a thread over the threads of a warp with
+// the same key (keys ascend with the lane, so equal keys are neighbours);
+// true in the first of them, which then holds the result and does the one
+// shared atomic for all.  Every thread of the warp calls it (identity values
+// where it has none: ~0, 0, 0).  Same-address shared atomics from 256
+// threads would serialize; this leaves at most a few a warp.  In emulation
+// every thread is its own group.
+struct red3 {
+    unsigned long long mn, mx, sum;
+};
+__host__ __device__ static inline bool warp_red(unsigned key, red3 &r)
+{
+#ifdef __CUDA_ARCH__
+    unsigned lane = threadIdx.x & 31;
+    unsigned m = __match_any_sync(0xffffffffu, key);
+    unsigned last = 31 - __clz(m), first = __ffs(m) - 1;
+    for (unsigned o = 1; o < 32; o <<= 1) {
+        unsigned long long a = __shfl_down_sync(0xffffffffu, r.mn, o);
+        unsigned long long b = __shfl_down_sync(0xffffffffu, r.mx, o);
+        unsigned long long c = __shfl_down_sync(0xffffffffu, r.sum, o);
+        if (lane + o <= last) {   // lane + o is in this group: lanes [lane, lane + 2o) so far
+            r.mn = a < r.mn ? a : r.mn;
+            r.mx = b > r.mx ? b : r.mx;
+            r.sum += c;
+        }
+    }
+    return lane == first;
+#else
+    (void)key;
+    (void)r;
+    return true;
+#endif
+}
