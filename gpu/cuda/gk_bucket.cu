@@ -147,15 +147,15 @@ struct gather_f {
     __host__ __device__ void operator()(size_t i) const
     {
         const gk_task &tk = tasks[i];
-        uint64_t np, nr, dlo;
+        uint64_t np, nr, dlo;         // gk_part's parts 2i and 2i + 1, read once
         gk_task_parts(v, tk, &np, &nr, &dlo);
-        const double *val = v.m_val + v.m_off[tk.t];
+        uint64_t m0 = v.m_off[tk.t];
         double *o = out + off[2 * i];
         for (uint64_t k = 0; k < np; k++)
-            o[k] = val[tk.lo + k];
+            o[k] = gk_part_value(v.m_val, m0 + tk.lo, 0, k);
         o = out + off[2 * i + 1];
         for (uint64_t k = 0; k < nr; k++)
-            o[k] = val[dlo + k] - val[dlo + k - 1];
+            o[k] = gk_part_value(v.m_val, m0 + dlo, 1, k);
     }
 };
 

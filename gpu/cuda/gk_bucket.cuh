@@ -72,6 +72,27 @@ __host__ __device__ static inline void gk_task_parts(const gk_view &v, const gk_
     *nr = pol->nrate && (pol->rate_need & AGG_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
 }
 
+// The values of part p of the tasks (p = 2 * task + 0 for the plain part, + 1
+// for the rate: part; the order of sortoff): value k < *n is
+// gk_part_value(m_val, *lo, p & 1, k), *lo absolute in m_val.  The gather
+// and the shared-memory sort (gk_sort.cu) both read values through these
+// two, so both sorts see the same bits.
+__host__ __device__ static inline void gk_part(const gk_view &v, const gk_task *tasks, size_t p,
+                                               uint64_t *lo, uint64_t *n)
+{
+    const gk_task &tk = tasks[p >> 1];
+    uint64_t np, nr, dlo;
+    gk_task_parts(v, tk, &np, &nr, &dlo);
+    *lo = v.m_off[tk.t] + ((p & 1) ? dlo : tk.lo);
+    *n = (p & 1) ? nr : np;
+}
+// A point (plain) or its difference from the point before (rate:).
+__host__ __device__ static inline double gk_part_value(const double *m_val, uint64_t lo, int rate,
+                                                       uint64_t k)
+{
+    return rate ? m_val[lo + k] - m_val[lo + k - 1] : m_val[lo + k];
+}
+
 // Launchers.  0 or GA_ECUDA.
 // sortlen[2 * i], sortlen[2 * i + 1] = values task i sorts (plain, rate).
 int gk_bucket_sortlen(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
