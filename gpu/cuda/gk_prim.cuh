@@ -21,3 +21,17 @@ int gk_sort_u32(gk_exec *x, uint32_t *k_in, uint32_t *k_out, uint32_t *v_in, uin
 // Sort each segment [off[i], off[i+1]) of in ascending, into out.
 int gk_segsort_f64(gk_exec *x, const double *in, double *out, size_t nitems,
                    const uint64_t *off, size_t nseg);
+// The same for the segments [off[idx[i]], off[idx[i] + 1]), i < nseg, only
+// (in and out untouched elsewhere).  Both: ascending by value, values that
+// compare equal (-0.0 and +0.0) in their input order: CUB's StableSortKeys
+// (the same code as its SortKeys, documented stable; its radix passes rank
+// -0.0 as +0.0) or std::stable_sort (no NaN here: the feed rejects
+// non-finite values).
+int gk_segsort_f64_idx(gk_exec *x, const double *in, double *out, size_t nitems,
+                       const uint64_t *off, const uint32_t *idx, size_t nseg);
+// Parts p < nparts by length off[p + 1] - off[p]: the indices of those
+// longer than small_max into big (ascending), and counts[0] = how many,
+// counts[1] = parts of 1..small_max (device memory, 8-aligned: one 8-byte
+// read brings both).  nparts < 2^32.
+int gk_parts_split(gk_exec *x, const uint64_t *off, size_t nparts, uint64_t small_max,
+                   uint32_t *big, uint32_t *counts);
