@@ -35,7 +35,14 @@ struct ga_cuda_opts {
                               else auto: per launch, tiled from 3 rows a bucket */
     unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes (tests
                               use small values to reach its fallbacks); 0 = default */
+    int sort_small;        /* median / Npct: buckets of at most this many values are
+                              sorted by the shared-memory kernel, longer ones by CUB
+                              (docs/GPU.md "Small-bucket sort"); 1..GA_CUDA_SORT_SMALL_MAX,
+                              or -1: every bucket through CUB; 0 = the environment's
+                              GA_CUDA_SORT_SMALL (a number 0..GA_CUDA_SORT_SMALL_MAX,
+                              0 meaning CUB only, or "auto"), else auto (512) */
 };
+#define GA_CUDA_SORT_SMALL_MAX 4096
 enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_LEGACY = 2 };
 
 /* Open a CUDA backend on CUDA device `device` (an ordinal from
@@ -60,6 +67,9 @@ struct ga_cuda_feed_stats {
      * and classify, sort and dedupe, merge, bucket tasks (and median sort),
      * the rows kernels, the pool rebuild; 0 in emulation */
     double gpu_upload_s, gpu_sort_s, gpu_merge_s, gpu_buckets_s, gpu_rows_s, gpu_rebuild_s;
+    /* median / Npct: bucket parts (a bucket's values, or its rate: differences)
+       sorted by the shared-memory kernel and by CUB (ga_cuda_opts.sort_small) */
+    uint64_t sort_small_parts, sort_big_parts;
 };
 /* 0, or GA_EINVAL when b is not a CUDA backend. */
 int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);

@@ -97,7 +97,8 @@ __host__ __device__ static inline double gk_part_value(const double *m_val, uint
 // sortlen[2 * i], sortlen[2 * i + 1] = values task i sorts (plain, rate).
 int gk_bucket_sortlen(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
                       uint64_t *sortlen);
-// Copy each task part's values into unsorted[sortoff[part]..].
+// Copy each task part's values into unsorted[sortoff[part]..] (one thread a
+// task; gk_bucket_sort in gk_sort.cuh runs it, or its own gather).
 int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
                      const uint64_t *sortoff, double *unsorted);
 
