@@ -105,6 +105,26 @@ struct ga_cuda_kbench {
 };
 int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb);
 
+/* The median / Npct sort's two ways on the same random buckets, value for
+ * value (tests): the shared-memory kernel for buckets of up to small_max
+ * values + CUB for longer ones, against CUB alone.  The buckets are made to
+ * reach the kernel's edges (1..8 values, multiples of its 32-value chunks,
+ * around small_max and past it, rate: differences) with many ties, -0.0
+ * and +0.0.  emulate: 1 = on the host (no GPU needed, CUB replaced by a
+ * stable sort); else on CUDA device `device`.  0, GA_ENOGPU, GA_EINVAL,
+ * GA_ENOMEM or GA_ECUDA. */
+struct ga_cuda_sort_check {
+    int emulate;           /* in */
+    uint64_t seed;         /* in */
+    unsigned small_max;    /* in: 1..GA_CUDA_SORT_SMALL_MAX; 0 = auto */
+    uint64_t points;       /* in: about this many points in all; 0 = 200,000 */
+    uint64_t values;       /* out: values sorted */
+    uint64_t small_parts, big_parts;   /* out: parts each way */
+    uint64_t differ;       /* out: values whose bits differ (0 expected) */
+    uint64_t zero_swaps;   /* out: of those, -0.0 against +0.0 (order of equal values) */
+};
+int ga_cuda_sort_check(int device, struct ga_cuda_sort_check *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,13 @@ int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     return GA_ENOGPU;
 }
 
+int ga_cuda_sort_check(int device, struct ga_cuda_sort_check *c)
+{
+    (void)device;
+    (void)c;
+    return GA_ENOGPU;
+}
+
 int ga_cuda_host_alloc(void **p, size_t bytes)
 {
     (void)bytes;

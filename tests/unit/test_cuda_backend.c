@@ -19,6 +19,11 @@
  * once, the tiled kernel's block emulation, with one random trial in four on
  * the legacy loop.  A third of the tiled backends get a small shared-memory
  * tile (12-40 KB) so that its rounds and fallbacks run too.
+ * The median / Npct sort (docs/GPU.md "Small-bucket sort") cycles over the
+ * random trials: the default split, CUB alone, the shared-memory kernel for
+ * every bucket it may take, and a threshold of 1..64 values (both ways in
+ * one feed); test_sort_split checks the two ways against each other on
+ * buckets made to reach the kernel's edges, -0.0 and +0.0 included.
  * GA_CUDA_TEST_SCALE=0.1 shrinks the random work (compute-sanitizer runs). */
 #include "tests/unit/harness.h"
 
@@ -37,14 +42,30 @@ static int use_emu;
 static double scale = 1.0;
 static size_t rows_cmp, rows_bitexact, late_cmp;
 static int rows_kernel = GA_CUDA_ROWS_TILED;    /* the variant under test */
+static int sort_small;            /* ga_cuda_opts.sort_small of the backends opened */
+/* Parts each sort took (ga_cuda_feed_stats), per sort mode: 0 default,
+ * 1 CUB alone, 2 shared memory for all it may take, 3 a 1..64 threshold. */
+static uint64_t sort_parts[4][2];
+static int sort_mode;
 
 static int open_gpu(struct ga_backend **b)
 {
     struct ga_cuda_opts o = { .chunk_points = (size_t)rnd_in(1, 3) << 16, .ring = (int)rnd_in(2, 4),
-                              .emulate = use_emu, .rows_kernel = rows_kernel };
+                              .emulate = use_emu, .rows_kernel = rows_kernel,
+                              .sort_small = sort_small };
     if (rows_kernel == GA_CUDA_ROWS_TILED && rnd() % 3 == 0)
         o.rows_smem = (unsigned)rnd_in(12 << 10, 40 << 10);
     return ga_cuda_backend_open(b, 0, &o);
+}
+
+/* The last feed's sort split, counted for sort_mode. */
+static void note_sort(const struct ga_backend *g)
+{
+    struct ga_cuda_feed_stats st;
+    if (ga_cuda_backend_stats(g, &st) == 0) {
+        sort_parts[sort_mode][0] += st.sort_small_parts;
+        sort_parts[sort_mode][1] += st.sort_big_parts;
+    }
 }
 
 static int cmp_agg(const void *a, const void *b)
@@ -236,6 +257,7 @@ static void one_trial(int trial, int async)
         ga_result_free(&rga[k]);
         ga_result_free(&rca[k]);
     }
+    note_sort(g);
     g->ops->close(g);
     c->ops->close(c);
 }
@@ -249,11 +271,32 @@ static void test_random_vs_cpu(void)
             rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_LEGACY : variant;
         else                      /* GPU: one in four on the per-launch automatic choice */
             rows_kernel = t % 4 == 1 ? GA_CUDA_ROWS_DEFAULT : variant;
+        sort_mode = (t / 2) % 4;  /* the sort: every mode with each rows kernel */
+        sort_small = (int[]){ 0, -1, GA_CUDA_SORT_SMALL_MAX, (int)rnd_in(1, 64) }[sort_mode];
         one_trial(t, t % 3 == 2);
     }
     rows_kernel = variant;
+    sort_small = sort_mode = 0;
     CHECK(rows_cmp > 1000);
     CHECK(late_cmp > 50);
+    /* Both sorts ran where they should (once the backend reports its split:
+     * a call site that does not leaves every count 0). */
+    uint64_t any = 0;
+    for (int m = 0; m < 4; m++)
+        any += sort_parts[m][0] + sort_parts[m][1];
+    printf("sort parts (small/CUB): default %llu/%llu, CUB only %llu/%llu, all small %llu/%llu, "
+           "1..64 %llu/%llu\n", (unsigned long long)sort_parts[0][0], (unsigned long long)sort_parts[0][1],
+           (unsigned long long)sort_parts[1][0], (unsigned long long)sort_parts[1][1],
+           (unsigned long long)sort_parts[2][0], (unsigned long long)sort_parts[2][1],
+           (unsigned long long)sort_parts[3][0], (unsigned long long)sort_parts[3][1]);
+    if (any) {
+        if (!getenv("GA_CUDA_SORT_SMALL"))      /* the default: auto */
+            CHECK(sort_parts[0][0] > 0);
+        CHECK(sort_parts[1][0] == 0 && sort_parts[1][1] > 0);
+        CHECK(sort_parts[2][0] > 0);
+        CHECK(sort_parts[3][0] > 0 && sort_parts[3][1] > 0);
+    }
+    memset(sort_parts, 0, sizeof sort_parts);
 }
 
 /* Many metrics, big batches (several staging chunks), every method kind. */
@@ -313,6 +356,7 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
             break;
     }
     compare_windows("big windows", g, c, ids, (int)nmet);
+    note_sort(g);
     free(ids);
     big_free(mid, pinned);
     big_free(ts, pinned);
@@ -330,6 +374,38 @@ static void test_big_batches(void)
     size_t n = (size_t)(400000 * scale) + 1000;
     big_case(n, 500, 3, a, 13, 1);
     big_case(n / 4, 20000, 2, a, 6, 0);
+    /* 1 h buckets of up to ~2,400 points next to 1 s ones: both sorts, split at 100 */
+    sort_small = 100;
+    big_case(n / 2, 300, 2, a, 13, 0);
+    sort_small = 0;
+}
+
+/* The shared-memory sort against CUB alone, value for value, at thresholds
+ * around its 32-value chunks and its largest. */
+static void test_sort_split(void)
+{
+    static const unsigned thr[] = { 1, 8, 31, 32, 33, 100, 512, 1500, GA_CUDA_SORT_SMALL_MAX };
+    uint64_t values = 0, differ = 0, swaps = 0;
+    for (unsigned i = 0; i < sizeof thr / sizeof thr[0]; i++) {
+        uint64_t pts = (uint64_t)((use_emu ? 150000 : 2000000) * fmax(scale, 0.1));
+        struct ga_cuda_sort_check c = { .emulate = use_emu, .seed = 7 + i, .small_max = thr[i],
+                                        .points = pts > 40 * thr[i] ? pts : 40 * thr[i] };
+        CHECK_INT(ga_cuda_sort_check(0, &c), 0);
+        CHECK(c.small_parts > 0);
+        CHECK(c.big_parts > 0);
+        /* bit for bit, -0.0 and +0.0 in input order on both sides */
+        CHECK_INT(c.differ, 0);
+        if (c.differ)
+            printf("sort split %u: %llu of %llu values differ (%llu -0.0/+0.0 swaps)\n", thr[i],
+                   (unsigned long long)c.differ, (unsigned long long)c.values,
+                   (unsigned long long)c.zero_swaps);
+        values += c.values;
+        differ += c.differ;
+        swaps += c.zero_swaps;
+    }
+    printf("sort split: %llu values, shared-memory kernel + CUB vs CUB alone: %llu differ "
+           "(%llu of them -0.0/+0.0)\n", (unsigned long long)values, (unsigned long long)differ,
+           (unsigned long long)swaps);
 }
 
 /* window_put on the GPU backend then feed == feeding the CPU backend. */
@@ -478,6 +554,8 @@ void run_tests(void)
         RUN(test_big_batches);
         RUN(test_window_put_get);
         RUN(test_stats);
+        if (v == 0)
+            RUN(test_sort_split);
         printf("rows kernel %s: compared %zu rows (%zu bit-identical), %zu late points\n", name,
                rows_cmp, rows_bitexact, late_cmp);
     }
