@@ -102,6 +102,18 @@ struct ga_cuda_kbench {
                               (0 expected; -1 not compared) */
     unsigned tiled_smem;   /* the tiled kernel's shared memory a block, bytes */
     int tiled_blocks_per_sm;   /* and its blocks an SM (occupancy calculator) */
+    /* median + 90pct with each sort (docs/GPU.md "Small-bucket sort"), same data,
+       same run, legacy rows kernel (auto's pick for 2 rows a bucket); also when
+       basic_only, if sort_both */
+    int sort_both;         /* in: 1 = run these with basic_only too */
+    unsigned sort_small;   /* in: the second run's threshold (buckets of at most this many
+                              values in shared memory); 0 = auto.  out: the one used */
+    double sort_cub_s, sort_small_s;        /* bucket keys + sort + rows: CUB alone,
+                                               shared-memory kernel + CUB */
+    double sort_cub_sort_s, sort_small_sort_s;   /* the sort alone (events around it) */
+    uint64_t sort_small_parts, sort_big_parts;   /* the second run's parts, each way */
+    int64_t sorted_differ; /* sorted values whose bits differ between the two
+                              (0 expected; -1 not compared) */
 };
 int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb);
 

@@ -6,10 +6,14 @@
 // series already on the GPU, sorted: bucket keys (a head flag per point
 // where the bucket changes, compacted with CUB into bucket starts, one task
 // per bucket), then the fused methods kernel writing ga_agg rows; for
-// median / Npct also the gather and the CUB segmented sort.  Each method set
+// median / Npct also the sort (gk_bucket_sort: the shared-memory kernel for
+// short buckets, gather + CUB segmented sort for long ones).  Each method set
 // runs with both rows kernels (tiled, the default, and legacy), same data,
 // same run; the rows kernel alone is timed too (events around it), and the
 // "basic" rows of the two kernels are compared byte for byte on the GPU.
+// Median + 90pct also runs with each sort (CUB alone, and the shared-memory
+// kernel + CUB), the sort alone timed too, and the two sorted arrays are
+// compared bit for bit.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 #include "gpu/cuda.h"
 #include "gpu/cuda/gk_bucket.cuh"
 #include "gpu/cuda/gk_prim.cuh"
+#include "gpu/cuda/gk_sort.cuh"
 
 namespace {
 
@@ -107,6 +112,25 @@ struct rowcmp_f {
     }
 };
 
+// Values i of a and b whose bits differ.
+struct valcmp_f {
+    const double *a, *b;
+    unsigned long long *cnt;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        uint64_t x, y;
+        memcpy(&x, &a[i], 8);
+        memcpy(&y, &b[i], 8);
+        if (x != y) {
+#ifdef __CUDA_ARCH__
+            atomicAdd(cnt, 1ULL);
+#else
+            ++*cnt;
+#endif
+        }
+    }
+};
+
 int median_of(std::vector<float> &v, double *out)
 {
     std::sort(v.begin(), v.end());
@@ -124,16 +148,24 @@ struct kb_state {
     gk_ctx *ctx;
     gk_task *tasks;
     struct agg_pol *pol;
-    double *unsorted, *sorted;
+    double *unsorted, *sorted, *sorted2;   // sorted2: the other sort's values, to compare
     struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
     unsigned long long *ndiff;
     size_t rows_cap, sort_cap;
+    uint64_t ns;                  // values the last pass sorted
+    gk_sort_counts sc;            // and which way
+};
+
+// Events a pass records on the stream: just before the rows kernel, and
+// around the sort (after the sortlen scan's total is read).
+struct pass_ev {
+    cudaEvent_t rows, sort0, sort1;
 };
 
 // One pass over the resident series for a method list; returns buckets.
-// ev_rows is recorded on the stream just before the rows kernel.
+// scfg: the sort (NULL: auto, the feed's default).
 int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
-         int sort_needed, const gk_rows_cfg *cfg, cudaEvent_t ev_rows)
+         int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev)
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
     int rows_per = hp->nplain + hp->nrate;
@@ -175,16 +207,22 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
             CUDA_CHECK(cudaStreamSynchronize(s->x.s));
             if (ns > s->sort_cap)
                 return GA_ERANGE;
-            rc = gk_bucket_gather(&s->x, &v, s->tasks, nb, s->sortoff, s->unsorted);
+            CUDA_CHECK(cudaEventRecord(ev.sort0, s->x.s));
+            // sortlen, dead after the scan, is the split's scratch (2 * maxb + 1 words)
+            rc = gk_bucket_sort(&s->x, &v, s->tasks, nb, s->sortoff, ns, s->unsorted, s->sorted,
+                                s->sortlen, scfg, &s->sc);
         }
         if (!rc)
-            rc = gk_segsort_f64(&s->x, s->unsorted, s->sorted, ns, s->sortoff, 2 * nb);
+            CUDA_CHECK(cudaEventRecord(ev.sort1, s->x.s));
+        s->ns = ns;
         sorted = s->sorted;
     } else {
         CUDA_CHECK(cudaMemsetAsync(s->sortoff, 0, (2 * nb + 1) * 8, s->x.s));
+        CUDA_CHECK(cudaEventRecord(ev.sort0, s->x.s));
+        CUDA_CHECK(cudaEventRecord(ev.sort1, s->x.s));
     }
     if (!rc)
-        CUDA_CHECK(cudaEventRecord(ev_rows, s->x.s));
+        CUDA_CHECK(cudaEventRecord(ev.rows, s->x.s));
     if (!rc)
         rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg);
     return rc;
@@ -203,10 +241,11 @@ int make_pol(struct agg_pol *out, int64_t g, const char *const *ms, int nm)
     return rc;
 }
 
-// Median seconds of `repeat` passes after a warm-up: the whole pass and
-// the rows kernel alone.
+// Median seconds of `repeat` passes after a warm-up: the whole pass, the
+// rows kernel alone and (sort_sec not NULL) the sort alone.
 int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *ms, int nm,
-              const gk_rows_cfg *cfg, double *sec, double *rows_sec, uint64_t *nb)
+              const gk_rows_cfg *cfg, double *sec, double *rows_sec, uint64_t *nb,
+              const gk_sort_cfg *scfg = NULL, double *sort_sec = NULL)
 {
     struct agg_pol hp;
     int rc = make_pol(&hp, kb->gran_ns, ms, nm);
@@ -214,30 +253,75 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
         return rc;
     CUDA_CHECK(cudaMemcpy(s->pol, &hp, sizeof hp, cudaMemcpyHostToDevice));
     int sort_needed = ((hp.plain_need | hp.rate_need) & AGG_NEED_SORT) != 0;
-    cudaEvent_t a, m, b;
+    cudaEvent_t a, b;
+    pass_ev ev;
     CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&m));
     CUDA_CHECK(cudaEventCreate(&b));
-    std::vector<float> ms_t, ms_r;
+    CUDA_CHECK(cudaEventCreate(&ev.rows));
+    CUDA_CHECK(cudaEventCreate(&ev.sort0));
+    CUDA_CHECK(cudaEventCreate(&ev.sort1));
+    std::vector<float> ms_t, ms_r, ms_s;
     for (int r = 0; r < kb->repeat + 1 && !rc; r++) {
         CUDA_CHECK(cudaEventRecord(a, s->x.s));
-        rc = pass(s, kb, &hp, nb, sort_needed, cfg, m);
+        rc = pass(s, kb, &hp, nb, sort_needed, cfg, scfg, ev);
         CUDA_CHECK(cudaEventRecord(b, s->x.s));
         CUDA_CHECK(cudaEventSynchronize(b));
-        float t = 0, tr = 0;
+        float t = 0, tr = 0, ts = 0;
         CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-        CUDA_CHECK(cudaEventElapsedTime(&tr, m, b));
+        CUDA_CHECK(cudaEventElapsedTime(&tr, ev.rows, b));
+        CUDA_CHECK(cudaEventElapsedTime(&ts, ev.sort0, ev.sort1));
         if (r) {                  // the first is the warm-up
             ms_t.push_back(t);
             ms_r.push_back(tr);
+            ms_s.push_back(ts);
         }
     }
     cudaEventDestroy(a);
-    cudaEventDestroy(m);
     cudaEventDestroy(b);
+    cudaEventDestroy(ev.rows);
+    cudaEventDestroy(ev.sort0);
+    cudaEventDestroy(ev.sort1);
     if (!rc) {
         median_of(ms_t, sec);
         median_of(ms_r, rows_sec);
+        if (sort_sec)
+            median_of(ms_s, sort_sec);
+    }
+    return rc;
+}
+
+// Median + 90pct with CUB alone, then with the shared-memory kernel + CUB,
+// the legacy rows kernel (auto's pick for 2 rows a bucket) in both; the two
+// sorted arrays compared bit for bit.
+int sort_pair(kb_state *s, struct ga_cuda_kbench *kb)
+{
+    static const char *const srt[] = { "median", "90pct" };
+    static const gk_rows_cfg legacy = { 1, 0 };
+    gk_sort_cfg cub = { 0, NULL, NULL };
+    gk_sort_cfg small = { kb->sort_small ? kb->sort_small : GK_SORT_SMALL_AUTO, NULL, NULL };
+    if (small.small_max > GK_SORT_SMALL_MAX)
+        small.small_max = GK_SORT_SMALL_MAX;
+    kb->sort_small = small.small_max;
+    double rows_sec = 0;
+    uint64_t nb = 0;
+    int rc = time_pass(s, kb, srt, 2, &legacy, &kb->sort_cub_s, &rows_sec, &nb, &cub, &kb->sort_cub_sort_s);
+    if (rc)
+        return rc;
+    uint64_t ns = s->ns;
+    CUDA_CHECK(cudaMemcpyAsync(s->sorted2, s->sorted, ns * 8, cudaMemcpyDeviceToDevice, s->x.s));
+    CUDA_CHECK(cudaMemsetAsync(s->sorted, 0, ns * 8, s->x.s));
+    rc = time_pass(s, kb, srt, 2, &legacy, &kb->sort_small_s, &rows_sec, &nb, &small, &kb->sort_small_sort_s);
+    if (rc)
+        return rc;
+    kb->sort_small_parts = s->sc.small_parts;
+    kb->sort_big_parts = s->sc.big_parts;
+    unsigned long long nd = 0;
+    CUDA_CHECK(cudaMemsetAsync(s->ndiff, 0, 8, s->x.s));
+    rc = gk_for(&s->x, (size_t)ns, valcmp_f{ s->sorted, s->sorted2, s->ndiff });
+    if (!rc) {
+        CUDA_CHECK(cudaMemcpyAsync(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost, s->x.s));
+        CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+        kb->sorted_differ = s->ns == ns ? (int64_t)nd : -1;
     }
     return rc;
 }
@@ -349,6 +433,9 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     s->sort_cap = 2 * N;
     DM(s->unsorted, s->sort_cap * 8);
     DM(s->sorted, s->sort_cap * 8);
+    int sorts = !kb->basic_only || kb->sort_both;
+    if (sorts)
+        DM(s->sorted2, s->sort_cap * 8);
     // rows: up to 8 a bucket; buckets <= N / (g / step) + nmetrics
     uint64_t per = (uint64_t)(kb->gran_ns / kb->step_ns);
     uint64_t estb = N / (per ? per : 1) + 4 * (uint64_t)kb->nmetrics + 1024;
@@ -402,6 +489,8 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
         rc = time_pass(s, kb, sum, 1, &tiled, &kb->sum_s, &kb->rows_s[1], &nb);
     if (!rc)
         rc = time_pass(s, kb, sum, 1, &legacy, &kb->legacy_s[1], &kb->legacy_rows_s[1], &nb);
+    if (!rc && sorts)
+        rc = sort_pair(s, kb);
     if (kb->basic_only)
         return rc;
     if (!rc)
@@ -426,13 +515,14 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
         return GA_ENOGPU;
     kb->rows_differ = -1;
+    kb->sorted_differ = -1;
     kb_state s;
     memset(&s, 0, sizeof s);
     int rc = run(device, kb, &s);
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.rows, s.rows2, s.ndiff, s.x.tmp };
+                     s.sorted2, s.rows, s.rows2, s.ndiff, s.x.tmp };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             cudaFree(bufs[i]);

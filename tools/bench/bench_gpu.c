@@ -7,7 +7,11 @@
  *     host-to-device copy GB/s;
  *   - kernel only (points already on the GPU, sorted): bucket keys + the
  *     methods, for the basic methods together, sum alone, median+90pct,
- *     rate:*; points/s and % of the floor of reading 16 bytes a point at the
+ *     rate:*; median+90pct also at each size below with each sort (CUB
+ *     alone; the shared-memory kernel up to the threshold + CUB beyond;
+ *     legacy rows kernel), the sort alone in ms, the faster one ("pick"),
+ *     the two sorted arrays compared bit for bit (sorted_differ);
+ *     points/s and % of the floor of reading 16 bytes a point at the
  *     measured device bandwidth; each with the tiled rows kernel (the
  *     default) and the legacy one, same data, same run, and the rows kernel
  *     alone in ms; "basic" also at 6, 360 and ~8640 points a bucket (60 s,
@@ -228,6 +232,32 @@ static const char *human(double v, char *buf)
     return buf;
 }
 
+/* Median + 90pct with each sort: a key=value line and two table rows. */
+static void sort_lines(const struct ga_cuda_kbench *k, int64_t gran_s, double N, double floor_pps)
+{
+    double ppb = N / (double)k->buckets;
+    const char *pick = k->sort_small_s < k->sort_cub_s ? "shared-memory" : "cub";
+    printf("kernel_sort gran_s=%lld pts_per_bucket=%.0f small_max=%u cub_s=%.6f small_s=%.6f "
+           "cub_sort_s=%.6f small_sort_s=%.6f small_parts=%" PRIu64 " cub_parts=%" PRIu64
+           " sorted_differ=%" PRId64 " pick=%s\n", (long long)gran_s, ppb, k->sort_small, k->sort_cub_s,
+           k->sort_small_s, k->sort_cub_sort_s, k->sort_small_sort_s, k->sort_small_parts,
+           k->sort_big_parts, k->sorted_differ, pick);
+    for (int sm = 0; sm < 2; sm++) {
+        double sec = sm ? k->sort_small_s : k->sort_cub_s, pps = N / sec;
+        char what[128], vs[64];
+        if (sm)
+            snprintf(what, sizeof what, "kernel: median + 90pct, %.0f pts/bucket, sort: shared memory "
+                     "(<= %u) + CUB, legacy rows", ppb, k->sort_small);
+        else
+            snprintf(what, sizeof what, "kernel: median + 90pct, %.0f pts/bucket, sort: CUB alone, "
+                     "legacy rows", ppb);
+        snprintf(vs, sizeof vs, "%.0f%% of floor; sort %.3f ms%s", 100.0 * pps / floor_pps,
+                 (sm ? k->sort_small_sort_s : k->sort_cub_sort_s) * 1e3,
+                 (sm ? k->sort_small_s < k->sort_cub_s : k->sort_cub_s <= k->sort_small_s) ? " (pick)" : "");
+        add_row(what, pps, vs, "");
+    }
+}
+
 int main(int argc, char **argv)
 {
     int dev = 0, quick = 0, cthreads = 16;
@@ -265,6 +295,8 @@ int main(int argc, char **argv)
            "rows_differ=%" PRId64 " tiled_smem=%u tiled_blocks_per_sm=%d\n", kb.d2d_gbps, kb.h2d_gbps,
            floor_pps, kb.buckets, kb.checked, kb.rows_differ, kb.tiled_smem, kb.tiled_blocks_per_sm);
     int kernels_ok = kb.checked && kb.rows_differ == 0;
+    sort_lines(&kb, 300, N, floor_pps);
+    kernels_ok = kernels_ok && kb.sorted_differ == 0;
     struct { const char *what; double s, legacy_s; const char *goal; double gpps; } kr[] = {
         { "kernel: basic (count,sum,mean,min,max,first,last,std)", kb.basic_s, kb.legacy_s[0], ">= 100 G/s", 100e9 },
         { "kernel: sum", kb.sum_s, kb.legacy_s[1], "", 0 },
@@ -295,7 +327,7 @@ int main(int argc, char **argv)
     for (int gi = 0; do_kernel && gi < 3; gi++) {
         struct ga_cuda_kbench kg = { .nmetrics = kb.nmetrics, .npoints_per_metric = kb.npoints_per_metric,
                                      .step_ns = kb.step_ns, .gran_ns = kgrans[gi], .repeat = kb.repeat,
-                                     .basic_only = 1 };
+                                     .basic_only = 1, .sort_both = 1 };
         rc = ga_cuda_kernel_bench(dev, &kg);
         if (rc) {
             fprintf(stderr, "bench_gpu: kernel bench (%lld s buckets): %s\n", (long long)(kgrans[gi] / NS),
@@ -316,6 +348,8 @@ int main(int argc, char **argv)
                      100.0 * pps / floor_pps, (leg ? kg.legacy_rows_s[0] : kg.rows_s[0]) * 1e3);
             add_row(what, pps, b2, "");
         }
+        sort_lines(&kg, kgrans[gi] / NS, N, floor_pps);
+        kernels_ok = kernels_ok && kg.sorted_differ == 0;
     }
     if (do_ref) {
         struct ga_cuda_kbench ref = { .nmetrics = 1, .npoints_per_metric = 6291456, .step_ns = 5 * NS,
@@ -494,7 +528,8 @@ int main(int argc, char **argv)
     }
 
     printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s; kernel check (host "
-           "recomputation, tiled == legacy): %s\n\n", kb.d2d_gbps, kb.h2d_gbps, kernels_ok ? "ok" : "FAILED");
+           "recomputation, tiled == legacy, shared-memory sort == CUB): %s\n\n", kb.d2d_gbps, kb.h2d_gbps,
+           kernels_ok ? "ok" : "FAILED");
     printf("| measurement | points/s | against | goal |\n|---|---|---|---|\n");
     for (int i = 0; i < nrows; i++)
         printf("| %s | %s | %s | %s |\n", rows[i].what, human(rows[i].pps, b1), rows[i].vs, rows[i].goal);
