@@ -1,6 +1,7 @@
 /* bench_gpu.c — the CUDA backend's throughput, one table from one run.
  *
  *   bench_gpu [--device D] [--quick] [--cpu-threads T] [--only kernel|pipeline|ref]
+ *             [--sort-small N]
  *
  * Measured in the same run, on the same GPU:
  *   - ceilings: device-to-device copy GB/s (bytes read + written) and pinned
@@ -262,6 +263,8 @@ int main(int argc, char **argv)
 {
     int dev = 0, quick = 0, cthreads = 16;
     const char *only = NULL;      /* one part only (profiling); the ceilings always run */
+    unsigned sort_small = 0;      /* the kernel_sort lines' threshold (values a bucket the
+                                     shared-memory sort takes); 0 = auto, at most 4096 */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             dev = atoi(argv[++i]);
@@ -269,12 +272,14 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc)
             cthreads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sort-small") && i + 1 < argc)
+            sort_small = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
                  !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
             only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
-                    "[--only kernel|pipeline|ref]\n");
+                    "[--only kernel|pipeline|ref] [--sort-small N]\n");
             return 2;
         }
     }
@@ -283,7 +288,8 @@ int main(int argc, char **argv)
     char b1[32], b2[64];
     /* 1. ceilings and kernel-only (small when only the ceilings are wanted) */
     struct ga_cuda_kbench kb = { .nmetrics = 4096, .npoints_per_metric = quick || !do_kernel ? 1024 : 16384,
-                                 .step_ns = 10 * NS, .gran_ns = 300 * NS, .repeat = 10 };
+                                 .step_ns = 10 * NS, .gran_ns = 300 * NS, .repeat = 10,
+                                 .sort_small = sort_small };
     int rc = ga_cuda_kernel_bench(dev, &kb);
     if (rc) {
         fprintf(stderr, "bench_gpu: kernel bench: %s\n", ga_strerror(rc));
@@ -327,7 +333,7 @@ int main(int argc, char **argv)
     for (int gi = 0; do_kernel && gi < 3; gi++) {
         struct ga_cuda_kbench kg = { .nmetrics = kb.nmetrics, .npoints_per_metric = kb.npoints_per_metric,
                                      .step_ns = kb.step_ns, .gran_ns = kgrans[gi], .repeat = kb.repeat,
-                                     .basic_only = 1, .sort_both = 1 };
+                                     .basic_only = 1, .sort_both = 1, .sort_small = sort_small };
         rc = ga_cuda_kernel_bench(dev, &kg);
         if (rc) {
             fprintf(stderr, "bench_gpu: kernel bench (%lld s buckets): %s\n", (long long)(kgrans[gi] / NS),
