@@ -387,7 +387,7 @@ static void test_sort_split(void)
     static const unsigned thr[] = { 1, 8, 31, 32, 33, 100, 512, 1500, GA_CUDA_SORT_SMALL_MAX };
     uint64_t values = 0, differ = 0, swaps = 0;
     for (unsigned i = 0; i < sizeof thr / sizeof thr[0]; i++) {
-        uint64_t pts = (uint64_t)((use_emu ? 150000 : 2000000) * fmax(scale, 0.1));
+        uint64_t pts = (uint64_t)((use_emu ? 150000 : 2000000) * fmax(scale, 0.01));
         struct ga_cuda_sort_check c = { .emulate = use_emu, .seed = 7 + i, .small_max = thr[i],
                                         .points = pts > 40 * thr[i] ? pts : 40 * thr[i] };
         CHECK_INT(ga_cuda_sort_check(0, &c), 0);
