@@ -23,6 +23,7 @@
 #include "gpu/cuda.h"
 #include "gpu/cuda/gk_feed.cuh"
 #include "gpu/cuda/gk_prim.cuh"
+#include "gpu/cuda/gk_sort.cuh"
 
 // Auto choice of rows kernel (measured on an H200, bench_gpu, both in one
 // run): the tiled kernel wins from about 3 rows a bucket (basic 8 rows:
@@ -66,6 +67,7 @@ struct cuda_backend {
     gk_exec x;                    // x.s is s_comp
     gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
+    gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2];
     cudaEvent_t ev_mark[NMARKS];  // stage boundaries on the compute stream (timed)
@@ -300,6 +302,12 @@ int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
     if (!rc)
         *out = cb->pin_scalar[0];
     return rc;
+}
+
+// gk_bucket_sort's one count read (gk_sort_cfg.read64): rd64, pump first.
+int sort_rd64(void *ctx, const uint64_t *d, uint64_t *out)
+{
+    return rd64((cuda_backend *)ctx, d, out);
 }
 
 int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
@@ -880,12 +888,19 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
     TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
     TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
+    cb->st.sort_small_parts = cb->st.sort_big_parts = 0;
     if (NS) {
+        // docs/GPU.md "Small-bucket sort": short parts sorted in shared memory
+        // straight from the windows, long ones gathered and sorted by CUB;
+        // sortlen, dead after the scan, is the split's scratch.
         RES(unsorted, NS * 8, 0);
         RES(sorted, NS * 8, 0);
-        TRY(gk_bucket_gather(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(unsorted, double)));
-        TRY(gk_segsort_f64(&cb->x, B(unsorted, double), B(sorted, double), NS, B(sortoff, uint64_t),
-                           2 * ntasks));
+        RES(sortlen, gk_sort_scratch_bytes(ntasks), 0);
+        gk_sort_counts sc;
+        TRY(gk_bucket_sort(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), NS, B(unsorted, double),
+                           B(sorted, double), cb->sortlen.p, &cb->sort_cfg, &sc));
+        cb->st.sort_small_parts = sc.small_parts;
+        cb->st.sort_big_parts = sc.big_parts;
     }
     TRY(dres(cb, rows, (R + 1) * sizeof(struct ga_agg), 0));
     TRY(ga_result_reserve(out, R, L));
@@ -1135,7 +1150,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     if (!o)
         o = &d;
     if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0 ||
-        o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY)
+        o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY ||
+        o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX)
         return GA_EINVAL;
     int rows_kernel = o->rows_kernel;
     if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
@@ -1166,6 +1182,9 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->rows_cfg.legacy = rows_kernel == GA_CUDA_ROWS_LEGACY;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
+    cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);   // reads GA_CUDA_SORT_SMALL when 0
+    cb->sort_cfg.read64 = sort_rd64;
+    cb->sort_cfg.ctx = cb;
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;
     cb->ring = o->ring ? o->ring : 3;
     snprintf(cb->base.label, sizeof cb->base.label, cb->emu ? "cuda-emu" : "cuda:%d", device);

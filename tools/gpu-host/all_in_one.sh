@@ -25,7 +25,7 @@ step() {        # step NAME SECONDS CMD...
 }
 : > "$OUT/summary.txt"
 step test 90 env GA_CUDA_TEST_SCALE=${1:-0.5} build-gpu/test_cuda_backend
-step bench 120 build-gpu/bench_gpu --cpu-threads 16
+step bench 200 build-gpu/bench_gpu --cpu-threads 16
 # one engine per process (--only: 1 = one GPU, 2 = all GPUs, 3 = all GPUs
 # with a pageable split); compare the checksums across the three
 if [ "$NGPU" -ge 2 ]; then
@@ -38,7 +38,7 @@ step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exit
 step racecheck 40 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
 cat "$OUT/gpu.txt"
 cat "$OUT/summary.txt"
-echo "-- test";       grep -E "rows kernel|passed|FAIL" "$OUT/test.log" | tail -n 8
+echo "-- test";       grep -E "rows kernel|sort|passed|FAIL" "$OUT/test.log" | tail -n 10
 echo "-- memcheck";   grep -E "ERROR SUMMARY|passed" "$OUT/memcheck.log" | tail -n 3
 echo "-- racecheck";  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed|hazard" "$OUT/racecheck.log" | tail -n 4
 for f in "$OUT"/engine_gpus_*.log; do [ -f "$f" ] && { echo "-- $f"; tail -n 14 "$f"; }; done
