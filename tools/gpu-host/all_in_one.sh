@@ -35,7 +35,7 @@ if [ "$NGPU" -ge 2 ]; then
     done
 fi
 step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exitcode 9 build-gpu/test_cuda_backend
-step racecheck 40 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
+step racecheck 150 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
 cat "$OUT/gpu.txt"
 cat "$OUT/summary.txt"
 echo "-- test";       grep -E "rows kernel|sort|passed|FAIL" "$OUT/test.log" | tail -n 10
