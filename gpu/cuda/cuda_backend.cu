@@ -1,6 +1,6 @@
 // cuda_backend.cu — the CUDA backend (gpu/cuda.h): metric table, device
 // memory, streams, and the feed, strung from the kernels of gk_feed.cu,
-// gk_bucket.cu and gk_prim.cu.  docs/GPU.md describes the design.
+// gk_bucket.cu, gk_sort.cu and gk_prim.cu.  docs/GPU.md describes the design.
 //
 // State on the GPU: every metric's raw window, packed in one pool (ts and
 // value arrays, metric after metric in slot order) with per-slot offset and
@@ -10,10 +10,11 @@
 //
 // Streams: s_h2d uploads the batch chunk by chunk from a ring of pinned
 // slots while s_comp classifies the chunks already there; s_d2h brings the
-// late points back while s_comp sorts, merges and computes buckets, and the
-// rows back chunk by chunk while later bucket chunks compute and the pool is
-// rebuilt.  Events order the streams; the host waits only where it needs a
-// count to size the next step.
+// late points back while s_comp sorts, merges, computes buckets and rebuilds
+// the pool, then the rows — after the feed's last count, in pieces ahead of
+// the next feed's counts when feeds are pipelined (feed_start / feed_wait,
+// struct inflight, pump).  Events order the streams; the host waits only
+// where it needs a count to size the next step.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
