@@ -41,6 +41,10 @@ struct ga_cuda_opts {
                               or -1: every bucket through CUB; 0 = the environment's
                               GA_CUDA_SORT_SMALL (a number 0..GA_CUDA_SORT_SMALL_MAX,
                               0 meaning CUB only, or "auto"), else auto (512) */
+    size_t piece_bytes;    /* rows of a feed in flight go home in pieces of at most
+                              this, one ahead of each count the next feed reads
+                              (docs/GPU.md "What overlaps"); 0 = 16 MiB.  Tests use
+                              small values to cut a few rows into many pieces */
 };
 #define GA_CUDA_SORT_SMALL_MAX 4096
 enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_LEGACY = 2 };

@@ -34,10 +34,11 @@
 #define RING_MAX 8
 #define ROW_CHUNKS 4
 #define NMARKS 7
-// Rows of a feed in flight go to the host in pieces of at most this, one
-// piece before each count the next feed reads back: a count's copy queues
-// behind the pieces already on the copy engine, so each waits for one piece
-// (about 0.3 ms at 55 GB/s), not for the whole of the rows (docs/GPU.md).
+// Rows of a feed in flight go to the host in pieces of at most this
+// (ga_cuda_opts.piece_bytes), one piece before each count the next feed
+// reads back: a count's copy queues behind the pieces already on the copy
+// engine, so each waits for one piece (about 0.3 ms at 55 GB/s), not for
+// the whole of the rows (docs/GPU.md).
 #define PIECE_BYTES ((size_t)16 << 20)
 
 namespace {
@@ -79,6 +80,7 @@ struct cuda_backend {
     uint64_t *pin_scalar;         // 8 counters
     uint64_t *pin_hb;             // ROW_CHUNKS + 1 row boundaries
     inflight fl[2];               // feeds in flight, oldest first
+    size_t piece;                 // ga_cuda_opts.piece_bytes or PIECE_BYTES
     int nfl, slot;                // how many; the slot the next feed uses
     // host tables
     struct agg_pol *pols;
@@ -294,7 +296,7 @@ int pump(cuda_backend *cb, size_t budget)
 // feed's counts are all read before its own rows are sent.
 int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
 {
-    int rc = pump(cb, PIECE_BYTES);
+    int rc = pump(cb, cb->piece);
     if (rc)
         return rc;
     rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
@@ -313,7 +315,7 @@ int sort_rd64(void *ctx, const uint64_t *d, uint64_t *out)
 
 int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
 {
-    int rc = pump(cb, PIECE_BYTES);
+    int rc = pump(cb, cb->piece);
     if (rc)
         return rc;
     rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
@@ -1188,6 +1190,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->sort_cfg.ctx = cb;
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;
     cb->ring = o->ring ? o->ring : 3;
+    cb->piece = o->piece_bytes ? o->piece_bytes : PIECE_BYTES;
     snprintf(cb->base.label, sizeof cb->base.label, cb->emu ? "cuda-emu" : "cuda:%d", device);
     int rc = 0;
     if (cb->emu) {
