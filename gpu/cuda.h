@@ -74,6 +74,10 @@ struct ga_cuda_feed_stats {
     /* median / Npct: bucket parts (a bucket's values, or its rate: differences)
        sorted by the shared-memory kernel and by CUB (ga_cuda_opts.sort_small) */
     uint64_t sort_small_parts, sort_big_parts;
+    /* since open: feeds whose batch prefetch had uploaded, and prefetched
+       batches dropped unused (a feed of other arrays found both input sets
+       taken) */
+    uint64_t prefetch_used, prefetch_dropped;
 };
 /* 0, or GA_EINVAL when b is not a CUDA backend. */
 int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);

@@ -136,6 +136,16 @@ struct ga_backend_ops {
      * journal replay).  feed itself first waits for the feeds in flight. */
     int (*feed_start)(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out);
     int (*feed_wait)(struct ga_backend *b);
+    /* Optional (NULL: none): start uploading a batch that a later feed or
+     * feed_start will be given, so that its copy runs while the feeds
+     * before it compute.  The feed whose pts has the same three arrays and
+     * n as the oldest prefetched batch uses that upload; the arrays must
+     * not change from prefetch until that feed returns.  Up to two batches
+     * prefetched and not yet fed; a feed of other arrays ignores them (and
+     * drops them when both are held).  1: started; 0: not (arrays not in
+     * page-locked memory, or n 0); GA_EBUSY with two held; GA_ECUDA.
+     * Pipelined: prefetch(k + 1), feed_start(k), feed_wait(k - 1). */
+    int (*prefetch)(struct ga_backend *b, const struct ga_points *pts);
 };
 
 struct ga_backend {

@@ -13,8 +13,10 @@
 // late points back while s_comp sorts, merges, computes buckets and rebuilds
 // the pool, then the rows — after the feed's last count, in pieces ahead of
 // the next feed's counts when feeds are pipelined (feed_start / feed_wait,
-// struct inflight, pump).  Events order the streams; the host waits only
-// where it needs a count to size the next step.
+// struct inflight, pump).  A batch handed over ahead with prefetch goes up
+// on s_h2d into the other of two input sets while the feed before it
+// computes (struct prefetched).  Events order the streams; the host waits
+// only where it needs a count to size the next step.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,14 @@ struct inflight {
     int sent_all;                 // ev_done[slot] recorded after the last piece
 };
 
+// A batch whose upload prefetch started: its arrays (compared with the
+// feed's, to know it), length, and the input set it went to.
+struct prefetched {
+    const void *metric, *ts, *value;
+    size_t n;
+    int set;
+};
+
 struct cuda_backend {
     struct ga_backend base;
     int dev, emu;
@@ -71,7 +81,7 @@ struct cuda_backend {
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
     gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
     cudaStream_t s_h2d, s_d2h;
-    cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2];
+    cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2];
     cudaEvent_t ev_mark[NMARKS];  // stage boundaries on the compute stream (timed)
     size_t chunk;
     int ring;
@@ -82,6 +92,9 @@ struct cuda_backend {
     inflight fl[2];               // feeds in flight, oldest first
     size_t piece;                 // ga_cuda_opts.piece_bytes or PIECE_BYTES
     int nfl, slot;                // how many; the slot the next feed uses
+    prefetched pre[2];            // uploads started ahead, oldest first
+    int npre;
+    int in_set;                   // the input set (in_metric[..] ...) the feed reads
     // host tables
     struct agg_pol *pols;
     int npols, cap_pols, D;
@@ -101,7 +114,7 @@ struct cuda_backend {
     int cur;
     uint64_t pool_n;
     // per-feed device buffers
-    dbuf in_metric, in_ts, in_val, reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
+    dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
         row_off, tasks, cut, slot_t, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
@@ -432,9 +445,9 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->w_n = B(d_w_n[c], uint64_t);
     f->p_ts = B(d_pts[c], int64_t);
     f->p_val = B(d_pval[c], double);
-    f->metric = B(in_metric, uint32_t);
-    f->ts = B(in_ts, int64_t);
-    f->val = B(in_val, double);
+    f->metric = (uint32_t *)cb->in_metric[cb->in_set].p;
+    f->ts = (int64_t *)cb->in_ts[cb->in_set].p;
+    f->val = (double *)cb->in_val[cb->in_set].p;
     f->reason = B(reason, uint8_t);
     f->slot_of = B(slot_of, uint32_t);
     f->key64 = B(key64a, uint64_t);
@@ -694,13 +707,64 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
     return 0;
 }
 
+// Wait for the prefetched uploads still queued and forget them (their
+// input sets may then be reused).
+int drop_prefetch(cuda_backend *cb)
+{
+    for (int i = 0; i < cb->npre; i++)
+        if (!cb->emu)
+            CUDA_CHECK(cudaEventSynchronize(cb->ev_pre[cb->pre[i].set]));
+    if (cb->npre)
+        cb->st.prefetch_dropped += (uint64_t)cb->npre;
+    cb->npre = 0;
+    return 0;
+}
+
+// Pick the input set of a feed of pts: the oldest prefetched batch's if it
+// is pts (1: already on its way up), else a set no prefetched batch holds
+// (dropping them all when both hold one).  0 or 1; <0 on error.
+int take_input(cuda_backend *cb, const struct ga_points *pts)
+{
+    const prefetched *p = &cb->pre[0];
+    if (cb->npre && p->metric == pts->metric && p->ts == pts->ts && p->value == pts->value &&
+        p->n == pts->n) {
+        cb->in_set = p->set;
+        cb->pre[0] = cb->pre[1];
+        cb->npre--;
+        cb->st.prefetch_used++;
+        return 1;
+    }
+    if (cb->npre == 2)
+        TRY(drop_prefetch(cb));
+    cb->in_set = cb->npre ? 1 - cb->pre[0].set : cb->in_set;
+    return 0;
+}
+
+// Reserve input set `set` for n points.  Only ever grown while no copy into
+// it is queued (its prefetch was waited for or consumed).
+int reserve_input(cuda_backend *cb, int set, size_t n)
+{
+    TRY(dres(cb, &cb->in_metric[set], n * 4, 0));
+    TRY(dres(cb, &cb->in_ts[set], n * 8, 0));
+    return dres(cb, &cb->in_val[set], n * 8, 0);
+}
+
 // Upload the batch chunk by chunk through the pinned ring and classify each
-// chunk as soon as it is on the GPU.
-int upload_classify(cuda_backend *cb, const struct ga_points *pts)
+// chunk as soon as it is on the GPU; a prefetched batch is only classified,
+// once its upload is done.
+int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetched_up)
 {
     size_t n = pts->n;
     gk_feed f;
     fill(cb, &f);
+    if (prefetched_up) {
+        if (!cb->emu)
+            CUDA_CHECK(cudaStreamWaitEvent(cb->x.s, cb->ev_pre[cb->in_set], 0));
+        return gk_classify(&cb->x, &f, 0, n);
+    }
+    uint32_t *d_metric = (uint32_t *)cb->in_metric[cb->in_set].p;
+    int64_t *d_ts = (int64_t *)cb->in_ts[cb->in_set].p;
+    double *d_val = (double *)cb->in_val[cb->in_set].p;
     // Caller's arrays in page-locked memory (ga_cuda_host_alloc): DMA straight
     // from them, no staging copy.
     int pinned = !cb->emu && is_pinned(pts->metric) && is_pinned(pts->ts) && is_pinned(pts->value);
@@ -708,9 +772,9 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts)
         size_t k = n - i0 < cb->chunk ? n - i0 : cb->chunk;
         int slot = (int)(c % (size_t)cb->ring);
         if (cb->emu) {
-            memcpy(B(in_metric, uint32_t) + i0, pts->metric + i0, k * 4);
-            memcpy(B(in_ts, int64_t) + i0, pts->ts + i0, k * 8);
-            memcpy(B(in_val, double) + i0, pts->value + i0, k * 8);
+            memcpy(d_metric + i0, pts->metric + i0, k * 4);
+            memcpy(d_ts + i0, pts->ts + i0, k * 8);
+            memcpy(d_val + i0, pts->value + i0, k * 8);
         } else {
             const void *sm = pts->metric + i0, *st = pts->ts + i0, *sv = pts->value + i0;
             if (!pinned) {            // pack into the ring's slot, then DMA from there
@@ -724,12 +788,9 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts)
                 st = pin + cb->chunk * 4;
                 sv = pin + cb->chunk * 12;
             }
-            CUDA_CHECK(cudaMemcpyAsync(B(in_metric, uint32_t) + i0, sm, k * 4,
-                                       cudaMemcpyHostToDevice, cb->s_h2d));
-            CUDA_CHECK(cudaMemcpyAsync(B(in_ts, int64_t) + i0, st, k * 8,
-                                       cudaMemcpyHostToDevice, cb->s_h2d));
-            CUDA_CHECK(cudaMemcpyAsync(B(in_val, double) + i0, sv, k * 8,
-                                       cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(d_metric + i0, sm, k * 4, cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(d_ts + i0, st, k * 8, cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(d_val + i0, sv, k * 8, cudaMemcpyHostToDevice, cb->s_h2d));
             CUDA_CHECK(cudaEventRecord(cb->ev_in[slot], cb->s_h2d));
             CUDA_CHECK(cudaStreamWaitEvent(cb->x.s, cb->ev_in[slot], 0));
         }
@@ -766,9 +827,10 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     *changed = 0;
     fl->R = fl->L = 0;
     TRY(sync_tables(cb));
-    RES(in_metric, n * 4, 0);
-    RES(in_ts, n * 8, 0);
-    RES(in_val, n * 8, 0);
+    int up = take_input(cb, pts);
+    if (up < 0)
+        return up;
+    TRY(reserve_input(cb, cb->in_set, n));
     RES(reason, n, 0);
     RES(slot_of, n * 4, 0);
     RES(key64a, n * 8, 0);
@@ -783,7 +845,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     gk_feed f;
     fill(cb, &f);
     TRY(gk_for(&cb->x, cb->nslots, fill_i64_f{ f.tmin, INT64_MAX }));
-    TRY(upload_classify(cb, pts));
+    TRY(upload_classify(cb, pts, up));
 
     // Late points: selected, gathered, and on their way back while the rest runs.
     uint32_t *d_cnt = B(small, uint32_t);
@@ -970,6 +1032,39 @@ void drain(cuda_backend *cb)
     }
 }
 
+// Start the upload of a later batch now, into an input set no queued
+// upload or running feed uses: the feed of the same arrays then only
+// classifies it (engine.h prefetch).  Emulation copies at once, so the
+// tests run the same bookkeeping.
+int cu_prefetch(struct ga_backend *b, const struct ga_points *pts)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    if (use_device(cb))
+        return GA_ECUDA;
+    if (cb->npre == 2)
+        return GA_EBUSY;
+    size_t n = pts->n;
+    if (!n || n >= UINT32_MAX)
+        return 0;
+    if (!cb->emu && !(is_pinned(pts->metric) && is_pinned(pts->ts) && is_pinned(pts->value)))
+        return 0;                 // pageable: the feed packs it through the ring as before
+    int set = cb->npre ? 1 - cb->pre[0].set : 1 - cb->in_set;
+    TRY(reserve_input(cb, set, n));
+    void *dm = cb->in_metric[set].p, *dt = cb->in_ts[set].p, *dv = cb->in_val[set].p;
+    if (cb->emu) {
+        memcpy(dm, pts->metric, n * 4);
+        memcpy(dt, pts->ts, n * 8);
+        memcpy(dv, pts->value, n * 8);
+    } else {
+        CUDA_CHECK(cudaMemcpyAsync(dm, pts->metric, n * 4, cudaMemcpyHostToDevice, cb->s_h2d));
+        CUDA_CHECK(cudaMemcpyAsync(dt, pts->ts, n * 8, cudaMemcpyHostToDevice, cb->s_h2d));
+        CUDA_CHECK(cudaMemcpyAsync(dv, pts->value, n * 8, cudaMemcpyHostToDevice, cb->s_h2d));
+        CUDA_CHECK(cudaEventRecord(cb->ev_pre[set], cb->s_h2d));
+    }
+    cb->pre[cb->npre++] = prefetched{ pts->metric, pts->ts, pts->value, n, set };
+    return 1;
+}
+
 int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     cuda_backend *cb = (cuda_backend *)b;
@@ -1055,8 +1150,9 @@ void cu_close(struct ga_backend *b)
         cudaSetDevice(cb->dev);
     dbuf *all[] = { &cb->d_pols, &cb->d_loc, &cb->d_slot_pol, &cb->d_slot_id, &cb->d_resets,
                     &cb->d_w_off[0], &cb->d_w_off[1], &cb->d_w_n[0], &cb->d_w_n[1], &cb->d_pts[0],
-                    &cb->d_pts[1], &cb->d_pval[0], &cb->d_pval[1], &cb->in_metric, &cb->in_ts,
-                    &cb->in_val, &cb->reason, &cb->slot_of, &cb->key64a, &cb->key64b, &cb->idxa,
+                    &cb->d_pts[1], &cb->d_pval[0], &cb->d_pval[1], &cb->in_metric[0],
+                    &cb->in_metric[1], &cb->in_ts[0], &cb->in_ts[1], &cb->in_val[0], &cb->in_val[1],
+                    &cb->reason, &cb->slot_of, &cb->key64a, &cb->key64b, &cb->idxa,
                     &cb->idxb, &cb->key32a, &cb->key32b, &cb->late_idx, &cb->late[0], &cb->late[1], &cb->keep,
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
@@ -1092,6 +1188,8 @@ void cu_close(struct ga_backend *b)
         for (int i = 0; i < 2; i++) {
             if (cb->ev_done[i])
                 cudaEventDestroy(cb->ev_done[i]);
+            if (cb->ev_pre[i])
+                cudaEventDestroy(cb->ev_pre[i]);
             if (cb->pin_rows[i].p)
                 cudaFreeHost(cb->pin_rows[i].p);
             if (cb->pin_late[i].p)
@@ -1120,7 +1218,7 @@ void cu_close(struct ga_backend *b)
 
 const struct ga_backend_ops cuda_ops = {
     "cuda", cu_metric_add, cu_feed, cu_window_get, cu_window_put, cu_metric_drop, cu_close,
-    cu_feed_start, cu_feed_wait,
+    cu_feed_start, cu_feed_wait, cu_prefetch,
 };
 
 int setup_gpu(cuda_backend *cb)
@@ -1134,8 +1232,10 @@ int setup_gpu(cuda_backend *cb)
         CUDA_CHECK(cudaHostAlloc(&cb->pin_in[i], cb->chunk * 20, cudaHostAllocDefault));
     }
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_late, cudaEventDisableTiming));
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_done[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_pre[i], cudaEventDisableTiming));
+    }
     for (int i = 0; i < NMARKS; i++)
         CUDA_CHECK(cudaEventCreate(&cb->ev_mark[i]));
     CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, cudaHostAllocDefault));

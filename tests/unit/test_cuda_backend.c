@@ -47,6 +47,7 @@ static int sort_small;            /* ga_cuda_opts.sort_small of the backends ope
  * 1 CUB alone, 2 shared memory for all it may take, 3 a 1..64 threshold. */
 static uint64_t sort_parts[4][2];
 static int sort_mode;
+static uint64_t pre_used, pre_dropped;   /* prefetch, over the random trials */
 
 static int open_gpu(struct ga_backend **b)
 {
@@ -164,10 +165,67 @@ static int compare_windows(const char *what, struct ga_backend *g, struct ga_bac
 }
 
 #define MAXM 12
+#define BCAP 3000
+
+static void *big_alloc(size_t bytes, int pinned)
+{
+    void *p = NULL;
+    if (pinned && ga_cuda_host_alloc(&p, bytes) == 0)
+        return p;                  /* page-locked: feed() DMAs straight from it */
+    return malloc(bytes);
+}
+
+static void big_free(void *p, int pinned)
+{
+    if (pinned && !use_emu)
+        ga_cuda_host_free(p);
+    else
+        free(p);
+}
+
+/* One random batch of up to BCAP points for metrics ids[0..nmet) (and an
+ * unknown id now and then) around *now, which moves on. */
+struct tbatch {
+    uint32_t *mid;
+    int64_t *ts;
+    double *val;
+    size_t n;
+};
+
+static void gen_batch(struct tbatch *b, const uint32_t *ids, int nmet, int64_t *now)
+{
+    size_t n = (size_t)rnd_in(1, BCAP);
+    if (rnd() % 3 == 0)
+        n = (size_t)rnd_in(1, 40);
+    int64_t spread = rnd_in(1, 600) * SEC;
+    for (size_t i = 0; i < n; i++) {
+        b->mid[i] = ids[rnd_in(0, nmet - 1)];
+        int64_t t = *now + rnd_in(-spread / 2, spread);
+        if (rnd() % 10 == 0)
+            t = *now - rnd_in(0, 3600) * SEC;
+        if (rnd() % 8 == 0 && i)
+            t = b->ts[rnd() % i];
+        if (rnd() % 3 == 0)
+            t = t / SEC * SEC;
+        b->ts[i] = t;
+        b->val[i] = rnd_value();
+        if (rnd() % 200 == 0)
+            b->ts[i] = -b->ts[i];
+        if (rnd() % 200 == 0)
+            b->val[i] = rnd() % 2 ? NAN : -INFINITY;
+        if (rnd() % 300 == 0)
+            b->mid[i] = 999;                          /* unknown */
+    }
+    b->n = n;
+    *now += spread;
+}
 
 /* async: feed_start batch k, then feed_wait for batch k - 1 (two results
- * in turn), as a pipelined caller does; else feed(). */
-static void one_trial(int trial, int async)
+ * in turn), as a pipelined caller does; else feed().  pre: batch k + 1 is
+ * prefetched before batch k is fed (its arrays page-locked on a GPU), now
+ * and then with a decoy prefetch in between (other arrays, same length,
+ * other values), which no feed may take for its own. */
+static void one_trial(int trial, int async, int pre)
 {
     struct ga_backend *g, *c;
     CHECK_INT(open_gpu(&g), 0);
@@ -185,43 +243,51 @@ static void one_trial(int trial, int async)
     rga[0].want_pinned = rga[1].want_pinned = (int)(rnd() % 2);  /* rows straight from the GPU, or staged */
     int64_t now = rnd_in(1600000000, 1700000000) * SEC + rnd_in(0, SEC);
     int nbatch = (int)rnd_in(1, 8);
-    size_t cap = 3000;
-    uint32_t *mid = malloc(cap * sizeof *mid);
-    int64_t *ts = malloc(cap * sizeof *ts);
-    double *val = malloc(cap * sizeof *val);
+    int pinned = pre && !use_emu;
+    struct tbatch bat[3];         /* batches k and k + 1 in turn; [2]: the decoy */
+    for (int k = 0; k < 3; k++) {
+        bat[k].mid = big_alloc(BCAP * sizeof *bat[k].mid, pinned);
+        bat[k].ts = big_alloc(BCAP * sizeof *bat[k].ts, pinned);
+        bat[k].val = big_alloc(BCAP * sizeof *bat[k].val, pinned);
+    }
+    struct ga_cuda_feed_stats st0, st1;
+    CHECK_INT(ga_cuda_backend_stats(g, &st0), 0);
+    int decoys = 0;
+    gen_batch(&bat[0], ids, nmet, &now);
+    if (pre) {
+        struct ga_points p0 = { bat[0].n, bat[0].mid, bat[0].ts, bat[0].val };
+        CHECK_INT(g->ops->prefetch(g, &p0), 1);
+    }
     for (int bi = 0; bi < nbatch; bi++) {
-        size_t n = (size_t)rnd_in(1, (int64_t)cap);
-        if (rnd() % 3 == 0)
-            n = (size_t)rnd_in(1, 40);
-        int64_t spread = rnd_in(1, 600) * SEC;
-        for (size_t i = 0; i < n; i++) {
-            mid[i] = ids[rnd_in(0, nmet - 1)];
-            int64_t t = now + rnd_in(-spread / 2, spread);
-            if (rnd() % 10 == 0)
-                t = now - rnd_in(0, 3600) * SEC;
-            if (rnd() % 8 == 0 && i)
-                t = ts[rnd() % i];
-            if (rnd() % 3 == 0)
-                t = t / SEC * SEC;
-            ts[i] = t;
-            val[i] = rnd_value();
-            if (rnd() % 200 == 0)
-                ts[i] = -ts[i];
-            if (rnd() % 200 == 0)
-                val[i] = rnd() % 2 ? NAN : -INFINITY;
-            if (rnd() % 300 == 0)
-                mid[i] = 999;                         /* unknown */
+        struct tbatch *b = &bat[bi % 2];
+        if (bi + 1 < nbatch) {    /* the next batch, into the arrays batch bi - 1 had */
+            struct tbatch *nx = &bat[(bi + 1) % 2];
+            gen_batch(nx, ids, nmet, &now);
+            if (pre && rnd() % 5 == 0) {
+                memcpy(bat[2].mid, nx->mid, nx->n * sizeof *nx->mid);
+                memcpy(bat[2].ts, nx->ts, nx->n * sizeof *nx->ts);
+                for (size_t i = 0; i < nx->n; i++)   /* same length, other values */
+                    bat[2].val[i] = nx->val[i] + 1.0;
+                struct ga_points pd = { nx->n, bat[2].mid, bat[2].ts, bat[2].val };
+                int r = g->ops->prefetch(g, &pd);
+                CHECK(r == 1 || r == GA_EBUSY);
+                decoys++;
+            }
+            struct ga_points pn = { nx->n, nx->mid, nx->ts, nx->val };
+            if (pre) {
+                int r = g->ops->prefetch(g, &pn);
+                CHECK(r == 1 || r == GA_EBUSY);
+            }
         }
-        now += spread;
         int k = async ? bi % 2 : 0;
         struct ga_result *rg = &rga[k], *rc = &rca[k];
         if (rnd() % 4) {          /* else append behind the rows of two batches ago */
             ga_result_reset(rg);
             ga_result_reset(rc);
         }
-        struct ga_points p = { n, mid, ts, val };
+        struct ga_points p = { b->n, b->mid, b->ts, b->val };
         char what[64];
-        snprintf(what, sizeof what, "trial %d batch %d", trial, bi);
+        snprintf(what, sizeof what, "trial %d batch %d%s", trial, bi, pre ? " (prefetched)" : "");
         if (async) {
             CHECK_INT(g->ops->feed_start(g, &p, rg), 0);
             if (bi) {
@@ -252,9 +318,21 @@ static void one_trial(int trial, int async)
     if (async && g->ops->feed_wait(g) == 0)           /* the last batch */
         compare("async last batch", &rga[(nbatch - 1) % 2], &rca[(nbatch - 1) % 2]);
     CHECK_INT(g->ops->feed_wait(g), GA_ENOENT);
-    free(mid);
-    free(ts);
-    free(val);
+    /* Batch 0 was prefetched with nothing before it: its feed took that upload. */
+    CHECK_INT(ga_cuda_backend_stats(g, &st1), 0);
+    if (pre)
+        CHECK(st1.prefetch_used > st0.prefetch_used);
+    else
+        CHECK(st1.prefetch_used == st0.prefetch_used && st1.prefetch_dropped == st0.prefetch_dropped);
+    if (pre && !decoys)           /* every batch fed took its prefetched upload */
+        CHECK_INT(st1.prefetch_used - st0.prefetch_used, (uint64_t)nbatch);
+    pre_used += st1.prefetch_used - st0.prefetch_used;
+    pre_dropped += st1.prefetch_dropped - st0.prefetch_dropped;
+    for (int k = 0; k < 3; k++) {
+        big_free(bat[k].mid, pinned);
+        big_free(bat[k].ts, pinned);
+        big_free(bat[k].val, pinned);
+    }
     for (int k = 0; k < 2; k++) {
         ga_result_free(&rga[k]);
         ga_result_free(&rca[k]);
@@ -275,7 +353,7 @@ static void test_random_vs_cpu(void)
             rows_kernel = t % 4 == 1 ? GA_CUDA_ROWS_DEFAULT : variant;
         sort_mode = (t / 2) % 4;  /* the sort: every mode with each rows kernel */
         sort_small = (int[]){ 0, -1, GA_CUDA_SORT_SMALL_MAX, (int)rnd_in(1, 64) }[sort_mode];
-        one_trial(t, t % 3 == 2);
+        one_trial(t, t % 3 == 2, t % 5 >= 3);   /* prefetched: two in five, both ways */
     }
     rows_kernel = variant;
     sort_small = sort_mode = 0;
@@ -300,25 +378,14 @@ static void test_random_vs_cpu(void)
         CHECK(sort_parts[3][0] > 0 && sort_parts[3][1] > 0);
     }
     memset(sort_parts, 0, sizeof sort_parts);
+    printf("prefetch: %llu feeds took a prefetched upload, %llu prefetched batches dropped\n",
+           (unsigned long long)pre_used, (unsigned long long)pre_dropped);
+    if (n >= 20)              /* decoys (one in five batches) make some feeds drop theirs */
+        CHECK(pre_used > 0 && pre_dropped > 0);
+    pre_used = pre_dropped = 0;
 }
 
 /* Many metrics, big batches (several staging chunks), every method kind. */
-static void *big_alloc(size_t bytes, int pinned)
-{
-    void *p = NULL;
-    if (pinned && ga_cuda_host_alloc(&p, bytes) == 0)
-        return p;                  /* page-locked: feed() DMAs straight from it */
-    return malloc(bytes);
-}
-
-static void big_free(void *p, int pinned)
-{
-    if (pinned && !use_emu)
-        ga_cuda_host_free(p);
-    else
-        free(p);
-}
-
 static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *ms, int nms,
                      int pinned)
 {
