@@ -45,7 +45,16 @@ struct ga_cuda_opts {
                               this, one ahead of each count the next feed reads
                               (docs/GPU.md "What overlaps"); 0 = 16 MiB.  Tests use
                               small values to cut a few rows into many pieces */
+    int counts;            /* how the host reads the ~10 counts of a feed:
+                              GA_CUDA_COUNTS_MAPPED (a one-thread kernel stores each
+                              into mapped page-locked memory: the copy engine stays
+                              free, so a feed's rows go home all at once, behind no
+                              count) or GA_CUDA_COUNTS_COPY (an 8-byte copy, which
+                              queues behind rows: they go in pieces, piece_bytes);
+                              0 = the environment's GA_CUDA_COUNTS ("mapped" or
+                              "copy"), else mapped */
 };
+enum { GA_CUDA_COUNTS_DEFAULT = 0, GA_CUDA_COUNTS_MAPPED = 1, GA_CUDA_COUNTS_COPY = 2 };
 #define GA_CUDA_SORT_SMALL_MAX 4096
 enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_LEGACY = 2 };
 

@@ -89,6 +89,9 @@ struct cuda_backend {
     dbuf pin_rows[2], pin_late[2];  // per slot; pinned (host memory in emulation)
     uint64_t *pin_scalar;         // 8 counters
     uint64_t *pin_hb;             // ROW_CHUNKS + 1 row boundaries
+    int mapped;                   // counts stored into pin_scalar / pin_hb by a kernel
+                                  // (both mapped), not copied (ga_cuda_opts.counts)
+    uint64_t *map_scalar, *map_hb;  // their device addresses
     inflight fl[2];               // feeds in flight, oldest first
     size_t piece;                 // ga_cuda_opts.piece_bytes or PIECE_BYTES
     int nfl, slot;                // how many; the slot the next feed uses
@@ -304,19 +307,44 @@ int pump(cuda_backend *cb, size_t budget)
     return 0;
 }
 
-// Read one device counter (waits for the compute stream).  Its copy queues
-// behind the rows on their way home (one piece of them, sent first), and a
-// feed's counts are all read before its own rows are sent.
+// Copy n words from the device into mapped page-locked memory: a one-thread
+// kernel's stores cross PCIe without the copy engine, so they do not queue
+// behind rows on their way home.
+struct words_f {
+    uint64_t *dst;
+    const uint64_t *src;
+    size_t n;
+    __host__ __device__ void operator()(size_t) const
+    {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+};
+
+struct word32_f {
+    uint64_t *dst;
+    const uint32_t *src;
+    __host__ __device__ void operator()(size_t) const { *dst = *src; }
+};
+
+// Read one device counter (waits for the compute stream).  Mapped: a kernel
+// stores it into host memory.  Copied: its copy queues behind the rows on
+// their way home (one piece of them, sent first), and a feed's counts are
+// all read before its own rows are sent.
 int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
 {
-    int rc = pump(cb, cb->piece);
-    if (rc)
-        return rc;
-    rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
+    int rc;
+    if (cb->mapped) {
+        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, 1 });
+    } else {
+        rc = pump(cb, cb->piece);
+        if (!rc)
+            rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
+    }
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
     if (!rc)
-        *out = cb->pin_scalar[0];
+        *out = *(volatile uint64_t *)cb->pin_scalar;
     return rc;
 }
 
@@ -328,14 +356,20 @@ int sort_rd64(void *ctx, const uint64_t *d, uint64_t *out)
 
 int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
 {
-    int rc = pump(cb, cb->piece);
-    if (rc)
-        return rc;
-    rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
+    int rc;
+    if (cb->mapped) {
+        rc = gk_for(&cb->x, 1, word32_f{ cb->map_scalar, d });
+    } else {
+        rc = pump(cb, cb->piece);
+        if (!rc) {
+            cb->pin_scalar[0] = 0;
+            rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
+        }
+    }
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
     if (!rc)
-        *out = *(uint32_t *)cb->pin_scalar;
+        *out = *(volatile uint64_t *)cb->pin_scalar;
     return rc;
 }
 
@@ -979,7 +1013,10 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     uint64_t *hb = cb->pin_hb;
     RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
     TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
-    TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
+    if (cb->mapped)
+        TRY(gk_for(&cb->x, 1, words_f{ cb->map_hb, B(bnd, uint64_t), ROW_CHUNKS + 1 }));
+    else
+        TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
     TRY(sync_stream(cb, cb->x.s));
     double t4 = now_s();
     TRY(record(cb, cb->ev_mark[4], cb->x.s));
@@ -1094,6 +1131,11 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
         commit(cb, total);
     cb->nfl++;
     cb->slot = 1 - cb->slot;
+    // Counts do not use the copy engine: all rows home now.  The batch is
+    // applied, so a failed copy is not this call's failure: feed_wait sends
+    // what is left and reports it.
+    if (cb->mapped)
+        (void)pump(cb, SIZE_MAX);
     cb->st.points = pts->n;
     cb->st.pool_points = cb->pool_n;
     return 0;
@@ -1238,8 +1280,13 @@ int setup_gpu(cuda_backend *cb)
     }
     for (int i = 0; i < NMARKS; i++)
         CUDA_CHECK(cudaEventCreate(&cb->ev_mark[i]));
-    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, cudaHostAllocDefault));
-    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, (ROW_CHUNKS + 1) * 8, cudaHostAllocDefault));
+    unsigned fl = cb->mapped ? cudaHostAllocMapped : cudaHostAllocDefault;
+    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, fl));
+    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, (ROW_CHUNKS + 1) * 8, fl));
+    if (cb->mapped) {
+        CUDA_CHECK(cudaHostGetDevicePointer((void **)&cb->map_scalar, cb->pin_scalar, 0));
+        CUDA_CHECK(cudaHostGetDevicePointer((void **)&cb->map_hb, cb->pin_hb, 0));
+    }
     return 0;
 }
 
@@ -1254,8 +1301,17 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
         o = &d;
     if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0 ||
         o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY ||
-        o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX)
+        o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX ||
+        o->counts < GA_CUDA_COUNTS_DEFAULT || o->counts > GA_CUDA_COUNTS_COPY)
         return GA_EINVAL;
+    int counts = o->counts;
+    if (counts == GA_CUDA_COUNTS_DEFAULT) {       // read once, here
+        const char *e = getenv("GA_CUDA_COUNTS");
+        counts = e && !strcmp(e, "copy") ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED;
+        if (e && *e && strcmp(e, "copy") && strcmp(e, "mapped"))
+            ga_log(GA_LOG_WARN, "cuda_counts", "value=\"%s\" msg=\"GA_CUDA_COUNTS is mapped or "
+                   "copy; using mapped\"", e);
+    }
     int rows_kernel = o->rows_kernel;
     if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
         const char *e = getenv("GA_CUDA_ROWS_KERNEL");
@@ -1291,11 +1347,14 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;
     cb->ring = o->ring ? o->ring : 3;
     cb->piece = o->piece_bytes ? o->piece_bytes : PIECE_BYTES;
+    cb->mapped = counts == GA_CUDA_COUNTS_MAPPED;
     snprintf(cb->base.label, sizeof cb->base.label, cb->emu ? "cuda-emu" : "cuda:%d", device);
     int rc = 0;
     if (cb->emu) {
         cb->pin_scalar = (uint64_t *)calloc(8, sizeof *cb->pin_scalar);
         cb->pin_hb = (uint64_t *)calloc(ROW_CHUNKS + 1, sizeof *cb->pin_hb);
+        cb->map_scalar = cb->pin_scalar;      // emulation: the kernels are host loops
+        cb->map_hb = cb->pin_hb;
         if (!cb->pin_scalar || !cb->pin_hb)
             rc = GA_ENOMEM;
     } else {

@@ -56,7 +56,10 @@ static int open_gpu(struct ga_backend **b)
                               .sort_small = sort_small };
     if (rows_kernel == GA_CUDA_ROWS_TILED && rnd() % 3 == 0)
         o.rows_smem = (unsigned)rnd_in(12 << 10, 40 << 10);
-    if (rnd() % 2)            /* pipelined trials: a batch's rows home in many pieces */
+    /* counts copied (pipelined rows home in pieces, here often many of
+     * 1..4096 bytes) or stored into mapped memory (rows home at once) */
+    o.counts = rnd() % 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED;
+    if (o.counts == GA_CUDA_COUNTS_COPY && rnd() % 2)
         o.piece_bytes = (size_t)rnd_in(1, 4096);
     return ga_cuda_backend_open(b, 0, &o);
 }
