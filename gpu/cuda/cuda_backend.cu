@@ -120,7 +120,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
-        row_off, tasks, cut, slot_t, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
+        row_off, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -518,6 +518,7 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->cut = B(cut, uint64_t);
     f->new_n = B(d_w_n[o], uint64_t);
     f->slot_t = B(slot_t, uint32_t);
+    f->t_of = B(t_of, uint32_t);
     f->new_off = B(d_w_off[o], uint64_t);
     f->p2_ts = B(d_pts[o], int64_t);
     f->p2_val = B(d_pval[o], double);
@@ -933,6 +934,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
 
     // Merge with the windows.
     RES(seg, (T + 1) * 8, 0);
+    RES(t_of, S * 4, 0);
     RES(tslot, (T + 1) * 4, 0);
     RES(old_n, (T + 1) * 8, 0);
     RES(m_n, (T + 1) * 8, 0);
@@ -1200,7 +1202,7 @@ void cu_close(struct ga_backend *b)
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->cut,
-                    &cb->slot_t, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
+                    &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->small };
     if (!cb->emu)
         cudaDeviceSynchronize();

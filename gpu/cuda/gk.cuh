@@ -98,6 +98,56 @@ __host__ __device__ static inline size_t gk_bucket_end(const int64_t *ts, size_t
     return lo;
 }
 
+// The same as gk_bucket_end, found by galloping up from lo (1, 2, 4, ...
+// steps, then a binary search in the last one): a few loads when the end
+// is near lo, as a short bucket's is, instead of log2(hi - lo) in a row.
+__host__ __device__ static inline size_t gk_bucket_end_near(const int64_t *ts, size_t lo, size_t hi,
+                                                            int64_t b, int64_t g)
+{
+    size_t step = 1;
+    while (lo < hi) {
+        size_t p = hi - lo > step ? lo + step : hi;      // probe ts[p - 1]
+        if (ts[p - 1] - b >= g)
+            return gk_bucket_end(ts, lo, p - 1, b, g);
+        lo = p;
+        step *= 2;
+    }
+    return lo;
+}
+
+// First i in [0, at] with ts[i] >= key, given ts[at] >= key (at == n: as
+// if ts[n] were +inf; ts[at] is never read): galloping down from at — a
+// bucket's first point from one of its points, or where a new point goes
+// in a window it usually follows.
+__host__ __device__ static inline size_t gk_lower_bound_near(const int64_t *ts, size_t at, int64_t key)
+{
+    size_t hi = at, step = 1;     // ts[hi] >= key
+    while (hi > 0) {
+        size_t p = hi > step ? hi - step : 0;
+        if (ts[p] < key)
+            return gk_lower_bound(ts, p + 1, hi, key);
+        hi = p;
+        step *= 2;
+    }
+    return 0;
+}
+
+// First i in [lo, hi) with ts[i] >= key, galloping up from lo (where an old
+// point goes among the new points, which usually all follow it).
+__host__ __device__ static inline size_t gk_lower_bound_up(const int64_t *ts, size_t lo, size_t hi,
+                                                           int64_t key)
+{
+    size_t step = 1;
+    while (lo < hi) {
+        size_t p = hi - lo > step ? lo + step : hi;      // probe ts[p - 1]
+        if (ts[p - 1] >= key)
+            return gk_lower_bound(ts, lo, p - 1, key);
+        lo = p;
+        step *= 2;
+    }
+    return lo;
+}
+
 // Last i in [0, n) with off[i] <= key (off ascending, off[0] <= key).
 __host__ __device__ static inline size_t gk_seg_of(const uint64_t *off, size_t n, uint64_t key)
 {

@@ -116,6 +116,7 @@ struct seg_f {
         uint32_t s = f.u_slot[f.seg32[t]];
         f.seg[t] = f.seg32[t];
         f.tslot[t] = s;
+        f.t_of[s] = (uint32_t)t;
         f.old_n[t] = f.w_n[s];
     }
 };
@@ -129,11 +130,10 @@ struct dup_f {
             f.dup[U] = 0;
             return;
         }
-        size_t t = gk_seg_of(f.seg, T, k);
-        uint32_t s = f.tslot[t];
+        uint32_t s = f.u_slot[k];
         const int64_t *old = f.p_ts + f.w_off[s];
         uint64_t on = f.w_n[s];
-        uint64_t r = gk_lower_bound(old, 0, on, f.u_ts[k]);
+        uint64_t r = gk_lower_bound_near(old, on, f.u_ts[k]);   // new points mostly follow
         f.rold[k] = r;
         f.dup[k] = r < on && old[r] == f.u_ts[k];
     }
@@ -155,7 +155,7 @@ struct place_new_f {
     size_t T;
     __host__ __device__ void operator()(size_t k) const
     {
-        size_t t = gk_seg_of(f.seg, T, k);
+        size_t t = f.t_of[f.u_slot[k]];
         uint64_t a = f.seg[t];
         uint64_t p = f.rold[k] + (k - a) - (f.dupx[k] - f.dupx[a]);
         f.pos[k] = p;
@@ -174,7 +174,7 @@ struct place_old_f {
         uint32_t s = f.tslot[t];
         int64_t ts = f.p_ts[f.w_off[s] + io];
         uint64_t a = f.seg[t], b = f.seg[t + 1];
-        uint64_t r = gk_lower_bound(f.u_ts, a, b, ts);
+        uint64_t r = gk_lower_bound_up(f.u_ts, a, b, ts);        // old points mostly precede
         if (r < b && f.u_ts[r] == ts)
             return;                               // replaced by a new point
         uint64_t p = io + (r - a) - (f.dupx[r] - f.dupx[a]);
@@ -245,18 +245,32 @@ __host__ __device__ uint64_t task_rows(const struct agg_pol *pol, const gk_ctx &
 // ordered by t, then d, then k: the CPU's row order within a metric.  A
 // first new point of a bucket makes that bucket's task and, for rate:
 // methods, maybe the task of the bucket after (gpu/agg_cpu_window.c).
+// The count pass (write 0) looks at every item; the write pass only at the
+// items that counted a task.  Divisions are 32-bit when U * D fits (64-bit
+// ones are a long software routine on the GPU), and the touched metric of
+// a point is looked up through its slot (t_of), not searched for.
 struct tasks_f {
     gk_feed f;
     size_t T;
-    int write;
+    int write, narrow;            // narrow: U * D < 2^32
     __host__ __device__ void operator()(size_t q) const
     {
-        size_t k0 = q / f.D;
-        size_t t = gk_seg_of(f.seg, T, k0);
+        if (write && !f.cnt_task[q])
+            return;
+        uint32_t D = (uint32_t)f.D;
+        size_t k0 = narrow ? (uint32_t)q / D : q / D;
+        size_t t = f.t_of[f.u_slot[k0]];
         uint64_t a = f.seg[t], L = f.seg[t + 1] - a;
-        uint64_t qq = q - a * f.D;
-        int d = (int)(qq / L);
-        uint64_t k = a + qq % L;
+        uint64_t qq = q - a * D;
+        int d;
+        uint64_t k;
+        if (narrow) {
+            d = (int)((uint32_t)qq / (uint32_t)L);
+            k = a + (uint32_t)qq % (uint32_t)L;
+        } else {
+            d = (int)(qq / L);
+            k = a + qq % L;
+        }
         uint32_t s = f.tslot[t];
         const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
         uint64_t ntask = 0, nrow = 0;
@@ -267,9 +281,10 @@ struct tasks_f {
                 const gk_ctx &c = f.ctx[t * f.D + d];
                 const int64_t *ts = f.m_ts + f.m_off[t];
                 uint64_t n = f.m_n[t];
-                uint64_t k2 = gk_bucket_end(f.u_ts, k + 1, a + L, b, g);
-                uint64_t lo = gk_lower_bound(ts, 0, n, b);
-                uint64_t hi = gk_bucket_end(ts, f.pos[k2 - 1] + 1, n, b, g);
+                // all near k: searches gallop from there (gk.cuh)
+                uint64_t k2 = gk_bucket_end_near(f.u_ts, k + 1, a + L, b, g);
+                uint64_t lo = gk_lower_bound_near(ts, f.pos[k], b);
+                uint64_t hi = gk_bucket_end_near(ts, f.pos[k2 - 1] + 1, n, b, g);
                 uint64_t r1 = task_rows(pol, c, span, 1, b, lo, hi);
                 if (write) {
                     gk_task *tk = &f.tasks[f.task_off[q]];
@@ -280,7 +295,7 @@ struct tasks_f {
                 if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
                     int64_t sb = gk_bucket(ts[hi], g);
                     if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
-                        uint64_t shi = gk_bucket_end(ts, hi + 1, n, sb, g);
+                        uint64_t shi = gk_bucket_end_near(ts, hi + 1, n, sb, g);
                         if (write) {
                             gk_task *tk = &f.tasks[f.task_off[q] + 1];
                             *tk = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi, f.row_off[q] + r1 };
@@ -395,7 +410,8 @@ int gk_contexts(gk_exec *x, const gk_feed *f, size_t T)
 
 int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, size_t T, int write)
 {
-    return gk_for(x, U * (size_t)f->D, tasks_f{ *f, T, write });
+    size_t n = U * (size_t)f->D;
+    return gk_for(x, n, tasks_f{ *f, T, write, n < ((size_t)1 << 32) });
 }
 
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T)

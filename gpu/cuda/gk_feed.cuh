@@ -61,6 +61,8 @@ struct gk_feed {
     uint64_t *cut;                // [T]
     uint64_t *new_n;              // [S + 1]
     uint32_t *slot_t;             // [S] touched index + 1, 0 if untouched
+    uint32_t *t_of;               // [S] touched index of a touched slot (gk_segments;
+                                  // other slots' entries are stale)
     const uint64_t *new_off;      // [S + 1]
     int64_t *p2_ts;
     double *p2_val;
