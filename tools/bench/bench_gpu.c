@@ -180,28 +180,37 @@ static int run_feed(struct ga_backend *b, const struct load *l, uint32_t nmet,
  * back; with pre, batch k + 1 is prefetched before batch k starts, so its
  * upload overlaps k's kernels too.  Counted from batch WARM on, as run_feed. */
 static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, double *sec,
-                          uint64_t *aggs)
+                          uint64_t *aggs, double host_s[3])
 {
     struct ga_result r[2] = { { .want_pinned = 1 }, { .want_pinned = 1 } };
     int rc = 0;
     double t = 0;
     *aggs = 0;
+    host_s[0] = host_s[1] = host_s[2] = 0;    /* in prefetch, feed_start, feed_wait */
     for (int i = 0; !rc && i <= l->nbatch; i++) {
         if (i == WARM)
             t = now_s();
+        double t0 = now_s();
         for (int j = i ? i + 1 : 0; pre && !rc && j <= i + 1 && j < l->nbatch; j++) {
             struct ga_points q = { l->n, l->mid[j], l->ts[j], l->val[j] };
             rc = b->ops->prefetch(b, &q) == 1 ? 0 : GA_EINVAL;   /* pinned: it must start */
         }
+        double t1 = now_s();
         if (!rc && i < l->nbatch) {
             struct ga_points q = { l->n, l->mid[i], l->ts[i], l->val[i] };
             ga_result_reset(&r[i % 2]);
             rc = b->ops->feed_start(b, &q, &r[i % 2]);
         }
+        double t2 = now_s();
         if (!rc && i > 0) {
             rc = b->ops->feed_wait(b);
             if (i - 1 >= WARM)
                 *aggs += r[(i - 1) % 2].naggs;
+        }
+        if (i >= WARM && i < l->nbatch) {
+            host_s[0] += t1 - t0;
+            host_s[1] += t2 - t1;
+            host_s[2] += now_s() - t2;
         }
     }
     *sec = now_s() - t;
@@ -382,7 +391,7 @@ int main(int argc, char **argv)
     /* 2. pipeline, GPU and CPU backends on the same batches */
     uint32_t nmet = 10000;
     size_t bn = quick ? 400000 : 4000000;
-    int nb = quick ? 3 : 7;
+    int nb = quick ? 3 : 12;
     struct load l, lp;
     if (do_pipe && (make_load(&l, bn, nb, nmet, 10 * NS, 1) || make_load(&lp, bn, nb, nmet, 10 * NS, 0))) {
         fprintf(stderr, "bench_gpu: out of memory\n");
@@ -417,7 +426,9 @@ int main(int argc, char **argv)
         double sa[3] = { 0, 0, 0 };
         uint64_t aa[3] = { 0, 0, 0 };
         struct ga_cuda_feed_stats sta[3];
+        double hs[3][3];          /* host seconds in prefetch, feed_start, feed_wait */
         memset(sta, 0, sizeof sta);
+        memset(hs, 0, sizeof hs);
         for (int k = 0; k < 3 && !rc; k++) {
             struct ga_cuda_opts co = { .counts = k == 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED };
             g = NULL;
@@ -425,7 +436,7 @@ int main(int argc, char **argv)
             for (uint32_t m = 0; !rc && m < nmet; m++)
                 rc = g->ops->metric_add(g, m, &p);
             if (!rc)
-                rc = run_feed_async(g, &l, k > 0, &sa[k], &aa[k]);
+                rc = run_feed_async(g, &l, k > 0, &sa[k], &aa[k], hs[k]);
             if (!rc)
                 ga_cuda_backend_stats(g, &sta[k]);
             if (g)
@@ -450,6 +461,12 @@ int main(int argc, char **argv)
                "total=%.4f pool=%" PRIu64 "\n", sets[s].name, bn, nmet, sg, sa[0], sc, ag, aa[0], ac,
                st.upload_s, st.sort_s, st.merge_s, st.buckets_s, st.rebuild_s, st.download_s,
                st.total_s, st.pool_points);
+        for (int k = 0; k < 3; k++) {
+            double nb_t = l.nbatch - WARM;
+            printf("pipeline set=%s variant=%d host ms a batch: prefetch=%.3f feed_start=%.3f "
+                   "feed_wait=%.3f\n", sets[s].name, k, hs[k][0] * 1e3 / nb_t, hs[k][1] * 1e3 / nb_t,
+                   hs[k][2] * 1e3 / nb_t);
+        }
         printf("pipeline set=%s prefetched gpu_async_s=%.4f aggs=%" PRIu64 " prefetch_used=%" PRIu64
                " prefetch_dropped=%" PRIu64 "\n", sets[s].name, sa[1], aa[1], sta[1].prefetch_used,
                sta[1].prefetch_dropped);
