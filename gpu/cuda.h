@@ -87,6 +87,9 @@ struct ga_cuda_feed_stats {
        batches dropped unused (a feed of other arrays found both input sets
        taken) */
     uint64_t prefetch_used, prefetch_dropped;
+    /* since open: feeds whose points came in time order per metric (sorted
+       by metric alone) and feeds that needed the sort by time as well */
+    uint64_t order_in_time, order_sorted;
 };
 /* 0, or GA_EINVAL when b is not a CUDA backend. */
 int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);

@@ -98,6 +98,7 @@ struct cuda_backend {
     prefetched pre[2];            // uploads started ahead, oldest first
     int npre;
     int in_set;                   // the input set (in_metric[..] ...) the feed reads
+    int idx_in_b;                 // the points' order is in idxb (slot sort alone), else idxa
     // host tables
     struct agg_pol *pols;
     int npols, cap_pols, D;
@@ -120,7 +121,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
-        row_off, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
+        row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -327,6 +328,11 @@ struct word32_f {
     __host__ __device__ void operator()(size_t) const { *dst = *src; }
 };
 
+struct iota_f {
+    uint32_t *p;
+    __host__ __device__ void operator()(size_t i) const { p[i] = (uint32_t)i; }
+};
+
 struct copy_u64_f {
     uint64_t *dst;
     const uint64_t *src;
@@ -351,6 +357,38 @@ int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
         rc = sync_stream(cb, cb->x.s);
     if (!rc)
         *out = *(volatile uint64_t *)cb->pin_scalar;
+    return rc;
+}
+
+// Two counters with one wait.
+struct two_f {
+    uint64_t *dst;
+    const uint64_t *a, *b;
+    __host__ __device__ void operator()(size_t) const
+    {
+        dst[0] = *a;
+        dst[1] = *b;
+    }
+};
+
+int rd64x2(cuda_backend *cb, const uint64_t *a, const uint64_t *b, uint64_t *out_a, uint64_t *out_b)
+{
+    int rc;
+    if (cb->mapped) {
+        rc = gk_for(&cb->x, 1, two_f{ cb->map_scalar, a, b });
+    } else {
+        rc = pump(cb, cb->piece);
+        if (!rc)
+            rc = cp(cb, cb->pin_scalar, a, 8, cudaMemcpyDeviceToHost, cb->x.s);
+        if (!rc)
+            rc = cp(cb, cb->pin_scalar + 1, b, 8, cudaMemcpyDeviceToHost, cb->x.s);
+    }
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    if (!rc) {
+        *out_a = ((volatile uint64_t *)cb->pin_scalar)[0];
+        *out_b = ((volatile uint64_t *)cb->pin_scalar)[1];
+    }
     return rc;
 }
 
@@ -494,7 +532,7 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->idx = B(idxa, uint32_t);
     f->tmin = B(tmin, int64_t);
     f->key32s = B(key32b, uint32_t);
-    f->idx_s = B(idxa, uint32_t);
+    f->idx_s = cb->idx_in_b ? B(idxb, uint32_t) : B(idxa, uint32_t);
     f->keep = B(keep, uint8_t);
     f->keep_idx = B(keep_idx, uint32_t);
     f->u_slot = B(u_slot, uint32_t);
@@ -871,6 +909,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     *changed = 0;
     fl->R = fl->L = 0;
     TRY(sync_tables(cb));
+    cb->idx_in_b = 0;
     int up = take_input(cb, pts);
     if (up < 0)
         return up;
@@ -914,20 +953,41 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     if (!A)
         return ga_result_reserve(out, 0, L);      // no rows: fl->bytes 0
 
-    // Order by (slot, ts, arrival): ts first, then a stable sort by slot that
-    // sends the rejected points (slot = nslots) to the end.
-    TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
-                    B(idxb, uint32_t), n, 64));
-    TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
-    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
-                    B(idxa, uint32_t), n, bits_for(cb->nslots)));
+    // Order by (slot, ts, arrival), rejected points (slot = nslots) last.
+    // Producers mostly send each metric's points in time order; then a stable
+    // sort by slot alone (2 radix passes for 10^4 metrics) gives that order.
+    // The dedupe pass checks it (disorder); only where it does not hold are
+    // the points sorted by ts first (8 passes more), then by slot, as before.
+    int sb = bits_for(cb->nslots);
+    uint64_t U = 0, T = 0, disorder = 0;
     RES(keep, A, 0);
     RES(keep_idx, A * 4, 0);
+    TRY(gk_slot_keys(&cb->x, &f, B(idxa, uint32_t), B(key32a, uint32_t), n));   // idxa: 0, 1, ...
+    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
+                    B(idxb, uint32_t), n, sb));
+    cb->idx_in_b = 1;
     fill(cb, &f);
-    TRY(gk_dedupe_flags(&cb->x, &f, A));
-    uint64_t U = 0, T = 0;
+    TRY(zero(cb, cb->small.p, 16));
+    TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
     TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), d_cnt, A));
-    TRY(rd32(cb, d_cnt, &U));
+    TRY(rd64x2(cb, B(small, uint64_t), B(small, uint64_t) + 1, &U, &disorder));
+    if (disorder) {
+        TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
+        TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
+                        B(idxb, uint32_t), n, 64));
+        TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
+        TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
+                        B(idxa, uint32_t), n, sb));
+        cb->idx_in_b = 0;
+        fill(cb, &f);
+        TRY(zero(cb, cb->small.p, 16));
+        TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
+        TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), d_cnt, A));
+        TRY(rd32(cb, d_cnt, &U));
+        cb->st.order_sorted++;
+    } else {
+        cb->st.order_in_time++;
+    }
     RES(u_slot, U * 4, 0);
     RES(u_ts, U * 8, 0);
     RES(u_val, U * 8, 0);
@@ -961,8 +1021,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_scan_u64(&cb->x, f.m_n, (uint64_t *)f.m_off, T + 1));
     TRY(gk_scan_u64(&cb->x, f.old_n, (uint64_t *)f.o_off, T + 1));
     uint64_t M = 0, O = 0;
-    TRY(rd64(cb, f.o_off + T, &O));
-    TRY(rd64(cb, f.m_off + T, &M));
+    TRY(rd64x2(cb, f.o_off + T, f.m_off + T, &O, &M));
     RES(m_ts, (M + 1) * 8, 0);
     RES(m_val, (M + 1) * 8, 0);
     RES(ctx, T * D * sizeof(gk_ctx), 0);
@@ -973,26 +1032,34 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(record(cb, cb->ev_mark[3], cb->x.s));
     cb->st.merge_s = t3 - t2;
 
-    // Bucket tasks, then the rows.
+    // Bucket tasks: the items (new point, granularity) that start a bucket,
+    // listed; their tasks and rows counted, scanned, written.
     size_t UD = U * D;
-    RES(cnt_task, (UD + 1) * 8, 0);
-    RES(cnt_row, (UD + 1) * 8, 0);
-    RES(task_off, (UD + 1) * 8, 0);
-    RES(row_off, (UD + 1) * 8, 0);
+    uint64_t H = 0;
+    RES(task_flag, UD, 0);
+    RES(task_hq, UD * 8, 0);
     fill(cb, &f);
-    TRY(gk_tasks(&cb->x, &f, U, T, 0));
-    TRY(zero(cb, f.cnt_task + UD, 8));
-    TRY(zero(cb, f.cnt_row + UD, 8));
-    TRY(gk_scan_u64(&cb->x, f.cnt_task, (uint64_t *)f.task_off, UD + 1));
-    TRY(gk_scan_u64(&cb->x, f.cnt_row, (uint64_t *)f.row_off, UD + 1));
+    TRY(gk_task_heads(&cb->x, &f, U, B(task_flag, uint8_t)));
+    TRY(gk_select_idx64(&cb->x, B(task_flag, uint8_t), B(task_hq, uint64_t), B(small, uint64_t), UD));
+    TRY(rd64(cb, B(small, uint64_t), &H));
+    RES(cnt_task, (H + 1) * 8, 0);
+    RES(cnt_row, (H + 1) * 8, 0);
+    RES(task_off, (H + 1) * 8, 0);
+    RES(row_off, (H + 1) * 8, 0);
+    fill(cb, &f);
+    const uint64_t *hq = B(task_hq, uint64_t);
+    TRY(gk_tasks(&cb->x, &f, U, hq, H, 0));
+    TRY(zero(cb, f.cnt_task + H, 8));
+    TRY(zero(cb, f.cnt_row + H, 8));
+    TRY(gk_scan_u64(&cb->x, f.cnt_task, (uint64_t *)f.task_off, H + 1));
+    TRY(gk_scan_u64(&cb->x, f.cnt_row, (uint64_t *)f.row_off, H + 1));
     uint64_t ntasks = 0, R = 0, NS = 0;
-    TRY(rd64(cb, f.task_off + UD, &ntasks));
-    TRY(rd64(cb, f.row_off + UD, &R));
+    TRY(rd64x2(cb, f.task_off + H, f.row_off + H, &ntasks, &R));
     RES(tasks, (ntasks + 1) * sizeof(gk_task), 0);
     RES(sortlen, (2 * ntasks + 1) * 8, 0);
     RES(sortoff, (2 * ntasks + 1) * 8, 0);
     fill(cb, &f);
-    TRY(gk_tasks(&cb->x, &f, U, T, 1));
+    TRY(gk_tasks(&cb->x, &f, U, hq, H, 1));
     gk_view v = view_of(&f);
     TRY(gk_bucket_sortlen(&cb->x, &v, f.tasks, ntasks, B(sortlen, uint64_t)));
     TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
@@ -1210,7 +1277,7 @@ void cu_close(struct ga_backend *b)
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
-                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->cut,
+                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->small };
     if (!cb->emu)

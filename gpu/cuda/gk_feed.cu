@@ -77,12 +77,18 @@ struct slot_keys_f {
 };
 
 // Keep the last received of equal (slot, ts): the sort is stable.
+// Also *disorder = 1 where a metric's next point is older (only possible
+// when the points were sorted by slot alone, arrival order kept: then the
+// feed sorts by ts as well and runs this again).
 struct dedupe_f {
     gk_feed f;
     size_t A;
+    uint32_t *disorder;
     __host__ __device__ void operator()(size_t j) const
     {
         uint8_t k = 1;
+        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] < f.ts[f.idx_s[j]])
+            *disorder = 1;
         if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] == f.ts[f.idx_s[j]])
             k = 0;
         f.keep[j] = k;
@@ -245,70 +251,94 @@ __host__ __device__ uint64_t task_rows(const struct agg_pol *pol, const gk_ctx &
 // ordered by t, then d, then k: the CPU's row order within a metric.  A
 // first new point of a bucket makes that bucket's task and, for rate:
 // methods, maybe the task of the bucket after (gpu/agg_cpu_window.c).
-// The count pass (write 0) looks at every item; the write pass only at the
-// items that counted a task.  Divisions are 32-bit when U * D fits (64-bit
-// ones are a long software routine on the GPU), and the touched metric of
-// a point is looked up through its slot (t_of), not searched for.
-struct tasks_f {
+// Divisions are 32-bit when U * D fits (64-bit ones are a long software
+// routine on the GPU); a point's touched metric comes through its slot.
+struct qpos {
+    size_t t;
+    uint64_t a, L, k;             // the metric's new points [a, a + L); the point
+    int d;
+};
+
+__host__ __device__ static inline qpos decode_q(const gk_feed &f, size_t q, int narrow)
+{
+    qpos p;
+    uint32_t D = (uint32_t)f.D;
+    size_t k0 = narrow ? (uint32_t)q / D : q / D;
+    p.t = f.t_of[f.u_slot[k0]];
+    p.a = f.seg[p.t];
+    p.L = f.seg[p.t + 1] - p.a;
+    uint64_t qq = q - p.a * D;
+    if (narrow) {
+        p.d = (int)((uint32_t)qq / (uint32_t)p.L);
+        p.k = p.a + (uint32_t)qq % (uint32_t)p.L;
+    } else {
+        p.d = (int)(qq / p.L);
+        p.k = p.a + qq % p.L;
+    }
+    return p;
+}
+
+// flag[q]: item q is the first new point of its bucket (makes tasks).  The
+// task kernels then run over these items only: a short list, each thread
+// busy, instead of every item with one lane in six working.
+struct task_heads_f {
     gk_feed f;
-    size_t T;
-    int write, narrow;            // narrow: U * D < 2^32
+    uint8_t *flag;
+    int narrow;
     __host__ __device__ void operator()(size_t q) const
     {
-        if (write && !f.cnt_task[q])
-            return;
-        uint32_t D = (uint32_t)f.D;
-        size_t k0 = narrow ? (uint32_t)q / D : q / D;
-        size_t t = f.t_of[f.u_slot[k0]];
-        uint64_t a = f.seg[t], L = f.seg[t + 1] - a;
-        uint64_t qq = q - a * D;
-        int d;
-        uint64_t k;
-        if (narrow) {
-            d = (int)((uint32_t)qq / (uint32_t)L);
-            k = a + (uint32_t)qq % (uint32_t)L;
-        } else {
-            d = (int)(qq / L);
-            k = a + qq % L;
+        qpos p = decode_q(f, q, narrow);
+        const struct agg_pol *pol = &f.pols[f.slot_pol[f.tslot[p.t]]];
+        uint8_t h = 0;
+        if (p.d < pol->p.ndefs) {
+            int64_t g = pol->p.defs[p.d].granularity_ns;
+            h = p.k == p.a || gk_bucket(f.u_ts[p.k - 1], g) != gk_bucket(f.u_ts[p.k], g);
         }
+        flag[q] = h;
+    }
+};
+
+// Head h = item hq[h]: count its tasks and rows (write 0) into cnt_*[h], or
+// write them at task_off[h] / row_off[h].
+struct tasks_f {
+    gk_feed f;
+    const uint64_t *hq;
+    int write, narrow;
+    __host__ __device__ void operator()(size_t h) const
+    {
+        qpos p = decode_q(f, hq[h], narrow);
+        size_t t = p.t;
+        uint64_t a = p.a, L = p.L, k = p.k;
+        int d = p.d;
         uint32_t s = f.tslot[t];
         const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
-        uint64_t ntask = 0, nrow = 0;
-        if (d < pol->p.ndefs) {
-            int64_t g = pol->p.defs[d].granularity_ns, span = pol->p.defs[d].timespan_ns;
-            int64_t b = gk_bucket(f.u_ts[k], g);
-            if (k == a || gk_bucket(f.u_ts[k - 1], g) != b) {
-                const gk_ctx &c = f.ctx[t * f.D + d];
-                const int64_t *ts = f.m_ts + f.m_off[t];
-                uint64_t n = f.m_n[t];
-                // all near k: searches gallop from there (gk.cuh)
-                uint64_t k2 = gk_bucket_end_near(f.u_ts, k + 1, a + L, b, g);
-                uint64_t lo = gk_lower_bound_near(ts, f.pos[k], b);
-                uint64_t hi = gk_bucket_end_near(ts, f.pos[k2 - 1] + 1, n, b, g);
-                uint64_t r1 = task_rows(pol, c, span, 1, b, lo, hi);
-                if (write) {
-                    gk_task *tk = &f.tasks[f.task_off[q]];
-                    *tk = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, f.row_off[q] };
-                }
-                ntask = 1;
-                nrow = r1;
-                if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
-                    int64_t sb = gk_bucket(ts[hi], g);
-                    if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
-                        uint64_t shi = gk_bucket_end_near(ts, hi + 1, n, sb, g);
-                        if (write) {
-                            gk_task *tk = &f.tasks[f.task_off[q] + 1];
-                            *tk = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi, f.row_off[q] + r1 };
-                        }
-                        ntask = 2;
-                        nrow += task_rows(pol, c, span, 0, sb, hi, shi);
-                    }
-                }
+        int64_t g = pol->p.defs[d].granularity_ns, span = pol->p.defs[d].timespan_ns;
+        int64_t b = gk_bucket(f.u_ts[k], g);
+        const gk_ctx &c = f.ctx[t * f.D + d];
+        const int64_t *ts = f.m_ts + f.m_off[t];
+        uint64_t n = f.m_n[t];
+        // all near k: searches gallop from there (gk.cuh)
+        uint64_t k2 = gk_bucket_end_near(f.u_ts, k + 1, a + L, b, g);
+        uint64_t lo = gk_lower_bound_near(ts, f.pos[k], b);
+        uint64_t hi = gk_bucket_end_near(ts, f.pos[k2 - 1] + 1, n, b, g);
+        uint64_t r1 = task_rows(pol, c, span, 1, b, lo, hi);
+        if (write)
+            f.tasks[f.task_off[h]] = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, f.row_off[h] };
+        uint64_t ntask = 1, nrow = r1;
+        if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
+            int64_t sb = gk_bucket(ts[hi], g);
+            if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
+                uint64_t shi = gk_bucket_end_near(ts, hi + 1, n, sb, g);
+                if (write)
+                    f.tasks[f.task_off[h] + 1] = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi,
+                                                          f.row_off[h] + r1 };
+                ntask = 2;
+                nrow += task_rows(pol, c, span, 0, sb, hi, shi);
             }
         }
         if (!write) {
-            f.cnt_task[q] = ntask;
-            f.cnt_row[q] = nrow;
+            f.cnt_task[h] = ntask;
+            f.cnt_row[h] = nrow;
         }
     }
 };
@@ -370,9 +400,9 @@ int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *k
     return gk_for(x, n, slot_keys_f{ *f, idx1, key32 });
 }
 
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A)
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A, uint32_t *disorder)
 {
-    return gk_for(x, A, dedupe_f{ *f, A });
+    return gk_for(x, A, dedupe_f{ *f, A, disorder });
 }
 
 int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U)
@@ -408,10 +438,16 @@ int gk_contexts(gk_exec *x, const gk_feed *f, size_t T)
     return gk_for(x, T * (size_t)f->D, ctx_f{ *f });
 }
 
-int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, size_t T, int write)
+int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag)
 {
     size_t n = U * (size_t)f->D;
-    return gk_for(x, n, tasks_f{ *f, T, write, n < ((size_t)1 << 32) });
+    return gk_for(x, n, task_heads_f{ *f, flag, n < ((size_t)1 << 32) });
+}
+
+int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write)
+{
+    size_t n = U * (size_t)f->D;
+    return gk_for(x, H, tasks_f{ *f, hq, write, n < ((size_t)1 << 32) });
 }
 
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T)

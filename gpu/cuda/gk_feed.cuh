@@ -54,7 +54,7 @@ struct gk_feed {
     double *m_val;
     gk_ctx *ctx;                  // [T * D]
     int D;
-    uint64_t *cnt_task, *cnt_row; // [U * D + 1]
+    uint64_t *cnt_task, *cnt_row; // [H + 1], H = items that start a bucket (gk_task_heads)
     const uint64_t *task_off, *row_off;
     gk_task *tasks;
     // rebuild [S]
@@ -73,14 +73,22 @@ int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1);
 int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L,
                  struct ga_late *out);
 int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n);
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A);
+// keep[j] for the A accepted points in (slot, ts, arrival) order: the last
+// of equal (slot, ts).  *disorder = 1 if a slot's ts go down somewhere (the
+// points were not in that order).
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A, uint32_t *disorder);
 int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U);
 int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T);
 int gk_merge_counts(gk_exec *x, const gk_feed *f, size_t U, size_t T);
 int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T);
 int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O);
 int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
-int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, size_t T, int write);
+// flag[q] for q < U * D: item q starts a bucket (its tasks come from it).
+int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
+// Over the H items hq[] (ascending, from the flags): write 0 counts each
+// one's tasks and rows into cnt_task / cnt_row; write 1 writes them at
+// task_off / row_off (their exclusive sums).
+int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write);
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
 int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total);
 int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k);

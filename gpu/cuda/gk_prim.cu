@@ -73,6 +73,30 @@ int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_c
     return 0;
 }
 
+int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n)
+{
+    if (x->emu) {
+        uint64_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (flags[i])
+                out[k++] = i;
+        *d_count = k;
+        return 0;
+    }
+    if (!n) {
+        CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof *d_count, x->s));
+        return 0;
+    }
+    thrust::counting_iterator<uint64_t> it(0);
+    size_t need = 0;
+    CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, need, it, flags, out, d_count, (int64_t)n, x->s));
+    int rc = tmp_reserve(x, need);
+    if (rc)
+        return rc;
+    CUDA_CHECK(cub::DeviceSelect::Flagged(x->tmp, need, it, flags, out, d_count, (int64_t)n, x->s));
+    return 0;
+}
+
 template <class K>
 static int sort_pairs(gk_exec *x, K *k_in, K *k_out, uint32_t *v_in, uint32_t *v_out, size_t n,
                       int end_bit)

@@ -85,7 +85,8 @@ static void release(const struct load *l, void *p)
         free(p);
 }
 
-static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_t step, int pinned)
+static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_t step, int pinned,
+                     int shuffle)
 {
     l->n = n;
     l->nbatch = nbatch;
@@ -113,6 +114,18 @@ static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_
             walk[m] += unit(&rng) - 0.5;
             l->val[b][j] = walk[m];
         }
+        for (size_t j = n; shuffle && j > 1; j--) {   /* each metric's points out of time order */
+            size_t i = (size_t)(splitmix(&rng) % j);
+            uint32_t tm = l->mid[b][j - 1];
+            int64_t tt = l->ts[b][j - 1];
+            double tv = l->val[b][j - 1];
+            l->mid[b][j - 1] = l->mid[b][i];
+            l->ts[b][j - 1] = l->ts[b][i];
+            l->val[b][j - 1] = l->val[b][i];
+            l->mid[b][i] = tm;
+            l->ts[b][i] = tt;
+            l->val[b][i] = tv;
+        }
     }
     free(walk);
     return 0;
@@ -138,6 +151,14 @@ static int policy(struct ga_policy *p, const int64_t *g, int ng, const char *con
         if (ga_policy_add_def(p, g[i], 0, 0, NULL))
             return GA_EINVAL;
     return ga_policy_methods_from_list(p, ms, nm, NULL);
+}
+
+#define REPS 3
+
+static double median3(const double *v)
+{
+    double a = v[0], b = v[1], c = v[2];
+    return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
 }
 
 /* Batches not counted: they grow the buffers (those of both of a backend's
@@ -392,8 +413,9 @@ int main(int argc, char **argv)
     uint32_t nmet = 10000;
     size_t bn = quick ? 400000 : 4000000;
     int nb = quick ? 3 : 12;
-    struct load l, lp;
-    if (do_pipe && (make_load(&l, bn, nb, nmet, 10 * NS, 1) || make_load(&lp, bn, nb, nmet, 10 * NS, 0))) {
+    struct load l, lp, ls;        /* pinned; pageable; pinned, shuffled within each batch */
+    if (do_pipe && (make_load(&l, bn, nb, nmet, 10 * NS, 1, 0) || make_load(&lp, bn, nb, nmet, 10 * NS, 0, 0) ||
+                    make_load(&ls, bn, nb, nmet, 10 * NS, 1, 1))) {
         fprintf(stderr, "bench_gpu: out of memory\n");
         return 1;
     }
@@ -411,36 +433,48 @@ int main(int argc, char **argv)
         struct ga_backend *g = NULL, *c = NULL;
         double sg = 0, sc = 0;
         uint64_t ag = 0, ac = 0;
-        rc = ga_cuda_backend_open(&g, dev, NULL);
-        if (!rc)
-            rc = run_feed(g, &l, nmet, &p, 1, &sg, &ag);
         struct ga_cuda_feed_stats st = { 0 };
-        if (!rc)
-            ga_cuda_backend_stats(g, &st);
-        if (g)
-            g->ops->close(g);
+        /* each GPU figure: the median of REPS runs, each on a fresh backend
+         * (a run is ~50 ms: one hiccup of the host would swing a single one) */
+        double rs[REPS];
+        for (int r = 0; r < REPS && !rc; r++) {
+            g = NULL;
+            rc = ga_cuda_backend_open(&g, dev, NULL);
+            if (!rc)
+                rc = run_feed(g, &l, nmet, &p, 1, &rs[r], &ag);
+            if (!rc)
+                ga_cuda_backend_stats(g, &st);
+            if (g)
+                g->ops->close(g);
+        }
+        sg = median3(rs);
         /* the same batches, pipelined (k = 0), then pipelined with the next
          * batch prefetched (k = 1), and that with the counts copied rather
          * than stored into mapped memory (k = 2: rows home in pieces, the
-         * way before mapped counts), each on a fresh backend */
-        double sa[3] = { 0, 0, 0 };
-        uint64_t aa[3] = { 0, 0, 0 };
-        struct ga_cuda_feed_stats sta[3];
-        double hs[3][3];          /* host seconds in prefetch, feed_start, feed_wait */
+         * way before mapped counts), and k = 1 on the same points shuffled
+         * within each batch (k = 3: out of time order, so the feed sorts by
+         * time as well as by metric), each on a fresh backend */
+        double sa[4] = { 0, 0, 0, 0 };
+        uint64_t aa[4] = { 0, 0, 0, 0 };
+        struct ga_cuda_feed_stats sta[4];
+        double hs[4][3];          /* host seconds in prefetch, feed_start, feed_wait */
         memset(sta, 0, sizeof sta);
         memset(hs, 0, sizeof hs);
-        for (int k = 0; k < 3 && !rc; k++) {
+        for (int k = 0; k < 4 && !rc; k++) {
             struct ga_cuda_opts co = { .counts = k == 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED };
-            g = NULL;
-            rc = ga_cuda_backend_open(&g, dev, &co);
-            for (uint32_t m = 0; !rc && m < nmet; m++)
-                rc = g->ops->metric_add(g, m, &p);
-            if (!rc)
-                rc = run_feed_async(g, &l, k > 0, &sa[k], &aa[k], hs[k]);
-            if (!rc)
-                ga_cuda_backend_stats(g, &sta[k]);
-            if (g)
-                g->ops->close(g);
+            for (int r = 0; r < REPS && !rc; r++) {
+                g = NULL;
+                rc = ga_cuda_backend_open(&g, dev, &co);
+                for (uint32_t m = 0; !rc && m < nmet; m++)
+                    rc = g->ops->metric_add(g, m, &p);
+                if (!rc)
+                    rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, &rs[r], &aa[k], hs[k]);
+                if (!rc)
+                    ga_cuda_backend_stats(g, &sta[k]);
+                if (g)
+                    g->ops->close(g);
+            }
+            sa[k] = median3(rs);
         }
         if (rc) {
             fprintf(stderr, "bench_gpu: gpu feed: %s\n", ga_strerror(rc));
@@ -461,19 +495,22 @@ int main(int argc, char **argv)
                "total=%.4f pool=%" PRIu64 "\n", sets[s].name, bn, nmet, sg, sa[0], sc, ag, aa[0], ac,
                st.upload_s, st.sort_s, st.merge_s, st.buckets_s, st.rebuild_s, st.download_s,
                st.total_s, st.pool_points);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             double nb_t = l.nbatch - WARM;
             printf("pipeline set=%s variant=%d host ms a batch: prefetch=%.3f feed_start=%.3f "
                    "feed_wait=%.3f\n", sets[s].name, k, hs[k][0] * 1e3 / nb_t, hs[k][1] * 1e3 / nb_t,
                    hs[k][2] * 1e3 / nb_t);
         }
         printf("pipeline set=%s prefetched gpu_async_s=%.4f aggs=%" PRIu64 " prefetch_used=%" PRIu64
-               " prefetch_dropped=%" PRIu64 "\n", sets[s].name, sa[1], aa[1], sta[1].prefetch_used,
-               sta[1].prefetch_dropped);
-        for (int k = 0; k < 4; k++) {
+               " prefetch_dropped=%" PRIu64 " order_in_time=%" PRIu64 " order_sorted=%" PRIu64
+               "; shuffled: aggs=%" PRIu64 " order_in_time=%" PRIu64 " order_sorted=%" PRIu64 "\n",
+               sets[s].name, sa[1], aa[1], sta[1].prefetch_used, sta[1].prefetch_dropped,
+               sta[1].order_in_time, sta[1].order_sorted, aa[3], sta[3].order_in_time, sta[3].order_sorted);
+        for (int k = 0; k < 5; k++) {
             const struct ga_cuda_feed_stats *q = k ? &sta[k - 1] : &st;
             static const char *const how[] = { "feed", "feed_start/wait", "prefetch+start/wait",
-                                               "prefetch+start/wait, counts copied" };
+                                               "prefetch+start/wait, counts copied",
+                                               "prefetch+start/wait, shuffled" };
             printf("pipeline set=%s %s last feed on the GPU (ms): upload+classify=%.3f sort=%.3f "
                    "merge=%.3f buckets=%.3f rows=%.3f rebuild=%.3f; host: wait for rows=%.3f "
                    "total=%.3f\n", sets[s].name, how[k], q->gpu_upload_s * 1e3,
@@ -490,10 +527,11 @@ int main(int argc, char **argv)
         snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); %.1fx CPU", 100.0 * pps * 20 / (kb.h2d_gbps * 1e9),
                  sc / sg);
         add_row(what, pps, b2, "");
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             double ppa = pts_timed / sa[k];
             static const char *const how[] = { " (k+1 overlaps k's D2H)", " + prefetch of k+1",
-                                               " + prefetch, counts copied (rows in pieces)" };
+                                               " + prefetch, counts copied (rows in pieces)",
+                                               " + prefetch, points shuffled in each batch" };
             snprintf(what, sizeof what, "pipeline feed_start/feed_wait%s, pinned: %s, same batches",
                      how[k], sets[s].name);
             snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
@@ -541,13 +579,14 @@ int main(int argc, char **argv)
     if (do_pipe) {
         free_load(&l);
         free_load(&lp);
+        free_load(&ls);
     }
 
     /* 3. the reference case through feed(): one metric, one batch */
     if (do_ref) {
         size_t n = 6291456;
         struct load r;
-        if (make_load(&r, n, 1, 1, 5 * NS, 1)) {
+        if (make_load(&r, n, 1, 1, 5 * NS, 1, 0)) {
             fprintf(stderr, "bench_gpu: out of memory\n");
             return 1;
         }
