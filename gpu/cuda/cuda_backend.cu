@@ -102,6 +102,7 @@ struct cuda_backend {
     // host tables
     struct agg_pol *pols;
     int npols, cap_pols, D;
+    int any_sort;                 // some policy has median / Npct (else no sort lengths)
     uint32_t *loc;                // id -> slot + 1
     size_t cap_local;
     uint32_t *slot_pol, *slot_id;
@@ -458,6 +459,8 @@ int intern_policy(cuda_backend *cb, const struct ga_policy *p)
     cb->pols[cb->npols] = tmp;
     if (tmp.p.ndefs > cb->D)
         cb->D = tmp.p.ndefs;
+    if ((tmp.plain_need | tmp.rate_need) & AGG_NEED_SORT)
+        cb->any_sort = 1;
     cb->pols_dirty = 1;
     return cb->npols++;
 }
@@ -1061,10 +1064,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     fill(cb, &f);
     TRY(gk_tasks(&cb->x, &f, U, hq, H, 1));
     gk_view v = view_of(&f);
-    TRY(gk_bucket_sortlen(&cb->x, &v, f.tasks, ntasks, B(sortlen, uint64_t)));
-    TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
-    TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
-    TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
+    if (cb->any_sort) {
+        TRY(gk_bucket_sortlen(&cb->x, &v, f.tasks, ntasks, B(sortlen, uint64_t)));
+        TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
+        TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
+        TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
+    } else {                      // nothing to sort: every part at offset 0, no wait
+        TRY(zero(cb, cb->sortoff.p, (2 * ntasks + 1) * 8));
+    }
     cb->st.sort_small_parts = cb->st.sort_big_parts = 0;
     if (NS) {
         // docs/GPU.md "Small-bucket sort": short parts sorted in shared memory

@@ -25,7 +25,7 @@ step() {        # step NAME SECONDS CMD...
 }
 : > "$OUT/summary.txt"
 step test 90 env GA_CUDA_TEST_SCALE=${1:-0.5} build-gpu/test_cuda_backend
-step bench 200 build-gpu/bench_gpu --cpu-threads 16
+step bench 300 build-gpu/bench_gpu --cpu-threads 16
 # one engine per process (--only: 1 = one GPU, 2 = all GPUs, 3 = all GPUs
 # with a pageable split); compare the checksums across the three
 if [ "$NGPU" -ge 2 ]; then
@@ -35,7 +35,7 @@ if [ "$NGPU" -ge 2 ]; then
     done
 fi
 step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exitcode 9 build-gpu/test_cuda_backend
-step racecheck 150 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
+step racecheck 400 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
 cat "$OUT/gpu.txt"
 cat "$OUT/summary.txt"
 echo "-- test";       grep -E "rows kernel|sort|passed|FAIL" "$OUT/test.log" | tail -n 10
