@@ -56,7 +56,7 @@ static void f_close(struct ga_backend *b)
     free(f);
 }
 static const struct ga_backend_ops flaky_ops = { "flaky", f_add, f_feed, f_get, f_put, f_drop, f_close,
-                                                 NULL, NULL };
+                                                 NULL, NULL, NULL };
 
 static struct flaky *flaky_open(void)
 {
