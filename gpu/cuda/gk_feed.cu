@@ -5,10 +5,16 @@
 
 namespace {
 
+// *p = min(*p, v).  On the GPU only values below what *p holds now go to
+// the atomic: *p only goes down, so a value not below it cannot be the
+// minimum.  Points mostly come in time order, and then nearly every atomic
+// is skipped: with all of a 6.3 M-point batch in one metric the atomics on
+// that one word took 4.8 ms on an H100.
 __host__ __device__ void min_i64(int64_t *p, int64_t v)
 {
 #ifdef __CUDA_ARCH__
-    atomicMin((long long *)p, (long long)v);
+    if (v < *(volatile int64_t *)p)
+        atomicMin((long long *)p, (long long)v);
 #else
     if (v < *p)
         *p = v;
