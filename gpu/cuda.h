@@ -45,7 +45,7 @@ struct ga_cuda_opts {
                               this, one ahead of each count the next feed reads
                               (docs/GPU.md "What overlaps"); 0 = 16 MiB.  Tests use
                               small values to cut a few rows into many pieces */
-    int counts;            /* how the host reads the ~10 counts of a feed:
+    int counts;            /* how the host reads the 8 or so counts of a feed:
                               GA_CUDA_COUNTS_MAPPED (a one-thread kernel stores each
                               into mapped page-locked memory: the copy engine stays
                               free, so a feed's rows go home all at once, behind no

@@ -140,7 +140,8 @@ struct ga_backend_ops {
      * feed_start will be given, so that its copy runs while the feeds
      * before it compute.  The feed whose pts has the same three arrays and
      * n as the oldest prefetched batch uses that upload; the arrays must
-     * not change from prefetch until that feed returns.  Up to two batches
+     * not change from prefetch until that feed returns (or, if no feed
+     * takes it, until a feed drops it or the backend closes).  Up to two batches
      * prefetched and not yet fed; a feed of other arrays ignores them (and
      * drops them when both are held).  1: started; 0: not (arrays not in
      * page-locked memory, or n 0); GA_EBUSY with two held; GA_ECUDA.
