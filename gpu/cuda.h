@@ -157,6 +157,13 @@ struct ga_cuda_sort_check {
 };
 int ga_cuda_sort_check(int device, struct ga_cuda_sort_check *c);
 
+/* The feed's galloping searches (gpu/cuda/gk.cuh) against plain binary
+ * search on `arrays` random sorted arrays, 120 queries each: *differ
+ * answers that disagree (0 expected) of *checked.  Host code (the searches
+ * are the kernels' own __host__ __device__ functions).  0, or GA_ENOGPU in
+ * a build without nvcc. */
+int ga_cuda_search_check(uint64_t seed, int arrays, uint64_t *checked, uint64_t *differ);
+
 #ifdef __cplusplus
 }
 #endif

@@ -599,6 +599,23 @@ static void test_result_pinned(void)
     }
 }
 
+/* The galloping searches of the feed against plain binary search (host
+ * code: the kernels' own functions), wherever nvcc built them. */
+static void test_searches(void)
+{
+    uint64_t checked = 0, differ = 0;
+    int rc = ga_cuda_search_check(11, 2000, &checked, &differ);
+    if (!ga_gpu_compiled()) {
+        CHECK_INT(rc, GA_ENOGPU);
+        return;
+    }
+    CHECK_INT(rc, 0);
+    CHECK(checked == 2000 * 120);
+    CHECK_INT(differ, 0);
+    printf("galloping searches: %llu answers, %llu differ from binary search\n",
+           (unsigned long long)checked, (unsigned long long)differ);
+}
+
 /* The open call: a GPU, or GA_ENOGPU with nothing returned. */
 static void test_open_answers(void)
 {
@@ -645,6 +662,7 @@ void run_tests(void)
         scale = atof(sc);
     RUN(test_open_answers);
     RUN(test_result_pinned);
+    RUN(test_searches);
     if (!gpu_mode)
         return;
     if (gpu_mode == 2) {
