@@ -884,6 +884,20 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetche
     return 0;
 }
 
+// Dedupe the A accepted points in the order in idxb (in_b) or idxa and list
+// the kept ones: *U of them; *disorder: some metric's ts go down in that
+// order (docs/GPU.md, step 3).
+int dedupe_keep(cuda_backend *cb, size_t A, int in_b, uint64_t *U, uint64_t *disorder)
+{
+    gk_feed f;
+    cb->idx_in_b = in_b;
+    fill(cb, &f);
+    TRY(zero(cb, cb->small.p, 16));
+    TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
+    TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), B(small, uint32_t), A));
+    return rd64x2(cb, B(small, uint64_t), B(small, uint64_t) + 1, U, disorder);
+}
+
 int bits_for(uint64_t v)
 {
     int b = 1;
@@ -968,12 +982,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_slot_keys(&cb->x, &f, B(idxa, uint32_t), B(key32a, uint32_t), n));   // idxa: 0, 1, ...
     TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
                     B(idxb, uint32_t), n, sb));
-    cb->idx_in_b = 1;
-    fill(cb, &f);
-    TRY(zero(cb, cb->small.p, 16));
-    TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
-    TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), d_cnt, A));
-    TRY(rd64x2(cb, B(small, uint64_t), B(small, uint64_t) + 1, &U, &disorder));
+    TRY(dedupe_keep(cb, A, 1, &U, &disorder));
     if (disorder) {
         TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
         TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
@@ -981,12 +990,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
         TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
                         B(idxa, uint32_t), n, sb));
-        cb->idx_in_b = 0;
-        fill(cb, &f);
-        TRY(zero(cb, cb->small.p, 16));
-        TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
-        TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), d_cnt, A));
-        TRY(rd32(cb, d_cnt, &U));
+        TRY(dedupe_keep(cb, A, 0, &U, &disorder));
         cb->st.order_sorted++;
     } else {
         cb->st.order_in_time++;
