@@ -112,25 +112,6 @@ struct rowcmp_f {
     }
 };
 
-// Values i of a and b whose bits differ.
-struct valcmp_f {
-    const double *a, *b;
-    unsigned long long *cnt;
-    __host__ __device__ void operator()(size_t i) const
-    {
-        uint64_t x, y;
-        memcpy(&x, &a[i], 8);
-        memcpy(&y, &b[i], 8);
-        if (x != y) {
-#ifdef __CUDA_ARCH__
-            atomicAdd(cnt, 1ULL);
-#else
-            ++*cnt;
-#endif
-        }
-    }
-};
-
 int median_of(std::vector<float> &v, double *out)
 {
     std::sort(v.begin(), v.end());
@@ -316,8 +297,8 @@ int sort_pair(kb_state *s, struct ga_cuda_kbench *kb)
     kb->sort_small_parts = s->sc.small_parts;
     kb->sort_big_parts = s->sc.big_parts;
     unsigned long long nd = 0;
-    CUDA_CHECK(cudaMemsetAsync(s->ndiff, 0, 8, s->x.s));
-    rc = gk_for(&s->x, (size_t)ns, valcmp_f{ s->sorted, s->sorted2, s->ndiff });
+    CUDA_CHECK(cudaMemsetAsync(s->ndiff, 0, 16, s->x.s));
+    rc = gk_for(&s->x, (size_t)ns, gk_bits_differ_f{ s->sorted, s->sorted2, s->ndiff });
     if (!rc) {
         CUDA_CHECK(cudaMemcpyAsync(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost, s->x.s));
         CUDA_CHECK(cudaStreamSynchronize(s->x.s));
@@ -444,7 +425,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     s->rows_cap = estb * 8;
     DM(s->rows, s->rows_cap * sizeof(struct ga_agg));
     DM(s->rows2, s->rows_cap * sizeof(struct ga_agg));
-    DM(s->ndiff, 8);
+    DM(s->ndiff, 16);             // two counters (gk_bits_differ_f)
     CUDA_CHECK(cudaMemset(s->slot_pol, 0, 4));
     CUDA_CHECK(cudaMemset(s->slot_id, 0, 4));
     rc = gk_for(&s->x, N, gen_f{ s->ts, s->val, kb->npoints_per_metric, kb->step_ns });

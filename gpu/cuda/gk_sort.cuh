@@ -16,6 +16,33 @@
 
 #include "gpu/cuda/gk_bucket.cuh"
 
+#include <string.h>
+
+// Checking the two sorts against each other (sort_check.cu, cuda_bench.cu):
+// cnt[0] += positions where a and b differ in bits, cnt[1] += those of them
+// that are zeros both (-0.0 against +0.0: the order of equal values).
+struct gk_bits_differ_f {
+    const double *a, *b;
+    unsigned long long *cnt;      // 2 counters
+    __host__ __device__ void operator()(size_t i) const
+    {
+        uint64_t x, y;
+        memcpy(&x, &a[i], 8);
+        memcpy(&y, &b[i], 8);
+        if (x != y) {
+            int zero = a[i] == 0.0 && b[i] == 0.0;
+#ifdef __CUDA_ARCH__
+            atomicAdd(&cnt[0], 1ULL);
+            if (zero)
+                atomicAdd(&cnt[1], 1ULL);
+#else
+            cnt[0]++;
+            cnt[1] += zero;
+#endif
+        }
+    }
+};
+
 // Auto: parts of up to this many values through the shared-memory kernel.
 // A guess until measured (bench_gpu prints both sorts at 6, 30 and 356
 // values a part, and which one wins): 512 keeps the 1 h buckets of 10 s

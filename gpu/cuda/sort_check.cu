@@ -93,28 +93,6 @@ int make(host_data &h, const struct ga_cuda_sort_check *c)
     return 0;
 }
 
-struct bits_f {                   // positions where a and b differ in bits; of those, zeros
-    const double *a, *b;
-    unsigned long long *cnt;
-    __host__ __device__ void operator()(size_t i) const
-    {
-        uint64_t x, y;
-        memcpy(&x, &a[i], 8);
-        memcpy(&y, &b[i], 8);
-        if (x != y) {
-            int zero = a[i] == 0.0 && b[i] == 0.0;
-#ifdef __CUDA_ARCH__
-            atomicAdd(&cnt[0], 1ULL);
-            if (zero)
-                atomicAdd(&cnt[1], 1ULL);
-#else
-            cnt[0]++;
-            cnt[1] += zero;
-#endif
-        }
-    }
-};
-
 // Device (or, emulating, host) copies of everything, and the two runs.
 struct dev_mem {
     int emu;
@@ -211,7 +189,7 @@ int run(struct ga_cuda_sort_check *c, gk_exec *x, const host_data &h)
     gk_sort_counts n;
     TRY(gk_bucket_sort(x, &v, tasks, nt, sortoff, NS, unsorted, sorted_a, sortlen, &split, &n));
     TRY(gk_bucket_sort(x, &v, tasks, nt, sortoff, NS, unsorted, sorted_b, sortlen, &cub, NULL));
-    TRY(gk_for(x, NS, bits_f{ sorted_a, sorted_b, cnt }));
+    TRY(gk_for(x, NS, gk_bits_differ_f{ sorted_a, sorted_b, cnt }));
     unsigned long long hc[2];
     TRY(d.read(hc, cnt, 16));
     c->values = NS;
