@@ -18,7 +18,9 @@
  *     index within a batch).
  *
  * Threading: one ga_engine is driven by one thread at a time (the daemon's
- * engine worker); backends parallelise inside feed(). */
+ * engine worker); backends parallelise inside feed(); batches started with
+ * ga_engine_feed_start are fed on the engine's own feeder thread while the
+ * caller goes on. */
 #ifndef GA_ENGINE_H
 #define GA_ENGINE_H
 
@@ -186,8 +188,29 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
  * failure with several backends (fed at the same time), every other
  * backend's share of the batch stays applied, and the output of the
  * backends before the failing one (in that order) stays in out.  With a
- * CUDA backend it sets out->want_pinned (struct ga_result). */
+ * CUDA backend it sets out->want_pinned (struct ga_result).  GA_EBUSY
+ * while batches started with ga_engine_feed_start are not yet waited for. */
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
+
+/* ga_engine_feed in two halves, so that the caller prepares (and the
+ * engine splits) batch k + 1 while the backends feed batch k: feed_start
+ * splits the batch on the caller's thread and hands the feeds to the
+ * engine's feeder thread; feed_wait waits for the oldest batch started and
+ * returns what ga_engine_feed would have (its rows, late points and
+ * statistics are in and counted from then on).  Up to two batches in
+ * flight, each into its own out; pts and out stay untouched by the caller
+ * until that batch's feed_wait returns.  The same batches give the same
+ * rows in the same order as ga_engine_feed.  Any other engine call that
+ * touches a backend (metric_add, drop, windows, set_fallback, close) first
+ * waits for the feeds in flight to end (their results stay for
+ * feed_wait); close drops the results of batches never waited for.
+ * feed_start: 0; GA_EBUSY with two in flight; GA_EINVAL when out is the
+ * out of a batch in flight; GA_ENOMEM (no feeder thread); or the split's
+ * error (nothing in flight then: that batch is finished, as by
+ * ga_engine_feed).  feed_wait: the batch's result as ga_engine_feed's, or
+ * GA_ENOENT with none in flight. */
+int ga_engine_feed_start(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out);
+int ga_engine_feed_wait(struct ga_engine *e);
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st);
 

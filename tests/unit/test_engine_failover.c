@@ -3,10 +3,14 @@
  * share is fed to the fallback, and the answers equal an engine that never
  * failed.  A primary that cannot give its windows back is counted as
  * windows lost.  The "GPU" is a CPU backend behind a wrapper that fails on
- * command, without touching its state (the CUDA backend's contract). */
+ * command, without touching its state (the CUDA backend's contract).
+ * Pipelined (ga_engine_feed_start / wait): a primary failing while the next
+ * batch, split for it already, waits its turn — that share goes to the
+ * fallback, and the failed primary is never fed again. */
 #include "tests/unit/harness.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "daemon/log.h"
 #include "gpu/engine.h"
@@ -17,6 +21,8 @@ struct flaky {
     struct ga_backend base;
     struct ga_backend *inner;
     int fail_feed, fail_window;
+    int gate;                  /* fail_feed: wait until it is 1 (atomic), then fail */
+    int failed, fed_after;     /* has failed; feeds asked of it after that */
 };
 
 static int f_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
@@ -27,7 +33,12 @@ static int f_add(struct ga_backend *b, uint32_t id, const struct ga_policy *p)
 static int f_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     struct flaky *f = (struct flaky *)b;
+    f->fed_after += f->failed;
     if (f->fail_feed) {
+        f->fail_feed = 0;
+        while (!__atomic_load_n(&f->gate, __ATOMIC_ACQUIRE))
+            usleep(200);
+        f->failed = 1;
         struct ga_agg junk = { 0 };        /* partial output the engine must drop */
         ga_result_push_agg(out, &junk);
         return GA_ECUDA;
@@ -62,6 +73,7 @@ static struct flaky *flaky_open(void)
 {
     struct flaky *f = calloc(1, sizeof *f);
     f->base.ops = &flaky_ops;
+    f->gate = 1;
     snprintf(f->base.label, sizeof f->base.label, "cuda:9");
     CHECK_INT(ga_cpu_backend_open(&f->inner, 1), 0);
     return f;
@@ -160,6 +172,101 @@ static void run_case(int lose_windows, int nprim, int fail)
     ga_engine_close(ref);
 }
 
+/* Rows of r and want the same as sets (r's sorted). */
+static void same_rows(struct ga_result *r, struct ga_result *want)
+{
+    qsort(r->aggs, r->naggs, sizeof *r->aggs, cmp_agg);
+    qsort(want->aggs, want->naggs, sizeof *want->aggs, cmp_agg);
+    CHECK_INT(r->naggs, want->naggs);
+    CHECK_INT(r->nlate, want->nlate);
+    int same = r->naggs == want->naggs;
+    for (size_t i = 0; same && i < r->naggs; i++)
+        same = cmp_agg(&r->aggs[i], &want->aggs[i]) == 0 && r->aggs[i].value == want->aggs[i].value;
+    CHECK(same);
+}
+
+/* Pipelined: 4 batches, two in flight; primary `fail` fails on batch 1 but
+ * only once batch 2 has been split (routed to it) — the gate holds its
+ * feed until then (the same thread writes fail_feed and gate only while
+ * the feeder is idle or held at the gate).  Batch 2's share for it goes to the fallback, the
+ * failed primary is not fed again, and every batch's rows equal a plain
+ * CPU engine's. */
+static void run_pipelined(int nprim, int fail)
+{
+    struct ga_policy p;
+    random_policy(&p);
+    struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
+    struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
+    struct ga_engine *e, *ref;
+    struct flaky *gf = fail ? g1 : g0;
+    CHECK_INT(ga_engine_open(&e, prim, nprim), 0);
+    CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
+    CHECK_INT(ga_engine_set_fallback(e, cpu), 0);
+    CHECK_INT(ga_cpu_backend_open(&ref_b, 1), 0);
+    CHECK_INT(ga_engine_open(&ref, &ref_b, 1), 0);
+    enum { M = 40, N = 600, K = 4 };
+    for (uint32_t m = 0; m < M; m++) {
+        CHECK_INT(ga_engine_metric_add(e, m, &p), 0);
+        CHECK_INT(ga_engine_metric_add(ref, m, &p), 0);
+    }
+    static uint32_t mid[K][N];
+    static int64_t ts[K][N];
+    static double v[K][N];
+    int64_t t0 = 1700000000 * SEC;
+    struct ga_result r[2] = { { 0 } }, want[K] = { { 0 } };
+    struct ga_points pts[K];
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < N; i++) {
+            mid[k][i] = (uint32_t)(rnd() % M);
+            ts[k][i] = t0 + (k * 300 + rnd_in(0, 400)) * SEC / 2;
+            v[k][i] = rnd_value();
+        }
+        pts[k] = (struct ga_points){ N, mid[k], ts[k], v[k] };
+        CHECK_INT(ga_engine_feed(ref, &pts[k], &want[k]), 0);
+    }
+    CHECK_INT(ga_engine_feed_start(e, &pts[0], &r[0]), 0);
+    CHECK_INT(ga_engine_feed_wait(e), 0);
+    same_rows(&r[0], &want[0]);
+    ga_result_reset(&r[0]);
+    gf->gate = 0;             /* the feeder is idle: no batch in flight */
+    gf->fail_feed = 1;
+    CHECK_INT(ga_engine_feed_start(e, &pts[1], &r[1]), 0);   /* fails, once the gate opens */
+    CHECK_INT(ga_engine_feed_start(e, &pts[2], &r[0]), 0);   /* split before the failover */
+    usleep(2000);
+    CHECK_INT(gf->failed, 0);
+    __atomic_store_n(&gf->gate, 1, __ATOMIC_RELEASE);
+    CHECK_INT(ga_engine_feed_wait(e), 0);
+    same_rows(&r[1], &want[1]);
+    ga_result_reset(&r[1]);
+    CHECK_INT(ga_engine_feed_start(e, &pts[3], &r[1]), 0);
+    CHECK_INT(ga_engine_feed_wait(e), 0);
+    same_rows(&r[0], &want[2]);
+    CHECK_INT(ga_engine_feed_wait(e), 0);
+    same_rows(&r[1], &want[3]);
+    CHECK_INT(gf->failed, 1);
+    CHECK_INT(gf->fed_after, 0);
+    struct ga_engine_failover_stats fo;
+    ga_engine_failover_stats(e, &fo);
+    CHECK_INT(fo.failovers, 1);
+    CHECK_INT(fo.windows_lost, 0);
+    CHECK_INT(ga_engine_backend_failed(e, fail), 1);
+    for (int i = 0; i < 2; i++)
+        ga_result_free(&r[i]);
+    for (int k = 0; k < K; k++)
+        ga_result_free(&want[k]);
+    ga_engine_close(e);
+    ga_engine_close(ref);
+}
+
+static void test_failover_pipelined(void)
+{
+    for (int i = 0; i < 10; i++) {
+        run_pipelined(2, 1);
+        run_pipelined(2, 0);
+        run_pipelined(1, 0);
+    }
+}
+
 static void test_failover_keeps_answers(void)
 {
     for (int i = 0; i < 20; i++) {
@@ -187,4 +294,5 @@ void run_tests(void)
     RUN(test_failover_keeps_answers);
     RUN(test_failover_one_gpu);
     RUN(test_failover_counts_lost_windows);
+    RUN(test_failover_pipelined);
 }
