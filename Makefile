@@ -22,7 +22,7 @@ CUDA ?= 0
 else
 CUDA ?= 1
 endif
-ifeq ($(SAN),1)
+ifneq ($(SAN),0)
 CUDA := 0
 endif
 
@@ -36,6 +36,13 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
+# SAN=thread: ThreadSanitizer, for the suites whose code runs on several
+# threads of its own (the engine's split, feeder and their helpers).
+ifeq ($(SAN),thread)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=thread
+endif
+TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_failover test_engine_multi)
 
 # gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
 # the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
@@ -68,7 +75,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)/bin/gpuagg-load)
 
-.PHONY: all run test unit asan install clean deps fuzz bench
+.PHONY: all run test unit asan tsan install clean deps fuzz bench
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -105,11 +112,14 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
+	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 	@tests/run.sh
 unit: all
 	@tests/run.sh unit
 asan:
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
+tsan:
+	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 $(BUILD)/tests-stamp: $(TEST_BIN)
 	@touch $@
 
@@ -125,6 +135,6 @@ install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
 	install -m 0644 systemd/gpuagg.sysusers $(DESTDIR)/usr/lib/sysusers.d/gpuagg.conf
 
 clean:
-	rm -rf build build-asan build-fuzz var
+	rm -rf build build-asan build-tsan build-fuzz var
 
 -include $(shell find $(BUILD)/obj -name '*.d' -type f 2>/dev/null)

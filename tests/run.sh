@@ -2,7 +2,8 @@
 # Run every test suite and print the total as the last line:
 #   N passed, N failed
 # Each suite program prints "name: N passed, N failed" as its last line.
-#   tests/run.sh            everything (unit, unit under ASan+UBSan, scripts)
+#   tests/run.sh            everything (unit, unit under ASan+UBSan, the
+#                           threaded engine's suites under TSan, scripts)
 #   tests/run.sh unit       only build/tests/test_*
 #   tests/run.sh FILTER     only suites whose path contains FILTER
 # Scripted suites are tests/<dir>/test_*.py (run with Debian's python3) and
@@ -20,7 +21,7 @@ run_suite() {   # $1 = label, rest = command
     label=$1; shift
     case "$filter" in
         ""|all) ;;
-        unit) case "$label" in unit:*|asan:*) ;; *) return ;; esac ;;
+        unit) case "$label" in unit:*|asan:*|tsan:*) ;; *) return ;; esac ;;
         *) case "$label" in *"$filter"*) ;; *) return ;; esac ;;
     esac
     logf="$log_dir/$(echo "$label" | tr '/:' '__').log"
@@ -47,6 +48,9 @@ for t in build/tests/test_*; do
 done
 for t in build-asan/tests/test_*; do
     [ -x "$t" ] && run_suite "asan:$(basename "$t")" "$t"
+done
+for t in build-tsan/tests/test_*; do
+    [ -x "$t" ] && run_suite "tsan:$(basename "$t")" env TSAN_OPTIONS=halt_on_error=1 "$t"
 done
 for t in tests/*/test_*.py tests/*/test_*.sh; do
     [ -f "$t" ] || continue
