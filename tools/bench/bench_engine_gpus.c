@@ -17,6 +17,10 @@
  * CUDA only: upload = each backend's upload stage (staging copy + H2D).
  * --backend cuda also runs the N GPUs with the batch split into pageable
  * memory (ga_engine_set_pinned_split(e, 0)), as before the engine pinned it.
+ * Engines 4 and 5 are engines 1 and 2 fed with ga_engine_feed_start /
+ * ga_engine_feed_wait, two batches in flight (the split of batch k + 1 on
+ * the caller while the backends feed batch k); their seconds are the wall
+ * clock of the whole loop, from the first start to the last wait.
  * --only E runs engine E alone (1-based, in the order printed): the engines
  * run one after the other in one process and a later one finds the heap the
  * earlier ones left (memory already faulted in), so for timings that are
@@ -52,23 +56,73 @@ struct run {
     char name[64];
     double seconds, split_s, feed_s, append_s, slowest_s;
     double slot_s[MAXB], upload_s[MAXB];
-    int nb;
+    int nb, kind;                 /* kind: the engine's number (--only) */
     size_t rows;
     uint64_t checksum;
     int rc;
 };
 
-/* nb backends: CUDA on GPUs 0..nb-1 (threads unused), or CPU of `threads`. */
-static struct run run_engine(int cuda, int nb, int threads, int pageable, const struct ga_policy *pol,
-                             uint32_t metrics, size_t batch, int batches, uint32_t *mid,
-                             int64_t *ts, double *val)
+/* Batch k (-1: the warm-up) at row k + 1 of the arrays. */
+static void make_batches(uint32_t metrics, size_t batch, int batches, uint32_t *mid, int64_t *ts,
+                         double *val)
+{
+    int64_t base = 1700000000LL * 1000000000LL;
+    for (int k = -1; k < batches; k++) {
+        size_t o = (size_t)(k + 1) * batch;
+        for (size_t i = 0; i < batch; i++) {
+            uint64_t x = mix((uint64_t)(k + 2) * 0x9e3779b97f4a7c15ULL + i);
+            mid[o + i] = (uint32_t)(x % metrics);
+            ts[o + i] = base + ((int64_t)(k + 1) * (int64_t)batch + (int64_t)i) / metrics * 1000000000LL;
+            val[o + i] = (double)(x >> 11) / 9007199254740992.0 * 1000.0 + 1.0;
+        }
+    }
+}
+
+/* The feed times of the last batch waited for, into r. */
+static void account_times(struct run *r, struct ga_engine *e, int cuda)
+{
+    struct ga_engine_feed_times ft;
+    ga_engine_feed_times(e, &ft);
+    r->split_s += ft.split_s;
+    r->feed_s += ft.feed_s;
+    r->append_s += ft.append_s;
+    double slowest = 0;
+    for (int i = 0; i < r->nb && i < GA_ENGINE_TIMED_SLOTS; i++) {
+        r->slot_s[i] += ft.slot_s[i];
+        slowest = ft.slot_s[i] > slowest ? ft.slot_s[i] : slowest;
+        struct ga_cuda_feed_stats cs;
+        if (cuda && ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0)
+            r->upload_s[i] += cs.upload_s;
+    }
+    r->slowest_s += r->nb > 1 ? slowest : ft.feed_s;
+}
+
+/* A batch's rows into r's count and checksum. */
+static void account_rows(struct run *r, const struct ga_result *res)
+{
+    for (size_t i = 0; i < res->naggs; i++) {
+        const struct ga_agg *a = &res->aggs[i];
+        uint64_t v;
+        memcpy(&v, &a->value, 8);
+        r->checksum += mix(((uint64_t)a->metric << 32 | a->method) ^ (uint64_t)a->ts ^
+                           (uint64_t)a->granularity_ns * 31) ^ v;
+        r->rows++;
+    }
+}
+
+/* nb backends: CUDA on GPUs 0..nb-1 (threads unused), or CPU of `threads`;
+ * pipe: fed with feed_start / feed_wait, two batches in flight. */
+static struct run run_engine(int cuda, int nb, int threads, int pageable, int pipe,
+                             const struct ga_policy *pol, uint32_t metrics, size_t batch,
+                             int batches, const uint32_t *mid, const int64_t *ts, const double *val)
 {
     struct run r = { .nb = nb };
     if (cuda)
-        snprintf(r.name, sizeof r.name, "%d GPU%s%s", nb, nb > 1 ? "s" : "",
-                 pageable ? ", pageable split" : "");
+        snprintf(r.name, sizeof r.name, "%d GPU%s%s%s", nb, nb > 1 ? "s" : "",
+                 pageable ? ", pageable split" : "", pipe ? ", pipelined" : "");
     else
-        snprintf(r.name, sizeof r.name, "%d cpu x %d thread%s", nb, threads, threads > 1 ? "s" : "");
+        snprintf(r.name, sizeof r.name, "%d cpu x %d thread%s%s", nb, threads, threads > 1 ? "s" : "",
+                 pipe ? ", pipelined" : "");
     struct ga_backend *b[MAXB];
     for (int i = 0; i < nb; i++) {
         r.rc = cuda ? ga_cuda_backend_open(&b[i], i, NULL) : ga_cpu_backend_open(&b[i], threads);
@@ -86,48 +140,57 @@ static struct run run_engine(int cuda, int nb, int threads, int pageable, const 
         ga_engine_set_pinned_split(e, 0);
     for (uint32_t m = 0; m < metrics && !r.rc; m++)
         r.rc = ga_engine_metric_add(e, m, pol);
-    struct ga_result res = { 0 };
-    int64_t base = 1700000000LL * 1000000000LL;
-    /* warm-up batch (module load, pools, buffers), not timed, then the timed batches */
-    for (int k = -1; k < batches && !r.rc; k++) {
-        for (size_t i = 0; i < batch; i++) {
-            uint64_t x = mix((uint64_t)(k + 2) * 0x9e3779b97f4a7c15ULL + i);
-            mid[i] = (uint32_t)(x % metrics);
-            ts[i] = base + ((int64_t)(k + 1) * (int64_t)batch + (int64_t)i) / metrics * 1000000000LL;
-            val[i] = (double)(x >> 11) / 9007199254740992.0 * 1000.0 + 1.0;
-        }
-        struct ga_points p = { batch, mid, ts, val };
-        ga_result_reset(&res);
-        double t0 = now_s();
-        r.rc = ga_engine_feed(e, &p, &res);
-        double dt = now_s() - t0;
-        if (k < 0)
-            continue;
-        struct ga_engine_feed_times ft;
-        ga_engine_feed_times(e, &ft);
-        r.seconds += dt;
-        r.split_s += ft.split_s;
-        r.feed_s += ft.feed_s;
-        r.append_s += ft.append_s;
-        double slowest = 0;
-        for (int i = 0; i < nb && i < GA_ENGINE_TIMED_SLOTS; i++) {
-            r.slot_s[i] += ft.slot_s[i];
-            slowest = ft.slot_s[i] > slowest ? ft.slot_s[i] : slowest;
-            struct ga_cuda_feed_stats cs;
-            if (cuda && ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0)
-                r.upload_s[i] += cs.upload_s;
-        }
-        r.slowest_s += nb > 1 ? slowest : ft.feed_s;
-        for (size_t i = 0; i < res.naggs; i++) {
-            const struct ga_agg *a = &res.aggs[i];
-            uint64_t v;
-            memcpy(&v, &a->value, 8);
-            r.checksum += mix(((uint64_t)a->metric << 32 | a->method) ^ (uint64_t)a->ts ^
-                              (uint64_t)a->granularity_ns * 31) ^ v;
-            r.rows++;
-        }
+    /* a result per batch, reserved before the timed loop (page-locked with
+     * a GPU, as the engine wants them), rows summed after it: the loop
+     * times the engine's calls alone */
+    struct ga_result *res = calloc((size_t)batches + 2, sizeof *res);
+    if (!res) {
+        r.rc = GA_ENOMEM;
+        ga_engine_close(e);
+        return r;
     }
-    ga_result_free(&res);
+#define BATCH(k) (&(struct ga_points){ batch, mid + (size_t)((k) + 1) * batch, \
+                                       ts + (size_t)((k) + 1) * batch, val + (size_t)((k) + 1) * batch })
+    /* warm-up (module load, pools, buffers), not timed: the first batch;
+     * pipelined, the same batch twice more in flight together, so that both
+     * of the engine's batch buffers exist (the same points again change no
+     * window) */
+    if (!r.rc)
+        r.rc = ga_engine_feed(e, BATCH(-1), &res[batches]);
+    if (pipe && !r.rc) {
+        ga_result_reset(&res[batches + 1]);
+        r.rc = ga_engine_feed_start(e, BATCH(-1), &res[batches + 1]);
+        ga_result_reset(&res[batches]);
+        r.rc = r.rc ? r.rc : ga_engine_feed_start(e, BATCH(-1), &res[batches]);
+        while (ga_engine_feed_wait(e) != GA_ENOENT)
+            ;
+    }
+    size_t want = res[batches].naggs + res[batches].naggs / 4;
+    for (int k = 0; k < batches && !r.rc; k++) {
+        res[k].want_pinned = cuda;
+        r.rc = ga_result_reserve(&res[k], want, 0);
+    }
+    double t0 = now_s();
+    for (int k = 0; k < batches && !r.rc; k++) {
+        if (!pipe) {
+            if (!(r.rc = ga_engine_feed(e, BATCH(k), &res[k])))
+                account_times(&r, e, cuda);
+            continue;
+        }
+        r.rc = ga_engine_feed_start(e, BATCH(k), &res[k]);
+        if (!r.rc && k > 0 && !(r.rc = ga_engine_feed_wait(e)))
+            account_times(&r, e, cuda);
+    }
+    if (pipe && !r.rc && !(r.rc = ga_engine_feed_wait(e)))
+        account_times(&r, e, cuda);
+#undef BATCH
+    r.seconds = now_s() - t0;
+    for (int k = 0; k < batches + 2; k++) {
+        if (k < batches && !r.rc)
+            account_rows(&r, &res[k]);
+        ga_result_free(&res[k]);
+    }
+    free(res);
     ga_engine_close(e);
     return r;
 }
@@ -175,8 +238,8 @@ int main(int argc, char **argv)
         }
     }
     if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1 || only < 0 ||
-        only > 3) {
-        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1, 0 <= E <= 3\n",
+        only > 5) {
+        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1, 0 <= E <= 5\n",
                 MAXB);
         return 2;
     }
@@ -186,22 +249,25 @@ int main(int argc, char **argv)
     ga_policy_add_def(&pol, 60LL * 1000000000, 0, 0, NULL);
     ga_policy_add_def(&pol, 3600LL * 1000000000, 0, 0, NULL);
     ga_policy_methods_from_list(&pol, methods, 8, NULL);
-    uint32_t *mid = malloc(batch * sizeof *mid);
-    int64_t *ts = malloc(batch * sizeof *ts);
-    double *val = malloc(batch * sizeof *val);
+    size_t all = batch * (size_t)(batches + 1);
+    uint32_t *mid = malloc(all * sizeof *mid);
+    int64_t *ts = malloc(all * sizeof *ts);
+    double *val = malloc(all * sizeof *val);
     if (!mid || !ts || !val)
         return 1;
+    make_batches(metrics, batch, batches, mid, ts, val);
     /* the engines: 1 backend; N backends; CUDA: N with a pageable split,
-     * CPU: 1 backend of N*T threads */
-    struct run runs[3];
-    int nruns = 0, nengines = nb > 1 ? 3 : 2;
-    for (int k = 1; k <= nengines; k++) {
-        if (only && k != only)
+     * CPU: 1 backend of N*T threads; then 1 and N backends pipelined */
+    struct run runs[5];
+    int nruns = 0;
+    for (int k = 1; k <= 5; k++) {
+        if ((only && k != only) || (nb == 1 && (k == 3 || k == 5)))
             continue;
-        int n = k == 2 || (k == 3 && cuda) ? nb : 1;
+        int n = k == 2 || k == 5 || (k == 3 && cuda) ? nb : 1;
         int th = k == 3 && !cuda ? nb * threads : threads;
-        runs[nruns++] = run_engine(cuda, n, th, k == 3 && cuda, &pol, metrics, batch, batches,
-                                   mid, ts, val);
+        runs[nruns] = run_engine(cuda, n, th, k == 3 && cuda, k >= 4, &pol, metrics, batch,
+                                 batches, mid, ts, val);
+        runs[nruns++].kind = k;
     }
     double points = (double)batch * batches;
     printf("%zu points in %d batches of %zu, %u metrics\n\n", batch * (size_t)batches, batches,
@@ -221,11 +287,17 @@ int main(int argc, char **argv)
             printf("overhead of %s beyond its slowest backend: %.3f s (%.0f %%)\n", runs[i].name,
                    runs[i].seconds - runs[i].slowest_s,
                    100.0 * (runs[i].seconds - runs[i].slowest_s) / runs[i].seconds);
-    if (nruns > 1)
-        printf("scaling %s / %s: %.2fx\n", runs[1].name, runs[0].name,
-               runs[0].seconds / runs[1].seconds);
-    if (nruns > 2)
-        printf("%s / %s: %.2fx\n", runs[1].name, runs[2].name, runs[2].seconds / runs[1].seconds);
+    /* ratios between the engines present: N vs 1, pipelined vs not */
+    static const int pairs[][2] = { { 1, 2 }, { 3, 2 }, { 4, 5 }, { 1, 4 }, { 2, 5 }, { 1, 5 } };
+    for (size_t q = 0; q < sizeof pairs / sizeof pairs[0]; q++) {
+        const struct run *a = NULL, *b = NULL;
+        for (int i = 0; i < nruns; i++) {
+            a = runs[i].kind == pairs[q][0] ? &runs[i] : a;
+            b = runs[i].kind == pairs[q][1] ? &runs[i] : b;
+        }
+        if (a && b && b->seconds > 0)
+            printf("%s / %s: %.2fx\n", b->name, a->name, a->seconds / b->seconds);
+    }
     printf("rows identical: %s\n", same ? "yes" : "NO");
     free(mid);
     free(ts);

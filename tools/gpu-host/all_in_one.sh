@@ -27,12 +27,17 @@ step() {        # step NAME SECONDS CMD...
 step test 90 env GA_CUDA_TEST_SCALE=${1:-0.5} build-gpu/test_cuda_backend
 step bench 300 build-gpu/bench_gpu --cpu-threads 16
 # one engine per process (--only: 1 = one GPU, 2 = all GPUs, 3 = all GPUs
-# with a pageable split); compare the checksums across the three
+# with a pageable split, 4 and 5 = 1 and all pipelined); compare the
+# checksums across them.  With 4 or more GPUs also 2 of them (2, 3, 5).
+engine() {      # engine NGPUS ONLY
+    step engine_gpus${1}_$2 35 build-gpu/bench_engine_gpus --gpus "$1" --batch 10000000 \
+        --batches 10 --metrics 10000 --only "$2"
+}
 if [ "$NGPU" -ge 2 ]; then
-    for o in 1 2 3; do
-        step engine_gpus_$o 35 build-gpu/bench_engine_gpus --gpus "$NGPU" --batch 10000000 \
-            --batches 10 --metrics 10000 --only $o
-    done
+    for o in 1 2 3 4 5; do engine "$NGPU" $o; done
+fi
+if [ "$NGPU" -ge 4 ]; then
+    for o in 2 3 5; do engine 2 $o; done
 fi
 step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exitcode 9 build-gpu/test_cuda_backend
 step racecheck 400 env GA_CUDA_TEST_SCALE=0.01 "$SAN" --tool racecheck --error-exitcode 9 build-gpu/test_cuda_backend
@@ -41,5 +46,5 @@ cat "$OUT/summary.txt"
 echo "-- test";       grep -E "rows kernel|sort|passed|FAIL" "$OUT/test.log" | tail -n 10
 echo "-- memcheck";   grep -E "ERROR SUMMARY|passed" "$OUT/memcheck.log" | tail -n 3
 echo "-- racecheck";  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed|hazard" "$OUT/racecheck.log" | tail -n 4
-for f in "$OUT"/engine_gpus_*.log; do [ -f "$f" ] && { echo "-- $f"; tail -n 14 "$f"; }; done
+for f in "$OUT"/engine_gpus*.log; do [ -f "$f" ] && { echo "-- $f"; tail -n 14 "$f"; }; done
 echo "-- bench";      cat "$OUT/bench.log"
