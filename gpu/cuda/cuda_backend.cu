@@ -1352,9 +1352,31 @@ const struct ga_backend_ops cuda_ops = {
     cu_feed_start, cu_feed_wait, cu_prefetch,
 };
 
+/* How a host thread waits for this GPU: GA_CUDA_SYNC=spin, yield or block
+ * (cudaDeviceSchedule*), for measuring several GPUs fed from one process;
+ * unset or "auto": CUDA's default (spin while the process has fewer
+ * contexts than cores).  Set before the device's context exists, else
+ * ignored with a warning. */
+static void sync_mode(int dev)
+{
+    const char *e = getenv("GA_CUDA_SYNC");
+    if (!e || !*e || !strcmp(e, "auto"))
+        return;
+    unsigned f = !strcmp(e, "spin") ? cudaDeviceScheduleSpin
+               : !strcmp(e, "yield") ? cudaDeviceScheduleYield
+               : !strcmp(e, "block") ? cudaDeviceScheduleBlockingSync : 0;
+    cudaError_t r = f ? cudaSetDeviceFlags(f) : cudaSuccess;
+    if (!f || r != cudaSuccess) {
+        cudaGetLastError();
+        ga_log(GA_LOG_WARN, "cuda_sync", "device=%d value=\"%s\" msg=\"%s\"", dev, e,
+               f ? cudaGetErrorString(r) : "GA_CUDA_SYNC is auto, spin, yield or block");
+    }
+}
+
 int setup_gpu(cuda_backend *cb)
 {
     CUDA_CHECK(cudaSetDevice(cb->dev));
+    sync_mode(cb->dev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->x.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_h2d, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_d2h, cudaStreamNonBlocking));
