@@ -88,6 +88,33 @@ static int cmp_agg(const void *pa, const void *pb)
     return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
 
+/* The engines each case compares: e over nprim flaky primaries (gf the one
+ * that will fail) with a CPU fallback, ref one plain CPU backend; M metrics
+ * under one random policy in both. */
+enum { M = 40, N = 600 };
+struct rig {
+    struct ga_policy p;
+    struct ga_engine *e, *ref;
+    struct flaky *gf;
+};
+
+static void rig_open(struct rig *r, int nprim, int fail)
+{
+    random_policy(&r->p);
+    struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
+    struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
+    r->gf = fail ? g1 : g0;
+    CHECK_INT(ga_engine_open(&r->e, prim, nprim), 0);
+    CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
+    CHECK_INT(ga_engine_set_fallback(r->e, cpu), 0);
+    CHECK_INT(ga_cpu_backend_open(&ref_b, 1), 0);
+    CHECK_INT(ga_engine_open(&r->ref, &ref_b, 1), 0);
+    for (uint32_t m = 0; m < M; m++) {
+        CHECK_INT(ga_engine_metric_add(r->e, m, &r->p), 0);
+        CHECK_INT(ga_engine_metric_add(r->ref, m, &r->p), 0);
+    }
+}
+
 /* Feeds 3 batches to an engine of nprim flaky primaries + CPU fallback,
  * failing primary `fail` on batch 2, and to a plain CPU engine; compares.
  * Two primaries take the concurrent path (primary 0 writes straight into
@@ -96,22 +123,10 @@ static int cmp_agg(const void *pa, const void *pb)
  * row, which must stay first. */
 static void run_case(int lose_windows, int nprim, int fail)
 {
-    struct ga_policy p;
-    random_policy(&p);
-    struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
-    struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
-    struct ga_engine *e, *ref;
-    struct flaky *gf = fail ? g1 : g0;
-    CHECK_INT(ga_engine_open(&e, prim, nprim), 0);
-    CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
-    CHECK_INT(ga_engine_set_fallback(e, cpu), 0);
-    CHECK_INT(ga_cpu_backend_open(&ref_b, 1), 0);
-    CHECK_INT(ga_engine_open(&ref, &ref_b, 1), 0);
-    enum { M = 40, N = 600 };
-    for (uint32_t m = 0; m < M; m++) {
-        CHECK_INT(ga_engine_metric_add(e, m, &p), 0);
-        CHECK_INT(ga_engine_metric_add(ref, m, &p), 0);
-    }
+    struct rig rg;
+    rig_open(&rg, nprim, fail);
+    struct ga_engine *e = rg.e, *ref = rg.ref;
+    struct flaky *gf = rg.gf;
     int64_t t0 = 1700000000 * SEC;
     struct ga_result r = { 0 }, want = { 0 };
     const struct ga_agg mark = { .metric = 777777, .ts = -1, .value = 42 };
@@ -188,27 +203,16 @@ static void same_rows(struct ga_result *r, struct ga_result *want)
 /* Pipelined: 4 batches, two in flight; primary `fail` fails on batch 1 but
  * only once batch 2 has been split (routed to it) — the gate holds its
  * feed until then (the same thread writes fail_feed and gate only while
- * the feeder is idle or held at the gate).  Batch 2's share for it goes to the fallback, the
- * failed primary is not fed again, and every batch's rows equal a plain
- * CPU engine's. */
+ * the feeder is idle or held at the gate).  Batch 2's share for it goes to
+ * the fallback, the failed primary is not fed again, and every batch's rows
+ * equal a plain CPU engine's. */
 static void run_pipelined(int nprim, int fail)
 {
-    struct ga_policy p;
-    random_policy(&p);
-    struct flaky *g0 = flaky_open(), *g1 = nprim == 2 ? flaky_open() : g0;
-    struct ga_backend *prim[2] = { &g0->base, &g1->base }, *cpu, *ref_b;
-    struct ga_engine *e, *ref;
-    struct flaky *gf = fail ? g1 : g0;
-    CHECK_INT(ga_engine_open(&e, prim, nprim), 0);
-    CHECK_INT(ga_cpu_backend_open(&cpu, 1), 0);
-    CHECK_INT(ga_engine_set_fallback(e, cpu), 0);
-    CHECK_INT(ga_cpu_backend_open(&ref_b, 1), 0);
-    CHECK_INT(ga_engine_open(&ref, &ref_b, 1), 0);
-    enum { M = 40, N = 600, K = 4 };
-    for (uint32_t m = 0; m < M; m++) {
-        CHECK_INT(ga_engine_metric_add(e, m, &p), 0);
-        CHECK_INT(ga_engine_metric_add(ref, m, &p), 0);
-    }
+    struct rig rg;
+    rig_open(&rg, nprim, fail);
+    struct ga_engine *e = rg.e, *ref = rg.ref;
+    struct flaky *gf = rg.gf;
+    enum { K = 4 };
     static uint32_t mid[K][N];
     static int64_t ts[K][N];
     static double v[K][N];
