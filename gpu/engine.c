@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/cuda.h"
 #include "proto/ga_err.h"
 
 #define LATE_LOG_INTERVAL_NS (10 * 1000000000LL)
