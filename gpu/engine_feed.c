@@ -153,7 +153,6 @@ static int feed_split(struct ga_engine *e, struct eng_batch *bt, double *t_fed)
     for (int s = 0; s < ns; s++)
         if (bt->bstart[s + 1] > bt->bstart[s])
             busy[n++] = s;
-    bt->nbusy = n;
     size_t naggs0 = out->naggs, nlate0 = out->nlate;
     for (int t = 1; t < n; t++)
         ga_result_reset(&bt->part[busy[t]]);
@@ -216,13 +215,14 @@ static void run_batch(struct ga_engine *e, struct eng_batch *bt)
 
 /* ---- the feeder --------------------------------------------------------- */
 
-/* The oldest batch in `state` (NULL: none). */
-static struct eng_batch *oldest(struct ga_engine *e, int want_state, int any_busy)
+/* The oldest batch queued for the feeder (queued 1), or in flight at all
+ * (queued or done, not yet waited for); NULL: none.  Under mu. */
+static struct eng_batch *oldest(struct ga_engine *e, int queued)
 {
     struct eng_batch *o = NULL;
     for (int i = 0; i < ENG_INFLIGHT; i++) {
         struct eng_batch *bt = &e->batch[i];
-        int match = any_busy ? bt->state != B_FREE : (int)bt->state == want_state;
+        int match = queued ? bt->state == B_QUEUED : bt->state != B_FREE;
         if (match && (!o || bt->seq < o->seq))
             o = bt;
     }
@@ -234,7 +234,7 @@ static void *feeder_main(void *arg)
     struct ga_engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        struct eng_batch *bt = oldest(e, B_QUEUED, 0);
+        struct eng_batch *bt = oldest(e, 1);
         if (!bt) {
             if (e->feeder_quit)
                 break;
@@ -256,7 +256,7 @@ void eng_drain(struct ga_engine *e)
     if (!e->feeder_on)
         return;
     pthread_mutex_lock(&e->mu);
-    while (oldest(e, B_QUEUED, 0))
+    while (oldest(e, 1))
         pthread_cond_wait(&e->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
 }
@@ -362,8 +362,7 @@ static int begin(struct ga_engine *e, const struct ga_points *pts, struct ga_res
     bt->split = !(e->nb == 1 && !e->failed[0]) || (pipe && e->want_pinned);
     pthread_rwlock_unlock(&e->route);
     bt->rc = bt->split ? eng_split(e, bt) : 0;
-    bt->t_split = eng_now();
-    bt->times.split_s = bt->t_split - bt->t0;
+    bt->times.split_s = eng_now() - bt->t0;
     if (bt->rc) {
         bt->times.total_s = bt->times.split_s;
         return finish(e, bt);
@@ -375,7 +374,7 @@ static int begin(struct ga_engine *e, const struct ga_points *pts, struct ga_res
 int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
 {
     pthread_mutex_lock(&e->mu);
-    int busy = oldest(e, 0, 1) != NULL;
+    int busy = oldest(e, 0) != NULL;
     pthread_mutex_unlock(&e->mu);
     if (busy)
         return GA_EBUSY;
@@ -384,9 +383,7 @@ int ga_engine_feed(struct ga_engine *e, const struct ga_points *pts, struct ga_r
     if (rc)
         return rc;
     run_batch(e, bt);                 /* the feeder is idle: no batch in flight */
-    rc = finish(e, bt);
-    bt->state = B_FREE;
-    return rc;
+    return finish(e, bt);             /* bt stayed B_FREE: nobody else looks at it */
 }
 
 int ga_engine_feed_start(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out)
@@ -410,7 +407,7 @@ int ga_engine_feed_start(struct ga_engine *e, const struct ga_points *pts, struc
 int ga_engine_feed_wait(struct ga_engine *e)
 {
     pthread_mutex_lock(&e->mu);
-    struct eng_batch *bt = oldest(e, 0, 1);
+    struct eng_batch *bt = oldest(e, 0);
     while (bt && bt->state != B_DONE)
         pthread_cond_wait(&e->cv, &e->mu);
     pthread_mutex_unlock(&e->mu);

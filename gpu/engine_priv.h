@@ -79,10 +79,10 @@ struct eng_batch {
     size_t *bstart;                   /* ns + 2: slot starts, unknown ids, end */
     /* the feeds */
     struct ga_result *part;           /* per slot output but the first busy slot's */
-    int *busy, *frc, nbusy;           /* slots with points, their feeds' rc */
+    int *busy, *frc;                  /* slots with points, their feeds' rc */
     double *fsecs;                    /* and times */
     struct copy_piece *pieces;        /* 2 per slot: rows, late points */
-    double t0, t_split;               /* host clock: start, end of the split */
+    double t0;                        /* host clock: start */
     struct ga_engine_feed_times times;
 };
 
