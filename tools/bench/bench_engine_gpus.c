@@ -56,6 +56,10 @@ struct run {
     char name[64];
     double seconds, split_s, feed_s, append_s, slowest_s;
     double slot_s[MAXB], upload_s[MAXB];
+    /* CUDA: each GPU's feeds by stage as its feeding thread saw them (host
+     * wall: upload, sort, merge, buckets, rebuild, download) and the GPU's
+     * own stage times summed (CUDA events: how long the GPU was busy) */
+    double stage_s[MAXB][6], busy_s[MAXB];
     int nb, kind;                 /* kind: the engine's number (--only) */
     size_t rows;
     uint64_t checksum;
@@ -91,8 +95,15 @@ static void account_times(struct run *r, struct ga_engine *e, int cuda)
         r->slot_s[i] += ft.slot_s[i];
         slowest = ft.slot_s[i] > slowest ? ft.slot_s[i] : slowest;
         struct ga_cuda_feed_stats cs;
-        if (cuda && ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0)
+        if (cuda && ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0) {
             r->upload_s[i] += cs.upload_s;
+            const double st[6] = { cs.upload_s, cs.sort_s,    cs.merge_s,
+                                   cs.buckets_s, cs.rebuild_s, cs.download_s };
+            for (int k = 0; k < 6; k++)
+                r->stage_s[i][k] += st[k];
+            r->busy_s[i] += cs.gpu_upload_s + cs.gpu_sort_s + cs.gpu_merge_s + cs.gpu_buckets_s +
+                            cs.gpu_rows_s + cs.gpu_rebuild_s;
+        }
     }
     r->slowest_s += r->nb > 1 ? slowest : ft.feed_s;
 }
@@ -282,6 +293,19 @@ int main(int argc, char **argv)
                runs[i].checksum == runs[0].checksum;
     }
     printf("\n");
+    if (cuda) {
+        printf("| engine | GPU | feed s | GPU busy s | upload | sort | merge | buckets | rebuild "
+               "| download |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < nruns; i++)
+            for (int g = 0; g < runs[i].nb && g < GA_ENGINE_TIMED_SLOTS; g++) {
+                printf("| %s | %d | %.3f | %.3f", runs[i].name, g, runs[i].slot_s[g],
+                       runs[i].busy_s[g]);
+                for (int k = 0; k < 6; k++)
+                    printf(" | %.3f", runs[i].stage_s[g][k]);
+                printf(" |\n");
+            }
+        printf("\n");
+    }
     for (int i = 0; i < nruns; i++)
         if (runs[i].nb > 1)
             printf("overhead of %s beyond its slowest backend: %.3f s (%.0f %%)\n", runs[i].name,
