@@ -35,6 +35,11 @@ struct ga_cuda_opts {
                               else auto: per launch, tiled from 3 rows a bucket */
     unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes (tests
                               use small values to reach its fallbacks); 0 = default */
+    int rows_long;         /* buckets of at least this many points go to the long-task
+                              kernel, a warp a bucket (docs/GPU.md "Long buckets"), with
+                              either rows kernel; -1 = none (tests use small values to
+                              send many buckets there); 0 = the environment's
+                              GA_CUDA_ROWS_LONG (a number, or "off"), else 1024 */
     int sort_small;        /* median / Npct: buckets of at most this many values are
                               sorted by the shared-memory kernel, longer ones by CUB
                               (docs/GPU.md "Small-bucket sort"); 1..GA_CUDA_SORT_SMALL_MAX,

@@ -1411,7 +1411,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
         o = &d;
     if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0 ||
         o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY ||
-        o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX ||
+        o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX || o->rows_long < -1 ||
         o->counts < GA_CUDA_COUNTS_DEFAULT || o->counts > GA_CUDA_COUNTS_COPY)
         return GA_EINVAL;
     int counts = o->counts;
@@ -1451,6 +1451,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->rows_cfg.legacy = rows_kernel == GA_CUDA_ROWS_LEGACY;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
+    cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);   // reads GA_CUDA_ROWS_LONG when 0
     cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);   // reads GA_CUDA_SORT_SMALL when 0
     cb->sort_cfg.read64 = sort_rd64;
     cb->sort_cfg.ctx = cb;

@@ -279,7 +279,7 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
 int sort_pair(kb_state *s, struct ga_cuda_kbench *kb)
 {
     static const char *const srt[] = { "median", "90pct" };
-    static const gk_rows_cfg legacy = { 1, 0 };
+    const gk_rows_cfg legacy = { 1, 0, gk_rows_long_min(0) };
     gk_sort_cfg cub = { 0, NULL, NULL };
     gk_sort_cfg small = { kb->sort_small ? kb->sort_small : GK_SORT_SMALL_AUTO, NULL, NULL };
     if (small.small_max > GK_SORT_SMALL_MAX)
@@ -440,7 +440,8 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     static const char *const sum[] = { "sum" };
     static const char *const srt[] = { "median", "90pct" };
     static const char *const rate[] = { "rate:mean", "rate:sum", "rate:std", "rate:max" };
-    static const gk_rows_cfg tiled = { 0, 0 }, legacy = { 1, 0 };
+    // GA_CUDA_ROWS_LONG as the backend reads it (long buckets' kernel, or "off")
+    const gk_rows_cfg tiled = { 0, 0, gk_rows_long_min(0) }, legacy = { 1, 0, gk_rows_long_min(0) };
     rc = gk_rows_tiled_info(0, &kb->tiled_smem, &kb->tiled_blocks_per_sm);
     if (rc)
         return rc;

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <atomic>
@@ -49,6 +50,77 @@ struct sink_direct {
     }
 };
 
+// The std chain over x(0..n) about `mean` (the CPU's: d = x - mean, ss +=
+// d * d left to right, no FMA).
+template <class X>
+__host__ __device__ double bucket_ss(X x, uint64_t n, double mean)
+{
+    double ss = 0.0;
+    for (uint64_t i = 0; i < n; i++) {
+        double d = x(i) - mean;
+        ss = gk_add(ss, gk_mul(d, d));
+    }
+    return ss;
+}
+
+// A bucket's accumulators, as agg_kern_bucket keeps them: sum from 0.0
+// adding x(0), x(1), ... (0.0 when no method needs it), min/max from x(0)
+// comparing x(1), x(2), ... (x(0) when none needs them).
+struct bacc {
+    double sum, x0, mn, mx;
+};
+
+// agg_kern_bucket's rows over x(0..n) from its accumulators a, row j written
+// as out.put(k0 + j, ...); returns the count.  ss(mean) gives the std chain
+// (bucket_ss, or the long-task kernel's), asked only for a std row.
+template <class X, class SS, class S>
+__host__ __device__ uint64_t bucket_emit(X x, const bacc &a, const SS &ss, uint64_t n, int64_t min_pos,
+                                         const ga_method_t *ms, int nm, const double *s, uint32_t metric,
+                                         int64_t g, int64_t b, int allow_std, int allow_other,
+                                         const S &out, uint64_t k0)
+{
+    uint64_t nr = 0;
+    for (int k = 0; k < nm; k++) {
+        ga_method_t m = ms[k];
+        int base = GA_M_BASE(m);
+        double val;
+        if (base == GA_M_STD) {
+            if (n < 2 || !allow_std)
+                continue;
+            val = sqrt(ss(a.sum / (double)n) / (double)(n - 1));
+        } else {
+            if (!allow_other)
+                continue;
+            switch (base) {
+            case GA_M_MEAN: val = a.sum / (double)n; break;
+            case GA_M_SUM: val = a.sum; break;
+            case GA_M_MIN: val = a.mn; break;
+            case GA_M_MAX: val = a.mx; break;
+            case GA_M_COUNT: val = (double)n; break;
+            case GA_M_FIRST: val = a.x0; break;
+            case GA_M_LAST: val = x(n - 1); break;
+            case GA_M_MEDIAN: {
+                uint64_t f = (n - 1) - n / 2, c = f + ((n % 2) + 1) % 2;
+                val = (s[f] + s[c]) / 2.0;
+                break;
+            }
+            default:
+                val = quantile(s, n, min_pos, GA_M_PCT_N(m));
+                break;
+            }
+        }
+        out.put(k0 + nr++, metric, m, g, b, val);
+    }
+    return nr;
+}
+
+template <class X>
+struct ss_of {                    // bucket_emit's ss: the chain over x
+    X x;
+    uint64_t n;
+    __host__ __device__ double operator()(double mean) const { return bucket_ss(x, n, mean); }
+};
+
 // agg_kern_bucket over x(0..n), row j written as out.put(k0 + j, ...);
 // returns the count.  FUSE: sum and min/max in one pass over the values
 // (when both are needed) instead of two; each accumulator still sees the
@@ -86,44 +158,8 @@ __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_m
             }
         }
     }
-    uint64_t nr = 0;
-    for (int k = 0; k < nm; k++) {
-        ga_method_t m = ms[k];
-        int base = GA_M_BASE(m);
-        double val;
-        if (base == GA_M_STD) {
-            if (n < 2 || !allow_std)
-                continue;
-            double mean = sum / (double)n, ss = 0.0;
-            for (uint64_t i = 0; i < n; i++) {
-                double d = x(i) - mean;
-                ss = gk_add(ss, gk_mul(d, d));
-            }
-            val = sqrt(ss / (double)(n - 1));
-        } else {
-            if (!allow_other)
-                continue;
-            switch (base) {
-            case GA_M_MEAN: val = sum / (double)n; break;
-            case GA_M_SUM: val = sum; break;
-            case GA_M_MIN: val = mn; break;
-            case GA_M_MAX: val = mx; break;
-            case GA_M_COUNT: val = (double)n; break;
-            case GA_M_FIRST: val = x0; break;
-            case GA_M_LAST: val = x(n - 1); break;
-            case GA_M_MEDIAN: {
-                uint64_t f = (n - 1) - n / 2, c = f + ((n % 2) + 1) % 2;
-                val = (s[f] + s[c]) / 2.0;
-                break;
-            }
-            default:
-                val = quantile(s, n, min_pos, GA_M_PCT_N(m));
-                break;
-            }
-        }
-        out.put(k0 + nr++, metric, m, g, b, val);
-    }
-    return nr;
+    return bucket_emit(x, bacc{ sum, x0, mn, mx }, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric,
+                       g, b, allow_std, allow_other, out, k0);
 }
 
 struct sortlen_f {
@@ -169,6 +205,9 @@ struct rows_f {
     const uint64_t *off;
     const double *sorted;
     struct ga_agg *rows;
+    uint64_t long_min;            // tasks of at least this many points: rows_long's
+    // Task i is the long-task kernel's (rows_long), not this kernel's.
+    __host__ __device__ bool is_long(size_t i) const { return tasks[i].hi - tasks[i].lo >= long_min; }
     __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
     {
         const gk_task &tk = tasks[i];
@@ -213,7 +252,8 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
         hi_s = 0;
     }
     __syncthreads();
-    if (i < t1) {
+    int mine = i < t1 && !fn.is_long(i);
+    if (mine) {
         const gk_task &tk = fn.tasks[i];
         uint64_t m0 = fn.v.m_off[tk.t];
         atomicMin(&lo_s, (unsigned long long)(m0 + (tk.lo ? tk.lo - 1 : 0)));
@@ -226,7 +266,7 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
         for (uint64_t k = threadIdx.x; k < hi - lo; k += GK_THREADS)
             sv[k] = fn.v.m_val[lo + k];
     __syncthreads();
-    if (i < t1) {
+    if (mine) {
         if (staged)
             fn.run(i, sv, lo);
         else
@@ -429,7 +469,7 @@ enum { P_RESET, P_TASK, P_CHECK, P_GRESET, P_GSPAN, P_GWORST, P_SYNC, P_STAGE, P
 
 struct tile_thr {                 // what a thread keeps from phase to phase
     size_t i;
-    int act, big;
+    int act, big, skip;           // skip: a long task (rows_long computes it)
     uint64_t start, end;
 };
 
@@ -486,6 +526,7 @@ struct tile_blk {
             t.act = tid < nact;
             t.big = 0;
             t.start = t.end = 0;
+            t.skip = t.act && fn.is_long(t.i);
             red3 r = { ~0ULL, 0, 0 };
             if (t.act) {
                 tparts p = task_of(fn, t.i);
@@ -497,8 +538,9 @@ struct tile_blk {
                 fx->metric[tid] = p.metric;
                 fx->lo[tid] = p.row_off;
                 fx->hi[tid] = p.row_off + n;
-                fx->rowcnt[tid] = n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
-                r = red3{ p.row_off, p.row_off + n, p.end - p.start };
+                // a long task's rows are a gap here: none of its slots is copied
+                fx->rowcnt[tid] = t.skip ? 0 : n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
+                r = red3{ p.row_off, p.row_off + n, t.skip ? 0 : p.end - p.start };
             }
             if (warp_red(0, r) && r.mn != ~0ULL) {
                 sh_min(&fx->r0, r.mn);
@@ -526,7 +568,7 @@ struct tile_blk {
         }
         case P_GSPAN: {           // arg = g: each group's stretch (long tasks left out)
             red3 r = { ~0ULL, 0, 0 };
-            if (t.act) {
+            if (t.act && !t.skip) {
                 t.big = t.end - t.start > vcap / TILE_GMIN;
                 if (!t.big)
                     r = red3{ t.start, t.end, 0 };
@@ -578,7 +620,7 @@ struct tile_blk {
             break;
         }
         case P_COMPUTE: {         // arg = group: its tasks' rows
-            if (!t.act || tid / g != arg)
+            if (!t.act || t.skip || tid / g != arg)
                 break;
             uint64_t lo = fx->lo[arg], hi = fx->hi[arg];
             int stg = use_stage && !t.big && hi > lo && hi - lo <= vcap;
@@ -722,6 +764,185 @@ void tile_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned S)
     }
 }
 
+// ---- Long tasks (rows_long) -----------------------------------------------
+//
+// A task of long_min points or more (an hour's or a day's bucket of a busy
+// metric) is a chain of thousands of dependent additions.  One thread
+// reading it from global memory, as the tiled and legacy kernels do with a
+// task too long to stage, waits about a DRAM latency a point; with few such
+// tasks in a feed nothing hides it (a 2.5 M-point feed of 2,500 metrics with
+// 3,600-point hour buckets spent ~2 ms of an H200's time on them).  Here a
+// warp takes each long task: its 32 lanes load the next LONG_CH values,
+// coalesced, while lane 0 runs the CPU's chains over the LONG_CH before them
+// from shared memory.  Every chain stays in one thread, in order: the same
+// bits as bucket().
+#define LONG_LU 8
+#define LONG_CH (32 * LONG_LU)    // values a chunk
+#define LONG_WARPS 8              // warps a block
+
+// Lane 0's chains (bucket()'s accumulators, then the std chain).
+struct long_acc {
+    double sum, x0, mn, mx, ss, mean;
+    unsigned need;
+    // pass 0: sum and min/max over chunk buf[0..cnt) = x(c0..c0 + cnt);
+    // pass 1: the std chain about mean
+    __host__ __device__ void eat(int pass, const double *buf, uint64_t c0, uint64_t cnt)
+    {
+        uint64_t j = 0;
+        if (pass == 1) {
+            for (; j < cnt; j++) {
+                double d = buf[j] - mean;
+                ss = gk_add(ss, gk_mul(d, d));
+            }
+            return;
+        }
+        if (c0 == 0) {
+            x0 = mn = mx = buf[0];
+            if (need & AGG_NEED_SUM)
+                sum = gk_add(sum, x0);
+            j = 1;
+        }
+        if ((need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
+            for (; j < cnt; j++) {
+                double y = buf[j];
+                sum = gk_add(sum, y);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+        } else if (need & AGG_NEED_SUM) {
+            for (; j < cnt; j++)
+                sum = gk_add(sum, buf[j]);
+        } else if (need & AGG_NEED_MINMAX) {
+            for (; j < cnt; j++) {
+                double y = buf[j];
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+        }
+    }
+};
+
+struct ss_const {                 // bucket_emit's ss: the chain long_acc ran
+    double ss;                    // about the same mean, sum / n
+    __host__ __device__ double operator()(double) const { return ss; }
+};
+
+// A std row will be asked for (the second pass is needed).
+__host__ __device__ inline bool long_needs_ss(const ga_method_t *ms, int nm, uint64_t n, int allow_std)
+{
+    if (n < 2 || !allow_std)
+        return false;
+    for (int k = 0; k < nm; k++)
+        if (GA_M_BASE(ms[k]) == GA_M_STD)
+            return true;
+    return false;
+}
+
+// Lane `lane`'s values of the chunk at c0: x(c0 + u * 32 + lane).
+template <class X>
+__host__ __device__ inline void long_load(X x, uint64_t c0, uint64_t n, int lane, double *r)
+{
+    for (int u = 0; u < LONG_LU; u++) {
+        uint64_t k = c0 + (uint64_t)u * 32 + (uint64_t)lane;
+        r[u] = k < n ? x(k) : 0.0;
+    }
+}
+
+// One pass of lane 0's chains over x(0..n), a chunk at a time through buf
+// (2 * LONG_CH values): on the GPU the warp loads chunk c + 1 while lane 0
+// eats chunk c; on the host the lanes in turn, then lane 0.
+template <class X>
+__host__ __device__ void long_pass(X x, uint64_t n, int pass, long_acc &a, double *buf, int lane)
+{
+    uint64_t nch = (n + LONG_CH - 1) / LONG_CH;
+#ifdef __CUDA_ARCH__
+    double r[LONG_LU];
+    long_load(x, 0, n, lane, r);
+#pragma unroll
+    for (int u = 0; u < LONG_LU; u++)
+        buf[u * 32 + lane] = r[u];
+    __syncwarp();
+    for (uint64_t c = 0; c < nch; c++) {
+        uint64_t c0 = c * LONG_CH;
+        if (c + 1 < nch)
+            long_load(x, c0 + LONG_CH, n, lane, r);
+        if (lane == 0)
+            a.eat(pass, buf + (c & 1) * LONG_CH, c0, n - c0 < LONG_CH ? n - c0 : LONG_CH);
+        if (c + 1 < nch) {        // into the other half, which lane 0 ate in round c - 1
+            double *o = buf + ((c + 1) & 1) * LONG_CH;
+#pragma unroll
+            for (int u = 0; u < LONG_LU; u++)
+                o[u * 32 + lane] = r[u];
+        }
+        __syncwarp();
+    }
+#else
+    (void)lane;
+    for (uint64_t c = 0; c < nch; c++) {
+        uint64_t c0 = c * LONG_CH;
+        double r[LONG_LU];
+        for (int l = 0; l < 32; l++) {
+            long_load(x, c0, n, l, r);
+            for (int u = 0; u < LONG_LU; u++)
+                buf[u * 32 + l] = r[u];
+        }
+        a.eat(pass, buf, c0, n - c0 < LONG_CH ? n - c0 : LONG_CH);
+    }
+#endif
+}
+
+// One part (plain or rate:) of a long task: the two passes, then lane 0
+// writes its rows from k0 on; returns them (lane 0).
+template <class X>
+__host__ __device__ uint64_t long_part(X x, uint64_t n, int64_t min_pos, const ga_method_t *ms, int nm,
+                                       unsigned need, const double *s, const tparts &p, int allow_std,
+                                       int allow_other, uint64_t k0, struct ga_agg *rows,
+                                       double *buf, int lane)
+{
+    long_acc a = { 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, need };
+    long_pass(x, n, 0, a, buf, lane);
+    if (long_needs_ss(ms, nm, n, allow_std)) {
+        a.mean = a.sum / (double)n;             // bucket_emit's mean, the same bits
+        long_pass(x, n, 1, a, buf, lane);
+    }
+    if (lane != 0)
+        return 0;
+    return bucket_emit(x, bacc{ a.sum, a.x0, a.mn, a.mx }, ss_const{ a.ss }, n, min_pos, ms, nm, s,
+                       p.metric, p.g, p.b, allow_std, allow_other, sink_direct{ rows }, k0);
+}
+
+// Long task i by one warp (or the host as its lanes): task_run's parts.
+__host__ __device__ void long_task(const rows_f &fn, size_t i, double *buf, int lane)
+{
+    tparts p = task_of(fn, i);
+    struct ga_agg *rows = fn.rows + p.row_off;
+    uint64_t nr = 0;
+    if (p.hasp)
+        nr = long_part(plain_x{ fn.v.m_val + p.plo }, p.pn, p.pmin, p.pol->plain, p.pol->nplain,
+                       p.pol->plain_need, fn.sorted + fn.off[2 * i], p, p.pas, p.pao, 0, rows, buf, lane);
+    if (p.hasr)
+        long_part(rate_x{ fn.v.m_val + p.rlo }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
+                  p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p, p.ras, p.rao, nr, rows, buf, lane);
+}
+
+// Each warp looks at 32 tasks at a time and takes their long ones in turn.
+__global__ void __launch_bounds__(LONG_WARPS * 32) rows_long(rows_f fn, size_t t0, size_t t1)
+{
+    __shared__ double buf[LONG_WARPS][2 * LONG_CH];
+    int lane = (int)(threadIdx.x & 31), w = (int)(threadIdx.x >> 5);
+    size_t ngrp = (t1 - t0 + 31) / 32;
+    for (size_t grp = (size_t)blockIdx.x * LONG_WARPS + (size_t)w; grp < ngrp;
+         grp += (size_t)gridDim.x * LONG_WARPS) {
+        size_t i = t0 + grp * 32 + (size_t)lane;
+        unsigned mask = __ballot_sync(0xffffffffu, i < t1 && fn.is_long(i));
+        while (mask) {
+            int j = __ffs((int)mask) - 1;
+            mask &= mask - 1;
+            long_task(fn, t0 + grp * 32 + (size_t)j, buf[w], lane);
+        }
+    }
+}
+
 // Shared memory for the tiled kernel on the current device: want (clamped
 // to what a block may have), or half an SM when want is 0.  *S = 0 when the
 // device cannot give a useful tile (then the legacy kernel runs).
@@ -770,6 +991,19 @@ int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t 
     return gk_for(x, ntasks, gather_f{ *v, tasks, sortoff, unsorted });
 }
 
+unsigned gk_rows_long_min(int rows_long)
+{
+    if (rows_long)
+        return rows_long < 0 ? GK_ROWS_LONG_OFF : (unsigned)rows_long;
+    const char *e = getenv("GA_CUDA_ROWS_LONG");
+    if (!e || !*e)
+        return 0;
+    if (!strcmp(e, "off"))
+        return GK_ROWS_LONG_OFF;
+    long v = strtol(e, NULL, 10);
+    return v > 0 && v < (long)GK_ROWS_LONG_OFF ? (unsigned)v : 0;
+}
+
 int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm)
 {
     *blocks_per_sm = 0;
@@ -783,34 +1017,44 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
                    const gk_rows_cfg *cfg)
 {
-    rows_f fn{ *v, tasks, sortoff, sorted, rows };
     if (t1 <= t0)
         return 0;
     int legacy = cfg && cfg->legacy;
     unsigned want = cfg ? cfg->smem : 0;
+    unsigned lm = cfg && cfg->long_min ? cfg->long_min : GK_ROWS_LONG_MIN;
+    rows_f fn{ *v, tasks, sortoff, sorted, rows, lm == GK_ROWS_LONG_OFF ? UINT64_MAX : (uint64_t)lm };
     if (x->emu) {
         if (legacy) {
             for (size_t i = t0; i < t1; i++)
-                fn(i);
+                if (!fn.is_long(i))
+                    fn(i);
         } else {
             unsigned S = want ? want : TILE_SMEM_EMU;
             tile_emulate(fn, t0, t1, S < TILE_MIN ? TILE_MIN : S);
         }
+        std::vector<double> buf(2 * LONG_CH);
+        for (size_t i = t0; i < t1; i++)
+            if (fn.is_long(i))
+                long_task(fn, i, buf.data(), 0);
         return 0;
     }
     size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
+    unsigned S = 0;
     if (!legacy) {
-        unsigned S = 0;
         int rc = tile_smem(want, &S);
         if (rc)
             return rc;
-        if (S) {
-            rows_tiled<<<(unsigned)blocks, TILE_T, S, x->s>>>(fn, t0, t1, S);
-            CUDA_CHECK(cudaGetLastError());
-            return 0;
-        }
     }
-    rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
+    if (S)
+        rows_tiled<<<(unsigned)blocks, TILE_T, S, x->s>>>(fn, t0, t1, S);
+    else
+        rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
     CUDA_CHECK(cudaGetLastError());
+    if (fn.long_min != UINT64_MAX) {
+        // a warp looks at 32 tasks at a time, striding over the rest past 2048 blocks
+        size_t groups = (t1 - t0 + 31) / 32, lb = (groups + LONG_WARPS - 1) / LONG_WARPS;
+        rows_long<<<(unsigned)(lb < 2048 ? lb : 2048), LONG_WARPS * 32, 0, x->s>>>(fn, t0, t1);
+        CUDA_CHECK(cudaGetLastError());
+    }
     return 0;
 }

@@ -110,7 +110,15 @@ struct gk_rows_cfg {
     unsigned smem;                // tiled: dynamic shared memory a block, bytes; 0 = two
                                   // blocks an SM (113 KB on an H100).  Tests set small
                                   // values to drive the rounds and fallbacks.
+    unsigned long_min;            // tasks of at least this many points go to the
+                                  // long-task kernel (a warp a task) instead, with either
+                                  // variant; 0 = GK_ROWS_LONG_MIN, GK_ROWS_LONG_OFF = none
 };
+#define GK_ROWS_LONG_MIN 1024u
+#define GK_ROWS_LONG_OFF 0xffffffffu
+// gk_rows_cfg.long_min for ga_cuda_opts.rows_long: n > 0 itself, -1 none,
+// 0 the environment's GA_CUDA_ROWS_LONG (a number, or "off"), else 0.
+unsigned gk_rows_long_min(int rows_long);
 
 // Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies
 // from sorted[sortoff[part]..].  The rows of task i + 1 follow task i's

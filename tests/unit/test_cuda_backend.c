@@ -57,6 +57,9 @@ static int open_gpu(struct ga_backend **b)
                               .sort_small = sort_small };
     if (rows_kernel == GA_CUDA_ROWS_TILED && rnd() % 3 == 0)
         o.rows_smem = (unsigned)rnd_in(12 << 10, 40 << 10);
+    /* buckets of 1..64 points and up to the long-task kernel (most of the
+     * random buckets then), its chunks cut short; or none, or the default */
+    o.rows_long = (int[]){ 0, -1, (int)rnd_in(1, 64) }[rnd() % 3];
     /* counts copied (pipelined rows home in pieces, here often many of
      * 1..4096 bytes) or stored into mapped memory (rows home at once) */
     o.counts = rnd() % 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED;
@@ -623,6 +626,8 @@ static void test_open_answers(void)
     CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .rows_kernel = 3 }),
               ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);
     CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .sort_small = -2 }),
+              ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);
+    CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .rows_long = -2 }),
               ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);
     CHECK_INT(ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .sort_small = GA_CUDA_SORT_SMALL_MAX + 1 }),
               ga_gpu_compiled() ? GA_EINVAL : GA_ENOGPU);

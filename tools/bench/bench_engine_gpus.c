@@ -14,7 +14,11 @@
  * append = ga_engine_feed_times() summed over the batches; slowest = the
  * slowest backend's own feed, summed over batches (what the engine would
  * take if it cost nothing beyond that); per backend = each one's feed time;
- * CUDA only: upload = each backend's upload stage (staging copy + H2D).
+ * CUDA only: upload = each backend's upload stage (staging copy + H2D);
+ * and a second table, each GPU's feeds by stage as its feeding thread saw
+ * them (host wall clock), with the GPU's own stage times summed (busy; CUDA
+ * events, so a stall of the host between two stages counts too) and its
+ * rows kernels' among them.
  * --backend cuda also runs the N GPUs with the batch split into pageable
  * memory (ga_engine_set_pinned_split(e, 0)), as before the engine pinned it.
  * Engines 4 and 5 are engines 1 and 2 fed with ga_engine_feed_start /
@@ -59,7 +63,7 @@ struct run {
     /* CUDA: each GPU's feeds by stage as its feeding thread saw them (host
      * wall: upload, sort, merge, buckets, rebuild, download) and the GPU's
      * own stage times summed (CUDA events: how long the GPU was busy) */
-    double stage_s[MAXB][6], busy_s[MAXB];
+    double stage_s[MAXB][6], busy_s[MAXB], rows_s[MAXB];
     int nb, kind;                 /* kind: the engine's number (--only) */
     size_t rows;
     uint64_t checksum;
@@ -103,6 +107,7 @@ static void account_times(struct run *r, struct ga_engine *e, int cuda)
                 r->stage_s[i][k] += st[k];
             r->busy_s[i] += cs.gpu_upload_s + cs.gpu_sort_s + cs.gpu_merge_s + cs.gpu_buckets_s +
                             cs.gpu_rows_s + cs.gpu_rebuild_s;
+            r->rows_s[i] += cs.gpu_rows_s;
         }
     }
     r->slowest_s += r->nb > 1 ? slowest : ft.feed_s;
@@ -294,12 +299,12 @@ int main(int argc, char **argv)
     }
     printf("\n");
     if (cuda) {
-        printf("| engine | GPU | feed s | GPU busy s | upload | sort | merge | buckets | rebuild "
-               "| download |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("| engine | GPU | feed s | GPU busy s | GPU rows s | upload | sort | merge | buckets "
+               "| rebuild | download |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < nruns; i++)
             for (int g = 0; g < runs[i].nb && g < GA_ENGINE_TIMED_SLOTS; g++) {
-                printf("| %s | %d | %.3f | %.3f", runs[i].name, g, runs[i].slot_s[g],
-                       runs[i].busy_s[g]);
+                printf("| %s | %d | %.3f | %.3f | %.3f", runs[i].name, g, runs[i].slot_s[g],
+                       runs[i].busy_s[g], runs[i].rows_s[g]);
                 for (int k = 0; k < 6; k++)
                     printf(" | %.3f", runs[i].stage_s[g][k]);
                 printf(" |\n");
