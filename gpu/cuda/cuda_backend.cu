@@ -122,7 +122,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
-        row_off, tasks, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
+        row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -1040,13 +1040,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     cb->st.merge_s = t3 - t2;
 
     // Bucket tasks: the items (new point, granularity) that start a bucket,
-    // listed (one CUB select, the test its predicate); their tasks and rows
-    // counted, scanned, written.
+    // listed; their tasks and rows counted, scanned, written.
     size_t UD = U * D;
     uint64_t H = 0;
+    RES(task_flag, UD, 0);
     RES(task_hq, UD * 8, 0);
     fill(cb, &f);
-    TRY(gk_task_heads(&cb->x, &f, U, B(task_hq, uint64_t), B(small, uint64_t)));
+    TRY(gk_task_heads(&cb->x, &f, U, B(task_flag, uint8_t)));
+    TRY(gk_select_idx64(&cb->x, B(task_flag, uint8_t), B(task_hq, uint64_t), B(small, uint64_t), UD));
     TRY(rd64(cb, B(small, uint64_t), &H));
     RES(cnt_task, (H + 1) * 8, 0);
     RES(cnt_row, (H + 1) * 8, 0);
@@ -1287,7 +1288,7 @@ void cu_close(struct ga_backend *b)
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
-                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_hq, &cb->cut,
+                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->small };
     if (!cb->emu)

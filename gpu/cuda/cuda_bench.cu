@@ -3,12 +3,11 @@
 // compared with (device-to-device copy, pinned host-to-device copy).
 //
 // "Kernel only" runs the feed's own bucket kernels (gk_bucket.cu) over
-// series already on the GPU, sorted: bucket keys (the points where the
-// bucket changes, listed by one CUB select with that test as its predicate,
-// no flag array: bucket starts, one task per bucket), then the fused
-// methods kernel writing ga_agg rows; for median / Npct also the sort
-// (gk_bucket_sort: the shared-memory kernel for short buckets, gather + CUB
-// segmented sort for long ones).  Each method set
+// series already on the GPU, sorted: bucket keys (a head flag per point
+// where the bucket changes, compacted with CUB into bucket starts, one task
+// per bucket), then the fused methods kernel writing ga_agg rows; for
+// median / Npct also the sort (gk_bucket_sort: the shared-memory kernel for
+// short buckets, gather + CUB segmented sort for long ones).  Each method set
 // runs with both rows kernels (tiled, the default, and legacy), same data,
 // same run; the rows kernel alone is timed too (events around it), and the
 // "basic" rows of the two kernels are compared byte for byte on the GPU.
@@ -26,7 +25,6 @@
 #include "gpu/cuda.h"
 #include "gpu/cuda/gk_bucket.cuh"
 #include "gpu/cuda/gk_prim.cuh"
-#include "gpu/cuda/gk_select.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
 namespace {
@@ -47,17 +45,15 @@ struct gen_f {                    // nm series of P points, sorted, step apart w
     }
 };
 
-// Point i starts a bucket: the first of its series, or in another bucket
-// than the point before.  The select's predicate (gk_select.cuh), so no
-// flag array goes through memory.
-struct is_head_f {
+struct head_f {
     const int64_t *ts;
     int64_t P, g;
-    __host__ __device__ bool operator()(uint32_t i) const
+    uint8_t *head;
+    __host__ __device__ void operator()(size_t i) const
     {
         // the series index by 32-bit arithmetic (the bench's N < 2^32),
         // like the feed's per-metric offsets; 64-bit `%` is a slow routine
-        return i % (uint32_t)P == 0 || gk_bucket(ts[i], g) != gk_bucket(ts[i - 1], g);
+        head[i] = (uint32_t)i % (uint32_t)P == 0 || gk_bucket(ts[i], g) != gk_bucket(ts[i - 1], g);
     }
 };
 
@@ -127,6 +123,7 @@ struct kb_state {
     gk_exec x;
     int64_t *ts;
     double *val;
+    uint8_t *head;
     uint32_t *start, *cnt, *slot_pol, *slot_id, *tslot;
     uint64_t *m_off, *m_n, *sortlen, *sortoff;
     gk_ctx *ctx;
@@ -153,8 +150,9 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
     int rows_per = hp->nplain + hp->nrate;
-    int rc = gk_select_if_idx(&s->x, is_head_f{ s->ts, kb->npoints_per_metric, kb->gran_ns },
-                              s->start, s->cnt, N);
+    int rc = gk_for(&s->x, N, head_f{ s->ts, kb->npoints_per_metric, kb->gran_ns, s->head });
+    if (!rc)
+        rc = gk_select_idx(&s->x, s->head, s->start, s->cnt, N);
     if (rc)
         return rc;
     uint32_t nb32 = 0;
@@ -400,6 +398,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     uint64_t maxb = N;            // at most one bucket per point
     DM(s->ts, N * 8);
     DM(s->val, N * 8);
+    DM(s->head, N);
     DM(s->start, N * 4);
     DM(s->cnt, 4);
     DM(s->slot_pol, 4);
@@ -503,7 +502,7 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     memset(&s, 0, sizeof s);
     int rc = run(device, kb, &s);
     cudaDeviceSynchronize();
-    void *bufs[] = { s.ts, s.val, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
+    void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
                      s.sorted2, s.rows, s.rows2, s.ndiff, s.x.tmp };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)

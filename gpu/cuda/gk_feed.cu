@@ -3,8 +3,6 @@
 
 #include <math.h>
 
-#include "gpu/cuda/gk_select.cuh"
-
 namespace {
 
 // *p = min(*p, v).  On the GPU only values below what *p holds now go to
@@ -286,21 +284,23 @@ __host__ __device__ static inline qpos decode_q(const gk_feed &f, size_t q, int 
     return p;
 }
 
-// Item q is the first new point of its bucket (makes tasks).  The task
-// kernels then run over these items only: a short list, each thread busy,
-// instead of every item with one lane in six working.  The select's
-// predicate (gk_select.cuh): the list comes without a flag array.
-struct is_task_head_f {
+// flag[q]: item q is the first new point of its bucket (makes tasks).  The
+// task kernels then run over these items only: a short list, each thread
+// busy, instead of every item with one lane in six working.
+struct task_heads_f {
     gk_feed f;
+    uint8_t *flag;
     int narrow;
-    __host__ __device__ bool operator()(uint64_t q) const
+    __host__ __device__ void operator()(size_t q) const
     {
         qpos p = decode_q(f, q, narrow);
         const struct agg_pol *pol = &f.pols[f.slot_pol[f.tslot[p.t]]];
-        if (p.d >= pol->p.ndefs)
-            return false;
-        int64_t g = pol->p.defs[p.d].granularity_ns;
-        return p.k == p.a || gk_bucket(f.u_ts[p.k - 1], g) != gk_bucket(f.u_ts[p.k], g);
+        uint8_t h = 0;
+        if (p.d < pol->p.ndefs) {
+            int64_t g = pol->p.defs[p.d].granularity_ns;
+            h = p.k == p.a || gk_bucket(f.u_ts[p.k - 1], g) != gk_bucket(f.u_ts[p.k], g);
+        }
+        flag[q] = h;
     }
 };
 
@@ -444,10 +444,10 @@ int gk_contexts(gk_exec *x, const gk_feed *f, size_t T)
     return gk_for(x, T * (size_t)f->D, ctx_f{ *f });
 }
 
-int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint64_t *hq, uint64_t *d_count)
+int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag)
 {
     size_t n = U * (size_t)f->D;
-    return gk_select_if_idx(x, is_task_head_f{ *f, n < ((size_t)1 << 32) }, hq, d_count, n);
+    return gk_for(x, n, task_heads_f{ *f, flag, n < ((size_t)1 << 32) });
 }
 
 int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write)

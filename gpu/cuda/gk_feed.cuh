@@ -83,11 +83,9 @@ int gk_merge_counts(gk_exec *x, const gk_feed *f, size_t U, size_t T);
 int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T);
 int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O);
 int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
-// The items q < U * D that start a bucket (their tasks come from them),
-// ascending, into hq; their count H into *d_count (device memory).  One
-// pass: the test runs inside CUB's select (gk_select.cuh), no flag array.
-int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint64_t *hq, uint64_t *d_count);
-// Over the H items hq[] (ascending, gk_task_heads): write 0 counts each
+// flag[q] for q < U * D: item q starts a bucket (its tasks come from it).
+int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
+// Over the H items hq[] (ascending, from the flags): write 0 counts each
 // one's tasks and rows into cnt_task / cnt_row; write 1 writes them at
 // task_off / row_off (their exclusive sums).
 int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write);

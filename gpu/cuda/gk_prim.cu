@@ -10,8 +10,8 @@
 #include <thrust/iterator/transform_iterator.h>
 #include <vector>
 
-// Shared by every CUB call, gk_select.cuh's template included.
-int gk_tmp_reserve(gk_exec *x, size_t need)
+// Grow the executor's CUB scratch to `need` bytes (rarely: it only grows).
+static int tmp_reserve(gk_exec *x, size_t need)
 {
     if (need <= x->tmp_cap)
         return 0;
@@ -42,20 +42,22 @@ int gk_scan_u64(gk_exec *x, const uint64_t *in, uint64_t *out, size_t n1)
     }
     size_t need = 0;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, need, in, out, (int64_t)n1, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(x->tmp, need, in, out, (int64_t)n1, x->s));
     return 0;
 }
 
-int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n)
+// Indices of the set flags, 32- or 64-bit.
+template <class I>
+static int select_idx(gk_exec *x, const uint8_t *flags, I *out, I *d_count, size_t n)
 {
     if (x->emu) {
-        uint32_t k = 0;
+        I k = 0;
         for (size_t i = 0; i < n; i++)
             if (flags[i])
-                out[k++] = (uint32_t)i;
+                out[k++] = (I)i;
         *d_count = k;
         return 0;
     }
@@ -63,14 +65,24 @@ int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_c
         CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof *d_count, x->s));
         return 0;
     }
-    thrust::counting_iterator<uint32_t> it(0);
+    thrust::counting_iterator<I> it(0);
     size_t need = 0;
     CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, need, it, flags, out, d_count, (int64_t)n, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DeviceSelect::Flagged(x->tmp, need, it, flags, out, d_count, (int64_t)n, x->s));
     return 0;
+}
+
+int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n)
+{
+    return select_idx(x, flags, out, d_count, n);
+}
+
+int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n)
+{
+    return select_idx(x, flags, out, d_count, n);
 }
 
 template <class K>
@@ -95,7 +107,7 @@ static int sort_pairs(gk_exec *x, K *k_in, K *k_out, uint32_t *v_in, uint32_t *v
     size_t need = 0;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, need, k_in, k_out, v_in, v_out, (int64_t)n, 0,
                                                end_bit, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(x->tmp, need, k_in, k_out, v_in, v_out, (int64_t)n,
@@ -130,7 +142,7 @@ int gk_segsort_f64(gk_exec *x, const double *in, double *out, size_t nitems, con
     size_t need = 0;
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortKeys(NULL, need, in, out, (int64_t)nitems,
                                                   (int64_t)nseg, off, off + 1, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortKeys(x->tmp, need, in, out, (int64_t)nitems,
@@ -186,7 +198,7 @@ int gk_segsort_f64_idx(gk_exec *x, const double *in, double *out, size_t nitems,
     size_t need = 0;
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortKeys(NULL, need, in, out, (int64_t)nitems,
                                                   (int64_t)nseg, beg, end, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortKeys(x->tmp, need, in, out, (int64_t)nitems,
@@ -223,7 +235,7 @@ int gk_parts_split(gk_exec *x, const uint64_t *off, size_t nparts, uint64_t smal
     size_t need = 0;
     CUDA_CHECK(cub::DevicePartition::If(NULL, need, it, big, none, none, counts, (int64_t)nparts,
                                         big_f, small_f, x->s));
-    int rc = gk_tmp_reserve(x, need);
+    int rc = tmp_reserve(x, need);
     if (rc)
         return rc;
     CUDA_CHECK(cub::DevicePartition::If(x->tmp, need, it, big, none, none, counts, (int64_t)nparts,

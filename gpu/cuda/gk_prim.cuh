@@ -1,24 +1,19 @@
 // gk_prim.cuh — the sort / scan / select primitives of the CUDA backend:
 // CUB on the GPU (temporary storage grown in the executor, so no allocation
 // in steady state), the standard library in emulation.  Every function
-// returns 0, GA_ECUDA or GA_ENOMEM and runs on the executor's stream.  The
-// select by a predicate is a template, in gk_select.cuh.
+// returns 0, GA_ECUDA or GA_ENOMEM and runs on the executor's stream.
 #pragma once
 
 #include "gpu/cuda/gk.cuh"
-
-// Grow the executor's CUB scratch x->tmp to at least `need` bytes (GPU
-// only; rarely: it only grows, by half again, the old one freed once the
-// stream is idle).  The executor owns it.  0 or GA_ECUDA.
-int gk_tmp_reserve(gk_exec *x, size_t need);
 
 // out[0..n] = exclusive prefix sums of in[0..n] (n + 1 items: pass in[n] = 0
 // to get the total in out[n]).
 int gk_scan_u64(gk_exec *x, const uint64_t *in, uint64_t *out, size_t n1);
 // Indices i in [0, n) with flags[i] != 0, ascending, into out; the count
-// into *d_count (device memory).  Where the flags would be written only to
-// be read here, gk_select_if_idx (gk_select.cuh) saves their pass.
+// into *d_count (device memory).
 int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n);
+// The same with 64-bit indices and count (n may pass 2^32).
+int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n);
 // Stable sort of (key, value) pairs by key bits [0, end_bit).  Sorted into
 // k_out / v_out; k_in / v_in may be overwritten.
 int gk_sort_u64(gk_exec *x, uint64_t *k_in, uint64_t *k_out, uint32_t *v_in, uint32_t *v_out,
