@@ -122,7 +122,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
-        row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, small;
+        row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -1101,6 +1101,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     per = per ? per : 1;
     uint64_t *hb = cb->pin_hb;
     RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
+    RES(long_list, (per + 1) * 8, 0);         // a chunk's long tasks (gk_bucket_rows)
     TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
     if (cb->mapped)
         TRY(gk_for(&cb->x, 1, words_f{ cb->map_hb, B(bnd, uint64_t), ROW_CHUNKS + 1 }));
@@ -1117,7 +1118,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.legacy = hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
         TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
-                           drows, &cfg));
+                           drows, &cfg, (unsigned long long *)cb->long_list.p));
     }
     TRY(record(cb, cb->ev_mark[5], cb->x.s));
     // The next pool; its count is read before any of this feed's rows is
@@ -1290,7 +1291,7 @@ void cu_close(struct ga_backend *b)
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
-                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->small };
+                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -132,6 +132,7 @@ struct kb_state {
     double *unsorted, *sorted, *sorted2;   // sorted2: the other sort's values, to compare
     struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
     unsigned long long *ndiff;
+    unsigned long long *long_list;   // the rows kernel's long tasks (gk_bucket_rows)
     size_t rows_cap, sort_cap;
     uint64_t ns;                  // values the last pass sorted
     gk_sort_counts sc;            // and which way
@@ -205,7 +206,7 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     if (!rc)
         CUDA_CHECK(cudaEventRecord(ev.rows, s->x.s));
     if (!rc)
-        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg);
+        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg, s->long_list);
     return rc;
 }
 
@@ -409,6 +410,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     DM(s->m_n, kb->nmetrics * 8);
     DM(s->ctx, kb->nmetrics * sizeof(gk_ctx));
     DM(s->tasks, maxb * sizeof(gk_task));
+    DM(s->long_list, (maxb + 1) * 8);
     DM(s->sortlen, (2 * maxb + 1) * 8);
     DM(s->sortoff, (2 * maxb + 1) * 8);
     s->sort_cap = 2 * N;
@@ -504,7 +506,7 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.sorted2, s.rows, s.rows2, s.ndiff, s.x.tmp };
+                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             cudaFree(bufs[i]);

@@ -206,8 +206,19 @@ struct rows_f {
     const double *sorted;
     struct ga_agg *rows;
     uint64_t long_min;            // tasks of at least this many points: rows_long's
+    unsigned long long *long_list;   // [0] count, then those tasks (any order)
     // Task i is the long-task kernel's (rows_long), not this kernel's.
     __host__ __device__ bool is_long(size_t i) const { return tasks[i].hi - tasks[i].lo >= long_min; }
+    // List long task i for rows_long.
+    __host__ __device__ void put_long(size_t i) const
+    {
+#ifdef __CUDA_ARCH__
+        unsigned long long k = atomicAdd(&long_list[0], 1ULL);
+#else
+        unsigned long long k = long_list[0]++;
+#endif
+        long_list[1 + k] = i;
+    }
     __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
     {
         const gk_task &tk = tasks[i];
@@ -253,6 +264,8 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
     }
     __syncthreads();
     int mine = i < t1 && !fn.is_long(i);
+    if (i < t1 && !mine)
+        fn.put_long(i);
     if (mine) {
         const gk_task &tk = fn.tasks[i];
         uint64_t m0 = fn.v.m_off[tk.t];
@@ -527,6 +540,8 @@ struct tile_blk {
             t.big = 0;
             t.start = t.end = 0;
             t.skip = t.act && fn.is_long(t.i);
+            if (t.skip)
+                fn.put_long(t.i);
             red3 r = { ~0ULL, 0, 0 };
             if (t.act) {
                 tparts p = task_of(fn, t.i);
@@ -925,22 +940,15 @@ __host__ __device__ void long_task(const rows_f &fn, size_t i, double *buf, int 
                   p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p, p.ras, p.rao, nr, rows, buf, lane);
 }
 
-// Each warp looks at 32 tasks at a time and takes their long ones in turn.
-__global__ void __launch_bounds__(LONG_WARPS * 32) rows_long(rows_f fn, size_t t0, size_t t1)
+// A warp a listed task (the rows kernel before it on the stream listed them).
+__global__ void __launch_bounds__(LONG_WARPS * 32) rows_long(rows_f fn)
 {
     __shared__ double buf[LONG_WARPS][2 * LONG_CH];
     int lane = (int)(threadIdx.x & 31), w = (int)(threadIdx.x >> 5);
-    size_t ngrp = (t1 - t0 + 31) / 32;
-    for (size_t grp = (size_t)blockIdx.x * LONG_WARPS + (size_t)w; grp < ngrp;
-         grp += (size_t)gridDim.x * LONG_WARPS) {
-        size_t i = t0 + grp * 32 + (size_t)lane;
-        unsigned mask = __ballot_sync(0xffffffffu, i < t1 && fn.is_long(i));
-        while (mask) {
-            int j = __ffs((int)mask) - 1;
-            mask &= mask - 1;
-            long_task(fn, t0 + grp * 32 + (size_t)j, buf[w], lane);
-        }
-    }
+    unsigned long long n = fn.long_list[0];
+    for (unsigned long long k = (unsigned long long)blockIdx.x * LONG_WARPS + (unsigned)w; k < n;
+         k += (unsigned long long)gridDim.x * LONG_WARPS)
+        long_task(fn, (size_t)fn.long_list[1 + k], buf[w], lane);
 }
 
 // Shared memory for the tiled kernel on the current device: want (clamped
@@ -1015,27 +1023,34 @@ int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm)
 
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
-                   const gk_rows_cfg *cfg)
+                   const gk_rows_cfg *cfg, unsigned long long *long_list)
 {
     if (t1 <= t0)
         return 0;
     int legacy = cfg && cfg->legacy;
     unsigned want = cfg ? cfg->smem : 0;
     unsigned lm = cfg && cfg->long_min ? cfg->long_min : GK_ROWS_LONG_MIN;
-    rows_f fn{ *v, tasks, sortoff, sorted, rows, lm == GK_ROWS_LONG_OFF ? UINT64_MAX : (uint64_t)lm };
+    rows_f fn{ *v, tasks, sortoff, sorted, rows,
+               lm == GK_ROWS_LONG_OFF || !long_list ? UINT64_MAX : (uint64_t)lm, long_list };
+    if (long_list && x->emu)
+        long_list[0] = 0;
+    else if (long_list)
+        CUDA_CHECK(cudaMemsetAsync(long_list, 0, 8, x->s));
     if (x->emu) {
         if (legacy) {
-            for (size_t i = t0; i < t1; i++)
-                if (!fn.is_long(i))
+            for (size_t i = t0; i < t1; i++) {
+                if (fn.is_long(i))
+                    fn.put_long(i);
+                else
                     fn(i);
+            }
         } else {
             unsigned S = want ? want : TILE_SMEM_EMU;
             tile_emulate(fn, t0, t1, S < TILE_MIN ? TILE_MIN : S);
         }
         std::vector<double> buf(2 * LONG_CH);
-        for (size_t i = t0; i < t1; i++)
-            if (fn.is_long(i))
-                long_task(fn, i, buf.data(), 0);
+        for (unsigned long long k = 0; long_list && k < long_list[0]; k++)
+            long_task(fn, (size_t)long_list[1 + k], buf.data(), 0);
         return 0;
     }
     size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
@@ -1051,9 +1066,9 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
         rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
     CUDA_CHECK(cudaGetLastError());
     if (fn.long_min != UINT64_MAX) {
-        // a warp looks at 32 tasks at a time, striding over the rest past 2048 blocks
-        size_t groups = (t1 - t0 + 31) / 32, lb = (groups + LONG_WARPS - 1) / LONG_WARPS;
-        rows_long<<<(unsigned)(lb < 2048 ? lb : 2048), LONG_WARPS * 32, 0, x->s>>>(fn, t0, t1);
+        // a warp a listed task; past 1024 blocks (about 8 an SM) the warps stride
+        size_t most = (t1 - t0 + LONG_WARPS - 1) / LONG_WARPS;
+        rows_long<<<(unsigned)(most < 1024 ? most : 1024), LONG_WARPS * 32, 0, x->s>>>(fn);
         CUDA_CHECK(cudaGetLastError());
     }
     return 0;
