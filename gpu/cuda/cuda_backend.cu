@@ -1101,7 +1101,11 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     per = per ? per : 1;
     uint64_t *hb = cb->pin_hb;
     RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
-    RES(long_list, (per + 1) * 8, 0);         // a chunk's long tasks (gk_bucket_rows)
+    RES(long_list, (ntasks + 1) * 8, 0);      // the feed's long tasks (gk_bucket_rows)
+    unsigned long long *llist = cb->rows_cfg.long_min == GK_ROWS_LONG_OFF ? NULL :
+                                (unsigned long long *)cb->long_list.p;
+    if (llist)
+        TRY(gk_rows_long_reset(&cb->x, llist));
     TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
     if (cb->mapped)
         TRY(gk_for(&cb->x, 1, words_f{ cb->map_hb, B(bnd, uint64_t), ROW_CHUNKS + 1 }));
@@ -1118,8 +1122,11 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.legacy = hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
         TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
-                           drows, &cfg, (unsigned long long *)cb->long_list.p));
+                           drows, &cfg, llist));
     }
+    if (llist)
+        TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(sorted, double),
+                         drows, llist));
     TRY(record(cb, cb->ev_mark[5], cb->x.s));
     // The next pool; its count is read before any of this feed's rows is
     // sent (they would hold the count's copy up behind them).

@@ -206,7 +206,11 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     if (!rc)
         CUDA_CHECK(cudaEventRecord(ev.rows, s->x.s));
     if (!rc)
+        rc = gk_rows_long_reset(&s->x, s->long_list);
+    if (!rc)
         rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg, s->long_list);
+    if (!rc && cfg->long_min != GK_ROWS_LONG_OFF)
+        rc = gk_rows_long(&s->x, &v, s->tasks, nb, s->sortoff, sorted, s->rows, s->long_list);
     return rc;
 }
 

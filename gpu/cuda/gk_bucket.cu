@@ -1032,10 +1032,6 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
     unsigned lm = cfg && cfg->long_min ? cfg->long_min : GK_ROWS_LONG_MIN;
     rows_f fn{ *v, tasks, sortoff, sorted, rows,
                lm == GK_ROWS_LONG_OFF || !long_list ? UINT64_MAX : (uint64_t)lm, long_list };
-    if (long_list && x->emu)
-        long_list[0] = 0;
-    else if (long_list)
-        CUDA_CHECK(cudaMemsetAsync(long_list, 0, 8, x->s));
     if (x->emu) {
         if (legacy) {
             for (size_t i = t0; i < t1; i++) {
@@ -1048,9 +1044,6 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
             unsigned S = want ? want : TILE_SMEM_EMU;
             tile_emulate(fn, t0, t1, S < TILE_MIN ? TILE_MIN : S);
         }
-        std::vector<double> buf(2 * LONG_CH);
-        for (unsigned long long k = 0; long_list && k < long_list[0]; k++)
-            long_task(fn, (size_t)long_list[1 + k], buf.data(), 0);
         return 0;
     }
     size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
@@ -1065,11 +1058,33 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
     else
         rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
     CUDA_CHECK(cudaGetLastError());
-    if (fn.long_min != UINT64_MAX) {
-        // a warp a listed task; past 1024 blocks (about 8 an SM) the warps stride
-        size_t most = (t1 - t0 + LONG_WARPS - 1) / LONG_WARPS;
-        rows_long<<<(unsigned)(most < 1024 ? most : 1024), LONG_WARPS * 32, 0, x->s>>>(fn);
-        CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+int gk_rows_long_reset(gk_exec *x, unsigned long long *long_list)
+{
+    if (x->emu)
+        long_list[0] = 0;
+    else
+        CUDA_CHECK(cudaMemsetAsync(long_list, 0, 8, x->s));
+    return 0;
+}
+
+int gk_rows_long(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
+                 const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
+                 unsigned long long *long_list)
+{
+    rows_f fn{ *v, tasks, sortoff, sorted, rows, UINT64_MAX, long_list };
+    if (x->emu) {
+        std::vector<double> buf(2 * LONG_CH);
+        for (unsigned long long k = 0; k < long_list[0]; k++)
+            long_task(fn, (size_t)long_list[1 + k], buf.data(), 0);
+        return 0;
     }
+    // a warp a listed task; past 1024 blocks (about 8 an SM) the warps stride
+    size_t most = (ntasks + LONG_WARPS - 1) / LONG_WARPS;
+    if (most)
+        rows_long<<<(unsigned)(most < 1024 ? most : 1024), LONG_WARPS * 32, 0, x->s>>>(fn);
+    CUDA_CHECK(cudaGetLastError());
     return 0;
 }

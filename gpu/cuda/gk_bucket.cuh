@@ -127,12 +127,18 @@ unsigned gk_rows_long_min(int rows_long);
 // writes row by row where it does not hold).  cfg NULL = tiled, default size.
 // In emulation both variants run on the host: legacy as a plain loop,
 // tiled block by block, phase by phase (the kernel's own code).
-// long_list: device scratch of t1 - t0 + 1 words where the rows kernel lists
-// the long tasks (cfg->long_min) for the long-task kernel after it; NULL =
-// no long-task kernel, every task by the rows kernel.
+// long_list: device scratch, [0] a count (gk_rows_long_reset) and room for
+// every task, where the rows kernel lists the long tasks (cfg->long_min) it
+// leaves to gk_rows_long (one launch after every rows launch of the feed);
+// NULL = no long tasks, every task by the rows kernel.
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
                    const gk_rows_cfg *cfg, unsigned long long *long_list);
+int gk_rows_long_reset(gk_exec *x, unsigned long long *long_list);
+// The listed tasks' rows, a warp a task (ntasks: the tasks the list may hold).
+int gk_rows_long(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
+                 const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
+                 unsigned long long *long_list);
 // The tiled kernel on the current device: shared memory a block for `want`
 // (0 = default; 0 out when the legacy kernel would run instead) and the
 // blocks an SM then holds.  0 or GA_ECUDA.
