@@ -95,6 +95,14 @@ struct ga_cuda_feed_stats {
     /* since open: feeds whose points came in time order per metric (sorted
        by metric alone) and feeds that needed the sort by time as well */
     uint64_t order_in_time, order_sorted;
+    /* buffers grown (device, page-locked staging, the result's rows) from
+     * the end of the feed before to the end of this one's start (its
+     * prefetch included), and the host seconds that took: 0 in the steady
+     * state of a workload whose shape holds */
+    uint64_t allocs;
+    double alloc_s;
+    uint64_t pinned_allocs;       /* of those, page-locked host memory */
+    double pinned_alloc_s;
 };
 /* 0, or GA_EINVAL when b is not a CUDA backend. */
 int ga_cuda_backend_stats(const struct ga_backend *b, struct ga_cuda_feed_stats *st);

@@ -186,10 +186,8 @@ int is_pinned(const void *p)
 // Grow b to `bytes` (GPU memory, or host memory when emulating); keep the
 // contents if keep.  Only grows, by half again, so steady state allocates
 // nothing.
-int dres(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
+static int dres_grow(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
 {
-    if (bytes <= b->cap)
-        return 0;
     size_t cap = bytes + bytes / 2 + 256;
     if (cb->emu) {
         void *p = realloc(b->p, cap);
@@ -218,11 +216,29 @@ int dres(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
     return 0;
 }
 
-// Pinned host buffer (plain host memory when emulating); contents dropped.
-int pres(cuda_backend *cb, dbuf *b, size_t bytes)
+// A growth, counted and timed in cb->x (ga_cuda_feed_stats.allocs, alloc_s).
+// pinned: page-locked host memory (counted apart too).
+#define GROWTH(call, pinned)                                                                       \
+    do {                                                                                           \
+        double g0_ = now_s();                                                                      \
+        int grc_ = (call);                                                                         \
+        double gs_ = now_s() - g0_;                                                                \
+        cb->x.allocs++;                                                                            \
+        cb->x.alloc_s += gs_;                                                                      \
+        cb->x.pinned_allocs += (pinned);                                                           \
+        cb->x.pinned_alloc_s += (pinned) ? gs_ : 0;                                                \
+        return grc_;                                                                               \
+    } while (0)
+
+int dres(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
 {
     if (bytes <= b->cap)
         return 0;
+    GROWTH(dres_grow(cb, b, bytes, keep), 0);
+}
+
+static int pres_grow(cuda_backend *cb, dbuf *b, size_t bytes)
+{
     size_t cap = bytes + bytes / 2 + 256;
     if (cb->emu) {
         free(b->p);
@@ -238,6 +254,23 @@ int pres(cuda_backend *cb, dbuf *b, size_t bytes)
     CUDA_CHECK(cudaHostAlloc(&b->p, cap, cudaHostAllocDefault));
     b->cap = cap;
     return 0;
+}
+
+// Pinned host buffer (plain host memory when emulating); contents dropped.
+int pres(cuda_backend *cb, dbuf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return 0;
+    GROWTH(pres_grow(cb, b, bytes), 1);
+}
+
+// Room in the caller's result; its growth (page-locked rows when the engine
+// asks for them) counted with the backend's own.
+static int out_reserve(cuda_backend *cb, struct ga_result *out, size_t R, size_t L)
+{
+    if (out->naggs + R <= out->cap_aggs && out->nlate + L <= out->cap_late)
+        return 0;
+    GROWTH(ga_result_reserve(out, R, L), out->want_pinned && out->naggs + R > out->cap_aggs);
 }
 
 void dfree(cuda_backend *cb, dbuf *b)
@@ -968,7 +1001,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     fl->L = L;
     uint64_t A = n - L;
     if (!A)
-        return ga_result_reserve(out, 0, L);      // no rows: fl->bytes 0
+        return out_reserve(cb, out, 0, L);      // no rows: fl->bytes 0
 
     // Order by (slot, ts, arrival), rejected points (slot = nslots) last.
     // Producers mostly send each metric's points in time order; then a stable
@@ -1091,7 +1124,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         cb->st.sort_big_parts = sc.big_parts;
     }
     TRY(dres(cb, rows, (R + 1) * sizeof(struct ga_agg), 0));
-    TRY(ga_result_reserve(out, R, L));
+    TRY(out_reserve(cb, out, R, L));
     fl->direct = out->aggs_pinned || cb->emu;   // emulation: any memory will do
     if (!fl->direct)
         TRY(pres(cb, pin_rows, (R + 1) * sizeof(struct ga_agg)));
@@ -1235,6 +1268,12 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
         (void)pump(cb, SIZE_MAX);
     cb->st.points = pts->n;
     cb->st.pool_points = cb->pool_n;
+    cb->st.allocs = cb->x.allocs;
+    cb->st.alloc_s = cb->x.alloc_s;
+    cb->st.pinned_allocs = cb->x.pinned_allocs;
+    cb->st.pinned_alloc_s = cb->x.pinned_alloc_s;
+    cb->x.allocs = cb->x.pinned_allocs = 0;
+    cb->x.alloc_s = cb->x.pinned_alloc_s = 0;
     return 0;
 }
 

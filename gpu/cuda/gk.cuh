@@ -24,6 +24,12 @@ struct gk_exec {
     cudaStream_t s;               // compute stream (GPU)
     void *tmp;                    // CUB temporary storage (GPU), grown by gk_prim
     size_t tmp_cap;
+    // buffers grown since the backend last zeroed these (each feed), and the
+    // host seconds it took (allocation, copy of kept contents, the old freed)
+    unsigned allocs;
+    double alloc_s;
+    unsigned pinned_allocs;       // of those, page-locked host memory (cudaHostAlloc)
+    double pinned_alloc_s;
 };
 
 #define GK_THREADS 256

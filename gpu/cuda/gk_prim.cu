@@ -2,6 +2,7 @@
 #include "gpu/cuda/gk_prim.cuh"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cub/cub.cuh>
@@ -16,6 +17,8 @@ static int tmp_reserve(gk_exec *x, size_t need)
     if (need <= x->tmp_cap)
         return 0;
     size_t cap = need + need / 2 + 4096;
+    struct timespec a, z;
+    clock_gettime(CLOCK_MONOTONIC, &a);
     if (x->tmp) {
         CUDA_CHECK(cudaStreamSynchronize(x->s));
         CUDA_CHECK(cudaFree(x->tmp));
@@ -24,6 +27,9 @@ static int tmp_reserve(gk_exec *x, size_t need)
     }
     CUDA_CHECK(cudaMalloc(&x->tmp, cap));
     x->tmp_cap = cap;
+    clock_gettime(CLOCK_MONOTONIC, &z);
+    x->allocs++;
+    x->alloc_s += (double)(z.tv_sec - a.tv_sec) + (double)(z.tv_nsec - a.tv_nsec) * 1e-9;
     return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "tests/unit/harness.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/log.h"
 #include "gpu/cuda.h"
@@ -573,6 +574,83 @@ static void test_stats(void)
     c->ops->close(c);
 }
 
+/* Steady state grows nothing: a workload whose shape holds (the same
+ * metrics, about as many points each a batch, time moving on, windows of
+ * one block) grows its buffers in its first feeds, then never again; its rows
+ * match the CPU backend's all along.  Fed both ways (feed, and two feeds in
+ * flight) into results that want page-locked rows, as the engine's do. */
+static void test_steady_state(void)
+{
+    struct ga_policy p;
+    memset(&p, 0, sizeof p);
+    strcpy(p.name, "steady");
+    const char *why = NULL;
+    CHECK_INT(ga_policy_add_def(&p, 10 * SEC, 0, 100, &why), 0);
+    CHECK_INT(ga_policy_add_def(&p, 60 * SEC, 0, 100, &why), 0);
+    const char *ms[] = { "mean", "max", "last", "std", "median", "90pct", "rate:sum" };
+    CHECK_INT(ga_policy_methods_from_list(&p, ms, 7, &why), 0);
+    enum { NMET = 300, PER = 40, NB = 14, WARM = 4 };
+    size_t n = (size_t)NMET * PER;
+    uint32_t *mid = malloc(n * 4);
+    int64_t *ts = malloc(n * 8);
+    double *val = malloc(n * 8);
+    CHECK(mid && ts && val);
+    for (int async = 0; async < 2 && mid && ts && val; async++) {
+        struct ga_backend *g, *c;
+        CHECK_INT(open_gpu(&g), 0);
+        CHECK_INT(ga_cpu_backend_open(&c, 1), 0);
+        for (uint32_t m = 0; m < NMET; m++) {
+            CHECK_INT(g->ops->metric_add(g, m, &p), 0);
+            CHECK_INT(c->ops->metric_add(c, m, &p), 0);
+        }
+        struct ga_result rg[2] = { { .want_pinned = 1 }, { .want_pinned = 1 } }, rc = { 0 };
+        uint64_t grown_late = 0, grown_early = 0;
+        int64_t t0 = 1700000000 * SEC;
+        for (int k = 0; k < NB; k++) {
+            /* PER points a metric, 3 s apart, in time order; a few metrics
+             * get up to 4 fewer, so the sizes move a little from feed to feed */
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t id = (uint32_t)(i % NMET);
+                if (i / NMET + 4 >= PER && rnd() % 4 == 0)
+                    continue;
+                mid[m] = id;
+                ts[m] = t0 + ((int64_t)k * PER + (int64_t)(i / NMET)) * 3 * SEC + rnd_in(0, SEC - 1);
+                val[m++] = rnd_value();
+            }
+            struct ga_points pts = { m, mid, ts, val };
+            struct ga_result *out = &rg[async ? k % 2 : 0];
+            ga_result_reset(out);
+            ga_result_reset(&rc);
+            CHECK_INT(c->ops->feed(c, &pts, &rc), 0);
+            if (async) {
+                CHECK_INT(g->ops->feed_start(g, &pts, out), 0);
+                CHECK_INT(g->ops->feed_wait(g), 0);
+            } else {
+                CHECK_INT(g->ops->feed(g, &pts, out), 0);
+            }
+            struct ga_cuda_feed_stats st;
+            CHECK_INT(ga_cuda_backend_stats(g, &st), 0);
+            *(k < WARM ? &grown_early : &grown_late) += st.allocs;
+            CHECK(out->naggs > 0);
+            compare("steady state", out, &rc);
+        }
+        CHECK(grown_early > 0);       /* the first feed grows every buffer it uses */
+        CHECK_INT(grown_late, 0);
+        printf("steady state (%s): %llu buffers grown in the first %d feeds, %llu in the next %d\n",
+               async ? "feed_start/feed_wait" : "feed", (unsigned long long)grown_early, WARM,
+               (unsigned long long)grown_late, NB - WARM);
+        ga_result_free(&rg[0]);
+        ga_result_free(&rg[1]);
+        ga_result_free(&rc);
+        g->ops->close(g);
+        c->ops->close(c);
+    }
+    free(mid);
+    free(ts);
+    free(val);
+}
+
 static int gpu_mode;              /* 0 none, 1 GPU, 2 emulation */
 
 /* A result that wants page-locked rows: every growth keeps the rows; they
@@ -685,6 +763,7 @@ void run_tests(void)
         RUN(test_big_batches);
         RUN(test_window_put_get);
         RUN(test_stats);
+        RUN(test_steady_state);
         if (v == 0)
             RUN(test_sort_split);
         printf("rows kernel %s: compared %zu rows (%zu bit-identical), %zu late points\n", name,
