@@ -118,6 +118,7 @@ struct cuda_backend {
     dbuf d_w_off[2], d_w_n[2], d_pts[2], d_pval[2];
     int cur;
     uint64_t pool_n;
+    size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
@@ -660,8 +661,12 @@ int rebuild(cuda_backend *cb, size_t T, uint64_t *total)
     TRY(gk_rebuild_counts(&cb->x, &f, T));
     TRY(gk_scan_u64(&cb->x, f.new_n, (uint64_t *)f.new_off, cb->nslots + 1));
     TRY(rd64(cb, f.new_off + cb->nslots, total));
-    RES(d_pts[o], (*total + 1) * 8, 0);
-    RES(d_pval[o], (*total + 1) * 8, 0);
+    // Each half sized for the largest pool either has held: the halves
+    // take turns, and a half sized by its own turns alone would grow late
+    // whenever the windows' peak happened to fall on the other's.
+    cb->pool_peak = std::max(cb->pool_peak, (size_t)(*total + 1) * 8);
+    RES(d_pts[o], cb->pool_peak, 0);
+    RES(d_pval[o], cb->pool_peak, 0);
     fill(cb, &f);
     TRY(gk_rebuild_copy(&cb->x, &f, *total));
     return 0;
