@@ -18,13 +18,19 @@
  * and a second table, each GPU's feeds by stage as its feeding thread saw
  * them (host wall clock), with the GPU's own stage times summed (busy; CUDA
  * events, so a stall of the host between two stages counts too) and its
- * rows kernels' among them.
+ * rows kernels' among them, and the buffers its feeds grew (device, page-
+ * locked, the result's rows: ga_cuda_feed_stats.allocs) with the host
+ * seconds that took.
  * --backend cuda also runs the N GPUs with the batch split into pageable
  * memory (ga_engine_set_pinned_split(e, 0)), as before the engine pinned it.
  * Engines 4 and 5 are engines 1 and 2 fed with ga_engine_feed_start /
  * ga_engine_feed_wait, two batches in flight (the split of batch k + 1 on
  * the caller while the backends feed batch k); their seconds are the wall
  * clock of the whole loop, from the first start to the last wait.
+ * Before the timed loop each engine is fed W warm-up batches (--warmup W;
+ * default: enough to span two hours, and one more), so
+ * its buffers have grown to the size this workload keeps (the "grown"
+ * column of the stage table counts what the timed feeds still grew).
  * --only E runs engine E alone (1-based, in the order printed): the engines
  * run one after the other in one process and a later one finds the heap the
  * earlier ones left (memory already faulted in), so for timings that are
@@ -64,23 +70,26 @@ struct run {
      * wall: upload, sort, merge, buckets, rebuild, download) and the GPU's
      * own stage times summed (CUDA events: how long the GPU was busy) */
     double stage_s[MAXB][6], busy_s[MAXB], rows_s[MAXB];
+    /* and the buffers its feeds grew, with the host seconds that took */
+    double alloc_s[MAXB], pinned_alloc_s[MAXB];
+    uint64_t allocs[MAXB], pinned_allocs[MAXB];
     int nb, kind;                 /* kind: the engine's number (--only) */
     size_t rows;
     uint64_t checksum;
     int rc;
 };
 
-/* Batch k (-1: the warm-up) at row k + 1 of the arrays. */
-static void make_batches(uint32_t metrics, size_t batch, int batches, uint32_t *mid, int64_t *ts,
-                         double *val)
+/* Batch k (-warm .. -1: the warm-up) at row k + warm of the arrays. */
+static void make_batches(uint32_t metrics, size_t batch, int warm, int batches, uint32_t *mid,
+                         int64_t *ts, double *val)
 {
     int64_t base = 1700000000LL * 1000000000LL;
-    for (int k = -1; k < batches; k++) {
-        size_t o = (size_t)(k + 1) * batch;
+    for (int k = -warm; k < batches; k++) {
+        size_t o = (size_t)(k + warm) * batch;
         for (size_t i = 0; i < batch; i++) {
-            uint64_t x = mix((uint64_t)(k + 2) * 0x9e3779b97f4a7c15ULL + i);
+            uint64_t x = mix((uint64_t)(k + warm + 1) * 0x9e3779b97f4a7c15ULL + i);
             mid[o + i] = (uint32_t)(x % metrics);
-            ts[o + i] = base + ((int64_t)(k + 1) * (int64_t)batch + (int64_t)i) / metrics * 1000000000LL;
+            ts[o + i] = base + ((int64_t)(k + warm) * (int64_t)batch + (int64_t)i) / metrics * 1000000000LL;
             val[o + i] = (double)(x >> 11) / 9007199254740992.0 * 1000.0 + 1.0;
         }
     }
@@ -108,6 +117,10 @@ static void account_times(struct run *r, struct ga_engine *e, int cuda)
             r->busy_s[i] += cs.gpu_upload_s + cs.gpu_sort_s + cs.gpu_merge_s + cs.gpu_buckets_s +
                             cs.gpu_rows_s + cs.gpu_rebuild_s;
             r->rows_s[i] += cs.gpu_rows_s;
+            r->allocs[i] += cs.allocs;
+            r->alloc_s[i] += cs.alloc_s;
+            r->pinned_allocs[i] += cs.pinned_allocs;
+            r->pinned_alloc_s[i] += cs.pinned_alloc_s;
         }
     }
     r->slowest_s += r->nb > 1 ? slowest : ft.feed_s;
@@ -130,7 +143,8 @@ static void account_rows(struct run *r, const struct ga_result *res)
  * pipe: fed with feed_start / feed_wait, two batches in flight. */
 static struct run run_engine(int cuda, int nb, int threads, int pageable, int pipe,
                              const struct ga_policy *pol, uint32_t metrics, size_t batch,
-                             int batches, const uint32_t *mid, const int64_t *ts, const double *val)
+                             int warm, int batches, const uint32_t *mid, const int64_t *ts,
+                             const double *val)
 {
     struct run r = { .nb = nb };
     if (cuda)
@@ -165,14 +179,17 @@ static struct run run_engine(int cuda, int nb, int threads, int pageable, int pi
         ga_engine_close(e);
         return r;
     }
-#define BATCH(k) (&(struct ga_points){ batch, mid + (size_t)((k) + 1) * batch, \
-                                       ts + (size_t)((k) + 1) * batch, val + (size_t)((k) + 1) * batch })
-    /* warm-up (module load, pools, buffers), not timed: the first batch;
-     * pipelined, the same batch twice more in flight together, so that both
-     * of the engine's batch buffers exist (the same points again change no
-     * window) */
-    if (!r.rc)
-        r.rc = ga_engine_feed(e, BATCH(-1), &res[batches]);
+#define BATCH(k) (&(struct ga_points){ batch, mid + (size_t)((k) + warm) * batch, \
+                                       ts + (size_t)((k) + warm) * batch, val + (size_t)((k) + warm) * batch })
+    /* warm-up (module load, pools, buffers), not timed: the warm batches,
+     * which span the policy's largest bucket, so the windows have grown to
+     * their steady size; pipelined, the last one twice more in flight
+     * together, so that both of the engine's batch buffers exist (the same
+     * points again change no window) */
+    for (int k = -warm; k < 0 && !r.rc; k++) {
+        ga_result_reset(&res[batches]);
+        r.rc = ga_engine_feed(e, BATCH(k), &res[batches]);
+    }
     if (pipe && !r.rc) {
         ga_result_reset(&res[batches + 1]);
         r.rc = ga_engine_feed_start(e, BATCH(-1), &res[batches + 1]);
@@ -227,7 +244,7 @@ static void print_run(const struct run *r, int cuda, double points)
 
 int main(int argc, char **argv)
 {
-    int nb = 2, batches = 10, cuda = 1, threads = 1, only = 0;
+    int nb = 2, batches = 10, cuda = 1, threads = 1, only = 0, warm = -1;
     uint32_t metrics = 10000;
     size_t batch = 10000000;
     for (int i = 1; i < argc; i++) {
@@ -247,17 +264,29 @@ int main(int argc, char **argv)
             batches = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
+            warm = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]\n"
-                            "                         [--metrics M] [--batch P] [--batches K] [--only E]\n");
+                            "                         [--metrics M] [--batch P] [--batches K] [--only E]\n"
+                            "                         [--warmup W]\n");
             return 2;
         }
     }
     if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1 || only < 0 ||
-        only > 5) {
-        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K >= 1, 0 <= E <= 5\n",
-                MAXB);
+        only > 5 || warm == 0 || warm < -1) {
+        fprintf(stderr, "bench_engine_gpus: need 1 <= N <= %d, T >= 1, M, P, K, W >= 1, "
+                "0 <= E <= 5\n", MAXB);
         return 2;
+    }
+    /* each metric gets a point a second: a batch spans batch / metrics s.
+     * By default the warm-up spans two hours and a batch, so it holds a
+     * whole hour bucket (the windows' largest: the hours start where the
+     * clock's do, not where the batches do) */
+    if (warm < 0) {
+        double span = (double)batch / metrics;
+        warm = span >= 7200 ? 2 : (int)(7200 / span) + 2;
+        warm = warm > 64 ? 64 : warm;
     }
     ga_log_set_level(GA_LOG_WARN);
     struct ga_policy pol = { .name = "bench", .back_window = 0 };
@@ -265,13 +294,13 @@ int main(int argc, char **argv)
     ga_policy_add_def(&pol, 60LL * 1000000000, 0, 0, NULL);
     ga_policy_add_def(&pol, 3600LL * 1000000000, 0, 0, NULL);
     ga_policy_methods_from_list(&pol, methods, 8, NULL);
-    size_t all = batch * (size_t)(batches + 1);
+    size_t all = batch * (size_t)(batches + warm);
     uint32_t *mid = malloc(all * sizeof *mid);
     int64_t *ts = malloc(all * sizeof *ts);
     double *val = malloc(all * sizeof *val);
     if (!mid || !ts || !val)
         return 1;
-    make_batches(metrics, batch, batches, mid, ts, val);
+    make_batches(metrics, batch, warm, batches, mid, ts, val);
     /* the engines: 1 backend; N backends; CUDA: N with a pageable split,
      * CPU: 1 backend of N*T threads; then 1 and N backends pipelined */
     struct run runs[5];
@@ -282,12 +311,12 @@ int main(int argc, char **argv)
         int n = k == 2 || k == 5 || (k == 3 && cuda) ? nb : 1;
         int th = k == 3 && !cuda ? nb * threads : threads;
         runs[nruns] = run_engine(cuda, n, th, k == 3 && cuda, k >= 4, &pol, metrics, batch,
-                                 batches, mid, ts, val);
+                                 warm, batches, mid, ts, val);
         runs[nruns++].kind = k;
     }
     double points = (double)batch * batches;
-    printf("%zu points in %d batches of %zu, %u metrics\n\n", batch * (size_t)batches, batches,
-           batch, metrics);
+    printf("%zu points in %d batches of %zu, %u metrics, after %d warm-up batches\n\n",
+           batch * (size_t)batches, batches, batch, metrics, warm);
     printf("| engine | seconds | points/s | split s | feeds s | append s | slowest backend s "
            "| per backend s |%s rows | checksum |\n|---|---|---|---|---|---|---|---|%s---|---|\n",
            cuda ? " upload s |" : "", cuda ? "---|" : "");
@@ -300,14 +329,17 @@ int main(int argc, char **argv)
     printf("\n");
     if (cuda) {
         printf("| engine | GPU | feed s | GPU busy s | GPU rows s | upload | sort | merge | buckets "
-               "| rebuild | download |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "| rebuild | download | grown (page-locked) | grow s (page-locked) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < nruns; i++)
             for (int g = 0; g < runs[i].nb && g < GA_ENGINE_TIMED_SLOTS; g++) {
                 printf("| %s | %d | %.3f | %.3f | %.3f", runs[i].name, g, runs[i].slot_s[g],
                        runs[i].busy_s[g], runs[i].rows_s[g]);
                 for (int k = 0; k < 6; k++)
                     printf(" | %.3f", runs[i].stage_s[g][k]);
-                printf(" |\n");
+                printf(" | %llu (%llu) | %.3f (%.3f) |\n", (unsigned long long)runs[i].allocs[g],
+                       (unsigned long long)runs[i].pinned_allocs[g], runs[i].alloc_s[g],
+                       runs[i].pinned_alloc_s[g]);
             }
         printf("\n");
     }
