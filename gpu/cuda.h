@@ -39,7 +39,8 @@ struct ga_cuda_opts {
                               kernel, a warp a bucket (docs/GPU.md "Long buckets"), with
                               either rows kernel; -1 = none (tests use small values to
                               send many buckets there); 0 = the environment's
-                              GA_CUDA_ROWS_LONG (a number, or "off"), else 1024 */
+                              GA_CUDA_ROWS_LONG (a number, or "off"), else 1024
+                              (another value: a warning, and 1024) */
     int sort_small;        /* median / Npct: buckets of at most this many values are
                               sorted by the shared-memory kernel, longer ones by CUB
                               (docs/GPU.md "Small-bucket sort"); 1..GA_CUDA_SORT_SMALL_MAX,

@@ -1008,8 +1008,14 @@ unsigned gk_rows_long_min(int rows_long)
         return 0;
     if (!strcmp(e, "off"))
         return GK_ROWS_LONG_OFF;
-    long v = strtol(e, NULL, 10);
-    return v > 0 && v < (long)GK_ROWS_LONG_OFF ? (unsigned)v : 0;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v <= 0 || v >= (long)GK_ROWS_LONG_OFF) {
+        ga_log(GA_LOG_WARN, "cuda_rows_long", "value=\"%s\" msg=\"GA_CUDA_ROWS_LONG is a number "
+               "of points (1 or more) or off; using the default, %u\"", e, GK_ROWS_LONG_MIN);
+        return 0;
+    }
+    return (unsigned)v;
 }
 
 int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm)
