@@ -1,6 +1,7 @@
 // cuda_backend.cu — the CUDA backend (gpu/cuda.h): metric table, device
 // memory, streams, and the feed, strung from the kernels of gk_feed.cu,
-// gk_bucket.cu, gk_sort.cu and gk_prim.cu.  docs/GPU.md describes the design.
+// gk_bucket.cu, gk_bucket_long.cu, gk_sort.cu and gk_prim.cu.  docs/GPU.md
+// describes the design.
 //
 // State on the GPU: every metric's raw window, packed in one pool (ts and
 // value arrays, metric after metric in slot order) with per-slot offset and

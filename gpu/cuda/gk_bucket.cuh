@@ -1,9 +1,11 @@
 // gk_bucket.cuh — the bucket kernels: every method of a policy over the
-// buckets a feed touched (gk_bucket.cu).  One task is one bucket of one
-// granularity of one metric; its values are the merged window's points
-// [lo, hi) (plain methods) and their differences (rate: methods).
-// Arithmetic is gpu/agg_cpu_kernels.c's, operation for operation (sums left
-// to right, no FMA), so the rows are bit-identical to the CPU backend's.
+// buckets a feed touched (gk_bucket.cu; the long-task kernel, gk_rows_long,
+// in gk_bucket_long.cu; what the two share in gk_bucket_priv.cuh).  One
+// task is one bucket of one granularity of one metric; its values are the
+// merged window's points [lo, hi) (plain methods) and their differences
+// (rate: methods).  Arithmetic is gpu/agg_cpu_kernels.c's, operation for
+// operation (sums left to right, no FMA), so the rows are bit-identical to
+// the CPU backend's.
 #pragma once
 
 #include "gpu/cuda/gk.cuh"

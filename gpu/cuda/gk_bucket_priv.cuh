@@ -1,0 +1,264 @@
+// gk_bucket_priv.cuh — what the two files of the bucket kernels share
+// (internal, not part of gk_bucket.cuh's interface): gk_bucket.cu (the
+// rows kernels, tiled and legacy, the sort lengths and the gather) and
+// gk_bucket_long.cu (the long-task kernel).  The value accessors, bucket()
+// and bucket_emit (agg_kern_bucket's arithmetic), the rows functor rows_f
+// and task_of.  All in an anonymous namespace (templates, inline or
+// internal-linkage functions): each .cu gets its own copy, as the build uses
+// no relocatable device code.
+#pragma once
+
+#include "gpu/cuda/gk_bucket.cuh"
+
+#include <math.h>
+#include <stdint.h>
+
+namespace {
+
+struct plain_x {
+    const double *v;
+    __host__ __device__ double operator()(uint64_t i) const { return v[i]; }
+};
+struct rate_x {                   // v points at the first point with a difference
+    const double *v;
+    __host__ __device__ double operator()(uint64_t i) const { return v[i] - v[(int64_t)i - 1]; }
+};
+
+__host__ __device__ double quantile(const double *s, uint64_t n, int64_t min_pos, int pct)
+{
+    double q = (double)pct / 100.0;
+    double real_pos = gk_add((double)min_pos, gk_mul((double)(int64_t)(n - 1), q));
+    double fl = floor(real_pos), ce = ceil(real_pos);
+    int64_t f = (int64_t)fl, c = (int64_t)ce;
+    if (f == c)
+        return s[f - min_pos];
+    double wf = (double)c - real_pos, wc = real_pos - (double)f;
+    double a = gk_mul(s[f - min_pos], wf);
+    double b = gk_mul(s[c - min_pos], wc);
+    return gk_add(a, b);
+}
+
+// Where bucket() puts the row k of its task: straight into the rows in
+// global memory, field by field (the legacy kernel, emulation, fallbacks).
+struct sink_direct {
+    struct ga_agg *r;             // the task's first row
+    __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
+                                 double val) const
+    {
+        struct ga_agg *o = &r[k];
+        o->metric = metric;
+        o->method = m;
+        o->granularity_ns = g;
+        o->ts = b;
+        o->value = val;
+    }
+};
+
+// The std chain over x(0..n) about `mean` (the CPU's: d = x - mean, ss +=
+// d * d left to right, no FMA).
+template <class X>
+__host__ __device__ double bucket_ss(X x, uint64_t n, double mean)
+{
+    double ss = 0.0;
+    for (uint64_t i = 0; i < n; i++) {
+        double d = x(i) - mean;
+        ss = gk_add(ss, gk_mul(d, d));
+    }
+    return ss;
+}
+
+// A bucket's accumulators, as agg_kern_bucket keeps them: sum from 0.0
+// adding x(0), x(1), ... (0.0 when no method needs it), min/max from x(0)
+// comparing x(1), x(2), ... (x(0) when none needs them).
+struct bacc {
+    double sum, x0, mn, mx;
+};
+
+// agg_kern_bucket's rows over x(0..n) from its accumulators a, row j written
+// as out.put(k0 + j, ...); returns the count.  ss(mean) gives the std chain
+// (bucket_ss, or the long-task kernel's), asked only for a std row.
+template <class X, class SS, class S>
+__host__ __device__ uint64_t bucket_emit(X x, const bacc &a, const SS &ss, uint64_t n, int64_t min_pos,
+                                         const ga_method_t *ms, int nm, const double *s, uint32_t metric,
+                                         int64_t g, int64_t b, int allow_std, int allow_other,
+                                         const S &out, uint64_t k0)
+{
+    uint64_t nr = 0;
+    for (int k = 0; k < nm; k++) {
+        ga_method_t m = ms[k];
+        int base = GA_M_BASE(m);
+        double val;
+        if (base == GA_M_STD) {
+            if (n < 2 || !allow_std)
+                continue;
+            val = sqrt(ss(a.sum / (double)n) / (double)(n - 1));
+        } else {
+            if (!allow_other)
+                continue;
+            switch (base) {
+            case GA_M_MEAN: val = a.sum / (double)n; break;
+            case GA_M_SUM: val = a.sum; break;
+            case GA_M_MIN: val = a.mn; break;
+            case GA_M_MAX: val = a.mx; break;
+            case GA_M_COUNT: val = (double)n; break;
+            case GA_M_FIRST: val = a.x0; break;
+            case GA_M_LAST: val = x(n - 1); break;
+            case GA_M_MEDIAN: {
+                uint64_t f = (n - 1) - n / 2, c = f + ((n % 2) + 1) % 2;
+                val = (s[f] + s[c]) / 2.0;
+                break;
+            }
+            default:
+                val = quantile(s, n, min_pos, GA_M_PCT_N(m));
+                break;
+            }
+        }
+        out.put(k0 + nr++, metric, m, g, b, val);
+    }
+    return nr;
+}
+
+template <class X>
+struct ss_of {                    // bucket_emit's ss: the chain over x
+    X x;
+    uint64_t n;
+    __host__ __device__ double operator()(double mean) const { return bucket_ss(x, n, mean); }
+};
+
+// agg_kern_bucket over x(0..n), row j written as out.put(k0 + j, ...);
+// returns the count.  FUSE: sum and min/max in one pass over the values
+// (when both are needed) instead of two; each accumulator still sees the
+// CPU's operations in the CPU's order (sum from 0.0 adding x(0), x(1), ...;
+// min/max from x(0) comparing x(1), x(2), ...), so the bits are the same.
+template <bool FUSE, class X, class S>
+__host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_method_t *ms, int nm,
+                                    unsigned need, const double *s, uint32_t metric, int64_t g,
+                                    int64_t b, int allow_std, int allow_other, const S &out,
+                                    uint64_t k0)
+{
+    double sum = 0.0, x0 = x(0), mn = x0, mx = x0;
+    bool fused = false;
+    if constexpr (FUSE) {
+        if ((need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
+            sum = gk_add(sum, x0);
+            for (uint64_t i = 1; i < n; i++) {
+                double y = x(i);
+                sum = gk_add(sum, y);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+            fused = true;
+        }
+    }
+    if (!fused) {
+        if (need & AGG_NEED_SUM)
+            for (uint64_t i = 0; i < n; i++)
+                sum = gk_add(sum, x(i));
+        if (need & AGG_NEED_MINMAX) {
+            for (uint64_t i = 1; i < n; i++) {
+                double y = x(i);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+        }
+    }
+    return bucket_emit(x, bacc{ sum, x0, mn, mx }, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric,
+                       g, b, allow_std, allow_other, out, k0);
+}
+
+// Rows of task i; point j of the merged windows (absolute index into m_val)
+// is base[j - base_lo].  run() is the legacy kernel's (and the legacy
+// emulation's); the tiled kernel goes through task_of() below and
+// gk_bucket.cu's task_run(), the same steps spelled out so that a task's row
+// count is known first.
+struct rows_f {
+    gk_view v;
+    const gk_task *tasks;
+    const uint64_t *off;
+    const double *sorted;
+    struct ga_agg *rows;
+    uint64_t long_min;            // tasks of at least this many points: rows_long's
+    unsigned long long *long_list;   // [0] count, then those tasks (any order)
+    // Task i is the long-task kernel's (rows_long), not this kernel's.
+    __host__ __device__ bool is_long(size_t i) const { return tasks[i].hi - tasks[i].lo >= long_min; }
+    // List long task i for rows_long.
+    __host__ __device__ void put_long(size_t i) const
+    {
+#ifdef __CUDA_ARCH__
+        unsigned long long k = atomicAdd(&long_list[0], 1ULL);
+#else
+        unsigned long long k = long_list[0]++;
+#endif
+        long_list[1 + k] = i;
+    }
+    __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
+    {
+        const gk_task &tk = tasks[i];
+        uint32_t slot = v.tslot[tk.t];
+        const struct agg_pol *pol = &v.pols[v.slot_pol[slot]];
+        const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
+        int64_t g = pol->p.defs[tk.d].granularity_ns, span = pol->p.defs[tk.d].timespan_ns;
+        uint64_t m0 = v.m_off[tk.t];   // indexes stay >= base_lo: no pointer leaves the buffer
+        uint32_t metric = v.slot_id[slot];
+        struct ga_agg *r = rows + tk.row_off;
+        uint64_t nr = 0;
+        if (tk.plain && pol->nplain)
+            nr += bucket<false>(plain_x{ base + (m0 + tk.lo - base_lo) }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
+                                pol->nplain, pol->plain_need, sorted + off[2 * i], metric, g, tk.b,
+                                gk_allowed(tk.b, c.last_std, span), gk_allowed(tk.b, c.last_plain, span),
+                                sink_direct{ r }, 0);
+        uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
+        if (pol->nrate && dlo < tk.hi)
+            bucket<false>(rate_x{ base + (m0 + dlo - base_lo) }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
+                          pol->rate_need, sorted + off[2 * i + 1], metric, g, tk.b,
+                          gk_allowed(tk.b, c.last_rstd, span), gk_allowed(tk.b, c.last_rate, span),
+                          sink_direct{ r }, nr);
+    }
+    __host__ __device__ void operator()(size_t i) const { run(i, v.m_val, 0); }
+};
+
+// What rows_f::run does for task i, step by step.
+struct tparts {
+    const struct agg_pol *pol;
+    uint32_t metric;
+    int64_t g, b;
+    uint64_t row_off;
+    uint64_t start, end;          // points [start, end) of m_val the task reads
+    uint64_t plo, pn, rlo, rn;    // plain / rate part: first point (absolute), count
+    int64_t pmin, rmin;
+    int hasp, pas, pao, hasr, ras, rao;
+};
+
+__host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
+{
+    const gk_task &tk = fn.tasks[i];
+    const gk_view &v = fn.v;
+    tparts p;
+    uint32_t slot = v.tslot[tk.t];
+    p.pol = &v.pols[v.slot_pol[slot]];
+    const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
+    int64_t span = p.pol->p.defs[tk.d].timespan_ns;
+    p.g = p.pol->p.defs[tk.d].granularity_ns;
+    p.b = tk.b;
+    p.metric = v.slot_id[slot];
+    p.row_off = tk.row_off;
+    uint64_t m0 = v.m_off[tk.t];
+    p.start = m0 + (tk.lo ? tk.lo - 1 : 0);   // the legacy kernel's stretch: rate: reads lo - 1
+    p.end = m0 + tk.hi;
+    p.hasp = tk.plain && p.pol->nplain;
+    p.plo = m0 + tk.lo;
+    p.pn = tk.hi - tk.lo;
+    p.pmin = (int64_t)tk.lo - c.base;
+    p.pas = gk_allowed(tk.b, c.last_std, span);
+    p.pao = gk_allowed(tk.b, c.last_plain, span);
+    uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;   // dfirst >= 1
+    p.hasr = p.pol->nrate && dlo < tk.hi;
+    p.rlo = m0 + dlo;
+    p.rn = tk.hi - dlo;
+    p.rmin = (int64_t)dlo - c.fd;
+    p.ras = gk_allowed(tk.b, c.last_rstd, span);
+    p.rao = gk_allowed(tk.b, c.last_rate, span);
+    return p;
+}
+
+} // namespace
