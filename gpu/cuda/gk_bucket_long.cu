@@ -28,45 +28,29 @@ namespace {
 #define LONG_CH (32 * LONG_LU)    // values a chunk
 #define LONG_WARPS 8              // warps a block
 
-// Lane 0's chains (bucket()'s accumulators, then the std chain).
+// A chunk in shared memory as a value accessor.
+struct buf_x {
+    const double *b;
+    __host__ __device__ double operator()(uint64_t k) const { return b[k]; }
+};
+
+// Lane 0's chains: bucket()'s accumulators (bacc, the same code), then the
+// std chain.
 struct long_acc {
-    double sum, x0, mn, mx, ss, mean;
+    bacc acc;
+    double ss, mean;
     unsigned need;
     // pass 0: sum and min/max over chunk buf[0..cnt) = x(c0..c0 + cnt);
     // pass 1: the std chain about mean
     __host__ __device__ void eat(int pass, const double *buf, uint64_t c0, uint64_t cnt)
     {
-        uint64_t j = 0;
         if (pass == 1) {
-            for (; j < cnt; j++) {
-                double d = buf[j] - mean;
-                ss = gk_add(ss, gk_mul(d, d));
-            }
+            ss = ss_chain(buf_x{ buf }, 0, cnt, mean, ss);
             return;
         }
-        if (c0 == 0) {
-            x0 = mn = mx = buf[0];
-            if (need & AGG_NEED_SUM)
-                sum = gk_add(sum, x0);
-            j = 1;
-        }
-        if ((need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
-            for (; j < cnt; j++) {
-                double y = buf[j];
-                sum = gk_add(sum, y);
-                mn = y < mn ? y : mn;
-                mx = y > mx ? y : mx;
-            }
-        } else if (need & AGG_NEED_SUM) {
-            for (; j < cnt; j++)
-                sum = gk_add(sum, buf[j]);
-        } else if (need & AGG_NEED_MINMAX) {
-            for (; j < cnt; j++) {
-                double y = buf[j];
-                mn = y < mn ? y : mn;
-                mx = y > mx ? y : mx;
-            }
-        }
+        if (c0 == 0)
+            acc.start(buf[0], need);
+        acc.eat<true>(buf_x{ buf }, c0 == 0 ? 1 : 0, cnt, need);
     }
 };
 
@@ -147,16 +131,16 @@ __host__ __device__ uint64_t long_part(X x, uint64_t n, int64_t min_pos, const g
                                        int allow_other, uint64_t k0, struct ga_agg *rows,
                                        double *buf, int lane)
 {
-    long_acc a = { 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, need };
+    long_acc a = { bacc{ 0.0, 0.0, 0.0, 0.0 }, 0.0, 0.0, need };
     long_pass(x, n, 0, a, buf, lane);
     if (long_needs_ss(ms, nm, n, allow_std)) {
-        a.mean = a.sum / (double)n;             // bucket_emit's mean, the same bits
+        a.mean = a.acc.sum / (double)n;         // bucket_emit's mean, the same bits
         long_pass(x, n, 1, a, buf, lane);
     }
     if (lane != 0)
         return 0;
-    return bucket_emit(x, bacc{ a.sum, a.x0, a.mn, a.mx }, ss_const{ a.ss }, n, min_pos, ms, nm, s,
-                       p.metric, p.g, p.b, allow_std, allow_other, sink_direct{ rows }, k0);
+    return bucket_emit(x, a.acc, ss_const{ a.ss }, n, min_pos, ms, nm, s, p.metric, p.g, p.b,
+                       allow_std, allow_other, sink_direct{ rows }, k0);
 }
 
 // Long task i by one warp (or the host as its lanes): task_run's parts.

@@ -54,17 +54,23 @@ struct sink_direct {
     }
 };
 
-// The std chain over x(0..n) about `mean` (the CPU's: d = x - mean, ss +=
-// d * d left to right, no FMA).
+// The std chain about `mean` (the CPU's: d = x - mean, ss += d * d left to
+// right, no FMA), carried on from ss over x(j..n).
 template <class X>
-__host__ __device__ double bucket_ss(X x, uint64_t n, double mean)
+__host__ __device__ inline double ss_chain(X x, uint64_t j, uint64_t n, double mean, double ss)
 {
-    double ss = 0.0;
-    for (uint64_t i = 0; i < n; i++) {
-        double d = x(i) - mean;
+    for (; j < n; j++) {
+        double d = x(j) - mean;
         ss = gk_add(ss, gk_mul(d, d));
     }
     return ss;
+}
+
+// The std chain over x(0..n).
+template <class X>
+__host__ __device__ double bucket_ss(X x, uint64_t n, double mean)
+{
+    return ss_chain(x, 0, n, mean, 0.0);
 }
 
 // A bucket's accumulators, as agg_kern_bucket keeps them: sum from 0.0
@@ -72,6 +78,37 @@ __host__ __device__ double bucket_ss(X x, uint64_t n, double mean)
 // comparing x(1), x(2), ... (x(0) when none needs them).
 struct bacc {
     double sum, x0, mn, mx;
+    // Start them at x0 = x(0) (sum: 0.0 + x0, the CPU's first addition).
+    __host__ __device__ void start(double x, unsigned need)
+    {
+        x0 = mn = mx = x;
+        sum = (need & AGG_NEED_SUM) ? gk_add(0.0, x) : 0.0;
+    }
+    // Carry them on over x(j..n), j >= 1.  FUSE: sum and min/max in one
+    // pass when both are needed, else one pass each; every accumulator sees
+    // the same operations in the same order either way (the same bits).
+    template <bool FUSE, class X>
+    __host__ __device__ void eat(X x, uint64_t j, uint64_t n, unsigned need)
+    {
+        if (FUSE && (need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
+            for (; j < n; j++) {
+                double y = x(j);
+                sum = gk_add(sum, y);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+            return;
+        }
+        if (need & AGG_NEED_SUM)
+            for (uint64_t i = j; i < n; i++)
+                sum = gk_add(sum, x(i));
+        if (need & AGG_NEED_MINMAX)
+            for (uint64_t i = j; i < n; i++) {
+                double y = x(i);
+                mn = y < mn ? y : mn;
+                mx = y > mx ? y : mx;
+            }
+    }
 };
 
 // agg_kern_bucket's rows over x(0..n) from its accumulators a, row j written
@@ -126,44 +163,18 @@ struct ss_of {                    // bucket_emit's ss: the chain over x
 };
 
 // agg_kern_bucket over x(0..n), row j written as out.put(k0 + j, ...);
-// returns the count.  FUSE: sum and min/max in one pass over the values
-// (when both are needed) instead of two; each accumulator still sees the
-// CPU's operations in the CPU's order (sum from 0.0 adding x(0), x(1), ...;
-// min/max from x(0) comparing x(1), x(2), ...), so the bits are the same.
+// returns the count.  FUSE: bacc::eat's one pass for sum and min/max.
 template <bool FUSE, class X, class S>
 __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_method_t *ms, int nm,
                                     unsigned need, const double *s, uint32_t metric, int64_t g,
                                     int64_t b, int allow_std, int allow_other, const S &out,
                                     uint64_t k0)
 {
-    double sum = 0.0, x0 = x(0), mn = x0, mx = x0;
-    bool fused = false;
-    if constexpr (FUSE) {
-        if ((need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
-            sum = gk_add(sum, x0);
-            for (uint64_t i = 1; i < n; i++) {
-                double y = x(i);
-                sum = gk_add(sum, y);
-                mn = y < mn ? y : mn;
-                mx = y > mx ? y : mx;
-            }
-            fused = true;
-        }
-    }
-    if (!fused) {
-        if (need & AGG_NEED_SUM)
-            for (uint64_t i = 0; i < n; i++)
-                sum = gk_add(sum, x(i));
-        if (need & AGG_NEED_MINMAX) {
-            for (uint64_t i = 1; i < n; i++) {
-                double y = x(i);
-                mn = y < mn ? y : mn;
-                mx = y > mx ? y : mx;
-            }
-        }
-    }
-    return bucket_emit(x, bacc{ sum, x0, mn, mx }, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric,
-                       g, b, allow_std, allow_other, out, k0);
+    bacc a;
+    a.start(x(0), need);
+    a.template eat<FUSE>(x, 1, n, need);
+    return bucket_emit(x, a, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric, g, b, allow_std,
+                       allow_other, out, k0);
 }
 
 // Rows of task i; point j of the merged windows (absolute index into m_val)
