@@ -2,6 +2,7 @@
  *
  *   bench_gpu [--device D] [--quick] [--cpu-threads T] [--only kernel|pipeline|ref]
  *             [--sort-small N]
+ *   bench_gpu --dump-load FILE [--dump-metrics K]
  *
  * Measured in the same run, on the same GPU:
  *   - ceilings: device-to-device copy GB/s (bytes read + written) and pinned
@@ -28,7 +29,12 @@
  *   - the CPU backend on the same data with T threads (default 16);
  *   - the published reference case: 6,291,456 points, 5 s samples resampled
  *     to 35 s, sum — kernel only and through feed().
- * Prints key=value lines, then the table (markdown). */
+ * Prints key=value lines, then the table (markdown).
+ * --dump-load writes the pipeline's batches, the points of its first K
+ * metrics (default 500) in arrival order, in bench_engine's dump format
+ * (per batch: an int64 count, then {int64 ts, float64 value, int64 metric}
+ * records), and exits: carbonara's side of the comparison
+ * (tools/bench/bench_gpu_carbonara.py), no GPU needed. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +47,12 @@
 
 #define NS 1000000000LL
 #define T0 (1700000000LL * NS)
+/* the pipeline's load: PIPE_BATCHES batches of PIPE_BATCH points over
+ * PIPE_METRICS metrics sampled every PIPE_STEP ns (--quick: fewer) */
+#define PIPE_METRICS 10000u
+#define PIPE_BATCH ((size_t)4000000)
+#define PIPE_BATCHES 12
+#define PIPE_STEP (10 * NS)
 
 static double now_s(void)
 {
@@ -128,6 +140,36 @@ static int make_load(struct load *l, size_t n, int nbatch, uint32_t nmet, int64_
         }
     }
     free(walk);
+    return 0;
+}
+
+/* The first k metrics' points of every batch of l to path (the format
+ * above); 0, or 1 with a message. */
+static int dump_load(const struct load *l, uint32_t k, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    int bad = 0;
+    for (int b = 0; b < l->nbatch && !bad; b++) {
+        int64_t cnt = 0;
+        for (size_t j = 0; j < l->n; j++)
+            cnt += l->mid[b][j] < k;
+        bad |= fwrite(&cnt, sizeof cnt, 1, f) != 1;
+        for (size_t j = 0; j < l->n && !bad; j++) {
+            if (l->mid[b][j] >= k)
+                continue;
+            struct { int64_t ts; double value; int64_t metric; } r = { l->ts[b][j], l->val[b][j],
+                                                                        l->mid[b][j] };
+            bad |= fwrite(&r, sizeof r, 1, f) != 1;
+        }
+    }
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "bench_gpu: writing %s failed\n", path);
+        return 1;
+    }
     return 0;
 }
 
@@ -305,6 +347,8 @@ int main(int argc, char **argv)
     const char *only = NULL;      /* one part only (profiling); the ceilings always run */
     unsigned sort_small = 0;      /* the kernel_sort lines' threshold (values a bucket the
                                      shared-memory sort takes); 0 = auto, at most 4096 */
+    const char *dump_path = NULL;
+    long dump_k = 500;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             dev = atoi(argv[++i]);
@@ -314,14 +358,33 @@ int main(int argc, char **argv)
             cthreads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sort-small") && i + 1 < argc)
             sort_small = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dump-load") && i + 1 < argc)
+            dump_path = argv[++i];
+        else if (!strcmp(argv[i], "--dump-metrics") && i + 1 < argc)
+            dump_k = atol(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
                  !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
             only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
-                    "[--only kernel|pipeline|ref] [--sort-small N]\n");
+                    "[--only kernel|pipeline|ref] [--sort-small N]\n"
+                    "       bench_gpu --dump-load FILE [--dump-metrics K]\n");
             return 2;
         }
+    }
+    if (dump_path) {              /* the pipeline's load (pageable: the same points) */
+        struct load d;
+        if (dump_k < 1 || dump_k > (long)PIPE_METRICS) {
+            fprintf(stderr, "bench_gpu: --dump-metrics is 1..%u\n", PIPE_METRICS);
+            return 2;
+        }
+        if (make_load(&d, PIPE_BATCH, PIPE_BATCHES, PIPE_METRICS, PIPE_STEP, 0, 0)) {
+            fprintf(stderr, "bench_gpu: out of memory\n");
+            return 1;
+        }
+        int drc = dump_load(&d, (uint32_t)dump_k, dump_path);
+        free_load(&d);
+        return drc;
     }
     int do_kernel = !only || !strcmp(only, "kernel"), do_pipe = !only || !strcmp(only, "pipeline"),
         do_ref = !only || !strcmp(only, "ref");
@@ -410,12 +473,12 @@ int main(int argc, char **argv)
     }
 
     /* 2. pipeline, GPU and CPU backends on the same batches */
-    uint32_t nmet = 10000;
-    size_t bn = quick ? 400000 : 4000000;
-    int nb = quick ? 3 : 12;
+    uint32_t nmet = PIPE_METRICS;
+    size_t bn = quick ? 400000 : PIPE_BATCH;
+    int nb = quick ? 3 : PIPE_BATCHES;
     struct load l, lp, ls;        /* pinned; pageable; pinned, shuffled within each batch */
-    if (do_pipe && (make_load(&l, bn, nb, nmet, 10 * NS, 1, 0) || make_load(&lp, bn, nb, nmet, 10 * NS, 0, 0) ||
-                    make_load(&ls, bn, nb, nmet, 10 * NS, 1, 1))) {
+    if (do_pipe && (make_load(&l, bn, nb, nmet, PIPE_STEP, 1, 0) || make_load(&lp, bn, nb, nmet, PIPE_STEP, 0, 0) ||
+                    make_load(&ls, bn, nb, nmet, PIPE_STEP, 1, 1))) {
         fprintf(stderr, "bench_gpu: out of memory\n");
         return 1;
     }
