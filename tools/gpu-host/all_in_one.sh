@@ -4,7 +4,9 @@
 #   test_cuda_backend (GPU vs CPU, both rows kernels), bench_gpu (one
 #   table with its ceilings), bench_engine_gpus over all GPUs present
 #   (1 vs N), then compute-sanitizer memcheck and racecheck on a small
-#   scale of the test.  Needs build-gpu/ from tools/gpu-host/build.sh.
+#   scale of the test.  Needs build-gpu/ from tools/gpu-host/build.sh;
+#   with build-py/ (tools/gpu-host/pybundle.sh) carried too, also
+#   carbonara on the pipeline's points (tools/bench/bench_gpu_carbonara.py).
 # Logs in $OUT (or ./gpu-all-out); a summary is printed last.
 #   tools/gpu-host/all_in_one.sh [test_scale]   (default 0.5)
 set -u
@@ -26,6 +28,12 @@ step() {        # step NAME SECONDS CMD...
 : > "$OUT/summary.txt"
 step test 90 env GA_CUDA_TEST_SCALE=${1:-0.5} build-gpu/test_cuda_backend
 step bench 300 build-gpu/bench_gpu --cpu-threads 16
+# carbonara on the pipeline's points, when build-py/ came along (pybundle.sh)
+if [ -f build-py/py311.tar.xz ] && tar -C /tmp -xJf build-py/py311.tar.xz; then
+    P=/tmp/py311
+    step carbonara 200 env PYTHONHOME=$P PYTHONPATH=$P/dist LD_LIBRARY_PATH=$P/lib \
+        $P/bin/python3.11 tools/bench/bench_gpu_carbonara.py --bench build-gpu/bench_gpu
+fi
 # one engine per process (--only: 1 = one GPU, 2 = all GPUs, 3 = all GPUs
 # with a pageable split, 4 and 5 = 1 and all pipelined); compare the
 # checksums across them.  With 4 or more GPUs also 2 of them (2, 3, 5).
@@ -48,3 +56,4 @@ echo "-- memcheck";   grep -E "ERROR SUMMARY|passed" "$OUT/memcheck.log" | tail 
 echo "-- racecheck";  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed|hazard" "$OUT/racecheck.log" | tail -n 4
 for f in "$OUT"/engine_gpus*.log; do [ -f "$f" ] && { echo "-- $f"; tail -n 14 "$f"; }; done
 echo "-- bench";      cat "$OUT/bench.log"
+[ -f "$OUT/carbonara.log" ] && { echo "-- carbonara"; cat "$OUT/carbonara.log"; }
