@@ -35,23 +35,13 @@ def check(cond, what):
         print("FAIL: %s" % what)
 
 
-def raw_batches(path):
-    out = []
-    with open(path, "rb") as f:
-        while True:
-            c = numpy.fromfile(f, dtype="<i8", count=1)
-            if not len(c):
-                return out
-            out.append(numpy.fromfile(f, dtype=bench_engine.DUMP_DT, count=int(c[0])))
-
-
 def main():
     k = 7
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "load.bin")
         r = subprocess.run([BENCH, "--dump-load", path, "--dump-metrics", str(k)])
         check(r.returncode == 0, "bench_gpu --dump-load exits 0 (no GPU needed)")
-        raw = raw_batches(path)
+        raw = bench_engine.read_dump(path)
         check(len(raw) == 12, "12 batches, got %d" % len(raw))
         check(all(len(b) == k * 400 for b in raw), "400 points a metric a batch")
         check(all(set(b["metric"].tolist()) == set(range(k)) for b in raw), "metrics 0..K-1 only")

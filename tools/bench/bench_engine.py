@@ -74,24 +74,30 @@ def run_engine_once(n, a, methods, threads, dump=None, dump_k=0):
     return dict(f.split("=", 1) for f in out.split())
 
 
-def load_dump(path):
-    """[batch] -> [(metric, ts ns array, values array)], arrival order kept."""
+def read_dump(path):
+    """[batch] -> its records (DUMP_DT), in arrival order."""
     batches = []
     with open(path, "rb") as f:
         while True:
             c = numpy.fromfile(f, dtype="<i8", count=1)
             if not len(c):
-                break
-            recs = numpy.fromfile(f, dtype=DUMP_DT, count=int(c[0]))
-            per = []
-            order = numpy.argsort(recs["metric"], kind="stable")
-            ms, starts = numpy.unique(recs["metric"][order], return_index=True)
-            bounds = list(starts[1:]) + [len(order)]
-            for m, s, e in zip(ms, starts, bounds):
-                idx = order[s:e]
-                per.append((int(m), recs["ts"][idx].astype("datetime64[ns]"),
-                            recs["value"][idx].copy()))
-            batches.append(per)
+                return batches
+            batches.append(numpy.fromfile(f, dtype=DUMP_DT, count=int(c[0])))
+
+
+def load_dump(path):
+    """[batch] -> [(metric, ts ns array, values array)], arrival order kept."""
+    batches = []
+    for recs in read_dump(path):
+        per = []
+        order = numpy.argsort(recs["metric"], kind="stable")
+        ms, starts = numpy.unique(recs["metric"][order], return_index=True)
+        bounds = list(starts[1:]) + [len(order)]
+        for m, s, e in zip(ms, starts, bounds):
+            idx = order[s:e]
+            per.append((int(m), recs["ts"][idx].astype("datetime64[ns]"),
+                        recs["value"][idx].copy()))
+        batches.append(per)
     return batches
 
 
