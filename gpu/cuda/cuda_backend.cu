@@ -218,25 +218,25 @@ static int dres_grow(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
     return 0;
 }
 
-// A growth, counted and timed in cb->x (ga_cuda_feed_stats.allocs, alloc_s).
-// pinned: page-locked host memory (counted apart too).
-#define GROWTH(call, pinned)                                                                       \
-    do {                                                                                           \
-        double g0_ = now_s();                                                                      \
-        int grc_ = (call);                                                                         \
-        double gs_ = now_s() - g0_;                                                                \
-        cb->x.allocs++;                                                                            \
-        cb->x.alloc_s += gs_;                                                                      \
-        cb->x.pinned_allocs += (pinned);                                                           \
-        cb->x.pinned_alloc_s += (pinned) ? gs_ : 0;                                                \
-        return grc_;                                                                               \
-    } while (0)
+// A growth that began at t0 and returned rc, counted and timed in cb->x
+// (ga_cuda_feed_stats.allocs, alloc_s); pinned: page-locked host memory,
+// counted apart too.
+static int grown(cuda_backend *cb, double t0, int pinned, int rc)
+{
+    double s = now_s() - t0;
+    cb->x.allocs++;
+    cb->x.alloc_s += s;
+    cb->x.pinned_allocs += pinned != 0;
+    cb->x.pinned_alloc_s += pinned ? s : 0;
+    return rc;
+}
 
 int dres(cuda_backend *cb, dbuf *b, size_t bytes, int keep)
 {
     if (bytes <= b->cap)
         return 0;
-    GROWTH(dres_grow(cb, b, bytes, keep), 0);
+    double t0 = now_s();
+    return grown(cb, t0, 0, dres_grow(cb, b, bytes, keep));
 }
 
 static int pres_grow(cuda_backend *cb, dbuf *b, size_t bytes)
@@ -263,7 +263,8 @@ int pres(cuda_backend *cb, dbuf *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;
-    GROWTH(pres_grow(cb, b, bytes), 1);
+    double t0 = now_s();
+    return grown(cb, t0, 1, pres_grow(cb, b, bytes));
 }
 
 // Room in the caller's result; its growth (page-locked rows when the engine
@@ -272,7 +273,9 @@ static int out_reserve(cuda_backend *cb, struct ga_result *out, size_t R, size_t
 {
     if (out->naggs + R <= out->cap_aggs && out->nlate + L <= out->cap_late)
         return 0;
-    GROWTH(ga_result_reserve(out, R, L), out->want_pinned && out->naggs + R > out->cap_aggs);
+    int pinned = out->want_pinned && out->naggs + R > out->cap_aggs;   // the rows grow
+    double t0 = now_s();
+    return grown(cb, t0, pinned, ga_result_reserve(out, R, L));
 }
 
 void dfree(cuda_backend *cb, dbuf *b)

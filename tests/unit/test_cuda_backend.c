@@ -605,7 +605,7 @@ static void test_steady_state(void)
             CHECK_INT(c->ops->metric_add(c, m, &p), 0);
         }
         struct ga_result rg[2] = { { .want_pinned = 1 }, { .want_pinned = 1 } }, rc = { 0 };
-        uint64_t grown_late = 0, grown_early = 0;
+        uint64_t grown_late = 0, grown_early = 0, pinned_early = 0;
         int64_t t0 = 1700000000 * SEC;
         for (int k = 0; k < NB; k++) {
             /* PER points a metric, 3 s apart, in time order; a few metrics
@@ -633,10 +633,12 @@ static void test_steady_state(void)
             struct ga_cuda_feed_stats st;
             CHECK_INT(ga_cuda_backend_stats(g, &st), 0);
             *(k < WARM ? &grown_early : &grown_late) += st.allocs;
+            pinned_early += k < WARM ? st.pinned_allocs : 0;
             CHECK(out->naggs > 0);
             compare("steady state", out, &rc);
         }
         CHECK(grown_early > 0);       /* the first feed grows every buffer it uses */
+        CHECK(pinned_early > 0);      /* among them the result's rows, page-locked */
         CHECK_INT(grown_late, 0);
         printf("steady state (%s): %llu buffers grown in the first %d feeds, %llu in the next %d\n",
                async ? "feed_start/feed_wait" : "feed", (unsigned long long)grown_early, WARM,
