@@ -28,9 +28,9 @@
  * the caller while the backends feed batch k); their seconds are the wall
  * clock of the whole loop, from the first start to the last wait.
  * Before the timed loop each engine is fed W warm-up batches (--warmup W;
- * default: enough to span two hours, and one more), so
- * its buffers have grown to the size this workload keeps (the "grown"
- * column of the stage table counts what the timed feeds still grew).
+ * default: enough to span two hours, and one more), so its buffers have
+ * grown to the size this workload keeps (the "grown" column of the stage
+ * table counts what the timed feeds still grew).
  * --only E runs engine E alone (1-based, in the order printed): the engines
  * run one after the other in one process and a later one finds the heap the
  * earlier ones left (memory already faulted in), so for timings that are
