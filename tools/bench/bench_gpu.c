@@ -575,10 +575,12 @@ int main(int argc, char **argv)
                                                "prefetch+start/wait, counts copied",
                                                "prefetch+start/wait, shuffled" };
             printf("pipeline set=%s %s last feed on the GPU (ms): upload+classify=%.3f sort=%.3f "
-                   "merge=%.3f buckets=%.3f rows=%.3f rebuild=%.3f; host: wait for rows=%.3f "
-                   "total=%.3f\n", sets[s].name, how[k], q->gpu_upload_s * 1e3,
-                   q->gpu_sort_s * 1e3, q->gpu_merge_s * 1e3, q->gpu_buckets_s * 1e3,
-                   q->gpu_rows_s * 1e3, q->gpu_rebuild_s * 1e3, q->download_s * 1e3, q->total_s * 1e3);
+                   "merge=%.3f buckets=%.3f rows=%.3f rebuild=%.3f; host: upload=%.3f sort=%.3f "
+                   "merge=%.3f buckets=%.3f rebuild=%.3f wait for rows=%.3f total=%.3f\n",
+                   sets[s].name, how[k], q->gpu_upload_s * 1e3, q->gpu_sort_s * 1e3,
+                   q->gpu_merge_s * 1e3, q->gpu_buckets_s * 1e3, q->gpu_rows_s * 1e3,
+                   q->gpu_rebuild_s * 1e3, q->upload_s * 1e3, q->sort_s * 1e3, q->merge_s * 1e3,
+                   q->buckets_s * 1e3, q->rebuild_s * 1e3, q->download_s * 1e3, q->total_s * 1e3);
         }
         char what[128], goal[32];
         /* bytes that must cross PCIe a point: 20 in, the rows (32 B each) out;
