@@ -74,9 +74,12 @@ BENCH_BIN := $(BENCH_SRC:tools/bench/%.c=$(BUILD)/bench/%)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)/bin/gpuagg-load)
+# CUDA programs of their own for the GPU host (tools/gpu-host/*.cu): built
+# here so that CI compiles them.
+GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
 .PHONY: all run test unit asan tsan install clean deps fuzz bench
-all: $(BINS) $(TEST_BIN) $(BENCH_BIN)
+all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -96,6 +99,9 @@ $(BUILD)/bin/gpuaggctl: $(CTL_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 $(BUILD)/bin/gpuagg-load: $(LOAD_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bench/wait_cost: tools/gpu-host/wait_cost.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -cudart static $< -o $@
 $(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -1,7 +1,7 @@
 /* bench_gpu.c — the CUDA backend's throughput, one table from one run.
  *
  *   bench_gpu [--device D] [--quick] [--cpu-threads T] [--only kernel|pipeline|ref]
- *             [--sort-small N]
+ *             [--sort-small N] [--batch N] [--set basic|median|rate]
  *   bench_gpu --dump-load FILE [--dump-metrics K]
  *
  * Measured in the same run, on the same GPU:
@@ -29,6 +29,10 @@
  *   - the CPU backend on the same data with T threads (default 16);
  *   - the published reference case: 6,291,456 points, 5 s samples resampled
  *     to 35 s, sum — kernel only and through feed().
+ * --set: the pipeline for that method set only (profiling).
+ * --batch N: the pipeline's points a batch (default 4,000,000; the daemon
+ * feeds each ingest batch, often ~100,000, as it comes: a feed's fixed cost
+ * shows there).
  * Prints key=value lines, then the table (markdown).
  * --dump-load writes the pipeline's batches, the points of its first K
  * metrics (default 500) in arrival order, in bench_engine's dump format
@@ -242,8 +246,51 @@ static int run_feed(struct ga_backend *b, const struct load *l, uint32_t nmet,
  * results in turn), so k's upload and kernels overlap k - 1's rows coming
  * back; with pre, batch k + 1 is prefetched before batch k starts, so its
  * upload overlaps k's kernels too.  Counted from batch WARM on, as run_feed. */
+/* Per timed batch of one run_feed_async run: feed_start's host time and
+ * the GPU's stage timeline of that feed (ga_cuda_feed_stats), to tell a
+ * steady feed from one slowed by what runs beside it. */
+struct spread {
+    int n;
+    double start_ms[PIPE_BATCHES], gpu_ms[PIPE_BATCHES];
+    double stage_ms[6];           /* summed over the timed feeds */
+};
+
+static double stages_ms(const struct ga_cuda_feed_stats *q, double out[6])
+{
+    double v[6] = { q->gpu_upload_s, q->gpu_sort_s, q->gpu_merge_s, q->gpu_buckets_s, q->gpu_rows_s,
+                    q->gpu_rebuild_s }, sum = 0;
+    for (int i = 0; i < 6; i++) {
+        out[i] += v[i] * 1e3;
+        sum += v[i] * 1e3;
+    }
+    return sum;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_spread(const char *set, int k, struct spread *sp)
+{
+    if (!sp->n)
+        return;
+    double s[PIPE_BATCHES], g[PIPE_BATCHES];
+    memcpy(s, sp->start_ms, sizeof s);
+    memcpy(g, sp->gpu_ms, sizeof g);
+    qsort(s, (size_t)sp->n, sizeof *s, cmp_d);
+    qsort(g, (size_t)sp->n, sizeof *g, cmp_d);
+    double *m = sp->stage_ms;
+    printf("pipeline set=%s variant=%d timed feeds=%d, ms min/median/max: feed_start %.3f/%.3f/%.3f "
+           "GPU timeline %.3f/%.3f/%.3f; GPU stages, mean: upload+classify=%.3f sort=%.3f merge=%.3f "
+           "buckets=%.3f rows=%.3f rebuild=%.3f\n", set, k, sp->n, s[0], s[sp->n / 2], s[sp->n - 1],
+           g[0], g[sp->n / 2], g[sp->n - 1], m[0] / sp->n, m[1] / sp->n, m[2] / sp->n, m[3] / sp->n,
+           m[4] / sp->n, m[5] / sp->n);
+}
+
 static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, double *sec,
-                          uint64_t *aggs, double host_s[3])
+                          uint64_t *aggs, double host_s[3], struct spread *sp)
 {
     struct ga_result r[2] = { { .want_pinned = 1 }, { .want_pinned = 1 } };
     int rc = 0;
@@ -265,6 +312,12 @@ static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, d
             rc = b->ops->feed_start(b, &q, &r[i % 2]);
         }
         double t2 = now_s();
+        struct ga_cuda_feed_stats q;
+        if (!rc && sp && i >= WARM && i < l->nbatch && sp->n < PIPE_BATCHES &&
+            ga_cuda_backend_stats(b, &q) == 0) {
+            sp->start_ms[sp->n] = (t2 - t1) * 1e3;
+            sp->gpu_ms[sp->n++] = stages_ms(&q, sp->stage_ms);
+        }
         if (!rc && i > 0) {
             rc = b->ops->feed_wait(b);
             if (i - 1 >= WARM)
@@ -349,6 +402,8 @@ int main(int argc, char **argv)
                                      shared-memory sort takes); 0 = auto, at most 4096 */
     const char *dump_path = NULL;
     long dump_k = 500;
+    long batch = 0;               /* --batch: 0 = PIPE_BATCH (--quick: 400,000) */
+    int only_set = -1;            /* --set: 0 basic, 1 median+90pct, 2 rate:mean; -1 all */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             dev = atoi(argv[++i]);
@@ -362,12 +417,20 @@ int main(int argc, char **argv)
             dump_path = argv[++i];
         else if (!strcmp(argv[i], "--dump-metrics") && i + 1 < argc)
             dump_k = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc &&
+                 (only_set = !strcmp(argv[i + 1], "basic") ? 0 : !strcmp(argv[i + 1], "median") ? 1 :
+                              !strcmp(argv[i + 1], "rate") ? 2 : -2) >= 0)
+            i++;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc && (batch = atol(argv[i + 1])) >= 10000 &&
+                 batch <= 64000000)
+            i++;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
                  !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
             only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
                     "[--only kernel|pipeline|ref] [--sort-small N]\n"
+                    "                 [--batch N (10000..64000000)] [--set basic|median|rate]\n"
                     "       bench_gpu --dump-load FILE [--dump-metrics K]\n");
             return 2;
         }
@@ -474,7 +537,7 @@ int main(int argc, char **argv)
 
     /* 2. pipeline, GPU and CPU backends on the same batches */
     uint32_t nmet = PIPE_METRICS;
-    size_t bn = quick ? 400000 : PIPE_BATCH;
+    size_t bn = batch ? (size_t)batch : quick ? 400000 : PIPE_BATCH;
     int nb = quick ? 3 : PIPE_BATCHES;
     struct load l, lp, ls;        /* pinned; pageable; pinned, shuffled within each batch */
     if (do_pipe && (make_load(&l, bn, nb, nmet, PIPE_STEP, 1, 0) || make_load(&lp, bn, nb, nmet, PIPE_STEP, 0, 0) ||
@@ -491,6 +554,8 @@ int main(int argc, char **argv)
     int64_t grans[] = { 60 * NS, 3600 * NS };
     double pts_timed = (double)bn * (nb - WARM);
     for (int s = 0; do_pipe && s < 3; s++) {
+        if (only_set >= 0 && s != only_set)
+            continue;
         struct ga_policy p;
         policy(&p, grans, 2, sets[s].ms, sets[s].nm);
         struct ga_backend *g = NULL, *c = NULL;
@@ -521,17 +586,19 @@ int main(int argc, char **argv)
         uint64_t aa[4] = { 0, 0, 0, 0 };
         struct ga_cuda_feed_stats sta[4];
         double hs[4][3];          /* host seconds in prefetch, feed_start, feed_wait */
+        static struct spread spr[4];  /* the last run of each variant */
         memset(sta, 0, sizeof sta);
         memset(hs, 0, sizeof hs);
         for (int k = 0; k < 4 && !rc; k++) {
             struct ga_cuda_opts co = { .counts = k == 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED };
             for (int r = 0; r < REPS && !rc; r++) {
                 g = NULL;
+                memset(&spr[k], 0, sizeof spr[k]);
                 rc = ga_cuda_backend_open(&g, dev, &co);
                 for (uint32_t m = 0; !rc && m < nmet; m++)
                     rc = g->ops->metric_add(g, m, &p);
                 if (!rc)
-                    rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, &rs[r], &aa[k], hs[k]);
+                    rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, &rs[r], &aa[k], hs[k], &spr[k]);
                 if (!rc)
                     ga_cuda_backend_stats(g, &sta[k]);
                 if (g)
@@ -563,6 +630,7 @@ int main(int argc, char **argv)
             printf("pipeline set=%s variant=%d host ms a batch: prefetch=%.3f feed_start=%.3f "
                    "feed_wait=%.3f\n", sets[s].name, k, hs[k][0] * 1e3 / nb_t, hs[k][1] * 1e3 / nb_t,
                    hs[k][2] * 1e3 / nb_t);
+            print_spread(sets[s].name, k, &spr[k]);
         }
         printf("pipeline set=%s prefetched gpu_async_s=%.4f aggs=%" PRIu64 " prefetch_used=%" PRIu64
                " prefetch_dropped=%" PRIu64 " order_in_time=%" PRIu64 " order_sorted=%" PRIu64
@@ -587,8 +655,8 @@ int main(int argc, char **argv)
          * the two directions run at once, so the larger bounds the rate */
         double out_b = (double)ag * 32.0 / pts_timed, wire_b = out_b > 20 ? out_b : 20;
         double pps = pts_timed / sg;
-        snprintf(what, sizeof what, "pipeline feed(), pinned input: %s, %zuM-pt batches, 10k metrics, 60 s + 1 h",
-                 sets[s].name, bn / 1000000);
+        snprintf(what, sizeof what, "pipeline feed(), pinned input: %s, %gM-pt batches, 10k metrics, 60 s + 1 h",
+                 sets[s].name, (double)bn / 1e6);
         snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); %.1fx CPU", 100.0 * pps * 20 / (kb.h2d_gbps * 1e9),
                  sc / sg);
         add_row(what, pps, b2, "");

@@ -4,7 +4,7 @@
 # CUDA toolkit): only the objects they need, the CUDA runtime linked
 # statically.  Run here (where nvcc and the build deps are), carry
 # build-gpu/ to the GPU host, run tools/gpu-host/all_in_one.sh there.
-#   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus}
+#   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus,wait_cost}
 set -eu
 cd "$(dirname "$0")/../.."
 make -s build/libgpuagg.a build/obj/tests/unit/harness.o build/obj/tests/unit/test_cuda_backend.o \
@@ -24,7 +24,8 @@ mkdir -p build-gpu
 cc -o build-gpu/test_cuda_backend build/obj/tests/unit/test_cuda_backend.o build/obj/tests/unit/harness.o $OBJ $LIBS
 cc -o build-gpu/bench_gpu build/obj/tools/bench/bench_gpu.o $OBJ $LIBS
 cc -o build-gpu/bench_engine_gpus build/obj/tools/bench/bench_engine_gpus.o $OBJ $LIBS
-for b in build-gpu/test_cuda_backend build-gpu/bench_gpu build-gpu/bench_engine_gpus; do
+"$NVCC" -O2 -arch=sm_90 -cudart static -o build-gpu/wait_cost tools/gpu-host/wait_cost.cu
+for b in build-gpu/test_cuda_backend build-gpu/bench_gpu build-gpu/bench_engine_gpus build-gpu/wait_cost; do
     if ldd "$b" | grep -Eq 'libuv|libpq|msgpack|libcudart'; then
         echo "build.sh: $b links a library the GPU host lacks:" >&2
         ldd "$b" >&2
