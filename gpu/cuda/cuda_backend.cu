@@ -361,12 +361,6 @@ struct words_f {
     }
 };
 
-struct word32_f {
-    uint64_t *dst;
-    const uint32_t *src;
-    __host__ __device__ void operator()(size_t) const { *dst = *src; }
-};
-
 struct iota_f {
     uint32_t *p;
     __host__ __device__ void operator()(size_t i) const { p[i] = (uint32_t)i; }
@@ -431,29 +425,28 @@ int rd64x2(cuda_backend *cb, const uint64_t *a, const uint64_t *b, uint64_t *out
     return rc;
 }
 
+// k (<= 8) consecutive counters with one wait.
+int rd_words(cuda_backend *cb, const uint64_t *d, size_t k, uint64_t *out)
+{
+    int rc;
+    if (cb->mapped) {
+        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, k });
+    } else {
+        rc = pump(cb, cb->piece);
+        if (!rc)
+            rc = cp(cb, cb->pin_scalar, d, k * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    }
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    for (size_t i = 0; !rc && i < k; i++)
+        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
+    return rc;
+}
+
 // gk_bucket_sort's one count read (gk_sort_cfg.read64): rd64, pump first.
 int sort_rd64(void *ctx, const uint64_t *d, uint64_t *out)
 {
     return rd64((cuda_backend *)ctx, d, out);
-}
-
-int rd32(cuda_backend *cb, const uint32_t *d, uint64_t *out)
-{
-    int rc;
-    if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, word32_f{ cb->map_scalar, d });
-    } else {
-        rc = pump(cb, cb->piece);
-        if (!rc) {
-            cb->pin_scalar[0] = 0;
-            rc = cp(cb, cb->pin_scalar, d, 4, cudaMemcpyDeviceToHost, cb->x.s);
-        }
-    }
-    if (!rc)
-        rc = sync_stream(cb, cb->x.s);
-    if (!rc)
-        *out = *(volatile uint64_t *)cb->pin_scalar;
-    return rc;
 }
 
 int record(cuda_backend *cb, cudaEvent_t e, cudaStream_t s)
@@ -645,8 +638,11 @@ struct bnd_f {                    // row offset of every chunk boundary task
 
 // The next pool from the merged windows of T touched metrics (m_*, tslot,
 // m_off, m_n set): truncate them, copy the untouched windows.  Writes the
-// other half of the double buffer only; *total gets the new pool size.
-int rebuild(cuda_backend *cb, size_t T, uint64_t *total)
+// other half of the double buffer only.  Sized for at most `most` points,
+// a bound the caller knows without a wait (the pool's pool_n plus the
+// points merged in); the size itself stays on the device, at
+// new_off[nslots] (pool_size reads it).
+int rebuild(cuda_backend *cb, size_t T, uint64_t most)
 {
     size_t S = cb->nslots ? cb->nslots : 1;
     int o = 1 - cb->cur;
@@ -654,6 +650,12 @@ int rebuild(cuda_backend *cb, size_t T, uint64_t *total)
     RES(d_w_n[o], (S + 1) * 8, 0);
     RES(slot_t, S * 4, 0);
     RES(cut, (T + 1) * 8, 0);
+    // Each half sized for the largest bound either has been given: the
+    // halves take turns, and a half sized by its own turns alone would grow
+    // late whenever the windows' peak happened to fall on the other's.
+    cb->pool_peak = std::max(cb->pool_peak, (size_t)(most + 1) * 8);
+    RES(d_pts[o], cb->pool_peak, 0);
+    RES(d_pval[o], cb->pool_peak, 0);
     gk_feed f;
     fill(cb, &f);
     // A kernel, not a device-to-device cudaMemcpyAsync: that one goes to a
@@ -664,16 +666,13 @@ int rebuild(cuda_backend *cb, size_t T, uint64_t *total)
     TRY(zero(cb, f.slot_t, cb->nslots * 4));
     TRY(gk_rebuild_counts(&cb->x, &f, T));
     TRY(gk_scan_u64(&cb->x, f.new_n, (uint64_t *)f.new_off, cb->nslots + 1));
-    TRY(rd64(cb, f.new_off + cb->nslots, total));
-    // Each half sized for the largest pool either has held: the halves
-    // take turns, and a half sized by its own turns alone would grow late
-    // whenever the windows' peak happened to fall on the other's.
-    cb->pool_peak = std::max(cb->pool_peak, (size_t)(*total + 1) * 8);
-    RES(d_pts[o], cb->pool_peak, 0);
-    RES(d_pval[o], cb->pool_peak, 0);
-    fill(cb, &f);
-    TRY(gk_rebuild_copy(&cb->x, &f, *total));
-    return 0;
+    return gk_rebuild_copy(&cb->x, &f, most);
+}
+
+// The size of the pool rebuild() wrote (waits for it).
+int pool_size(cuda_backend *cb, uint64_t *total)
+{
+    return rd64(cb, B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, total);
 }
 
 void commit(cuda_backend *cb, uint64_t total)
@@ -828,8 +827,8 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
     TRY(cp(cb, cb->m_off.p, hdr, 16, cudaMemcpyHostToDevice, cb->x.s));
     TRY(cp(cb, cb->m_n.p, hdr + 1, 16, cudaMemcpyHostToDevice, cb->x.s));
     uint64_t total = 0;
-    TRY(rebuild(cb, 1, &total));
-    TRY(sync_stream(cb, cb->x.s));   // the host copies above are pageable: done before return
+    TRY(rebuild(cb, 1, cb->pool_n + n));
+    TRY(pool_size(cb, &total));      // waits: the host copies above are pageable
     commit(cb, total);
     return 0;
 }
@@ -926,18 +925,27 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetche
     return 0;
 }
 
-// Dedupe the A accepted points in the order in idxb (in_b) or idxa and list
-// the kept ones: *U of them; *disorder: some metric's ts go down in that
-// order (docs/GPU.md, step 3).
-int dedupe_keep(cuda_backend *cb, size_t A, int in_b, uint64_t *U, uint64_t *disorder)
+// The counts a feed reads in one wait once its points are in order: words
+// of `small`, each a u32 count in a zeroed u64 (docs/GPU.md "Counts").
+enum { W_U, W_DISORDER, W_LATE, W_T, NW };
+
+// Over the n points in the order in idxb (in_b) or idxa, the accepted ones
+// first: dedupe them (the last of equal (slot, ts) kept), list the kept
+// ones (keep_idx; their count to W_U), gather them (u_*) and list the
+// touched metrics' first points (seg32; count to W_T); W_DISORDER: some
+// metric's ts go down in that order (docs/GPU.md, step 3).  Nothing read.
+int order_counts(cuda_backend *cb, size_t n, int in_b)
 {
     gk_feed f;
     cb->idx_in_b = in_b;
     fill(cb, &f);
-    TRY(zero(cb, cb->small.p, 16));
-    TRY(gk_dedupe_flags(&cb->x, &f, A, B(small, uint32_t) + 2));
-    TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), B(small, uint32_t), A));
-    return rd64x2(cb, B(small, uint64_t), B(small, uint64_t) + 1, U, disorder);
+    uint32_t *w = B(small, uint32_t);        // u32 view: word k at w[2 * k]
+    TRY(zero(cb, w + 2 * W_U, 8 * 2));        // W_U, W_DISORDER
+    TRY(zero(cb, w + 2 * W_T, 8));
+    TRY(gk_dedupe_flags(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER));
+    TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), w + 2 * W_U, n));
+    TRY(gk_gather_unique(&cb->x, &f, n, w + 2 * W_U));
+    return gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), w + 2 * W_T, n);
 }
 
 int bits_for(uint64_t v)
@@ -989,14 +997,50 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_for(&cb->x, cb->nslots, fill_i64_f{ f.tmin, INT64_MAX }));
     TRY(upload_classify(cb, pts, up));
 
-    // Late points: selected, gathered, and on their way back while the rest runs.
-    uint32_t *d_cnt = B(small, uint32_t);
-    uint64_t L = 0;
-    TRY(gk_select_idx(&cb->x, f.reason, B(late_idx, uint32_t), d_cnt, n));
-    TRY(rd32(cb, d_cnt, &L));
+    // Late points: listed now (their count to W_LATE), gathered and sent
+    // home once the counts are read, after the sort.
+    uint32_t *w = B(small, uint32_t);
+    TRY(zero(cb, w + 2 * W_LATE, 8));
+    TRY(gk_select_idx(&cb->x, f.reason, B(late_idx, uint32_t), w + 2 * W_LATE, n));
     double t1 = now_s();
     TRY(record(cb, cb->ev_mark[1], cb->x.s));
     cb->st.upload_s = t1 - t0;
+
+    // Order by (slot, ts, arrival), rejected points (slot = nslots) last.
+    // Producers mostly send each metric's points in time order; then a stable
+    // sort by slot alone (2 radix passes for 10^4 metrics) gives that order.
+    // The dedupe pass checks it (disorder); only where it does not hold are
+    // the points sorted by ts first (8 passes more), then by slot, as before.
+    // Sized for n (U <= A <= n): the counts are read once, at the end.
+    int sb = bits_for(cb->nslots);
+    uint64_t c[NW];
+    RES(keep, n, 0);
+    RES(keep_idx, n * 4, 0);
+    RES(u_slot, n * 4, 0);
+    RES(u_ts, n * 8, 0);
+    RES(u_val, n * 8, 0);
+    RES(head, n, 0);
+    RES(seg32, n * 4, 0);
+    fill(cb, &f);
+    TRY(gk_slot_keys(&cb->x, &f, B(idxa, uint32_t), B(key32a, uint32_t), n));   // idxa: 0, 1, ...
+    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
+                    B(idxb, uint32_t), n, sb));
+    TRY(order_counts(cb, n, 1));
+    TRY(rd_words(cb, B(small, uint64_t), NW, c));
+    if (c[W_DISORDER]) {
+        TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
+        TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
+                        B(idxb, uint32_t), n, 64));
+        TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
+        TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
+                        B(idxa, uint32_t), n, sb));
+        TRY(order_counts(cb, n, 0));
+        TRY(rd_words(cb, B(small, uint64_t), NW, c));
+        cb->st.order_sorted++;
+    } else {
+        cb->st.order_in_time++;
+    }
+    uint64_t L = c[W_LATE], U = c[W_U], T = c[W_T];
     if (L) {
         TRY(dres(cb, late, L * sizeof(struct ga_late), 0));
         TRY(pres(cb, pin_late, L * sizeof(struct ga_late)));
@@ -1008,44 +1052,8 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
                cb->s_d2h));
     }
     fl->L = L;
-    uint64_t A = n - L;
-    if (!A)
+    if (!U)
         return out_reserve(cb, out, 0, L);      // no rows: fl->bytes 0
-
-    // Order by (slot, ts, arrival), rejected points (slot = nslots) last.
-    // Producers mostly send each metric's points in time order; then a stable
-    // sort by slot alone (2 radix passes for 10^4 metrics) gives that order.
-    // The dedupe pass checks it (disorder); only where it does not hold are
-    // the points sorted by ts first (8 passes more), then by slot, as before.
-    int sb = bits_for(cb->nslots);
-    uint64_t U = 0, T = 0, disorder = 0;
-    RES(keep, A, 0);
-    RES(keep_idx, A * 4, 0);
-    TRY(gk_slot_keys(&cb->x, &f, B(idxa, uint32_t), B(key32a, uint32_t), n));   // idxa: 0, 1, ...
-    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
-                    B(idxb, uint32_t), n, sb));
-    TRY(dedupe_keep(cb, A, 1, &U, &disorder));
-    if (disorder) {
-        TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
-        TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
-                        B(idxb, uint32_t), n, 64));
-        TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
-        TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxb, uint32_t),
-                        B(idxa, uint32_t), n, sb));
-        TRY(dedupe_keep(cb, A, 0, &U, &disorder));
-        cb->st.order_sorted++;
-    } else {
-        cb->st.order_in_time++;
-    }
-    RES(u_slot, U * 4, 0);
-    RES(u_ts, U * 8, 0);
-    RES(u_val, U * 8, 0);
-    RES(head, U, 0);
-    RES(seg32, U * 4, 0);
-    fill(cb, &f);
-    TRY(gk_gather_unique(&cb->x, &f, U));
-    TRY(gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), d_cnt, U));
-    TRY(rd32(cb, d_cnt, &T));
     double t2 = now_s();
     TRY(record(cb, cb->ev_mark[2], cb->x.s));
     cb->st.sort_s = t2 - t1;
@@ -1069,13 +1077,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_merge_lengths(&cb->x, &f, T));
     TRY(gk_scan_u64(&cb->x, f.m_n, (uint64_t *)f.m_off, T + 1));
     TRY(gk_scan_u64(&cb->x, f.old_n, (uint64_t *)f.o_off, T + 1));
-    uint64_t M = 0, O = 0;
-    TRY(rd64x2(cb, f.o_off + T, f.m_off + T, &O, &M));
-    RES(m_ts, (M + 1) * 8, 0);
-    RES(m_val, (M + 1) * 8, 0);
+    // Not read: the touched windows' old points O (o_off[T]) are at most the
+    // pool's pool_n, the merged ones at most O + U.
+    uint64_t O_max = cb->pool_n, M_max = O_max + U;
+    RES(m_ts, (M_max + 1) * 8, 0);
+    RES(m_val, (M_max + 1) * 8, 0);
     RES(ctx, T * D * sizeof(gk_ctx), 0);
     fill(cb, &f);
-    TRY(gk_merge_place(&cb->x, &f, U, T, O));
+    TRY(gk_merge_place(&cb->x, &f, U, T, O_max));
     TRY(gk_contexts(&cb->x, &f, T));
     double t3 = now_s();
     TRY(record(cb, cb->ev_mark[3], cb->x.s));
@@ -1172,9 +1181,9 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(record(cb, cb->ev_mark[5], cb->x.s));
     // The next pool; its count is read before any of this feed's rows is
     // sent (they would hold the count's copy up behind them).
-    TRY(rebuild(cb, T, total_out));
+    TRY(rebuild(cb, T, cb->pool_n + U));
     TRY(record(cb, cb->ev_mark[6], cb->x.s));
-    TRY(sync_stream(cb, cb->x.s));
+    TRY(pool_size(cb, total_out));
     double t5 = now_s();
     // The rows go home in pieces: before each count the next feed reads,
     // or all at once in feed_wait (pump).

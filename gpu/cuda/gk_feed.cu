@@ -85,14 +85,18 @@ struct slot_keys_f {
 // Keep the last received of equal (slot, ts): the sort is stable.
 // Also *disorder = 1 where a metric's next point is older (only possible
 // when the points were sorted by slot alone, arrival order kept: then the
-// feed sorts by ts as well and runs this again).
+// feed sorts by ts as well and runs this again).  Runs over all n sorted
+// points; the accepted ones, A = n - *late, come first (rejected points
+// sort last), the rest are not kept: A stays on the device.
 struct dedupe_f {
     gk_feed f;
-    size_t A;
+    size_t n;
+    const uint32_t *late;
     uint32_t *disorder;
     __host__ __device__ void operator()(size_t j) const
     {
-        uint8_t k = 1;
+        size_t A = n - *late;
+        uint8_t k = j < A;
         if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] < f.ts[f.idx_s[j]])
             *disorder = 1;
         if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] == f.ts[f.idx_s[j]])
@@ -101,10 +105,17 @@ struct dedupe_f {
     }
 };
 
+// Over all n: the first *U are the kept points; head[k] = 0 past them, so
+// that a selection over n finds the touched metrics without U on the host.
 struct unique_f {
     gk_feed f;
+    const uint32_t *U;
     __host__ __device__ void operator()(size_t k) const
     {
+        if (k >= *U) {
+            f.head[k] = 0;
+            return;
+        }
         uint32_t j = f.keep_idx[k];
         uint32_t i = f.idx_s[j];
         f.u_slot[k] = f.key32s[j];
@@ -176,11 +187,14 @@ struct place_new_f {
     }
 };
 
+// Over a bound on O, the old points of the touched windows (o_off[T]).
 struct place_old_f {
     gk_feed f;
     size_t T;
     __host__ __device__ void operator()(size_t i) const
     {
+        if (i >= f.o_off[T])
+            return;
         size_t t = gk_seg_of(f.o_off, T, i);
         uint64_t io = i - f.o_off[t];
         uint32_t s = f.tslot[t];
@@ -364,10 +378,13 @@ struct rebuild_counts_f {
     }
 };
 
+// Over a bound on the new pool's size (new_off[nslots]).
 struct rebuild_copy_f {
     gk_feed f;
     __host__ __device__ void operator()(size_t i) const
     {
+        if (i >= f.new_off[f.nslots])
+            return;
         size_t s = gk_seg_of(f.new_off, f.nslots, i);
         uint64_t j = i - f.new_off[s];
         uint32_t t = f.slot_t[s];
@@ -406,14 +423,14 @@ int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *k
     return gk_for(x, n, slot_keys_f{ *f, idx1, key32 });
 }
 
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A, uint32_t *disorder)
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder)
 {
-    return gk_for(x, A, dedupe_f{ *f, A, disorder });
+    return gk_for(x, n, dedupe_f{ *f, n, late, disorder });
 }
 
-int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U)
+int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *U)
 {
-    return gk_for(x, U, unique_f{ *f });
+    return gk_for(x, n, unique_f{ *f, U });
 }
 
 int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T)
@@ -431,11 +448,11 @@ int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T)
     return gk_for(x, T, mn_f{ *f });
 }
 
-int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O)
+int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O_max)
 {
     int rc = gk_for(x, U, place_new_f{ *f, T });
     if (!rc)
-        rc = gk_for(x, O, place_old_f{ *f, T });
+        rc = gk_for(x, O_max, place_old_f{ *f, T });
     return rc;
 }
 
@@ -461,9 +478,9 @@ int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T)
     return gk_for(x, T, rebuild_counts_f{ *f });
 }
 
-int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total)
+int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total_max)
 {
-    return gk_for(x, total, rebuild_copy_f{ *f });
+    return gk_for(x, total_max, rebuild_copy_f{ *f });
 }
 
 int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k)

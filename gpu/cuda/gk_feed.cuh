@@ -29,11 +29,11 @@ struct gk_feed {
     uint64_t *key64;              // ts, sort key
     uint32_t *idx;                // i, sort value
     int64_t *tmin;                // [S] min ts of points with ts >= 0, finite
-    // accepted, sorted by (slot, ts, arrival) [A]
+    // sorted by (slot, ts, arrival), the A accepted first [n]
     const uint32_t *key32s;       // sorted slots
     const uint32_t *idx_s;        // sorted arrival indices
     uint8_t *keep;
-    // unique [U]
+    // unique [U] (head [n])
     const uint32_t *keep_idx;
     uint32_t *u_slot;
     int64_t *u_ts;
@@ -68,20 +68,24 @@ struct gk_feed {
     double *p2_val;
 };
 
-// Each launcher: 0 or GA_ECUDA.  Sizes are the host's copies of the counts.
+// Each launcher: 0 or GA_ECUDA.  Sizes are the host's copies of the counts,
+// or bounds on them (named *_max, or n) where the count stays on the device
+// and the kernel reads it: one wait for several counts, fewer waits a feed.
 int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1);
 int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L,
                  struct ga_late *out);
 int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n);
-// keep[j] for the A accepted points in (slot, ts, arrival) order: the last
-// of equal (slot, ts).  *disorder = 1 if a slot's ts go down somewhere (the
-// points were not in that order).
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t A, uint32_t *disorder);
-int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t U);
+// keep[j] for the n points in (slot, ts, arrival) order, the A = n - *late
+// accepted first: the last of equal (slot, ts); 0 past A.  *disorder = 1 if
+// a slot's ts go down somewhere (the points were not in that order).
+int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder);
+// u_* and head for the *U kept points (keep_idx); head 0 from *U to n.
+int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *U);
 int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T);
 int gk_merge_counts(gk_exec *x, const gk_feed *f, size_t U, size_t T);
 int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T);
-int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O);
+// O_max: a bound on the touched windows' old points (o_off[T]).
+int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O_max);
 int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
 // flag[q] for q < U * D: item q starts a bucket (its tasks come from it).
 int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
@@ -90,5 +94,6 @@ int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
 // task_off / row_off (their exclusive sums).
 int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write);
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
-int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total);
+// total_max: a bound on the new pool's size (new_off[nslots]).
+int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total_max);
 int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k);
