@@ -122,6 +122,7 @@ struct cuda_backend {
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
+    dbuf s_ts, s_val, fbt;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
         row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
@@ -565,6 +566,9 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->key64 = B(key64a, uint64_t);
     f->idx = B(idxa, uint32_t);
     f->tmin = B(tmin, int64_t);
+    f->fbt = B(fbt, int64_t);
+    f->s_ts = B(s_ts, int64_t);
+    f->s_val = B(s_val, double);
     f->key32s = B(key32b, uint32_t);
     f->idx_s = cb->idx_in_b ? B(idxb, uint32_t) : B(idxa, uint32_t);
     f->keep = B(keep, uint8_t);
@@ -942,6 +946,7 @@ int order_counts(cuda_backend *cb, size_t n, int in_b)
     uint32_t *w = B(small, uint32_t);        // u32 view: word k at w[2 * k]
     TRY(zero(cb, w + 2 * W_U, 8 * 2));        // W_U, W_DISORDER
     TRY(zero(cb, w + 2 * W_T, 8));
+    TRY(gk_gather_sorted(&cb->x, &f, n));
     TRY(gk_dedupe_flags(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER));
     TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), w + 2 * W_U, n));
     TRY(gk_gather_unique(&cb->x, &f, n, w + 2 * W_U));
@@ -991,10 +996,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     RES(key32b, n * 4, 0);
     RES(late_idx, n * 4, 0);
     RES(tmin, S * 8, 0);
+    RES(fbt, S * 8, 0);
+    RES(s_ts, n * 8, 0);
+    RES(s_val, n * 8, 0);
     RES(small, 64, 0);
     gk_feed f;
     fill(cb, &f);
     TRY(gk_for(&cb->x, cb->nslots, fill_i64_f{ f.tmin, INT64_MAX }));
+    TRY(gk_first_blocks(&cb->x, &f));
     TRY(upload_classify(cb, pts, up));
 
     // Late points: listed now (their count to W_LATE), gathered and sent
@@ -1355,7 +1364,8 @@ void cu_close(struct ga_backend *b)
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
-                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small };
+                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
+                    &cb->s_ts, &cb->s_val, &cb->fbt };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -168,6 +168,41 @@ __host__ __device__ static inline size_t gk_seg_of(const uint64_t *off, size_t n
     return lo - 1;
 }
 
+// gk_seg_of (off[0] <= key < off[n]), searched out from a guess g of the
+// answer: where segments of like sizes put it, a probe or two instead of
+// log2(n) dependent loads.
+__host__ __device__ static inline size_t gk_seg_of_near(const uint64_t *off, size_t n, uint64_t key,
+                                                        size_t g)
+{
+    size_t lo, hi, step = 1;      // off[lo] <= key, off[hi] > key (hi == n: off[n] > key)
+    g = g < n ? g : n - 1;
+    if (off[g] <= key) {
+        lo = g;
+        hi = g + 1;
+        while (hi < n && off[hi] <= key) {
+            lo = hi;
+            step *= 2;
+            hi = lo + step < n ? lo + step : n;
+        }
+    } else {
+        hi = g;
+        lo = g - 1;               // g > 0: off[0] <= key
+        while (off[lo] > key) {
+            hi = lo;
+            step *= 2;
+            lo = hi > step ? hi - step : 0;
+        }
+    }
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (off[mid] <= key)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 // Round-to-nearest multiply/add that nvcc may not fuse into an FMA (the CPU
 // reference is built without contraction; an FMA would change the bits).
 __host__ __device__ static inline double gk_mul(double a, double b)

@@ -22,6 +22,21 @@ __host__ __device__ void min_i64(int64_t *p, int64_t v)
 }
 
 // Step 1 and 2 of docs/SEMANTICS.md per point.
+// A window's first block, once a slot rather than once a point.
+struct first_block_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t s) const
+    {
+        uint64_t n = f.w_n[s];
+        int64_t b = INT64_MIN;    // an empty window (or a free slot) takes every point
+        if (n) {
+            const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
+            b = gk_first_block(f.p_ts[f.w_off[s] + n - 1], pol->block, pol->bw);
+        }
+        f.fbt[s] = b;
+    }
+};
+
 struct classify_f {
     gk_feed f;
     size_t i0;
@@ -43,13 +58,8 @@ struct classify_f {
         } else {
             s = li - 1;
             min_i64(&f.tmin[s], t);
-            uint64_t n = f.w_n[s];
-            if (n) {
-                const struct agg_pol *pol = &f.pols[f.slot_pol[s]];
-                int64_t fbt = gk_first_block(f.p_ts[f.w_off[s] + n - 1], pol->block, pol->bw);
-                if (t < fbt)
-                    why = GA_LATE_WINDOW;
-            }
+            if (t < f.fbt[s])
+                why = GA_LATE_WINDOW;
             if (why)
                 s = f.nslots;
         }
@@ -82,6 +92,18 @@ struct slot_keys_f {
     __host__ __device__ void operator()(size_t j) const { key32[j] = f.slot_of[idx1[j]]; }
 };
 
+// The points' ts and values in sorted order: the one scattered read of the
+// ordering (arrival order interleaves the metrics).
+struct sorted_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t j) const
+    {
+        uint32_t i = f.idx_s[j];
+        f.s_ts[j] = f.ts[i];
+        f.s_val[j] = f.val[i];
+    }
+};
+
 // Keep the last received of equal (slot, ts): the sort is stable.
 // Also *disorder = 1 where a metric's next point is older (only possible
 // when the points were sorted by slot alone, arrival order kept: then the
@@ -97,9 +119,9 @@ struct dedupe_f {
     {
         size_t A = n - *late;
         uint8_t k = j < A;
-        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] < f.ts[f.idx_s[j]])
+        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.s_ts[j + 1] < f.s_ts[j])
             *disorder = 1;
-        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.ts[f.idx_s[j + 1]] == f.ts[f.idx_s[j]])
+        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.s_ts[j + 1] == f.s_ts[j])
             k = 0;
         f.keep[j] = k;
     }
@@ -117,10 +139,9 @@ struct unique_f {
             return;
         }
         uint32_t j = f.keep_idx[k];
-        uint32_t i = f.idx_s[j];
         f.u_slot[k] = f.key32s[j];
-        f.u_ts[k] = f.ts[i];
-        f.u_val[k] = f.val[i];
+        f.u_ts[k] = f.s_ts[j];
+        f.u_val[k] = f.s_val[j];
         f.head[k] = k == 0 || f.u_slot[k] != f.key32s[f.keep_idx[k - 1]];
     }
 };
@@ -193,9 +214,10 @@ struct place_old_f {
     size_t T;
     __host__ __device__ void operator()(size_t i) const
     {
-        if (i >= f.o_off[T])
+        uint64_t O = f.o_off[T];
+        if (i >= O)
             return;
-        size_t t = gk_seg_of(f.o_off, T, i);
+        size_t t = gk_seg_of_near(f.o_off, T, i, (size_t)((uint64_t)i * T / O));
         uint64_t io = i - f.o_off[t];
         uint32_t s = f.tslot[t];
         int64_t ts = f.p_ts[f.w_off[s] + io];
@@ -407,6 +429,16 @@ struct reset_f {
 };
 
 } // namespace
+
+int gk_first_blocks(gk_exec *x, const gk_feed *f)
+{
+    return gk_for(x, f->nslots, first_block_f{ *f });
+}
+
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n)
+{
+    return gk_for(x, n, sorted_f{ *f });
+}
 
 int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1)
 {

@@ -29,9 +29,12 @@ struct gk_feed {
     uint64_t *key64;              // ts, sort key
     uint32_t *idx;                // i, sort value
     int64_t *tmin;                // [S] min ts of points with ts >= 0, finite
+    int64_t *fbt;                 // [S] the window's first block ts (older: late); INT64_MIN if empty
     // sorted by (slot, ts, arrival), the A accepted first [n]
     const uint32_t *key32s;       // sorted slots
     const uint32_t *idx_s;        // sorted arrival indices
+    int64_t *s_ts;                // ts and values in that order (one gather; the passes
+    double *s_val;                // after it read them in order)
     uint8_t *keep;
     // unique [U] (head [n])
     const uint32_t *keep_idx;
@@ -71,10 +74,14 @@ struct gk_feed {
 // Each launcher: 0 or GA_ECUDA.  Sizes are the host's copies of the counts,
 // or bounds on them (named *_max, or n) where the count stays on the device
 // and the kernel reads it: one wait for several counts, fewer waits a feed.
+// fbt[s] for every slot, from the current pool (before classifying).
+int gk_first_blocks(gk_exec *x, const gk_feed *f);
 int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1);
 int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L,
                  struct ga_late *out);
 int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n);
+// s_ts / s_val of the n points in (slot, ts, arrival) order (idx_s).
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n);
 // keep[j] for the n points in (slot, ts, arrival) order, the A = n - *late
 // accepted first: the last of equal (slot, ts); 0 past A.  *disorder = 1 if
 // a slot's ts go down somewhere (the points were not in that order).

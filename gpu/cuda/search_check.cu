@@ -1,7 +1,8 @@
 // search_check.cu — ga_cuda_search_check (gpu/cuda.h): the feed's galloping
 // searches (gk.cuh: gk_bucket_end_near, gk_lower_bound_near,
-// gk_lower_bound_up) against the binary searches they stand in for, on
-// random sorted arrays with runs of equal values, from every start.  The
+// gk_lower_bound_up, gk_seg_of_near) against the binary searches they stand
+// in for, on random sorted arrays with runs of equal values (segment
+// offsets with empty segments), from every start (any guess).  The
 // functions are __host__ __device__: the host runs the very code the
 // kernels do, so no GPU is needed.
 #include <stdlib.h>
@@ -50,6 +51,21 @@ extern "C" int ga_cuda_search_check(uint64_t seed, int arrays, uint64_t *checked
             at += (size_t)(next(&s) % (n - at + 1));
             *differ += gk_lower_bound_near(p, at, key) != gk_lower_bound(p, 0, at, key);
             *checked += 3;
+        }
+        // gk_seg_of_near: offsets off[0] = 0 <= ... <= off[m] (empty
+        // segments where equal), a key in [0, off[m]), any guess
+        size_t m = 1 + (size_t)(next(&s) % 200);
+        std::vector<uint64_t> off(m + 1);
+        off[0] = 0;
+        for (size_t i = 1; i <= m; i++)
+            off[i] = off[i - 1] + (next(&s) % 3 == 0 ? 0 : next(&s) % (uint64_t)(1 + 8 * step));
+        if (off[m] == 0)
+            off[m] = 1;
+        for (int q = 0; q < 40; q++) {
+            uint64_t key = next(&s) % off[m];
+            size_t g = q & 1 ? (size_t)(key * m / off[m]) : (size_t)(next(&s) % (m + 2));
+            *differ += gk_seg_of_near(off.data(), m, key, g) != gk_seg_of(off.data(), m, key);
+            *checked += 1;
         }
     }
     return 0;

@@ -756,7 +756,7 @@ static void test_searches(void)
         return;
     }
     CHECK_INT(rc, 0);
-    CHECK(checked == 2000 * 120);
+    CHECK(checked == 2000 * 160);
     CHECK_INT(differ, 0);
     printf("galloping searches: %llu answers, %llu differ from binary search\n",
            (unsigned long long)checked, (unsigned long long)differ);
