@@ -3,11 +3,11 @@
 
 The GPU benchmark compares the pipeline with carbonara on the same points
 (tools/bench/bench_gpu_carbonara.py, docs/PERFORMANCE.md); this checks the
-chain without a GPU: `bench_gpu --dump-load` writes 12 batches of K metrics'
+chain without a GPU: `bench_gpu --dump-load` writes 20 batches of K metrics'
 points (400 a metric a batch, metrics interleaved, each metric's points
 10 s apart with jitter, in time order across batches, values a random walk)
 in bench_engine's dump format, and the carbonara driver times exactly the
-batches after the first 2, for each method set.
+batches after the first 10, for each method set.
     carbonara_dump: N passed, N failed
 """
 import os
@@ -42,7 +42,7 @@ def main():
         r = subprocess.run([BENCH, "--dump-load", path, "--dump-metrics", str(k)])
         check(r.returncode == 0, "bench_gpu --dump-load exits 0 (no GPU needed)")
         raw = bench_engine.read_dump(path)
-        check(len(raw) == 12, "12 batches, got %d" % len(raw))
+        check(len(raw) == 20, "20 batches, got %d" % len(raw))
         check(all(len(b) == k * 400 for b in raw), "400 points a metric a batch")
         check(all(set(b["metric"].tolist()) == set(range(k)) for b in raw), "metrics 0..K-1 only")
         check(all((b["metric"] == numpy.tile(numpy.arange(k), 400)).all() for b in raw),
@@ -65,7 +65,7 @@ def main():
         kv = [dict(f.split("=", 1) for f in l.split()[1:]) for l in out.stdout.splitlines()
               if l.startswith("carbonara set=")]
         check([d["set"] for d in kv] == ["basic", "median+90pct", "rate:mean"], "the three sets")
-        check(all(int(d["points"]) == 3 * 400 * 10 for d in kv), "the 10 batches after 2 timed")
+        check(all(int(d["points"]) == 3 * 400 * 10 for d in kv), "the 10 batches after 10 timed")
         check(all(float(d["points_per_s"]) > 0 for d in kv), "a rate for each")
     print("carbonara_dump: %d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1

@@ -55,7 +55,7 @@
  * PIPE_METRICS metrics sampled every PIPE_STEP ns (--quick: fewer) */
 #define PIPE_METRICS 10000u
 #define PIPE_BATCH ((size_t)4000000)
-#define PIPE_BATCHES 12
+#define PIPE_BATCHES 20
 #define PIPE_STEP (10 * NS)
 
 static double now_s(void)
@@ -208,8 +208,12 @@ static double median3(const double *v)
 }
 
 /* Batches not counted: they grow the buffers (those of both of a backend's
- * in-flight slots, for the pipelined run). */
-#define WARM 2
+ * in-flight slots, for the pipelined run) until the steady state.  A batch
+ * is 4,000 s of each metric's points, so where it ends in the hour (and the
+ * size of the 1 h windows left) comes round every 9 batches: the largest
+ * pool, and the last growth, come in the first 9 (the spread line's
+ * "growth" shows none after). */
+#define WARM 10
 
 /* Feed every batch; seconds of the batches after the first WARM, summed. */
 static int run_feed(struct ga_backend *b, const struct load *l, uint32_t nmet,
@@ -253,6 +257,9 @@ struct spread {
     int n;
     double start_ms[PIPE_BATCHES], gpu_ms[PIPE_BATCHES];
     double stage_ms[6];           /* summed over the timed feeds */
+    double slow_ms[6], slow_g;    /* the stages of the feed with the longest GPU timeline */
+    uint64_t allocs, pinned_allocs;   /* buffer growth over the timed feeds */
+    double alloc_s;
 };
 
 static double stages_ms(const struct ga_cuda_feed_stats *q, double out[6])
@@ -281,12 +288,14 @@ static void print_spread(const char *set, int k, struct spread *sp)
     memcpy(g, sp->gpu_ms, sizeof g);
     qsort(s, (size_t)sp->n, sizeof *s, cmp_d);
     qsort(g, (size_t)sp->n, sizeof *g, cmp_d);
-    double *m = sp->stage_ms;
+    double *m = sp->stage_ms, *w = sp->slow_ms;
     printf("pipeline set=%s variant=%d timed feeds=%d, ms min/median/max: feed_start %.3f/%.3f/%.3f "
            "GPU timeline %.3f/%.3f/%.3f; GPU stages, mean: upload+classify=%.3f sort=%.3f merge=%.3f "
-           "buckets=%.3f rows=%.3f rebuild=%.3f\n", set, k, sp->n, s[0], s[sp->n / 2], s[sp->n - 1],
-           g[0], g[sp->n / 2], g[sp->n - 1], m[0] / sp->n, m[1] / sp->n, m[2] / sp->n, m[3] / sp->n,
-           m[4] / sp->n, m[5] / sp->n);
+           "buckets=%.3f rows=%.3f rebuild=%.3f; slowest: %.3f/%.3f/%.3f/%.3f/%.3f/%.3f; growth: %" PRIu64
+           " buffers (%" PRIu64 " page-locked) %.3f ms\n", set, k, sp->n, s[0], s[sp->n / 2],
+           s[sp->n - 1], g[0], g[sp->n / 2], g[sp->n - 1], m[0] / sp->n, m[1] / sp->n, m[2] / sp->n,
+           m[3] / sp->n, m[4] / sp->n, m[5] / sp->n, w[0], w[1], w[2], w[3], w[4], w[5], sp->allocs,
+           sp->pinned_allocs, sp->alloc_s * 1e3);
 }
 
 static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, double *sec,
@@ -315,8 +324,18 @@ static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, d
         struct ga_cuda_feed_stats q;
         if (!rc && sp && i >= WARM && i < l->nbatch && sp->n < PIPE_BATCHES &&
             ga_cuda_backend_stats(b, &q) == 0) {
+            double one[6] = { 0 }, g = stages_ms(&q, one);
+            for (int k = 0; k < 6; k++)
+                sp->stage_ms[k] += one[k];
+            if (g > sp->slow_g) {
+                sp->slow_g = g;
+                memcpy(sp->slow_ms, one, sizeof one);
+            }
+            sp->allocs += q.allocs;
+            sp->pinned_allocs += q.pinned_allocs;
+            sp->alloc_s += q.alloc_s;
             sp->start_ms[sp->n] = (t2 - t1) * 1e3;
-            sp->gpu_ms[sp->n++] = stages_ms(&q, sp->stage_ms);
+            sp->gpu_ms[sp->n++] = g;
         }
         if (!rc && i > 0) {
             rc = b->ops->feed_wait(b);
@@ -538,7 +557,7 @@ int main(int argc, char **argv)
     /* 2. pipeline, GPU and CPU backends on the same batches */
     uint32_t nmet = PIPE_METRICS;
     size_t bn = batch ? (size_t)batch : quick ? 400000 : PIPE_BATCH;
-    int nb = quick ? 3 : PIPE_BATCHES;
+    int nb = quick ? WARM + 1 : PIPE_BATCHES;
     struct load l, lp, ls;        /* pinned; pageable; pinned, shuffled within each batch */
     if (do_pipe && (make_load(&l, bn, nb, nmet, PIPE_STEP, 1, 0) || make_load(&lp, bn, nb, nmet, PIPE_STEP, 0, 0) ||
                     make_load(&ls, bn, nb, nmet, PIPE_STEP, 1, 1))) {

@@ -7,14 +7,14 @@ same batches; this is its third column, carbonara on the same points:
     /usr/bin/python3 tools/bench/bench_gpu_carbonara.py [--bench build/bench/bench_gpu]
         [--metrics K] [--repeat 2]
 
-bench_gpu --dump-load writes the pipeline's 12 batches of 4 M points (10,000
+bench_gpu --dump-load writes the pipeline's 20 batches of 4 M points (10,000
 metrics, a point every 10 s, 400 a metric a batch), the points of the first
-K metrics (default 500: 2.4 M points).  Carbonara then runs what metricd's
+K metrics (default 500: 4 M points).  Carbonara then runs what metricd's
 add_measures_to_metrics computes for each metric of each batch
 (bench_engine.py's run_carbonara: numpy.sort, BoundTimeSerie.set_values,
 group_serie + AggregatedTimeSerie per granularity and method; no storage
 I/O, so an upper bound on metricd's speed), for each of bench_gpu's method
-sets at 60 s and 1 h, back window 0 (1 with rate:).  The first 2 batches
+sets at 60 s and 1 h, back window 0 (1 with rate:).  The first 10 batches
 run untimed, as bench_gpu's.  Figures: points per CPU-second, one Python
 process, best of --repeat.  Its cost a point does not depend on how many
 other metrics there are, so K metrics stand for the 10,000.
@@ -34,7 +34,7 @@ SETS = [
     ("median+90pct", ["median", "90pct"]),
     ("rate:mean", ["rate:mean"]),
 ]
-WARM = 2                               # bench_gpu's untimed batches
+WARM = 10                              # bench_gpu's untimed batches
 
 
 def main():
