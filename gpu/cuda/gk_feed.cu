@@ -405,9 +405,10 @@ struct rebuild_copy_f {
     gk_feed f;
     __host__ __device__ void operator()(size_t i) const
     {
-        if (i >= f.new_off[f.nslots])
+        uint64_t total = f.new_off[f.nslots];
+        if (i >= total)
             return;
-        size_t s = gk_seg_of(f.new_off, f.nslots, i);
+        size_t s = gk_seg_of_near(f.new_off, f.nslots, i, (size_t)((uint64_t)i * f.nslots / total));
         uint64_t j = i - f.new_off[s];
         uint32_t t = f.slot_t[s];
         if (t) {

@@ -31,17 +31,19 @@ namespace {
 //    other value of the chunk — rank = values below it + equal values before
 //    it, so equal values keep their order (-0.0 and +0.0 compare equal: CUB's
 //    radix order) — and stored at that rank: the chunks are now sorted;
-//  * merge (only when a part has more than SS_CHUNK values): each value adds
-//    to its rank in its chunk, for every other chunk of its part, how many
-//    values of that chunk come before it (binary search: <= for earlier
-//    chunks, < for later ones, which keeps the order of equal values), and
-//    is stored at the sum;
+//  * merge (only when a part has more than SS_CHUNK values): sorted runs
+//    merged pairwise, level by level (runs of 32, then 64, ... until one run
+//    holds the block's longest part), between tmp and vals: each value's
+//    place is its index in its run plus how many values of the sibling run
+//    come before it (binary search: <= for an earlier sibling, < for a
+//    later one, which keeps the order of equal values);
 //  * out: the round's sorted values to global memory, consecutive threads at
 //    consecutive addresses.
 //
-// Rank is O(n) a value up to SS_CHUNK and the merge O(n / SS_CHUNK * log
-// SS_CHUNK), so a 30-value part costs 30 compares a value and a 360-value
-// part about 32 + 11 * 5.  Positions whose part is long (CUB sorts it), in
+// Rank is O(n) a value up to SS_CHUNK and the merge O(log^2 n), so a
+// 30-value part costs 30 compares a value and a 360-value part 32 + 5 + 6
+// + 7 + 8 (its rank, then four levels; merging each chunk with all the
+// others, the way before, took 32 + 11 * 5 divergent loads).  Positions whose part is long (CUB sorts it), in
 // another round, or another block's are left alone.
 //
 // Like the tiled rows kernel, it is written as phases between block
@@ -63,6 +65,7 @@ struct ss_fix {
     unsigned long long w[2];      // start of round r in w[r & 1]; ~0: no more
     unsigned long long end;       // end of the block's last small part
     unsigned long long nlong;     // small parts longer than SS_CHUNK (merge runs)
+    unsigned long long maxn;      // the longest small part
 };
 #define SS_FIX ((unsigned)((sizeof(ss_fix) + 15) & ~(size_t)15))
 
@@ -97,7 +100,7 @@ struct ss_blk {
     double *vals, *tmp;           // [wcap] each
     uint16_t *own;                // [wcap]: the position's part (thread), or SS_NONE
     // Block-uniform, set by ss_drive from shared values read after a barrier.
-    int r, merge;
+    int r, nlev, lev;             // round; merge levels (0: none), the one running
     uint64_t w, ext;              // the round's first position and its stretch
 
     __host__ __device__ void setup(const ss_args &args, size_t blk, unsigned char *dsm, ss_fix *hfx,
@@ -117,7 +120,7 @@ struct ss_blk {
             tmp = htmp;
             own = hown;
         }
-        r = merge = 0;
+        r = nlev = lev = 0;
         w = ext = 0;
     }
 
@@ -152,6 +155,7 @@ struct ss_blk {
                 fx->w[0] = ~0ULL;
                 fx->end = 0;
                 fx->nlong = 0;
+                fx->maxn = 0;
             }
             break;
         case S_PART: {            // thread tid's part: small or not, where, from where
@@ -168,6 +172,8 @@ struct ss_blk {
                     fx->src[tid] = lo;
                     n = (unsigned)len | ((p & 1) ? SS_RATE : 0u);
                     rd = red3{ st, st + len, len > SS_CHUNK };
+                    if (len > SS_CHUNK)
+                        sh_max(&fx->maxn, len);
                 }
             }
             fx->st[tid] = st;
@@ -245,44 +251,45 @@ struct ss_blk {
             }
             break;
         }
-        case S_MERGE: {           // the sorted chunks of each part merged into vals
+        case S_MERGE: {           // level lev: runs of SS_CHUNK << lev merged in pairs
+            const double *src = lev & 1 ? vals : tmp;
+            double *dst = lev & 1 ? tmp : vals;
+            unsigned R = (unsigned)SS_CHUNK << lev;
             for (unsigned q = (unsigned)tid; q < ext; q += SS_T) {
                 unsigned o = own[q];
                 if (o == SS_NONE)
                     continue;
-                unsigned pa, pn, c0, c1;
-                chunk(o, q, &pa, &pn, &c0, &c1);
-                double x = tmp[q];
-                unsigned rank = q - c0;
-                for (unsigned d0 = pa; d0 < pa + pn; d0 += SS_CHUNK) {
-                    if (d0 == c0)
-                        continue;
-                    unsigned lo = d0, hi = d0 + SS_CHUNK < pa + pn ? d0 + SS_CHUNK : pa + pn;
-                    if (d0 < c0) {    // earlier chunk: its values <= x come first
+                unsigned pa = (unsigned)(fx->st[o] - w), pn = fx->n[o] & ~SS_RATE;
+                unsigned i = q - pa, run = i / R, r0 = run * R, s0 = (run ^ 1u) * R;
+                double x = src[q];
+                unsigned rank = i - r0;
+                if (s0 < pn) {    // the sibling run: [s0, s1) of the part
+                    unsigned s1 = s0 + R < pn ? s0 + R : pn, lo = pa + s0, hi = pa + s1;
+                    if (s0 < r0) {    // earlier: its values <= x come first
                         while (lo < hi) {
                             unsigned mid = (lo + hi) >> 1;
-                            if (tmp[mid] <= x)
+                            if (src[mid] <= x)
                                 lo = mid + 1;
                             else
                                 hi = mid;
                         }
-                    } else {          // later chunk: its values < x
+                    } else {          // later: its values < x
                         while (lo < hi) {
                             unsigned mid = (lo + hi) >> 1;
-                            if (tmp[mid] < x)
+                            if (src[mid] < x)
                                 lo = mid + 1;
                             else
                                 hi = mid;
                         }
                     }
-                    rank += lo - d0;
+                    rank += lo - (pa + s0);
                 }
-                vals[pa + rank] = x;
+                dst[pa + (r0 < s0 ? r0 : s0) + rank] = x;
             }
             break;
         }
         case S_OUT: {             // the round's sorted values out, coalesced
-            const double *src = merge ? vals : tmp;
+            const double *src = nlev & 1 ? vals : tmp;
             double *dst = a.sorted + base + w;
             for (unsigned q = (unsigned)tid; q < ext; q += SS_T)
                 if (own[q] != SS_NONE)
@@ -323,7 +330,9 @@ __host__ __device__ void ss_drive(E &e, ss_blk &B)
     e.step(S_INIT);
     e.step(S_PART);
     uint64_t end = fx->end;
-    B.merge = fx->nlong != 0;
+    B.nlev = 0;                   // levels until one run holds the longest part
+    while (fx->nlong && ((uint64_t)SS_CHUNK << B.nlev) < fx->maxn)
+        B.nlev++;
     for (int r = 0;; r++) {
         uint64_t w = fx->w[r & 1];
         if (w == ~0ULL)
@@ -333,7 +342,7 @@ __host__ __device__ void ss_drive(E &e, ss_blk &B)
         B.ext = end - w < B.a.wcap ? end - w : B.a.wcap;
         e.step(S_LOAD);
         e.step(S_RANK);
-        if (B.merge)
+        for (B.lev = 0; B.lev < B.nlev; B.lev++)
             e.step(S_MERGE);
         e.step(S_OUT);
     }
