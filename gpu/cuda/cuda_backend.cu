@@ -78,11 +78,12 @@ struct cuda_backend {
     struct ga_backend base;
     int dev, emu;
     gk_exec x;                    // x.s is s_comp
+    gk_exec xr;                   // the next pool's rebuild, beside the bucket kernels
     gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
     gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
     cudaStream_t s_h2d, s_d2h;
-    cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2];
+    cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2], ev_merged, ev_rebuilt;
     cudaEvent_t ev_mark[NMARKS];  // stage boundaries on the compute stream (timed)
     size_t chunk;
     int ring;
@@ -303,7 +304,7 @@ int cp(cuda_backend *cb, void *dst, const void *src, size_t bytes, cudaMemcpyKin
     return 0;
 }
 
-int zero(cuda_backend *cb, void *p, size_t bytes)
+int zero_on(cuda_backend *cb, cudaStream_t s, void *p, size_t bytes)
 {
     if (!bytes)
         return 0;
@@ -311,8 +312,13 @@ int zero(cuda_backend *cb, void *p, size_t bytes)
         memset(p, 0, bytes);
         return 0;
     }
-    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, cb->x.s));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s));
     return 0;
+}
+
+int zero(cuda_backend *cb, void *p, size_t bytes)
+{
+    return zero_on(cb, cb->x.s, p, bytes);
 }
 
 int sync_stream(cuda_backend *cb, cudaStream_t s)
@@ -645,8 +651,9 @@ struct bnd_f {                    // row offset of every chunk boundary task
 // other half of the double buffer only.  Sized for at most `most` points,
 // a bound the caller knows without a wait (the pool's pool_n plus the
 // points merged in); the size itself stays on the device, at
-// new_off[nslots] (pool_size reads it).
-int rebuild(cuda_backend *cb, size_t T, uint64_t most)
+// new_off[nslots] (pool_size reads it).  On x's stream: a feed runs it on
+// xr's, beside its bucket stage (it only reads the merged windows).
+int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
 {
     size_t S = cb->nslots ? cb->nslots : 1;
     int o = 1 - cb->cur;
@@ -665,12 +672,12 @@ int rebuild(cuda_backend *cb, size_t T, uint64_t most)
     // A kernel, not a device-to-device cudaMemcpyAsync: that one goes to a
     // copy engine and waits behind the rows of the feed before on their way
     // home (it held the rebuild up by ~0.9 ms a basic feed on an H100).
-    TRY(gk_for(&cb->x, cb->nslots, copy_u64_f{ f.new_n, f.w_n }));
-    TRY(zero(cb, f.new_n + cb->nslots, 8));
-    TRY(zero(cb, f.slot_t, cb->nslots * 4));
-    TRY(gk_rebuild_counts(&cb->x, &f, T));
-    TRY(gk_scan_u64(&cb->x, f.new_n, (uint64_t *)f.new_off, cb->nslots + 1));
-    return gk_rebuild_copy(&cb->x, &f, most);
+    TRY(gk_for(x, cb->nslots, copy_u64_f{ f.new_n, f.w_n }));
+    TRY(zero_on(cb, x->s, f.new_n + cb->nslots, 8));
+    TRY(zero_on(cb, x->s, f.slot_t, cb->nslots * 4));
+    TRY(gk_rebuild_counts(x, &f, T));
+    TRY(gk_scan_u64(x, f.new_n, (uint64_t *)f.new_off, cb->nslots + 1));
+    return gk_rebuild_copy(x, &f, most);
 }
 
 // The size of the pool rebuild() wrote (waits for it).
@@ -831,7 +838,7 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
     TRY(cp(cb, cb->m_off.p, hdr, 16, cudaMemcpyHostToDevice, cb->x.s));
     TRY(cp(cb, cb->m_n.p, hdr + 1, 16, cudaMemcpyHostToDevice, cb->x.s));
     uint64_t total = 0;
-    TRY(rebuild(cb, 1, cb->pool_n + n));
+    TRY(rebuild(cb, &cb->x, 1, cb->pool_n + n));
     TRY(pool_size(cb, &total));      // waits: the host copies above are pageable
     commit(cb, total);
     return 0;
@@ -1099,6 +1106,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(record(cb, cb->ev_mark[3], cb->x.s));
     cb->st.merge_s = t3 - t2;
 
+    // The next pool needs only the merged windows: built on its own stream
+    // while the bucket kernels run (and the host waits for their counts),
+    // waited for before the pool's size is read.
+    TRY(record(cb, cb->ev_merged, cb->x.s));
+    TRY(wait_ev(cb, cb->xr.s, cb->ev_merged));
+    TRY(rebuild(cb, &cb->xr, T, cb->pool_n + U));
+    TRY(record(cb, cb->ev_rebuilt, cb->xr.s));
+
     // Bucket tasks: the items (new point, granularity) that start a bucket,
     // listed; their tasks and rows counted, scanned, written.
     size_t UD = U * D;
@@ -1188,9 +1203,9 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(sorted, double),
                          drows, llist));
     TRY(record(cb, cb->ev_mark[5], cb->x.s));
-    // The next pool; its count is read before any of this feed's rows is
-    // sent (they would hold the count's copy up behind them).
-    TRY(rebuild(cb, T, cb->pool_n + U));
+    // The next pool's size is read before any of this feed's rows is sent
+    // (they would hold the count's copy up behind them).
+    TRY(wait_ev(cb, cb->x.s, cb->ev_rebuilt));
     TRY(record(cb, cb->ev_mark[6], cb->x.s));
     TRY(pool_size(cb, total_out));
     double t5 = now_s();
@@ -1222,6 +1237,7 @@ void drain(cuda_backend *cb)
     if (!cb->emu) {
         cudaStreamSynchronize(cb->s_h2d);
         cudaStreamSynchronize(cb->s_d2h);
+        cudaStreamSynchronize(cb->xr.s);
         cudaStreamSynchronize(cb->x.s);
     }
 }
@@ -1295,12 +1311,12 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
         (void)pump(cb, SIZE_MAX);
     cb->st.points = pts->n;
     cb->st.pool_points = cb->pool_n;
-    cb->st.allocs = cb->x.allocs;
-    cb->st.alloc_s = cb->x.alloc_s;
+    cb->st.allocs = cb->x.allocs + cb->xr.allocs;          // xr: the rebuild's scan storage
+    cb->st.alloc_s = cb->x.alloc_s + cb->xr.alloc_s;
     cb->st.pinned_allocs = cb->x.pinned_allocs;
     cb->st.pinned_alloc_s = cb->x.pinned_alloc_s;
-    cb->x.allocs = cb->x.pinned_allocs = 0;
-    cb->x.alloc_s = cb->x.pinned_alloc_s = 0;
+    cb->x.allocs = cb->x.pinned_allocs = cb->xr.allocs = 0;
+    cb->x.alloc_s = cb->x.pinned_alloc_s = cb->xr.alloc_s = 0;
     return 0;
 }
 
@@ -1380,6 +1396,8 @@ void cu_close(struct ga_backend *b)
     } else {
         if (cb->x.tmp)
             cudaFree(cb->x.tmp);
+        if (cb->xr.tmp)
+            cudaFree(cb->xr.tmp);
         for (int i = 0; i < RING_MAX; i++) {
             if (cb->pin_in[i])
                 cudaFreeHost(cb->pin_in[i]);
@@ -1388,6 +1406,10 @@ void cu_close(struct ga_backend *b)
         }
         if (cb->ev_late)
             cudaEventDestroy(cb->ev_late);
+        if (cb->ev_merged)
+            cudaEventDestroy(cb->ev_merged);
+        if (cb->ev_rebuilt)
+            cudaEventDestroy(cb->ev_rebuilt);
         for (int i = 0; i < NMARKS; i++)
             if (cb->ev_mark[i])
                 cudaEventDestroy(cb->ev_mark[i]);
@@ -1407,6 +1429,8 @@ void cu_close(struct ga_backend *b)
             cudaFreeHost(cb->pin_hb);
         if (cb->x.s)
             cudaStreamDestroy(cb->x.s);
+        if (cb->xr.s)
+            cudaStreamDestroy(cb->xr.s);
         if (cb->s_h2d)
             cudaStreamDestroy(cb->s_h2d);
         if (cb->s_d2h)
@@ -1453,6 +1477,7 @@ int setup_gpu(cuda_backend *cb)
     CUDA_CHECK(cudaSetDevice(cb->dev));
     sync_mode(cb->dev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->x.s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&cb->xr.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_h2d, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_d2h, cudaStreamNonBlocking));
     for (int i = 0; i < cb->ring; i++) {
@@ -1460,6 +1485,8 @@ int setup_gpu(cuda_backend *cb)
         CUDA_CHECK(cudaHostAlloc(&cb->pin_in[i], cb->chunk * 20, cudaHostAllocDefault));
     }
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_late, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_merged, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_rebuilt, cudaEventDisableTiming));
     for (int i = 0; i < 2; i++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_done[i], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_pre[i], cudaEventDisableTiming));
@@ -1523,7 +1550,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->base.ops = &cuda_ops;
     cb->dev = device;
     cb->emu = o->emulate != 0;
-    cb->x.emu = cb->emu;
+    cb->x.emu = cb->xr.emu = cb->emu;
     cb->rows_cfg.legacy = rows_kernel == GA_CUDA_ROWS_LEGACY;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
