@@ -123,7 +123,7 @@ struct cuda_backend {
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
-    dbuf s_ts, s_val, fbt;
+    dbuf s_ts, s_val, fbt, task_stage;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
         row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
@@ -603,6 +603,7 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->task_off = B(task_off, uint64_t);
     f->row_off = B(row_off, uint64_t);
     f->tasks = B(tasks, gk_task);
+    f->stage = B(task_stage, gk_task);
     f->cut = B(cut, uint64_t);
     f->new_n = B(d_w_n[o], uint64_t);
     f->slot_t = B(slot_t, uint32_t);
@@ -1128,6 +1129,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     RES(cnt_row, (H + 1) * 8, 0);
     RES(task_off, (H + 1) * 8, 0);
     RES(row_off, (H + 1) * 8, 0);
+    RES(task_stage, (2 * H + 1) * sizeof(gk_task), 0);
     fill(cb, &f);
     const uint64_t *hq = B(task_hq, uint64_t);
     TRY(gk_tasks(&cb->x, &f, U, hq, H, 0));
@@ -1381,7 +1383,7 @@ void cu_close(struct ga_backend *b)
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
-                    &cb->s_ts, &cb->s_val, &cb->fbt };
+                    &cb->s_ts, &cb->s_val, &cb->fbt, &cb->task_stage };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

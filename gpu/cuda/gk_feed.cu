@@ -348,6 +348,15 @@ struct tasks_f {
     int write, narrow;
     __host__ __device__ void operator()(size_t h) const
     {
+        if (write) {              // the tasks staged by the count pass, at their offsets
+            uint64_t nt = f.cnt_task[h], off = f.task_off[h], ro = f.row_off[h];
+            for (uint64_t i = 0; i < nt; i++) {
+                gk_task tk = f.stage[2 * h + i];
+                tk.row_off += ro;
+                f.tasks[off + i] = tk;
+            }
+            return;
+        }
         qpos p = decode_q(f, hq[h], narrow);
         size_t t = p.t;
         uint64_t a = p.a, L = p.L, k = p.k;
@@ -364,24 +373,19 @@ struct tasks_f {
         uint64_t lo = gk_lower_bound_near(ts, f.pos[k], b);
         uint64_t hi = gk_bucket_end_near(ts, f.pos[k2 - 1] + 1, n, b, g);
         uint64_t r1 = task_rows(pol, c, span, 1, b, lo, hi);
-        if (write)
-            f.tasks[f.task_off[h]] = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, f.row_off[h] };
+        f.stage[2 * h] = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, 0 };
         uint64_t ntask = 1, nrow = r1;
         if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
             int64_t sb = gk_bucket(ts[hi], g);
             if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
                 uint64_t shi = gk_bucket_end_near(ts, hi + 1, n, sb, g);
-                if (write)
-                    f.tasks[f.task_off[h] + 1] = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi,
-                                                          f.row_off[h] + r1 };
+                f.stage[2 * h + 1] = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi, r1 };
                 ntask = 2;
                 nrow += task_rows(pol, c, span, 0, sb, hi, shi);
             }
         }
-        if (!write) {
-            f.cnt_task[h] = ntask;
-            f.cnt_row[h] = nrow;
-        }
+        f.cnt_task[h] = ntask;
+        f.cnt_row[h] = nrow;
     }
 };
 

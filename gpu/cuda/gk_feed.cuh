@@ -59,6 +59,7 @@ struct gk_feed {
     int D;
     uint64_t *cnt_task, *cnt_row; // [H + 1], H = items that start a bucket (gk_task_heads)
     const uint64_t *task_off, *row_off;
+    gk_task *stage;               // [2 H]: head h's tasks at 2h, 2h + 1 (row_off from its first)
     gk_task *tasks;
     // rebuild [S]
     uint64_t *cut;                // [T]
@@ -96,9 +97,9 @@ int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O_ma
 int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
 // flag[q] for q < U * D: item q starts a bucket (its tasks come from it).
 int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
-// Over the H items hq[] (ascending, from the flags): write 0 counts each
-// one's tasks and rows into cnt_task / cnt_row; write 1 writes them at
-// task_off / row_off (their exclusive sums).
+// Over the H items hq[] (ascending, from the flags): write 0 finds each
+// one's tasks (into stage) and counts them and their rows into cnt_task /
+// cnt_row; write 1 moves them to task_off / row_off (their exclusive sums).
 int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write);
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
 // total_max: a bound on the new pool's size (new_off[nslots]).
