@@ -11,8 +11,9 @@
 //
 // Streams: s_h2d uploads the batch chunk by chunk from a ring of pinned
 // slots while s_comp classifies the chunks already there; s_d2h brings the
-// late points back while s_comp sorts, merges, computes buckets and rebuilds
-// the pool, then the rows — after the feed's last count, in pieces ahead of
+// late points back while s_comp sorts, merges and computes buckets (xr's
+// stream rebuilding the pool beside the buckets), then the rows — after the
+// feed's last count, in pieces ahead of
 // the next feed's counts when feeds are pipelined (feed_start / feed_wait,
 // struct inflight, pump).  A batch handed over ahead with prefetch goes up
 // on s_h2d into the other of two input sets while the feed before it
