@@ -939,7 +939,8 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetche
 }
 
 // The counts a feed reads in one wait once its points are in order: words
-// of `small`, each a u32 count in a zeroed u64 (docs/GPU.md "Counts").
+// of `small`, each a u32 count in a zeroed u64 (docs/GPU.md "How a feed
+// runs": the host's waits).
 enum { W_U, W_DISORDER, W_LATE, W_T, NW };
 
 // Over the n points in the order in idxb (in_b) or idxa, the accepted ones

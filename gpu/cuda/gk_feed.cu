@@ -21,7 +21,6 @@ __host__ __device__ void min_i64(int64_t *p, int64_t v)
 #endif
 }
 
-// Step 1 and 2 of docs/SEMANTICS.md per point.
 // A window's first block, once a slot rather than once a point.
 struct first_block_f {
     gk_feed f;
@@ -37,6 +36,7 @@ struct first_block_f {
     }
 };
 
+// Step 1 and 2 of docs/SEMANTICS.md per point.
 struct classify_f {
     gk_feed f;
     size_t i0;
@@ -340,8 +340,9 @@ struct task_heads_f {
     }
 };
 
-// Head h = item hq[h]: count its tasks and rows (write 0) into cnt_*[h], or
-// write them at task_off[h] / row_off[h].
+// Head h = item hq[h]: find its tasks, stage them at stage[2h..] and count
+// them and their rows into cnt_*[h] (write 0), or move the staged tasks to
+// task_off[h] / row_off[h] (write 1: the searches are not run twice).
 struct tasks_f {
     gk_feed f;
     const uint64_t *hq;
