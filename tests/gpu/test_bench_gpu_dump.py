@@ -9,6 +9,8 @@ points (400 a metric a batch, metrics interleaved, each metric's points
 in bench_engine's dump format, and the carbonara driver times exactly the
 batches after the first 10, for each method set.
     carbonara_dump: N passed, N failed
+
+It also checks that bench_gpu refuses bad --batch / --set values.
 """
 import os
 import subprocess
@@ -59,6 +61,10 @@ def main():
                              stderr=subprocess.PIPE, universal_newlines=True)
         check(bad.returncode == 2 and "--dump-metrics" in bad.stderr,
               "a K beyond the load's metrics is refused, naming the option")
+        for bad_opt in (["--batch", "5"], ["--batch", "1e6"], ["--set", "medians"]):
+            r = subprocess.run([BENCH] + bad_opt, stderr=subprocess.PIPE, universal_newlines=True)
+            check(r.returncode == 2 and bad_opt[0] in r.stderr,
+                  "bench_gpu %s is refused with the usage naming it" % " ".join(bad_opt))
         out = subprocess.run([sys.executable, DRIVER, "--bench", BENCH, "--metrics", "3",
                               "--repeat", "1"], stdout=subprocess.PIPE, universal_newlines=True)
         check(out.returncode == 0, "bench_gpu_carbonara.py exits 0")

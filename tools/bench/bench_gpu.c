@@ -436,13 +436,22 @@ int main(int argc, char **argv)
             dump_path = argv[++i];
         else if (!strcmp(argv[i], "--dump-metrics") && i + 1 < argc)
             dump_k = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--set") && i + 1 < argc &&
-                 (only_set = !strcmp(argv[i + 1], "basic") ? 0 : !strcmp(argv[i + 1], "median") ? 1 :
-                              !strcmp(argv[i + 1], "rate") ? 2 : -2) >= 0)
-            i++;
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc && (batch = atol(argv[i + 1])) >= 10000 &&
-                 batch <= 64000000)
-            i++;
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+            const char *v = argv[++i];
+            only_set = !strcmp(v, "basic") ? 0 : !strcmp(v, "median") ? 1 : !strcmp(v, "rate") ? 2 : -2;
+            if (only_set < 0) {
+                fprintf(stderr, "bench_gpu: --set is basic, median or rate, not \"%s\"\n", v);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            const char *v = argv[++i];
+            char *end = NULL;
+            batch = strtol(v, &end, 10);
+            if (end == v || *end || batch < 10000 || batch > 64000000) {
+                fprintf(stderr, "bench_gpu: --batch is 10000..64000000 points, not \"%s\"\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
                  !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
             only = argv[++i];
