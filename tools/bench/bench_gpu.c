@@ -451,11 +451,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_gpu: --batch is 10000..64000000 points, not \"%s\"\n", v);
                 return 2;
             }
-        }
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
-                 !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref")))
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
+                   !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref"))) {
             only = argv[++i];
-        else {
+        } else {
             fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
                     "[--only kernel|pipeline|ref] [--sort-small N]\n"
                     "                 [--batch N (10000..64000000)] [--set basic|median|rate]\n"
