@@ -121,10 +121,11 @@ struct cuda_backend {
     dbuf d_w_off[2], d_w_n[2], d_pts[2], d_pval[2];
     int cur;
     uint64_t pool_n;
+    uint64_t wmax;                // the device's wmax as last read (gk_feed.wmax)
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
-    dbuf s_ts, s_val, fbt, task_stage;
+    dbuf s_ts, s_val, fbt, task_stage, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
         row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
@@ -605,6 +606,7 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->row_off = B(row_off, uint64_t);
     f->tasks = B(tasks, gk_task);
     f->stage = B(task_stage, gk_task);
+    f->wmax = B(d_wmax, uint64_t);
     f->cut = B(cut, uint64_t);
     f->new_n = B(d_w_n[o], uint64_t);
     f->slot_t = B(slot_t, uint32_t);
@@ -669,6 +671,10 @@ int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
     cb->pool_peak = std::max(cb->pool_peak, (size_t)(most + 1) * 8);
     RES(d_pts[o], cb->pool_peak, 0);
     RES(d_pval[o], cb->pool_peak, 0);
+    int fresh = !cb->d_wmax.p;
+    RES(d_wmax, 8, 1);
+    if (fresh)
+        TRY(zero_on(cb, x->s, cb->d_wmax.p, 8));
     gk_feed f;
     fill(cb, &f);
     // A kernel, not a device-to-device cudaMemcpyAsync: that one goes to a
@@ -682,10 +688,12 @@ int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
     return gk_rebuild_copy(x, &f, most);
 }
 
-// The size of the pool rebuild() wrote (waits for it).
+// The size of the pool rebuild() wrote (waits for it), and the longest
+// window yet into cb->wmax (with the same wait).
 int pool_size(cuda_backend *cb, uint64_t *total)
 {
-    return rd64(cb, B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, total);
+    return rd64x2(cb, B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, B(d_wmax, uint64_t), total,
+                  &cb->wmax);
 }
 
 void commit(cuda_backend *cb, uint64_t total)
@@ -1096,9 +1104,11 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_merge_lengths(&cb->x, &f, T));
     TRY(gk_scan_u64(&cb->x, f.m_n, (uint64_t *)f.m_off, T + 1));
     TRY(gk_scan_u64(&cb->x, f.old_n, (uint64_t *)f.o_off, T + 1));
-    // Not read: the touched windows' old points O (o_off[T]) are at most the
-    // pool's pool_n, the merged ones at most O + U.
-    uint64_t O_max = cb->pool_n, M_max = O_max + U;
+    // Not read: the touched windows' old points O (o_off[T]) are at most
+    // T windows of the longest length yet, and at most the pool; the merged
+    // ones at most O + U.
+    uint64_t O_max = cb->wmax && T > cb->pool_n / cb->wmax ? cb->pool_n : T * cb->wmax;
+    uint64_t M_max = O_max + U;
     RES(m_ts, (M_max + 1) * 8, 0);
     RES(m_val, (M_max + 1) * 8, 0);
     RES(ctx, T * D * sizeof(gk_ctx), 0);
@@ -1385,7 +1395,7 @@ void cu_close(struct ga_backend *b)
                     &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
-                    &cb->s_ts, &cb->s_val, &cb->fbt, &cb->task_stage };
+                    &cb->s_ts, &cb->s_val, &cb->fbt, &cb->task_stage, &cb->d_wmax };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -21,6 +21,18 @@ __host__ __device__ void min_i64(int64_t *p, int64_t v)
 #endif
 }
 
+// *p = max(*p, v), the atomic skipped when it would change nothing.
+__host__ __device__ void max_u64(uint64_t *p, uint64_t v)
+{
+#ifdef __CUDA_ARCH__
+    if (v > *(volatile uint64_t *)p)
+        atomicMax((unsigned long long *)p, (unsigned long long)v);
+#else
+    if (v > *p)
+        *p = v;
+#endif
+}
+
 // A window's first block, once a slot rather than once a point.
 struct first_block_f {
     gk_feed f;
@@ -401,6 +413,7 @@ struct rebuild_counts_f {
         uint64_t cut = n ? gk_lower_bound(ts, 0, n, gk_first_block(ts[n - 1], pol->block, pol->bw)) : 0;
         f.cut[t] = cut;
         f.new_n[s] = n - cut;
+        max_u64(f.wmax, n - cut);
         f.slot_t[s] = (uint32_t)t + 1;
     }
 };

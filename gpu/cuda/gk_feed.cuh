@@ -68,6 +68,8 @@ struct gk_feed {
     uint32_t *t_of;               // [S] touched index of a touched slot (gk_segments;
                                   // other slots' entries are stale)
     const uint64_t *new_off;      // [S + 1]
+    uint64_t *wmax;               // the longest window any rebuild has made (kept across
+                                  // feeds: a bound on every window's length)
     int64_t *p2_ts;
     double *p2_val;
 };
