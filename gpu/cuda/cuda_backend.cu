@@ -381,25 +381,30 @@ struct copy_u64_f {
     __host__ __device__ void operator()(size_t i) const { dst[i] = src[i]; }
 };
 
-// Read one device counter (waits for the compute stream).  Mapped: a kernel
-// stores it into host memory.  Copied: its copy queues behind the rows on
-// their way home (one piece of them, sent first), and a feed's counts are
-// all read before its own rows are sent.
-int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
+// Read k (<= 8) consecutive device counters with one wait for the compute
+// stream.  Mapped: a kernel stores them into host memory.  Copied: their
+// copy queues behind the rows on their way home (one piece of them, sent
+// first), and a feed's counts are all read before its own rows are sent.
+int rd_words(cuda_backend *cb, const uint64_t *d, size_t k, uint64_t *out)
 {
     int rc;
     if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, 1 });
+        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, k });
     } else {
         rc = pump(cb, cb->piece);
         if (!rc)
-            rc = cp(cb, cb->pin_scalar, d, 8, cudaMemcpyDeviceToHost, cb->x.s);
+            rc = cp(cb, cb->pin_scalar, d, k * 8, cudaMemcpyDeviceToHost, cb->x.s);
     }
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
-    if (!rc)
-        *out = *(volatile uint64_t *)cb->pin_scalar;
+    for (size_t i = 0; !rc && i < k; i++)
+        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
     return rc;
+}
+
+int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
+{
+    return rd_words(cb, d, 1, out);
 }
 
 // Two counters with one wait.
@@ -431,24 +436,6 @@ int rd64x2(cuda_backend *cb, const uint64_t *a, const uint64_t *b, uint64_t *out
         *out_a = ((volatile uint64_t *)cb->pin_scalar)[0];
         *out_b = ((volatile uint64_t *)cb->pin_scalar)[1];
     }
-    return rc;
-}
-
-// k (<= 8) consecutive counters with one wait.
-int rd_words(cuda_backend *cb, const uint64_t *d, size_t k, uint64_t *out)
-{
-    int rc;
-    if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, k });
-    } else {
-        rc = pump(cb, cb->piece);
-        if (!rc)
-            rc = cp(cb, cb->pin_scalar, d, k * 8, cudaMemcpyDeviceToHost, cb->x.s);
-    }
-    if (!rc)
-        rc = sync_stream(cb, cb->x.s);
-    for (size_t i = 0; !rc && i < k; i++)
-        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
     return rc;
 }
 

@@ -43,8 +43,9 @@ namespace {
 // Rank is O(n) a value up to SS_CHUNK and the merge O(log^2 n), so a
 // 30-value part costs 30 compares a value and a 360-value part 32 + 5 + 6
 // + 7 + 8 (its rank, then four levels; merging each chunk with all the
-// others, the way before, took 32 + 11 * 5 divergent loads).  Positions whose part is long (CUB sorts it), in
-// another round, or another block's are left alone.
+// others, the way before, took 32 + 11 * 5 divergent loads).  Positions
+// whose part is long (CUB sorts it), in another round, or another block's
+// are left alone.
 //
 // Like the tiled rows kernel, it is written as phases between block
 // barriers (ss_drive): on the GPU each thread runs the driver and
@@ -64,8 +65,7 @@ struct ss_fix {
     unsigned int n[SS_T];         // small part: its length | SS_RATE if rate:; else 0
     unsigned long long w[2];      // start of round r in w[r & 1]; ~0: no more
     unsigned long long end;       // end of the block's last small part
-    unsigned long long nlong;     // small parts longer than SS_CHUNK (merge runs)
-    unsigned long long maxn;      // the longest small part
+    unsigned long long maxn;      // the longest small part past SS_CHUNK (merge runs); 0: none
 };
 #define SS_FIX ((unsigned)((sizeof(ss_fix) + 15) & ~(size_t)15))
 
@@ -154,7 +154,6 @@ struct ss_blk {
             if (tid == 0) {
                 fx->w[0] = ~0ULL;
                 fx->end = 0;
-                fx->nlong = 0;
                 fx->maxn = 0;
             }
             break;
@@ -171,7 +170,7 @@ struct ss_blk {
                     gk_part(a.v, a.tasks, p, &lo, &n2);   // n2 == len
                     fx->src[tid] = lo;
                     n = (unsigned)len | ((p & 1) ? SS_RATE : 0u);
-                    rd = red3{ st, st + len, len > SS_CHUNK };
+                    rd = red3{ st, st + len, 0 };
                     if (len > SS_CHUNK)
                         sh_max(&fx->maxn, len);
                 }
@@ -181,7 +180,6 @@ struct ss_blk {
             if (warp_red(0, rd) && rd.mn != ~0ULL) {
                 sh_min(&fx->w[0], rd.mn);
                 sh_max(&fx->end, rd.mx);
-                sh_add(&fx->nlong, rd.sum);
             }
             break;
         }
@@ -331,7 +329,7 @@ __host__ __device__ void ss_drive(E &e, ss_blk &B)
     e.step(S_PART);
     uint64_t end = fx->end;
     B.nlev = 0;                   // levels until one run holds the longest part
-    while (fx->nlong && ((uint64_t)SS_CHUNK << B.nlev) < fx->maxn)
+    while (((uint64_t)SS_CHUNK << B.nlev) < fx->maxn)
         B.nlev++;
     for (int r = 0;; r++) {
         uint64_t w = fx->w[r & 1];
