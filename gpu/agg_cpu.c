@@ -94,6 +94,8 @@ static unsigned need_of(const ga_method_t *ms, int n)
             need |= AGG_NEED_MINMAX;
         else if (b == GA_M_MEDIAN || GA_M_IS_PCT(ms[i]))
             need |= AGG_NEED_SORT;
+        else if (b == GA_M_FIRST || b == GA_M_LAST)
+            need |= AGG_NEED_POINT;
     }
     return need;
 }

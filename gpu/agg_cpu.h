@@ -21,8 +21,12 @@
 
 struct agg_pool;
 
-/* What a method list needs computed per bucket. */
-enum { AGG_NEED_SUM = 1, AGG_NEED_MINMAX = 2, AGG_NEED_SORT = 4 };
+/* What a method list needs computed per bucket.  AGG_NEED_POINT: first or
+ * last (a point read directly); AGG_NEED_VALUES: any of the bits that read
+ * the points themselves (count, median and Npct do not: count is the
+ * length, median and Npct read the sorted copy). */
+enum { AGG_NEED_SUM = 1, AGG_NEED_MINMAX = 2, AGG_NEED_SORT = 4, AGG_NEED_POINT = 8 };
+#define AGG_NEED_VALUES (AGG_NEED_SUM | AGG_NEED_MINMAX | AGG_NEED_POINT)
 
 /* A policy as the backend uses it (interned: metrics share these). */
 struct agg_pol {

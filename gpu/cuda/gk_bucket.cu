@@ -49,7 +49,10 @@ struct gather_f {
 // the merged windows; the block loads that stretch once, coalesced, into
 // shared memory, and each thread then reads its bucket from there (one
 // thread a bucket keeps the CPU's left-to-right sums).  A stretch longer
-// than the buffer (big buckets) is read from global memory directly.
+// than the buffer (big buckets) is read from global memory directly.  Tasks
+// whose methods read no point (count, median, Npct: the length and the
+// sorted copy) add nothing to the stretch: a block of only those stages
+// nothing.
 #define STAGE_CAP 4096
 
 __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, size_t t1)
@@ -65,7 +68,8 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
     int mine = i < t1 && !fn.is_long(i);
     if (i < t1 && !mine)
         fn.put_long(i);
-    if (mine) {
+    int reads = mine && fn.reads_values(i);
+    if (reads) {                  // the stretch of the tasks that read points
         const gk_task &tk = fn.tasks[i];
         uint64_t m0 = fn.v.m_off[tk.t];
         atomicMin(&lo_s, (unsigned long long)(m0 + (tk.lo ? tk.lo - 1 : 0)));
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
             sv[k] = fn.v.m_val[lo + k];
     __syncthreads();
     if (mine) {
-        if (staged)
+        if (staged && reads)
             fn.run(i, sv, lo);
         else
             fn.run(i, fn.v.m_val, 0);

@@ -171,7 +171,7 @@ __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_m
                                     uint64_t k0)
 {
     bacc a;
-    a.start(x(0), need);
+    a.start((need & AGG_NEED_VALUES) ? x(0) : 0.0, need);   // count, median, Npct: no point read
     a.template eat<FUSE>(x, 1, n, need);
     return bucket_emit(x, a, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric, g, b, allow_std,
                        allow_other, out, k0);
@@ -201,6 +201,15 @@ struct rows_f {
         unsigned long long k = long_list[0]++;
 #endif
         long_list[1 + k] = i;
+    }
+    // Task i reads points of the merged windows: a method other than count,
+    // median and Npct (those read the length and the sorted copy only).
+    __host__ __device__ bool reads_values(size_t i) const
+    {
+        const gk_task &tk = tasks[i];
+        const struct agg_pol *pol = &v.pols[v.slot_pol[v.tslot[tk.t]]];
+        return (tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_VALUES)) ||
+               (pol->nrate && (pol->rate_need & AGG_NEED_VALUES));
     }
     __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
     {
