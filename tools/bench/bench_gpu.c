@@ -260,6 +260,11 @@ struct spread {
     double slow_ms[6], slow_g;    /* the stages of the feed with the longest GPU timeline */
     uint64_t allocs, pinned_allocs;   /* buffer growth over the timed feeds */
     double alloc_s;
+    /* steady state: seconds from the start of loop turn WARM to that of the
+     * last, over the turns between (each turn prefetches a batch, starts one
+     * and waits for the one before: one batch's worth of every step, no
+     * pipeline filling or draining in it) */
+    double period_s;
 };
 
 static double stages_ms(const struct ga_cuda_feed_stats *q, double out[6])
@@ -306,10 +311,15 @@ static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, d
     double t = 0;
     *aggs = 0;
     host_s[0] = host_s[1] = host_s[2] = 0;    /* in prefetch, feed_start, feed_wait */
+    double turn0 = 0;
     for (int i = 0; !rc && i <= l->nbatch; i++) {
         if (i == WARM)
             t = now_s();
         double t0 = now_s();
+        if (i == WARM)
+            turn0 = t0;
+        if (sp && i == l->nbatch - 1 && i > WARM)
+            sp->period_s = (t0 - turn0) / (i - WARM);
         for (int j = i ? i + 1 : 0; pre && !rc && j <= i + 1 && j < l->nbatch; j++) {
             struct ga_points q = { l->n, l->mid[j], l->ts[j], l->val[j] };
             rc = b->ops->prefetch(b, &q) == 1 ? 0 : GA_EINVAL;   /* pinned: it must start */
@@ -358,7 +368,7 @@ struct row {
     char what[128];
     double pps;                   /* points per second */
     char vs[64];                  /* against what */
-    char goal[32];
+    char goal[48];
 };
 static struct row rows[64];
 static int nrows;
@@ -614,6 +624,8 @@ int main(int argc, char **argv)
         struct ga_cuda_feed_stats sta[4];
         double hs[4][3];          /* host seconds in prefetch, feed_start, feed_wait */
         static struct spread spr[4];  /* the last run of each variant */
+        double per[4][REPS];          /* each run's steady-state period */
+        memset(per, 0, sizeof per);
         memset(sta, 0, sizeof sta);
         memset(hs, 0, sizeof hs);
         for (int k = 0; k < 4 && !rc; k++) {
@@ -628,6 +640,7 @@ int main(int argc, char **argv)
                     rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, &rs[r], &aa[k], hs[k], &spr[k]);
                 if (!rc)
                     ga_cuda_backend_stats(g, &sta[k]);
+                per[k][r] = spr[k].period_s;
                 if (g)
                     g->ops->close(g);
             }
@@ -677,7 +690,7 @@ int main(int argc, char **argv)
                    q->gpu_rebuild_s * 1e3, q->upload_s * 1e3, q->sort_s * 1e3, q->merge_s * 1e3,
                    q->buckets_s * 1e3, q->rebuild_s * 1e3, q->download_s * 1e3, q->total_s * 1e3);
         }
-        char what[128], goal[32];
+        char what[128], goal[48];
         /* bytes that must cross PCIe a point: 20 in, the rows (32 B each) out;
          * the two directions run at once, so the larger bounds the rate */
         double out_b = (double)ag * 32.0 / pts_timed, wire_b = out_b > 20 ? out_b : 20;
@@ -696,8 +709,25 @@ int main(int argc, char **argv)
                      how[k], sets[s].name);
             snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
                      100.0 * ppa * 20 / (kb.h2d_gbps * 1e9), out_b, 100.0 * ppa * wire_b / (kb.h2d_gbps * 1e9));
-            snprintf(goal, sizeof goal, ">= 90%% H2D%s", ppa * 20 >= 0.9 * kb.h2d_gbps * 1e9 ? " ok" : " MISSED");
+            snprintf(goal, sizeof goal, ">= 90%% H2D%s (with drain)",
+                     ppa * 20 >= 0.9 * kb.h2d_gbps * 1e9 ? " ok" : " MISSED");
             add_row(what, ppa, b2, aa[k] == ag ? (k == 1 ? goal : "") : "ROW COUNT DIFFERS");
+            if (k != 1 || nb - WARM < 2)
+                continue;
+            /* the same runs, steady state: the period between loop turns,
+             * without the last batch's rows draining at the end */
+            double pt = median3(per[k]);
+            if (pt <= 0)
+                continue;
+            double pps1 = (double)bn / pt;
+            snprintf(what, sizeof what, "pipeline feed_start/feed_wait + prefetch, steady state (a batch "
+                     "every %.3f ms): %s", pt * 1e3, sets[s].name);
+            snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
+                     100.0 * pps1 * 20 / (kb.h2d_gbps * 1e9), out_b,
+                     100.0 * pps1 * wire_b / (kb.h2d_gbps * 1e9));
+            snprintf(goal, sizeof goal, ">= 90%% H2D%s",
+                     pps1 * 20 >= 0.9 * kb.h2d_gbps * 1e9 ? " ok" : " MISSED");
+            add_row(what, pps1, b2, goal);
         }
         snprintf(what, sizeof what, "CPU backend, %d threads: %s, same batches", cthreads, sets[s].name);
         add_row(what, pts_timed / sc, ag == ac ? "same row count as GPU" : "ROW COUNT DIFFERS", "");
