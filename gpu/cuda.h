@@ -84,7 +84,11 @@ struct ga_cuda_feed_stats {
     uint64_t points, aggs, late, pool_points;
     /* the same stages as the compute stream ran them (CUDA events): upload
      * and classify, sort and dedupe, merge, bucket tasks (and median sort),
-     * the rows kernels, the pool rebuild; 0 in emulation */
+     * the rows kernels, the pool rebuild; 0 in emulation.  These and
+     * pool_points describe the last feed whose tail the host has seen end:
+     * a feed returns before its tail runs out, so after feed_start they are
+     * the feed's before, from the next feed's first wait (or a window call) on
+     * its own */
     double gpu_upload_s, gpu_sort_s, gpu_merge_s, gpu_buckets_s, gpu_rows_s, gpu_rebuild_s;
     /* median / Npct: bucket parts (a bucket's values, or its rate: differences)
        sorted by the shared-memory kernel and by CUB (ga_cuda_opts.sort_small) */

@@ -38,6 +38,7 @@
 #define RING_MAX 8
 #define ROW_CHUNKS 4
 #define NMARKS 7
+#define POOL_W 6                  // pin_scalar[6], [7]: a feed's pool size and wmax (settle)
 // Rows of a feed in flight go to the host in pieces of at most this
 // (ga_cuda_opts.piece_bytes), one piece before each count the next feed
 // reads back: a count's copy queues behind the pieces already on the copy
@@ -85,7 +86,10 @@ struct cuda_backend {
     gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2], ev_merged, ev_rebuilt;
-    cudaEvent_t ev_mark[NMARKS];  // stage boundaries on the compute stream (timed)
+    cudaEvent_t ev_mark[2][NMARKS];  // per slot: stage boundaries on the compute stream (timed)
+    cudaEvent_t ev_rows[2];       // per slot: its rows written (their copy home waits for it)
+    cudaEvent_t ev_in_free[2];    // per input set: the last feed's last read of it
+    cudaEvent_t ev_pool;          // the last feed's pool size and wmax stored (POOL_W)
     size_t chunk;
     int ring;
     void *pin_in[RING_MAX];       // chunk * (4 + 8 + 8) bytes each
@@ -122,6 +126,7 @@ struct cuda_backend {
     int cur;
     uint64_t pool_n;
     uint64_t wmax;                // the device's wmax as last read (gk_feed.wmax)
+    int pend, pend_slot;          // pool_n / wmax of the last feed still on their way (settle)
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
@@ -336,6 +341,8 @@ int pump(cuda_backend *cb, size_t budget)
 {
     for (int i = 0; i < cb->nfl; i++) {
         inflight *fl = &cb->fl[i];
+        if (fl->sent == 0 && fl->bytes && budget && !cb->emu)   // its rows kernels may still run
+            CUDA_CHECK(cudaStreamWaitEvent(cb->s_d2h, cb->ev_rows[fl->slot], 0));
         while (fl->sent < fl->bytes && budget) {
             size_t k = fl->bytes - fl->sent;
             k = k < budget ? k : budget;
@@ -689,6 +696,56 @@ void commit(cuda_backend *cb, uint64_t total)
     cb->pool_n = total;
 }
 
+// A feed does not wait for its own tail (the rows kernels, the rebuild):
+// it queues the next pool's size and wmax home behind them, swaps the pool
+// halves (the next feed's kernels queue behind the rebuild on the compute
+// stream) and returns, so that the next feed's first kernels queue behind
+// this one's last and the GPU does not idle between feeds while the host
+// turns round.  pool_n and wmax are only needed once the next feed has
+// read its first counts, a wait that covers them: settle() takes them in
+// then, or wherever else the host needs them.
+int pool_size_async(cuda_backend *cb, int slot)
+{
+    const uint64_t *a = B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, *b = B(d_wmax, uint64_t);
+    if (cb->mapped) {
+        TRY(gk_for(&cb->x, 1, two_f{ cb->map_scalar + POOL_W, a, b }));
+    } else {
+        TRY(cp(cb, cb->pin_scalar + POOL_W, a, 8, cudaMemcpyDeviceToHost, cb->x.s));
+        TRY(cp(cb, cb->pin_scalar + POOL_W + 1, b, 8, cudaMemcpyDeviceToHost, cb->x.s));
+    }
+    TRY(record(cb, cb->ev_pool, cb->x.s));
+    cb->cur = 1 - cb->cur;
+    cb->pend = 1;
+    cb->pend_slot = slot;
+    return 0;
+}
+
+// Take in the last feed's pool size and wmax (a wait only if its tail still
+// runs), and the stage times of its GPU timeline (ga_cuda_feed_stats: so
+// they describe the last feed whose tail is known done).
+int settle(cuda_backend *cb)
+{
+    if (!cb->pend)
+        return 0;
+    if (!cb->emu)
+        CUDA_CHECK(cudaEventSynchronize(cb->ev_pool));
+    cb->pool_n = ((volatile uint64_t *)cb->pin_scalar)[POOL_W];
+    cb->wmax = ((volatile uint64_t *)cb->pin_scalar)[POOL_W + 1];
+    cb->pend = 0;
+    cb->st.pool_points = cb->pool_n;
+    if (!cb->emu) {
+        double *g[] = { &cb->st.gpu_upload_s, &cb->st.gpu_sort_s, &cb->st.gpu_merge_s,
+                        &cb->st.gpu_buckets_s, &cb->st.gpu_rows_s, &cb->st.gpu_rebuild_s };
+        cudaEvent_t *m = cb->ev_mark[cb->pend_slot];
+        for (int i = 0; i < NMARKS - 1; i++) {
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, m[i], m[i + 1]));
+            *g[i] = ms * 1e-3;
+        }
+    }
+    return 0;
+}
+
 // ---- ops -------------------------------------------------------------------
 
 /* Make this backend's GPU current on the calling thread: the engine may
@@ -774,7 +831,9 @@ int cu_window_get(struct ga_backend *b, uint32_t id, struct ga_window *out)
     if (s < 0)
         return GA_ENOENT;
     memset(out, 0, sizeof *out);
-    int rc = sync_tables(cb);
+    int rc = settle(cb);
+    if (!rc)
+        rc = sync_tables(cb);
     uint64_t off = 0, n = 0;
     if (!rc)
         rc = rd64(cb, B(d_w_off[cb->cur], uint64_t) + s, &off);
@@ -821,6 +880,7 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
         return rc;
     int32_t s = slot_of_id(cb, id);
     size_t n = win->n;
+    TRY(settle(cb));
     TRY(sync_tables(cb));
     RES(m_ts, (n + 1) * 8, 0);
     RES(m_val, (n + 1) * 8, 0);
@@ -902,6 +962,7 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetche
     // Caller's arrays in page-locked memory (ga_cuda_host_alloc): DMA straight
     // from them, no staging copy.
     int pinned = !cb->emu && is_pinned(pts->metric) && is_pinned(pts->ts) && is_pinned(pts->value);
+    TRY(wait_ev(cb, cb->s_h2d, cb->ev_in_free[cb->in_set]));
     for (size_t i0 = 0, c = 0; i0 < n; i0 += cb->chunk, c++) {
         size_t k = n - i0 < cb->chunk ? n - i0 : cb->chunk;
         int slot = (int)(c % (size_t)cb->ring);
@@ -966,24 +1027,24 @@ int bits_for(uint64_t v)
     return b;
 }
 
-// The feed up to the rows and the next pool; nothing visible changes.
-// Everything of a feed but waiting for its rows: on return (0) the rows and
-// late points are on their way on s_d2h into fl's slot (ev_done[slot] marks
-// the end), room for them is reserved in fl->out, and the next pool is
-// built; *changed says whether it is to be swapped in.  The rows land in
-// out->aggs[out->naggs..] straight from the GPU when out keeps them in
-// page-locked memory (fl->direct), else in pin_rows[slot].
-int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64_t *total_out,
-             int *changed)
+// Everything of a feed but waiting for its rows and its tail: on return (0)
+// the rows kernels and the next pool's build are queued, the pool halves
+// swapped (pool_size_async; none when no point was kept), room for the rows
+// reserved in fl->out and the late points on their way on s_d2h into fl's
+// slot; pump sends the rows once they are written (ev_rows[slot]).  The
+// rows land in out->aggs[out->naggs..] straight from the GPU when out keeps
+// them in page-locked memory (fl->direct), else in pin_rows[slot].  On
+// failure nothing visible has changed (the swap is its last step).
+int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
 {
     size_t n = pts->n, S = cb->nslots ? cb->nslots : 1, D = (size_t)(cb->D ? cb->D : 1);
     double t0 = now_s();
     int sl = fl->slot;
-    TRY(record(cb, cb->ev_mark[0], cb->x.s));
+    cudaEvent_t *mark = cb->ev_mark[sl];
+    TRY(record(cb, mark[0], cb->x.s));
     struct ga_result *out = fl->out;
     dbuf *late = &cb->late[sl], *pin_late = &cb->pin_late[sl];
     dbuf *rows = &cb->rows[sl], *pin_rows = &cb->pin_rows[sl];
-    *changed = 0;
     fl->R = fl->L = 0;
     TRY(sync_tables(cb));
     cb->idx_in_b = 0;
@@ -1017,7 +1078,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(zero(cb, w + 2 * W_LATE, 8));
     TRY(gk_select_idx(&cb->x, f.reason, B(late_idx, uint32_t), w + 2 * W_LATE, n));
     double t1 = now_s();
-    TRY(record(cb, cb->ev_mark[1], cb->x.s));
+    TRY(record(cb, mark[1], cb->x.s));
     cb->st.upload_s = t1 - t0;
 
     // Order by (slot, ts, arrival), rejected points (slot = nslots) last.
@@ -1054,6 +1115,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     } else {
         cb->st.order_in_time++;
     }
+    TRY(settle(cb));              // the last feed's tail: done by the wait above
     uint64_t L = c[W_LATE], U = c[W_U], T = c[W_T];
     if (L) {
         TRY(dres(cb, late, L * sizeof(struct ga_late), 0));
@@ -1066,10 +1128,12 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
                cb->s_d2h));
     }
     fl->L = L;
+    // The input set is read no more: a later upload into it waits for this.
+    TRY(record(cb, cb->ev_in_free[cb->in_set], cb->x.s));
     if (!U)
         return out_reserve(cb, out, 0, L);      // no rows: fl->bytes 0
     double t2 = now_s();
-    TRY(record(cb, cb->ev_mark[2], cb->x.s));
+    TRY(record(cb, mark[2], cb->x.s));
     cb->st.sort_s = t2 - t1;
 
     // Merge with the windows.
@@ -1103,7 +1167,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     TRY(gk_merge_place(&cb->x, &f, U, T, O_max));
     TRY(gk_contexts(&cb->x, &f, T));
     double t3 = now_s();
-    TRY(record(cb, cb->ev_mark[3], cb->x.s));
+    TRY(record(cb, mark[3], cb->x.s));
     cb->st.merge_s = t3 - t2;
 
     // The next pool needs only the merged windows: built on its own stream
@@ -1189,7 +1253,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
         TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
     TRY(sync_stream(cb, cb->x.s));
     double t4 = now_s();
-    TRY(record(cb, cb->ev_mark[4], cb->x.s));
+    TRY(record(cb, mark[4], cb->x.s));
     for (int k = 0; k < ROW_CHUNKS; k++) {
         size_t a = k * per, z = (k + 1) * per;
         a = a < ntasks ? a : ntasks;
@@ -1203,12 +1267,11 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     if (llist)
         TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(sorted, double),
                          drows, llist));
-    TRY(record(cb, cb->ev_mark[5], cb->x.s));
-    // The next pool's size is read before any of this feed's rows is sent
-    // (they would hold the count's copy up behind them).
+    TRY(record(cb, mark[5], cb->x.s));
+    TRY(record(cb, cb->ev_rows[sl], cb->x.s));   // pump's copies of the rows wait for it
     TRY(wait_ev(cb, cb->x.s, cb->ev_rebuilt));
-    TRY(record(cb, cb->ev_mark[6], cb->x.s));
-    TRY(pool_size(cb, total_out));
+    TRY(record(cb, mark[6], cb->x.s));
+    TRY(pool_size_async(cb, sl));
     double t5 = now_s();
     // The rows go home in pieces: before each count the next feed reads,
     // or all at once in feed_wait (pump).
@@ -1216,18 +1279,8 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl, uint64
     fl->dst = (char *)dst;
     fl->src = (const char *)drows;
     fl->bytes = R * sizeof(struct ga_agg);
-    if (!cb->emu) {
-        double *g[] = { &cb->st.gpu_upload_s, &cb->st.gpu_sort_s, &cb->st.gpu_merge_s,
-                        &cb->st.gpu_buckets_s, &cb->st.gpu_rows_s, &cb->st.gpu_rebuild_s };
-        for (int i = 0; i < NMARKS - 1; i++) {
-            float ms = 0;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, cb->ev_mark[i], cb->ev_mark[i + 1]));
-            *g[i] = ms * 1e-3;
-        }
-    }
     cb->st.buckets_s = t4 - t3;
     cb->st.rebuild_s = t5 - t4;
-    *changed = 1;
     return 0;
 }
 
@@ -1261,6 +1314,7 @@ int cu_prefetch(struct ga_backend *b, const struct ga_points *pts)
         return 0;                 // pageable: the feed packs it through the ring as before
     int set = cb->npre ? 1 - cb->pre[0].set : 1 - cb->in_set;
     TRY(reserve_input(cb, set, n));
+    TRY(wait_ev(cb, cb->s_h2d, cb->ev_in_free[set]));   // the feed before may still read it
     void *dm = cb->in_metric[set].p, *dt = cb->in_ts[set].p, *dv = cb->in_val[set].p;
     if (cb->emu) {
         memcpy(dm, pts->metric, n * 4);
@@ -1294,15 +1348,11 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
         cb->slot = 1 - cb->slot;
         return 0;
     }
-    uint64_t total = 0;
-    int changed = 0;
-    int rc = feed_gpu(cb, pts, fl, &total, &changed);
+    int rc = feed_gpu(cb, pts, fl);
     if (rc) {
         drain(cb);
         return rc;
     }
-    if (changed)
-        commit(cb, total);
     cb->nfl++;
     cb->slot = 1 - cb->slot;
     // Counts do not use the copy engine: all rows home now.  The batch is
@@ -1311,7 +1361,6 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
     if (cb->mapped)
         (void)pump(cb, SIZE_MAX);
     cb->st.points = pts->n;
-    cb->st.pool_points = cb->pool_n;
     cb->st.allocs = cb->x.allocs + cb->xr.allocs;          // xr: the rebuild's scan storage
     cb->st.alloc_s = cb->x.alloc_s + cb->xr.alloc_s;
     cb->st.pinned_allocs = cb->x.pinned_allocs;
@@ -1411,10 +1460,16 @@ void cu_close(struct ga_backend *b)
             cudaEventDestroy(cb->ev_merged);
         if (cb->ev_rebuilt)
             cudaEventDestroy(cb->ev_rebuilt);
-        for (int i = 0; i < NMARKS; i++)
-            if (cb->ev_mark[i])
-                cudaEventDestroy(cb->ev_mark[i]);
+        if (cb->ev_pool)
+            cudaEventDestroy(cb->ev_pool);
         for (int i = 0; i < 2; i++) {
+            for (int k = 0; k < NMARKS; k++)
+                if (cb->ev_mark[i][k])
+                    cudaEventDestroy(cb->ev_mark[i][k]);
+            if (cb->ev_rows[i])
+                cudaEventDestroy(cb->ev_rows[i]);
+            if (cb->ev_in_free[i])
+                cudaEventDestroy(cb->ev_in_free[i]);
             if (cb->ev_done[i])
                 cudaEventDestroy(cb->ev_done[i]);
             if (cb->ev_pre[i])
@@ -1488,12 +1543,15 @@ int setup_gpu(cuda_backend *cb)
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_late, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_merged, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_rebuilt, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_pool, cudaEventDisableTiming));
     for (int i = 0; i < 2; i++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_done[i], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_pre[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_rows[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&cb->ev_in_free[i], cudaEventDisableTiming));
+        for (int k = 0; k < NMARKS; k++)
+            CUDA_CHECK(cudaEventCreate(&cb->ev_mark[i][k]));
     }
-    for (int i = 0; i < NMARKS; i++)
-        CUDA_CHECK(cudaEventCreate(&cb->ev_mark[i]));
     unsigned fl = cb->mapped ? cudaHostAllocMapped : cudaHostAllocDefault;
     CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, fl));
     CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, (ROW_CHUNKS + 1) * 8, fl));
