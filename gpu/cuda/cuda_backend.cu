@@ -1012,8 +1012,7 @@ int order_counts(cuda_backend *cb, size_t n, int in_b)
     uint32_t *w = B(small, uint32_t);        // u32 view: word k at w[2 * k]
     TRY(zero(cb, w + 2 * W_U, 8 * 2));        // W_U, W_DISORDER
     TRY(zero(cb, w + 2 * W_T, 8));
-    TRY(gk_gather_sorted(&cb->x, &f, n));
-    TRY(gk_dedupe_flags(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER));
+    TRY(gk_gather_sorted(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER));
     TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), w + 2 * W_U, n));
     TRY(gk_gather_unique(&cb->x, &f, n, w + 2 * W_U));
     return gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), w + 2 * W_T, n);
@@ -1097,13 +1096,15 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     RES(head, n, 0);
     RES(seg32, n * 4, 0);
     fill(cb, &f);
-    TRY(gk_slot_keys(&cb->x, &f, B(idxa, uint32_t), B(key32a, uint32_t), n));   // idxa: 0, 1, ...
-    TRY(gk_sort_u32(&cb->x, B(key32a, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
+    // classify left slot_of in arrival order and idxa = 0, 1, ...: the keys
+    // as they are
+    TRY(gk_sort_u32(&cb->x, B(slot_of, uint32_t), B(key32b, uint32_t), B(idxa, uint32_t),
                     B(idxb, uint32_t), n, sb));
     TRY(order_counts(cb, n, 1));
     TRY(rd_words(cb, B(small, uint64_t), NW, c));
     if (c[W_DISORDER]) {
         TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
+        TRY(gk_ts_keys(&cb->x, &f, n));
         TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
                         B(idxb, uint32_t), n, 64));
         TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));

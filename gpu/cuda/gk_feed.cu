@@ -77,7 +77,6 @@ struct classify_f {
         }
         f.reason[i] = why;
         f.slot_of[i] = s;
-        f.key64[i] = (uint64_t)t;
         f.idx[i] = (uint32_t)i;
     }
 };
@@ -104,39 +103,44 @@ struct slot_keys_f {
     __host__ __device__ void operator()(size_t j) const { key32[j] = f.slot_of[idx1[j]]; }
 };
 
-// The points' ts and values in sorted order: the one scattered read of the
-// ordering (arrival order interleaves the metrics).
+// The points' ts and values in sorted order (the one scattered read of the
+// ordering: arrival order interleaves the metrics), and which of them are
+// kept: the last received of equal (slot, ts) (the sort is stable).  Also
+// *disorder = 1 where a metric's next point is older (only possible when the
+// points were sorted by slot alone, arrival order kept: then the feed sorts
+// by ts as well and runs this again).  Over all n sorted points; the
+// accepted ones, A = n - *late, come first (rejected points sort last), the
+// rest are not kept: A stays on the device.  The next point's ts is read
+// from the batch again (its own thread's load brought it near), which costs
+// less than a second pass over the sorted copy.
 struct sorted_f {
-    gk_feed f;
-    __host__ __device__ void operator()(size_t j) const
-    {
-        uint32_t i = f.idx_s[j];
-        f.s_ts[j] = f.ts[i];
-        f.s_val[j] = f.val[i];
-    }
-};
-
-// Keep the last received of equal (slot, ts): the sort is stable.
-// Also *disorder = 1 where a metric's next point is older (only possible
-// when the points were sorted by slot alone, arrival order kept: then the
-// feed sorts by ts as well and runs this again).  Runs over all n sorted
-// points; the accepted ones, A = n - *late, come first (rejected points
-// sort last), the rest are not kept: A stays on the device.
-struct dedupe_f {
     gk_feed f;
     size_t n;
     const uint32_t *late;
     uint32_t *disorder;
     __host__ __device__ void operator()(size_t j) const
     {
+        uint32_t i = f.idx_s[j];
+        int64_t t = f.ts[i];
+        f.s_ts[j] = t;
+        f.s_val[j] = f.val[i];
         size_t A = n - *late;
         uint8_t k = j < A;
-        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.s_ts[j + 1] < f.s_ts[j])
-            *disorder = 1;
-        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j] && f.s_ts[j + 1] == f.s_ts[j])
-            k = 0;
+        if (j + 1 < A && f.key32s[j + 1] == f.key32s[j]) {
+            int64_t tn = f.ts[f.idx_s[j + 1]];
+            if (tn < t)
+                *disorder = 1;
+            if (tn == t)
+                k = 0;
+        }
         f.keep[j] = k;
     }
+};
+
+// ts as 64-bit sort keys, for the sort by time (disordered batches only).
+struct ts_keys_f {
+    gk_feed f;
+    __host__ __device__ void operator()(size_t i) const { f.key64[i] = (uint64_t)f.ts[i]; }
 };
 
 // Over all n: the first *U are the kept points; head[k] = 0 past them, so
@@ -454,9 +458,14 @@ int gk_first_blocks(gk_exec *x, const gk_feed *f)
     return gk_for(x, f->nslots, first_block_f{ *f });
 }
 
-int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n)
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder)
 {
-    return gk_for(x, n, sorted_f{ *f });
+    return gk_for(x, n, sorted_f{ *f, n, late, disorder });
+}
+
+int gk_ts_keys(gk_exec *x, const gk_feed *f, size_t n)
+{
+    return gk_for(x, n, ts_keys_f{ *f });
 }
 
 int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1)
@@ -472,11 +481,6 @@ int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t 
 int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n)
 {
     return gk_for(x, n, slot_keys_f{ *f, idx1, key32 });
-}
-
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder)
-{
-    return gk_for(x, n, dedupe_f{ *f, n, late, disorder });
 }
 
 int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *U)

@@ -26,7 +26,7 @@ struct gk_feed {
     const double *val;
     uint8_t *reason;              // 0 accepted, else enum ga_late_reason
     uint32_t *slot_of;            // slot, or nslots when rejected
-    uint64_t *key64;              // ts, sort key
+    uint64_t *key64;              // ts, sort key (gk_ts_keys: disordered batches only)
     uint32_t *idx;                // i, sort value
     int64_t *tmin;                // [S] min ts of points with ts >= 0, finite
     int64_t *fbt;                 // [S] the window's first block ts (older: late); INT64_MIN if empty
@@ -83,12 +83,13 @@ int gk_classify(gk_exec *x, const gk_feed *f, size_t i0, size_t i1);
 int gk_late_rows(gk_exec *x, const gk_feed *f, const uint32_t *late_idx, size_t L,
                  struct ga_late *out);
 int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *key32, size_t n);
-// s_ts / s_val of the n points in (slot, ts, arrival) order (idx_s).
-int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n);
-// keep[j] for the n points in (slot, ts, arrival) order, the A = n - *late
-// accepted first: the last of equal (slot, ts); 0 past A.  *disorder = 1 if
-// a slot's ts go down somewhere (the points were not in that order).
-int gk_dedupe_flags(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder);
+// s_ts / s_val of the n points in (slot, ts, arrival) order (idx_s), and
+// keep[j] for them, the A = n - *late accepted first: the last of equal
+// (slot, ts); 0 past A.  *disorder = 1 if a slot's ts go down somewhere (the
+// points were not in that order).
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder);
+// key64[i] = ts[i] for the batch's n points (the sort by time).
+int gk_ts_keys(gk_exec *x, const gk_feed *f, size_t n);
 // u_* and head for the *U kept points (keep_idx); head 0 from *U to n.
 int gk_gather_unique(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *U);
 int gk_segments(gk_exec *x, const gk_feed *f, size_t U, size_t T);
