@@ -106,6 +106,7 @@ struct cuda_backend {
     int npre;
     int in_set;                   // the input set (in_metric[..] ...) the feed reads
     int idx_in_b;                 // the points' order is in idxb (slot sort alone), else idxa
+    int u_alias;                  // every accepted point kept: u_* are the sorted s_*, key32b
     // host tables
     struct agg_pol *pols;
     int npols, cap_pols, D;
@@ -575,9 +576,9 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->idx_s = cb->idx_in_b ? B(idxb, uint32_t) : B(idxa, uint32_t);
     f->keep = B(keep, uint8_t);
     f->keep_idx = B(keep_idx, uint32_t);
-    f->u_slot = B(u_slot, uint32_t);
-    f->u_ts = B(u_ts, int64_t);
-    f->u_val = B(u_val, double);
+    f->u_slot = cb->u_alias ? B(key32b, uint32_t) : B(u_slot, uint32_t);
+    f->u_ts = cb->u_alias ? B(s_ts, int64_t) : B(u_ts, int64_t);
+    f->u_val = cb->u_alias ? B(s_val, double) : B(u_val, double);
     f->head = B(head, uint8_t);
     f->seg32 = B(seg32, uint32_t);
     f->seg = B(seg, uint64_t);
@@ -997,24 +998,42 @@ int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetche
 // The counts a feed reads in one wait once its points are in order: words
 // of `small`, each a u32 count in a zeroed u64 (docs/GPU.md "How a feed
 // runs": the host's waits).
-enum { W_U, W_DISORDER, W_LATE, W_T, NW };
+enum { W_U, W_DISORDER, W_LATE, W_T, W_DROP, NW };
 
 // Over the n points in the order in idxb (in_b) or idxa, the accepted ones
-// first: dedupe them (the last of equal (slot, ts) kept), list the kept
-// ones (keep_idx; their count to W_U), gather them (u_*) and list the
-// touched metrics' first points (seg32; count to W_T); W_DISORDER: some
-// metric's ts go down in that order (docs/GPU.md, step 3).  Nothing read.
+// first: gather them (s_*), dedupe them (the last of equal (slot, ts) kept;
+// those not kept counted to W_DROP) and list the touched metrics' first
+// points (seg32; count to W_T); W_DISORDER: some metric's ts go down in
+// that order (docs/GPU.md, step 3).  Nothing read.
 int order_counts(cuda_backend *cb, size_t n, int in_b)
 {
     gk_feed f;
     cb->idx_in_b = in_b;
     fill(cb, &f);
     uint32_t *w = B(small, uint32_t);        // u32 view: word k at w[2 * k]
-    TRY(zero(cb, w + 2 * W_U, 8 * 2));        // W_U, W_DISORDER
-    TRY(zero(cb, w + 2 * W_T, 8));
-    TRY(gk_gather_sorted(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER));
+    TRY(zero(cb, w + 2 * W_DISORDER, 8));
+    TRY(zero(cb, w + 2 * W_T, 8 * 2));        // W_T, W_DROP
+    TRY(gk_gather_sorted(&cb->x, &f, n, w + 2 * W_LATE, w + 2 * W_DISORDER, w + 2 * W_DROP));
+    return gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), w + 2 * W_T, n);
+}
+
+// After the counts: with every accepted point kept (none dropped, the
+// common case) the sorted points are the unique ones as they are
+// (u_alias); else the kept ones are listed (keep_idx; count to W_U) and
+// gathered, and their metrics' first points listed again (the same T
+// metrics, at their places among the kept points).
+int unique_points(cuda_backend *cb, size_t n, uint64_t dropped)
+{
+    cb->u_alias = dropped == 0;
+    if (cb->u_alias)
+        return 0;
+    gk_feed f;
+    fill(cb, &f);
+    uint32_t *w = B(small, uint32_t);
+    TRY(zero(cb, w + 2 * W_U, 8));
     TRY(gk_select_idx(&cb->x, f.keep, B(keep_idx, uint32_t), w + 2 * W_U, n));
     TRY(gk_gather_unique(&cb->x, &f, n, w + 2 * W_U));
+    TRY(zero(cb, w + 2 * W_T, 8));
     return gk_select_idx(&cb->x, f.head, B(seg32, uint32_t), w + 2 * W_T, n);
 }
 
@@ -1047,6 +1066,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     fl->R = fl->L = 0;
     TRY(sync_tables(cb));
     cb->idx_in_b = 0;
+    cb->u_alias = 0;
     int up = take_input(cb, pts);
     if (up < 0)
         return up;
@@ -1117,7 +1137,8 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         cb->st.order_in_time++;
     }
     TRY(settle(cb));              // the last feed's tail: done by the wait above
-    uint64_t L = c[W_LATE], U = c[W_U], T = c[W_T];
+    uint64_t L = c[W_LATE], U = n - L - c[W_DROP], T = c[W_T];
+    TRY(unique_points(cb, n, c[W_DROP]));
     if (L) {
         TRY(dres(cb, late, L * sizeof(struct ga_late), 0));
         TRY(pres(cb, pin_late, L * sizeof(struct ga_late)));

@@ -112,12 +112,16 @@ struct slot_keys_f {
 // accepted ones, A = n - *late, come first (rejected points sort last), the
 // rest are not kept: A stays on the device.  The next point's ts is read
 // from the batch again (its own thread's load brought it near), which costs
-// less than a second pass over the sorted copy.
+// less than a second pass over the sorted copy.  head[j]: point j is its
+// metric's first accepted one, which are also the first kept ones' places
+// when every accepted point is kept (then the sorted copy is the unique one
+// and the feed uses it as it is: no unique_f).
 struct sorted_f {
     gk_feed f;
     size_t n;
     const uint32_t *late;
     uint32_t *disorder;
+    uint32_t *dropped;            // += accepted points not kept (duplicates: rare)
     __host__ __device__ void operator()(size_t j) const
     {
         uint32_t i = f.idx_s[j];
@@ -126,12 +130,19 @@ struct sorted_f {
         f.s_val[j] = f.val[i];
         size_t A = n - *late;
         uint8_t k = j < A;
+        f.head[j] = k && (j == 0 || f.key32s[j - 1] != f.key32s[j]);
         if (j + 1 < A && f.key32s[j + 1] == f.key32s[j]) {
             int64_t tn = f.ts[f.idx_s[j + 1]];
             if (tn < t)
                 *disorder = 1;
-            if (tn == t)
+            if (tn == t) {
                 k = 0;
+#ifdef __CUDA_ARCH__
+                atomicAdd(dropped, 1u);
+#else
+                ++*dropped;
+#endif
+            }
         }
         f.keep[j] = k;
     }
@@ -143,8 +154,9 @@ struct ts_keys_f {
     __host__ __device__ void operator()(size_t i) const { f.key64[i] = (uint64_t)f.ts[i]; }
 };
 
-// Over all n: the first *U are the kept points; head[k] = 0 past them, so
-// that a selection over n finds the touched metrics without U on the host.
+// Only when some accepted point was not kept (a duplicate): the kept ones
+// gathered.  Over all n: the first *U are the kept points; head[k] = 0 past
+// them, so that a selection over n finds the touched metrics.
 struct unique_f {
     gk_feed f;
     const uint32_t *U;
@@ -458,9 +470,10 @@ int gk_first_blocks(gk_exec *x, const gk_feed *f)
     return gk_for(x, f->nslots, first_block_f{ *f });
 }
 
-int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder)
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder,
+                     uint32_t *dropped)
 {
-    return gk_for(x, n, sorted_f{ *f, n, late, disorder });
+    return gk_for(x, n, sorted_f{ *f, n, late, disorder, dropped });
 }
 
 int gk_ts_keys(gk_exec *x, const gk_feed *f, size_t n)

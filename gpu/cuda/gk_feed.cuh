@@ -86,8 +86,10 @@ int gk_slot_keys(gk_exec *x, const gk_feed *f, const uint32_t *idx1, uint32_t *k
 // s_ts / s_val of the n points in (slot, ts, arrival) order (idx_s), and
 // keep[j] for them, the A = n - *late accepted first: the last of equal
 // (slot, ts); 0 past A.  *disorder = 1 if a slot's ts go down somewhere (the
-// points were not in that order).
-int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder);
+// points were not in that order).  head[j]: j < A starts its slot's run.
+// *dropped += the accepted points not kept.
+int gk_gather_sorted(gk_exec *x, const gk_feed *f, size_t n, const uint32_t *late, uint32_t *disorder,
+                     uint32_t *dropped);
 // key64[i] = ts[i] for the batch's n points (the sort by time).
 int gk_ts_keys(gk_exec *x, const gk_feed *f, size_t n);
 // u_* and head for the *U kept points (keep_idx); head 0 from *U to n.
