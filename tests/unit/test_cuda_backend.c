@@ -248,6 +248,9 @@ static void gen_batch(struct tbatch *b, const uint32_t *ids, int nmet, int64_t *
     *now += spread;
     if (rnd() % 3 == 0)           /* in time order, as producers mostly send them */
         sort_by_ts(b);
+    if (rnd() % 12 == 0)          /* nothing kept: the feed returns after its late points */
+        for (size_t i = 0; i < n; i++)
+            b->mid[i] = 999;
 }
 
 /* async: feed_start batch k, then feed_wait for batch k - 1 (two results
