@@ -378,11 +378,6 @@ struct words_f {
     }
 };
 
-struct iota_f {
-    uint32_t *p;
-    __host__ __device__ void operator()(size_t i) const { p[i] = (uint32_t)i; }
-};
-
 struct copy_u64_f {
     uint64_t *dst;
     const uint64_t *src;
@@ -683,20 +678,6 @@ int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
     return gk_rebuild_copy(x, &f, most);
 }
 
-// The size of the pool rebuild() wrote (waits for it), and the longest
-// window yet into cb->wmax (with the same wait).
-int pool_size(cuda_backend *cb, uint64_t *total)
-{
-    return rd64x2(cb, B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, B(d_wmax, uint64_t), total,
-                  &cb->wmax);
-}
-
-void commit(cuda_backend *cb, uint64_t total)
-{
-    cb->cur = 1 - cb->cur;
-    cb->pool_n = total;
-}
-
 // A feed does not wait for its own tail (the rows kernels, the rebuild):
 // it queues the next pool's size and wmax home behind them, swaps the pool
 // halves (the next feed's kernels queue behind the rebuild on the compute
@@ -704,7 +685,8 @@ void commit(cuda_backend *cb, uint64_t total)
 // this one's last and the GPU does not idle between feeds while the host
 // turns round.  pool_n and wmax are only needed once the next feed has
 // read its first counts, a wait that covers them: settle() takes them in
-// then, or wherever else the host needs them.
+// then, or wherever else the host needs them.  slot: the feed's, whose
+// stage marks settle reads; -1 for none (window_put).
 int pool_size_async(cuda_backend *cb, int slot)
 {
     const uint64_t *a = B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, *b = B(d_wmax, uint64_t);
@@ -734,7 +716,7 @@ int settle(cuda_backend *cb)
     cb->wmax = ((volatile uint64_t *)cb->pin_scalar)[POOL_W + 1];
     cb->pend = 0;
     cb->st.pool_points = cb->pool_n;
-    if (!cb->emu) {
+    if (!cb->emu && cb->pend_slot >= 0) {
         double *g[] = { &cb->st.gpu_upload_s, &cb->st.gpu_sort_s, &cb->st.gpu_merge_s,
                         &cb->st.gpu_buckets_s, &cb->st.gpu_rows_s, &cb->st.gpu_rebuild_s };
         cudaEvent_t *m = cb->ev_mark[cb->pend_slot];
@@ -895,11 +877,9 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
     TRY(cp(cb, cb->tslot.p, &ts0, 4, cudaMemcpyHostToDevice, cb->x.s));
     TRY(cp(cb, cb->m_off.p, hdr, 16, cudaMemcpyHostToDevice, cb->x.s));
     TRY(cp(cb, cb->m_n.p, hdr + 1, 16, cudaMemcpyHostToDevice, cb->x.s));
-    uint64_t total = 0;
     TRY(rebuild(cb, &cb->x, 1, cb->pool_n + n));
-    TRY(pool_size(cb, &total));      // waits: the host copies above are pageable
-    commit(cb, total);
-    return 0;
+    TRY(pool_size_async(cb, -1));
+    return settle(cb);               // waits: the host copies above are pageable
 }
 
 // Wait for the prefetched uploads still queued and forget them (their
@@ -1123,8 +1103,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     TRY(order_counts(cb, n, 1));
     TRY(rd_words(cb, B(small, uint64_t), NW, c));
     if (c[W_DISORDER]) {
-        TRY(gk_for(&cb->x, n, iota_f{ B(idxa, uint32_t) }));     // the slot sort overwrote it
-        TRY(gk_ts_keys(&cb->x, &f, n));
+        TRY(gk_ts_keys(&cb->x, &f, n));      // idxa is still classify's 0, 1, ...
         TRY(gk_sort_u64(&cb->x, B(key64a, uint64_t), B(key64b, uint64_t), B(idxa, uint32_t),
                         B(idxb, uint32_t), n, 64));
         TRY(gk_slot_keys(&cb->x, &f, B(idxb, uint32_t), B(key32a, uint32_t), n));
