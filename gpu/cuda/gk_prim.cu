@@ -92,7 +92,7 @@ int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d
 }
 
 template <class K>
-static int sort_pairs(gk_exec *x, K *k_in, K *k_out, uint32_t *v_in, uint32_t *v_out, size_t n,
+static int sort_pairs(gk_exec *x, const K *k_in, K *k_out, const uint32_t *v_in, uint32_t *v_out, size_t n,
                       int end_bit)
 {
     if (!n)
@@ -121,13 +121,13 @@ static int sort_pairs(gk_exec *x, K *k_in, K *k_out, uint32_t *v_in, uint32_t *v
     return 0;
 }
 
-int gk_sort_u64(gk_exec *x, uint64_t *k_in, uint64_t *k_out, uint32_t *v_in, uint32_t *v_out,
+int gk_sort_u64(gk_exec *x, const uint64_t *k_in, uint64_t *k_out, const uint32_t *v_in, uint32_t *v_out,
                 size_t n, int end_bit)
 {
     return sort_pairs(x, k_in, k_out, v_in, v_out, n, end_bit);
 }
 
-int gk_sort_u32(gk_exec *x, uint32_t *k_in, uint32_t *k_out, uint32_t *v_in, uint32_t *v_out,
+int gk_sort_u32(gk_exec *x, const uint32_t *k_in, uint32_t *k_out, const uint32_t *v_in, uint32_t *v_out,
                 size_t n, int end_bit)
 {
     return sort_pairs(x, k_in, k_out, v_in, v_out, n, end_bit);

@@ -15,10 +15,13 @@ int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_c
 // The same with 64-bit indices and count (n may pass 2^32).
 int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n);
 // Stable sort of (key, value) pairs by key bits [0, end_bit).  Sorted into
-// k_out / v_out; k_in / v_in may be overwritten.
-int gk_sort_u64(gk_exec *x, uint64_t *k_in, uint64_t *k_out, uint32_t *v_in, uint32_t *v_out,
+// k_out / v_out; k_in / v_in are only read (CUB's pointer overload: "the
+// contents of the input data are not altered"; its double buffer lives in
+// the temporary storage), which the feed relies on: it sorts classify's
+// slot_of and 0, 1, ... in place and reads both again on disordered batches.
+int gk_sort_u64(gk_exec *x, const uint64_t *k_in, uint64_t *k_out, const uint32_t *v_in, uint32_t *v_out,
                 size_t n, int end_bit);
-int gk_sort_u32(gk_exec *x, uint32_t *k_in, uint32_t *k_out, uint32_t *v_in, uint32_t *v_out,
+int gk_sort_u32(gk_exec *x, const uint32_t *k_in, uint32_t *k_out, const uint32_t *v_in, uint32_t *v_out,
                 size_t n, int end_bit);
 // Sort each segment [off[i], off[i+1]) of in ascending, into out.
 int gk_segsort_f64(gk_exec *x, const double *in, double *out, size_t nitems,
