@@ -124,6 +124,9 @@ int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p)
     }
     pol->block = p->defs[p->ndefs - 1].granularity_ns;
     pol->bw = p->back_window + (pol->nrate ? 1 : 0);
+    while (pol->nwide < pol->nplain && pol->plain[pol->nwide] <= GA_M_STD &&
+           (!pol->nwide || pol->plain[pol->nwide] > pol->plain[pol->nwide - 1]))
+        pol->nwide++;
     pol->plain_need = need_of(pol->plain, pol->nplain);
     pol->rate_need = need_of(pol->rate, pol->nrate);
     return 0;
@@ -356,6 +359,7 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
                 .reason = cb->st.reason[at], .ts = cb->st.ts[at], .value = cb->st.val[at] };
         }
     }
+    out->nrows += wr - out->naggs;   /* rows only */
     out->naggs = wr;
     for (size_t i = 0; nunknown && i < pts->n; i++) {
         if (agg_local_of(cb, pts->metric[i]))

@@ -37,6 +37,8 @@ struct agg_pol {
     ga_method_t plain[GA_POLICY_MAX_METHODS];   /* non-rate methods */
     ga_method_t rate[GA_POLICY_MAX_METHODS];    /* rate: methods, bit kept */
     unsigned plain_need, rate_need;             /* AGG_NEED_* */
+    int nwide;                    /* plain[0..nwide): basic (GA_M_MEAN..GA_M_STD),
+                                     ascending: what a wide record carries (engine.h) */
 };
 
 /* Fill the derived fields of pol from pol->p.  0 or GA_EINVAL. */

@@ -71,11 +71,45 @@ struct ga_late {
  * it when it has a CUDA backend. */
 struct ga_result {
     struct ga_agg *aggs;
-    size_t naggs, cap_aggs;
+    size_t naggs, cap_aggs;       /* slots: rows, and wide records' slots */
+    size_t nrows;                 /* the rows they unpack to (naggs without wide
+                                     records): every writer keeps it */
     struct ga_late *late;
     size_t nlate, cap_late;
     int want_pinned, aggs_pinned;
+    int want_wide;                /* the caller reads wide records (below) */
 };
+
+/* Wide records.  A caller that sets want_wide reads aggs with ga_agg_span
+ * and ga_agg_unpack; a backend may then write a bucket's basic methods as
+ * one record instead of a row each (the CUDA backend does; the CPU backend
+ * writes rows, which read the same way).  A record is 1 + ceil(k / 4)
+ * consecutive slots of aggs:
+ *   slot 0:  metric, method GA_M_WIDE, granularity_ns and ts as the rows',
+ *            value = mask, bit m - 1 set for each method m of GA_M_MEAN ..
+ *            GA_M_STD present (k = its bit count, 1..8);
+ *   slots 1..: the k values as doubles, in ascending method order, four a
+ *            slot; unused ones in the last slot are 0.
+ * So a bucket's 8 basic methods take 96 bytes instead of 256: what matters
+ * when the rows come home over PCIe (docs/GPU.md).  The record carries the
+ * leading methods of the policy while they are basic and ascending (every
+ * policy from config or the wire has its methods ascending: all its basic
+ * ones); the bucket's other methods follow as rows.  Unpacked, the rows are
+ * the ones want_wide = 0 gives, in the same order, with the same values. */
+#define GA_WIDE_MAX 8
+/* Slots the row or record at a takes: 1, or 1 + ceil(k / 4) for a wide
+ * record (1 for a malformed header: mask 0 or past 8 bits). */
+size_t ga_agg_span(const struct ga_agg *a);
+/* The rows of the row or record at a (avail slots from a on) into out:
+ * their count, 1..GA_WIDE_MAX; 0 for a malformed record or one longer than
+ * avail. */
+size_t ga_agg_unpack(const struct ga_agg *a, size_t avail, struct ga_agg out[GA_WIDE_MAX]);
+/* Rows that slots aggs[0..n) unpack to, by walking them (ga_result.nrows
+ * keeps the count without a walk). */
+size_t ga_aggs_count(const struct ga_agg *aggs, size_t n);
+/* Unpack the wide records among slots [from, naggs) in place (for callers
+ * that want rows only from some point on).  0 or GA_ENOMEM (r unchanged). */
+int ga_result_narrow(struct ga_result *r, size_t from);
 
 void ga_result_reset(struct ga_result *r);
 void ga_result_free(struct ga_result *r);
@@ -164,7 +198,7 @@ int ga_cpu_backend_open(struct ga_backend **out, int threads);
 struct ga_engine;
 
 struct ga_engine_stats {
-    uint64_t points_in, points_aggregated, aggs_out;
+    uint64_t points_in, points_aggregated, aggs_out;   /* aggs_out: rows (unpacked) */
     uint64_t late_window, late_before_epoch, late_nonfinite, late_unknown;
     uint64_t metrics;
 };

@@ -38,7 +38,7 @@ static void time_slot(struct eng_batch *bt, int s, double secs)
 static int feed_one(struct ga_engine *e, struct eng_batch *bt)
 {
     struct ga_result *out = bt->out;
-    size_t naggs = out->naggs, nlate = out->nlate;
+    size_t naggs = out->naggs, nrows = out->nrows, nlate = out->nlate;
     int s = e->failed[0] ? e->nb : 0;
     double t0 = eng_now();
     int rc = e->b[s]->ops->feed(e->b[s], &bt->pts, out);
@@ -46,6 +46,7 @@ static int feed_one(struct ga_engine *e, struct eng_batch *bt)
     if (rc != GA_ECUDA || s == e->nb || !e->have_fallback)
         return rc;
     out->naggs = naggs;
+    out->nrows = nrows;
     out->nlate = nlate;
     eng_fail_over(e, 0, rc);
     t0 = eng_now();
@@ -134,6 +135,7 @@ static int append_parts(struct ga_engine *e, struct eng_batch *bt, int upto)
             pc[np++] = (struct copy_piece){ (char *)(out->late + out->nlate),
                                             (const char *)p->late, p->nlate * sizeof *p->late };
         out->naggs += p->naggs;
+        out->nrows += p->nrows;
         out->nlate += p->nlate;
         total += p->naggs * sizeof *p->aggs + p->nlate * sizeof *p->late;
     }
@@ -153,7 +155,7 @@ static int feed_split(struct ga_engine *e, struct eng_batch *bt, double *t_fed)
     for (int s = 0; s < ns; s++)
         if (bt->bstart[s + 1] > bt->bstart[s])
             busy[n++] = s;
-    size_t naggs0 = out->naggs, nlate0 = out->nlate;
+    size_t naggs0 = out->naggs, nrows0 = out->nrows, nlate0 = out->nlate;
     for (int t = 1; t < n; t++)
         ga_result_reset(&bt->part[busy[t]]);
     struct feed_ctx fc = { e, bt };
@@ -169,6 +171,7 @@ static int feed_split(struct ga_engine *e, struct eng_batch *bt, double *t_fed)
             struct ga_result *dst = t == 0 ? out : &bt->part[s];
             if (t == 0) {
                 out->naggs = naggs0;
+                out->nrows = nrows0;
                 out->nlate = nlate0;
             } else {
                 ga_result_reset(dst);
@@ -188,6 +191,7 @@ static int feed_split(struct ga_engine *e, struct eng_batch *bt, double *t_fed)
     *t_fed = eng_now();
     if (upto == 0) {
         out->naggs = naggs0;
+        out->nrows = nrows0;
         out->nlate = nlate0;
     }
     if (upto < 2)
@@ -318,7 +322,7 @@ static int finish(struct ga_engine *e, struct eng_batch *bt)
     const struct ga_result *out = bt->out;
     e->times = bt->times;
     e->stats.points_in += bt->pts.n;
-    e->stats.aggs_out += out->naggs - bt->naggs0;
+    e->stats.aggs_out += out->nrows - bt->nrows0;
     eng_account_late(e, out, bt->nlate0);
     if (!bt->rc)
         e->stats.points_aggregated += bt->pts.n - (out->nlate - bt->nlate0);
@@ -350,6 +354,7 @@ static int begin(struct ga_engine *e, const struct ga_points *pts, struct ga_res
     bt->out = out;
     bt->pts = *pts;
     bt->naggs0 = out->naggs;
+    bt->nrows0 = out->nrows;
     bt->nlate0 = out->nlate;
     bt->seq = e->next_seq++;
     bt->pipe = pipe;
@@ -357,6 +362,8 @@ static int begin(struct ga_engine *e, const struct ga_points *pts, struct ga_res
     bt->t0 = eng_now();
     if (e->has_cuda)
         out->want_pinned = 1;         /* the first GPU's rows land there straight from it */
+    for (int s = 0; s <= e->nb; s++)  /* the others' rows come as the caller reads them */
+        bt->part[s].want_wide = out->want_wide;
     pthread_rwlock_rdlock(&e->route);
     /* one backend serves every metric (the fallback none yet): no split */
     bt->split = !(e->nb == 1 && !e->failed[0]) || (pipe && e->want_pinned);

@@ -63,7 +63,7 @@ struct eng_batch {
     enum eng_batch_state state;       /* under the engine's mu */
     uint64_t seq;                     /* start order */
     struct ga_result *out;
-    size_t naggs0, nlate0;            /* out's counts at the start */
+    size_t naggs0, nrows0, nlate0;    /* out's counts at the start */
     struct ga_points pts;             /* the caller's batch */
     int split;                        /* 1: fed from the sub arrays below */
     int pipe;                         /* started by feed_start (fed on the feeder) */

@@ -21,6 +21,7 @@ enum {
     GA_M_FIRST, GA_M_LAST, GA_M_STD, GA_M_MEDIAN,
     GA_M_PCT_BASE = 100,          /* GA_M_PCT_BASE + N, N in 1..99 */
     GA_M_RATE = 0x200,
+    GA_M_WIDE = 0x400,            /* not a method: a wide record's header row (engine.h) */
 };
 #define GA_M_BASE(m)   ((m) & 0xff)
 #define GA_M_IS_RATE(m) (((m) & GA_M_RATE) != 0)

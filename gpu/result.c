@@ -9,7 +9,7 @@
 
 void ga_result_reset(struct ga_result *r)
 {
-    r->naggs = 0;
+    r->naggs = r->nrows = 0;
     r->nlate = 0;
 }
 
@@ -23,10 +23,10 @@ static void free_aggs(struct ga_result *r)
 
 void ga_result_free(struct ga_result *r)
 {
-    int want = r->want_pinned;
+    int want = r->want_pinned, wide = r->want_wide;
     free_aggs(r);
     free(r->late);
-    *r = (struct ga_result){ .want_pinned = want };
+    *r = (struct ga_result){ .want_pinned = want, .want_wide = wide };
 }
 
 static size_t grown(size_t cap, size_t need)
@@ -83,7 +83,8 @@ int ga_result_push_agg(struct ga_result *r, const struct ga_agg *a)
 {
     if (grow_aggs(r, r->naggs + 1))
         return GA_ENOMEM;
-    r->aggs[r->naggs++] = *a;
+    r->aggs[r->naggs++] = *a;     /* a row: wide records come from backends */
+    r->nrows++;
     return 0;
 }
 
@@ -93,6 +94,99 @@ int ga_result_push_late(struct ga_result *r, const struct ga_late *l)
         return GA_ENOMEM;
     r->late[r->nlate++] = *l;
     return 0;
+}
+
+/* ---- wide records ---------------------------------------------------------- */
+
+/* A wide header's mask, or 0 when a is a row or malformed. */
+static unsigned wide_mask(const struct ga_agg *a)
+{
+    if (a->method != GA_M_WIDE)
+        return 0;
+    double v = a->value;
+    if (!(v >= 1.0 && v <= 255.0) || v != (double)(unsigned)v)
+        return 0;
+    return (unsigned)v;
+}
+
+static unsigned bits8(unsigned m)
+{
+    unsigned k = 0;
+    for (; m; m &= m - 1)
+        k++;
+    return k;
+}
+
+size_t ga_agg_span(const struct ga_agg *a)
+{
+    unsigned m = wide_mask(a);
+    return m ? 1 + (bits8(m) + 3) / 4 : 1;
+}
+
+size_t ga_agg_unpack(const struct ga_agg *a, size_t avail, struct ga_agg out[GA_WIDE_MAX])
+{
+    if (!avail)
+        return 0;
+    if (a->method != GA_M_WIDE) {
+        out[0] = *a;
+        return 1;
+    }
+    unsigned m = wide_mask(a);
+    size_t span = ga_agg_span(a);
+    if (!m || span > avail)
+        return 0;
+    double v[4 * 2];
+    memcpy(v, a + 1, (span - 1) * sizeof *a);
+    size_t k = 0;
+    for (int b = 0; b < GA_WIDE_MAX; b++)
+        if (m & (1u << b)) {
+            out[k] = (struct ga_agg){ .metric = a->metric, .method = (ga_method_t)(GA_M_MEAN + b),
+                                      .granularity_ns = a->granularity_ns, .ts = a->ts, .value = v[k] };
+            k++;
+        }
+    return k;
+}
+
+/* A malformed header (method GA_M_WIDE, no valid mask) is one slot of no
+ * row; a record cut short by the end of the slots ends the walk. */
+size_t ga_aggs_count(const struct ga_agg *aggs, size_t n)
+{
+    size_t rows = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned m = wide_mask(&aggs[i]);
+        size_t span = m ? 1 + (bits8(m) + 3) / 4 : 1;
+        if (span > n - i)
+            break;
+        rows += m ? bits8(m) : aggs[i].method != GA_M_WIDE;
+        i += span;
+    }
+    return rows;
+}
+
+int ga_result_narrow(struct ga_result *r, size_t from)
+{
+    if (from >= r->naggs)
+        return 0;
+    size_t n = r->naggs - from, rows = ga_aggs_count(r->aggs + from, n);
+    struct ga_agg *tmp = malloc((rows ? rows : 1) * sizeof *tmp);
+    if (!tmp)
+        return GA_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t span = ga_agg_span(&r->aggs[from + i]);
+        if (span > n - i)
+            break;
+        k += ga_agg_unpack(&r->aggs[from + i], n - i, tmp + k);
+        i += span;
+    }
+    int rc = grow_aggs(r, from + k);
+    if (!rc) {
+        memcpy(r->aggs + from, tmp, k * sizeof *tmp);
+        r->naggs = from + k;
+        r->nrows = ga_aggs_count(r->aggs, r->naggs);
+    }
+    free(tmp);
+    return rc;
 }
 
 const char *ga_late_reason_name(uint32_t reason)
