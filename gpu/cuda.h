@@ -81,7 +81,8 @@ void ga_cuda_host_free(void *p);
  * spent in each stage of the last feed (host wall clock between syncs). */
 struct ga_cuda_feed_stats {
     double upload_s, sort_s, merge_s, buckets_s, download_s, rebuild_s, total_s;
-    uint64_t points, aggs, late, pool_points;
+    uint64_t points, aggs, late, pool_points;   /* aggs: rows (unpacked; slots in
+                                                   ga_result.naggs) */
     /* the same stages as the compute stream ran them (CUDA events): upload
      * and classify, sort and dedupe, merge, bucket tasks (and median sort),
      * the rows kernels, the pool rebuild; 0 in emulation.  These and
@@ -152,6 +153,11 @@ struct ga_cuda_kbench {
     uint64_t sort_small_parts, sort_big_parts;   /* the second run's parts, each way */
     int64_t sorted_differ; /* sorted values whose bits differ between the two
                               (0 expected; -1 not compared) */
+    /* basic as wide records (engine.h; 96 bytes a bucket, not 8 rows of 32):
+       [0] tiled, [1] legacy rows kernel; the whole pass and the rows kernel */
+    double wide_s[2], wide_rows_s[2];
+    int64_t wide_differ;   /* buckets whose record is not the tiled kernel's 8 rows
+                              packed (0 expected; -1 not compared) */
 };
 int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb);
 

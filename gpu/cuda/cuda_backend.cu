@@ -58,7 +58,8 @@ struct dbuf {
 // are the slot's, so the next feed computes into the other slot meanwhile.
 struct inflight {
     struct ga_result *out;
-    uint64_t R, L;
+    uint64_t R, L;                // slots and late points
+    uint64_t rows;                // the rows the R slots unpack to (R without wide records)
     int direct;                   // rows DMA'd into out->aggs (else pin_rows[slot])
     int slot;
     double t0;                    // when its feed_start began
@@ -83,6 +84,7 @@ struct cuda_backend {
     gk_exec xr;                   // the next pool's rebuild, beside the bucket kernels
     gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
+    int wide;                     // this feed's out reads wide records (want_wide)
     gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2], ev_merged, ev_rebuilt;
@@ -133,7 +135,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf s_ts, s_val, fbt, task_stage, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
-        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, task_off,
+        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, cnt_lrow, lrow_off, task_off,
         row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
     struct ga_cuda_feed_stats st;
 };
@@ -410,35 +412,34 @@ int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
     return rd_words(cb, d, 1, out);
 }
 
-// Two counters with one wait.
-struct two_f {
+// Up to three counters with one wait (c NULL: two).
+struct three_f {
     uint64_t *dst;
-    const uint64_t *a, *b;
+    const uint64_t *a, *b, *c;
     __host__ __device__ void operator()(size_t) const
     {
         dst[0] = *a;
         dst[1] = *b;
+        if (c)
+            dst[2] = *c;
     }
 };
 
-int rd64x2(cuda_backend *cb, const uint64_t *a, const uint64_t *b, uint64_t *out_a, uint64_t *out_b)
+int rd64x3(cuda_backend *cb, const uint64_t *a, const uint64_t *b, const uint64_t *c, uint64_t *out)
 {
     int rc;
     if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, two_f{ cb->map_scalar, a, b });
+        rc = gk_for(&cb->x, 1, three_f{ cb->map_scalar, a, b, c });
     } else {
         rc = pump(cb, cb->piece);
-        if (!rc)
-            rc = cp(cb, cb->pin_scalar, a, 8, cudaMemcpyDeviceToHost, cb->x.s);
-        if (!rc)
-            rc = cp(cb, cb->pin_scalar + 1, b, 8, cudaMemcpyDeviceToHost, cb->x.s);
+        const uint64_t *src[3] = { a, b, c };
+        for (int i = 0; i < 3 && src[i] && !rc; i++)
+            rc = cp(cb, cb->pin_scalar + i, src[i], 8, cudaMemcpyDeviceToHost, cb->x.s);
     }
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
-    if (!rc) {
-        *out_a = ((volatile uint64_t *)cb->pin_scalar)[0];
-        *out_b = ((volatile uint64_t *)cb->pin_scalar)[1];
-    }
+    for (int i = 0; i < (c ? 3 : 2) && !rc; i++)
+        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
     return rc;
 }
 
@@ -590,8 +591,10 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->m_val = B(m_val, double);
     f->ctx = B(ctx, gk_ctx);
     f->D = cb->D ? cb->D : 1;
+    f->wide = cb->wide;
     f->cnt_task = B(cnt_task, uint64_t);
     f->cnt_row = B(cnt_row, uint64_t);
+    f->cnt_lrow = cb->wide ? B(cnt_lrow, uint64_t) : NULL;
     f->task_off = B(task_off, uint64_t);
     f->row_off = B(row_off, uint64_t);
     f->tasks = B(tasks, gk_task);
@@ -619,6 +622,7 @@ gk_view view_of(const gk_feed *f)
     v.m_val = f->m_val;
     v.ctx = f->ctx;
     v.D = f->D;
+    v.wide = f->wide;
     return v;
 }
 
@@ -691,7 +695,7 @@ int pool_size_async(cuda_backend *cb, int slot)
 {
     const uint64_t *a = B(d_w_off[1 - cb->cur], uint64_t) + cb->nslots, *b = B(d_wmax, uint64_t);
     if (cb->mapped) {
-        TRY(gk_for(&cb->x, 1, two_f{ cb->map_scalar + POOL_W, a, b }));
+        TRY(gk_for(&cb->x, 1, three_f{ cb->map_scalar + POOL_W, a, b, NULL }));
     } else {
         TRY(cp(cb, cb->pin_scalar + POOL_W, a, 8, cudaMemcpyDeviceToHost, cb->x.s));
         TRY(cp(cb, cb->pin_scalar + POOL_W + 1, b, 8, cudaMemcpyDeviceToHost, cb->x.s));
@@ -1041,9 +1045,10 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     cudaEvent_t *mark = cb->ev_mark[sl];
     TRY(record(cb, mark[0], cb->x.s));
     struct ga_result *out = fl->out;
+    cb->wide = out->want_wide != 0;   // the basic methods as one record a bucket
     dbuf *late = &cb->late[sl], *pin_late = &cb->pin_late[sl];
     dbuf *rows = &cb->rows[sl], *pin_rows = &cb->pin_rows[sl];
-    fl->R = fl->L = 0;
+    fl->R = fl->L = fl->rows = 0;
     TRY(sync_tables(cb));
     cb->idx_in_b = 0;
     cb->u_alias = 0;
@@ -1191,6 +1196,10 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     TRY(rd64(cb, B(small, uint64_t), &H));
     RES(cnt_task, (H + 1) * 8, 0);
     RES(cnt_row, (H + 1) * 8, 0);
+    if (cb->wide) {               // the rows the slots unpack to, counted beside them
+        RES(cnt_lrow, (H + 1) * 8, 0);
+        RES(lrow_off, (H + 1) * 8, 0);
+    }
     RES(task_off, (H + 1) * 8, 0);
     RES(row_off, (H + 1) * 8, 0);
     RES(task_stage, (2 * H + 1) * sizeof(gk_task), 0);
@@ -1201,8 +1210,14 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     TRY(zero(cb, f.cnt_row + H, 8));
     TRY(gk_scan_u64(&cb->x, f.cnt_task, (uint64_t *)f.task_off, H + 1));
     TRY(gk_scan_u64(&cb->x, f.cnt_row, (uint64_t *)f.row_off, H + 1));
-    uint64_t ntasks = 0, R = 0, NS = 0;
-    TRY(rd64x2(cb, f.task_off + H, f.row_off + H, &ntasks, &R));
+    if (f.cnt_lrow) {
+        TRY(zero(cb, f.cnt_lrow + H, 8));
+        TRY(gk_scan_u64(&cb->x, f.cnt_lrow, B(lrow_off, uint64_t), H + 1));
+    }
+    uint64_t cnt[3] = { 0, 0, 0 }, NS = 0;
+    TRY(rd64x3(cb, f.task_off + H, f.row_off + H, f.cnt_lrow ? B(lrow_off, uint64_t) + H : NULL, cnt));
+    uint64_t ntasks = cnt[0], R = cnt[1];
+    fl->rows = f.cnt_lrow ? cnt[2] : R;
     RES(tasks, (ntasks + 1) * sizeof(gk_task), 0);
     RES(sortlen, (2 * ntasks + 1) * 8, 0);
     RES(sortoff, (2 * ntasks + 1) * 8, 0);
@@ -1343,7 +1358,7 @@ int cu_feed_start(struct ga_backend *b, const struct ga_points *pts, struct ga_r
     if (cb->nfl && cb->fl[0].out == out)
         return GA_EINVAL;         // its rows are still coming into out's free room
     inflight *fl = &cb->fl[cb->nfl];
-    *fl = inflight{ out, 0, 0, 0, cb->slot, now_s(), NULL, NULL, 0, 0, 0 };
+    *fl = inflight{ out, 0, 0, 0, 0, cb->slot, now_s(), NULL, NULL, 0, 0, 0 };
     if (pts->n == 0) {
         cb->nfl++;                // nothing to wait for, but waited for in order
         cb->slot = 1 - cb->slot;
@@ -1391,10 +1406,11 @@ int cu_feed_wait(struct ga_backend *b)
     if (fl.R && !fl.direct)
         par_memcpy(out->aggs + out->naggs, cb->pin_rows[fl.slot].p, fl.R * sizeof *out->aggs);
     out->naggs += fl.R;
+    out->nrows += fl.rows;
     if (fl.L)
         memcpy(out->late + out->nlate, cb->pin_late[fl.slot].p, fl.L * sizeof *out->late);
     out->nlate += fl.L;
-    cb->st.aggs = fl.R;
+    cb->st.aggs = fl.rows;
     cb->st.late = fl.L;
     cb->st.download_s = now_s() - t0;
     cb->st.total_s = now_s() - fl.t0;
@@ -1429,7 +1445,7 @@ void cu_close(struct ga_backend *b)
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
-                    &cb->cnt_task, &cb->cnt_row, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
+                    &cb->cnt_task, &cb->cnt_row, &cb->cnt_lrow, &cb->lrow_off, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
                     &cb->s_ts, &cb->s_val, &cb->fbt, &cb->task_stage, &cb->d_wmax };

@@ -156,6 +156,8 @@ struct tile_fix {
                                                     // the points it stages [lo, hi)
     uint32_t metric[TILE_T], rowrel[TILE_T], rowcnt[TILE_T];   // per task: metric id,
                                                     // first row - r0, row count
+    uint8_t wsl[TILE_T];                            // per task: its wide record's slots,
+                                                    // written by the thread, not staged
 };
 #define TILE_FIX ((unsigned)((sizeof(tile_fix) + 15) & ~(size_t)15))
 #define TILE_MIN (TILE_FIX + 1024u)
@@ -210,12 +212,12 @@ struct sink_tile {
     }
 };
 
-// Rows task_run() writes (gk_feed.cu's task_rows, which sized row_off).
+// Rows (slots) task_run() writes (gk_feed.cu's task_rows, which sized row_off).
 __host__ __device__ inline uint64_t task_nrows(const tparts &p)
 {
     uint64_t r = 0;
     if (p.hasp)
-        r += gk_nrows(p.pn, p.pol->plain, p.pol->nplain, p.pas, p.pao);
+        r += gk_nrows(p.pn, p.pol->plain, p.pol->nplain, p.pas, p.pao) - p.wk + p.ws;
     if (p.hasr)
         r += gk_nrows(p.rn, p.pol->rate, p.pol->nrate, p.ras, p.rao);
     return r;
@@ -314,6 +316,7 @@ struct tile_blk {
                 fx->hi[tid] = p.row_off + n;
                 // a long task's rows are a gap here: none of its slots is copied
                 fx->rowcnt[tid] = t.skip ? 0 : n < 0xffffffffULL ? (uint32_t)n : 0xffffffffu;
+                fx->wsl[tid] = (uint8_t)p.ws;
                 r = red3{ p.row_off, p.row_off + n, t.skip ? 0 : p.end - p.start };
             }
             if (warp_red(0, r) && r.mn != ~0ULL) {
@@ -399,8 +402,9 @@ struct tile_blk {
             uint64_t lo = fx->lo[arg], hi = fx->hi[arg];
             int stg = use_stage && !t.big && hi > lo && hi - lo <= vcap;
             tparts p = task_of(fn, t.i);
-            sink_tile out{ rs, (uint64_t)fx->rowrel[tid], rows_on ? NR : 0, (uint32_t)tid,
-                           fn.rows + p.row_off };
+            struct ga_agg *r = fn.rows + p.row_off;   // a record goes there directly
+            sink_wide<sink_tile> out = task_sink(p, r, sink_tile{ rs, (uint64_t)fx->rowrel[tid],
+                                                                  rows_on ? NR : 0, (uint32_t)tid, r });
             if (stg)
                 task_run(fn, t.i, p, vals, lo, out);
             else
@@ -415,9 +419,11 @@ struct tile_blk {
                 uint64_t r = c >> 1;
                 uint4 q = rs[tile_slot(r)];
                 uint32_t j = q.w;
-                // A slot no task of this block wrote (a gap between tasks' rows)
+                // A slot no task of this block wrote (a gap between tasks' rows,
+                // or a wide record, which its thread wrote to global memory)
                 // holds stale bytes: its task index or row range does not match.
-                if (j >= (uint32_t)nact || r - fx->rowrel[j] >= fx->rowcnt[j])
+                if (j >= (uint32_t)nact || r - fx->rowrel[j] >= fx->rowcnt[j] ||
+                    r - fx->rowrel[j] < fx->wsl[j])
                     continue;
                 uint4 o;
                 if (c & 1) {

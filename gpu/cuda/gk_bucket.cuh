@@ -38,6 +38,7 @@ struct gk_view {
     const double *m_val;
     const gk_ctx *ctx;            // [t * D + d]
     int D;
+    int wide;                     // basic methods as wide records (engine.h)
 };
 
 __host__ __device__ static inline int gk_allowed(int64_t b, int64_t last, int64_t timespan)
@@ -59,6 +60,39 @@ __host__ __device__ static inline uint64_t gk_nrows(uint64_t n, const ga_method_
             r += allow_other != 0;
     }
     return r;
+}
+
+// Wide records (engine.h, want_wide).  The mask of the record a plain part
+// of n values writes: a bit for each of pol->plain[0..nwide) it emits (the
+// gk_nrows rules); 0 when wide is off or none is emitted (no record).
+__host__ __device__ static inline unsigned gk_wide_mask(const struct agg_pol *pol, int wide,
+                                                        uint64_t n, int allow_std, int allow_other)
+{
+    unsigned m = 0;
+    if (!wide)
+        return 0;
+    for (int k = 0; k < pol->nwide; k++) {
+        ga_method_t x = pol->plain[k];
+        if (x == GA_M_STD ? n >= 2 && allow_std : allow_other != 0)
+            m |= 1u << (x - GA_M_MEAN);
+    }
+    return m;
+}
+__host__ __device__ static inline uint32_t gk_wide_count(unsigned m)
+{
+    uint32_t k = 0;
+    for (; m; m &= m - 1)
+        k++;
+    return k;
+}
+// Slots a record of k values takes (0 for none): a header, then 4 a slot.
+__host__ __device__ static inline uint32_t gk_wide_slots(uint32_t k) { return k ? 1 + (k + 3) / 4 : 0; }
+// Slots a plain part of n values writes: its rows, the record's in one record.
+__host__ __device__ static inline uint64_t gk_plain_rows(const struct agg_pol *pol, int wide, uint64_t n,
+                                                         int allow_std, int allow_other)
+{
+    uint32_t k = gk_wide_count(gk_wide_mask(pol, wide, n, allow_std, allow_other));
+    return gk_nrows(n, pol->plain, pol->nplain, allow_std, allow_other) - k + gk_wide_slots(k);
 }
 
 // Values to sort for a task's plain part and rate part (0 when the part has

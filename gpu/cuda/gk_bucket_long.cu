@@ -128,7 +128,7 @@ __host__ __device__ void long_pass(X x, uint64_t n, int pass, long_acc &a, doubl
 template <class X>
 __host__ __device__ uint64_t long_part(X x, uint64_t n, int64_t min_pos, const ga_method_t *ms, int nm,
                                        unsigned need, const double *s, const tparts &p, int allow_std,
-                                       int allow_other, uint64_t k0, struct ga_agg *rows,
+                                       int allow_other, uint64_t k0, const sink_wide<sink_direct> &out,
                                        double *buf, int lane)
 {
     long_acc a = { bacc{ 0.0, 0.0, 0.0, 0.0 }, 0.0, 0.0, need };
@@ -140,7 +140,7 @@ __host__ __device__ uint64_t long_part(X x, uint64_t n, int64_t min_pos, const g
     if (lane != 0)
         return 0;
     return bucket_emit(x, a.acc, ss_const{ a.ss }, n, min_pos, ms, nm, s, p.metric, p.g, p.b,
-                       allow_std, allow_other, sink_direct{ rows }, k0);
+                       allow_std, allow_other, out, k0);
 }
 
 // Long task i by one warp (or the host as its lanes): task_run's parts.
@@ -148,13 +148,15 @@ __host__ __device__ void long_task(const rows_f &fn, size_t i, double *buf, int 
 {
     tparts p = task_of(fn, i);
     struct ga_agg *rows = fn.rows + p.row_off;
+    sink_wide<sink_direct> out = lane == 0 ? task_sink(p, rows, sink_direct{ rows })
+                                           : sink_wide<sink_direct>{ sink_direct{ rows }, rows, p.wk, p.ws };
     uint64_t nr = 0;
     if (p.hasp)
         nr = long_part(plain_x{ fn.v.m_val + p.plo }, p.pn, p.pmin, p.pol->plain, p.pol->nplain,
-                       p.pol->plain_need, fn.sorted + fn.off[2 * i], p, p.pas, p.pao, 0, rows, buf, lane);
+                       p.pol->plain_need, fn.sorted + fn.off[2 * i], p, p.pas, p.pao, 0, out, buf, lane);
     if (p.hasr)
         long_part(rate_x{ fn.v.m_val + p.rlo }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
-                  p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p, p.ras, p.rao, nr, rows, buf, lane);
+                  p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p, p.ras, p.rao, nr, out, buf, lane);
 }
 
 // A warp a listed task (the rows kernel before it on the stream listed them).

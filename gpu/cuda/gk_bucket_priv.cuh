@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 namespace {
 
@@ -53,6 +54,51 @@ struct sink_direct {
         o->value = val;
     }
 };
+
+// An 8-byte value into a wide record's slots (a double among ga_agg bytes).
+__host__ __device__ inline void wide_st8(void *p, double v)
+{
+#ifdef __CUDA_ARCH__
+    *(double *)p = v;
+#else
+    memcpy(p, &v, 8);
+#endif
+}
+
+// Wide records (engine.h): row k of a task's output, as bucket_emit counts
+// them, is value k of the record at rec when k < wk (the record's basic
+// methods come first: pol->plain[0..nwide)), else row ws + k - wk of the
+// task's slots (after the record's ws slots) through the sink S.  wk = ws =
+// 0: no record, every row through S.
+template <class S>
+struct sink_wide {
+    S base;
+    struct ga_agg *rec;           // the task's first slot
+    uint64_t wk, ws;
+    __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
+                                 double val) const
+    {
+        if (k < wk)
+            wide_st8((char *)(rec + 1) + 8 * k, val);
+        else
+            base.put(ws + k - wk, metric, m, g, b, val);
+    }
+};
+
+// A record's header, and 0 in the unused values of its last slot.
+__host__ __device__ inline void wide_head(struct ga_agg *rec, uint32_t metric, int64_t g, int64_t b,
+                                          unsigned mask, uint64_t wk, uint64_t ws)
+{
+    if (!ws)
+        return;
+    rec->metric = metric;
+    rec->method = GA_M_WIDE;
+    rec->granularity_ns = g;
+    rec->ts = b;
+    rec->value = (double)mask;
+    for (uint64_t k = wk; k < 4 * (ws - 1); k++)
+        wide_st8((char *)(rec + 1) + 8 * k, 0.0);
+}
 
 // The std chain about `mean` (the CPU's: d = x - mean, ss += d * d left to
 // right, no FMA), carried on from ss over x(j..n).
@@ -211,29 +257,8 @@ struct rows_f {
         return (tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_VALUES)) ||
                (pol->nrate && (pol->rate_need & AGG_NEED_VALUES));
     }
-    __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const
-    {
-        const gk_task &tk = tasks[i];
-        uint32_t slot = v.tslot[tk.t];
-        const struct agg_pol *pol = &v.pols[v.slot_pol[slot]];
-        const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
-        int64_t g = pol->p.defs[tk.d].granularity_ns, span = pol->p.defs[tk.d].timespan_ns;
-        uint64_t m0 = v.m_off[tk.t];   // indexes stay >= base_lo: no pointer leaves the buffer
-        uint32_t metric = v.slot_id[slot];
-        struct ga_agg *r = rows + tk.row_off;
-        uint64_t nr = 0;
-        if (tk.plain && pol->nplain)
-            nr += bucket<false>(plain_x{ base + (m0 + tk.lo - base_lo) }, tk.hi - tk.lo, (int64_t)tk.lo - c.base, pol->plain,
-                                pol->nplain, pol->plain_need, sorted + off[2 * i], metric, g, tk.b,
-                                gk_allowed(tk.b, c.last_std, span), gk_allowed(tk.b, c.last_plain, span),
-                                sink_direct{ r }, 0);
-        uint64_t dlo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
-        if (pol->nrate && dlo < tk.hi)
-            bucket<false>(rate_x{ base + (m0 + dlo - base_lo) }, tk.hi - dlo, (int64_t)dlo - c.fd, pol->rate, pol->nrate,
-                          pol->rate_need, sorted + off[2 * i + 1], metric, g, tk.b,
-                          gk_allowed(tk.b, c.last_rstd, span), gk_allowed(tk.b, c.last_rate, span),
-                          sink_direct{ r }, nr);
-    }
+    // Task i's rows, point j of the merged windows (absolute) at base[j - base_lo].
+    __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const;
     __host__ __device__ void operator()(size_t i) const { run(i, v.m_val, 0); }
 };
 
@@ -247,6 +272,8 @@ struct tparts {
     uint64_t plo, pn, rlo, rn;    // plain / rate part: first point (absolute), count
     int64_t pmin, rmin;
     int hasp, pas, pao, hasr, ras, rao;
+    unsigned wmask;               // the wide record of the plain part (0: none)
+    uint32_t wk, ws;              // its values and slots (gk_wide_slots)
 };
 
 __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
@@ -278,7 +305,35 @@ __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
     p.rmin = (int64_t)dlo - c.fd;
     p.ras = gk_allowed(tk.b, c.last_rstd, span);
     p.rao = gk_allowed(tk.b, c.last_rate, span);
+    p.wmask = p.hasp ? gk_wide_mask(p.pol, v.wide, p.pn, p.pas, p.pao) : 0;
+    p.wk = gk_wide_count(p.wmask);
+    p.ws = gk_wide_slots(p.wk);
     return p;
+}
+
+// The task's header (when it has a record) and its output as bucket_emit's
+// rows see it, over the sink S of its plain rows.
+template <class S>
+__host__ __device__ inline sink_wide<S> task_sink(const tparts &p, struct ga_agg *rec, const S &base)
+{
+    wide_head(rec, p.metric, p.g, p.b, p.wmask, p.wk, p.ws);
+    return sink_wide<S>{ base, rec, p.wk, p.ws };
+}
+
+__host__ __device__ inline void rows_f::run(size_t i, const double *base, uint64_t base_lo) const
+{
+    tparts p = task_of(*this, i);
+    struct ga_agg *r = rows + p.row_off;
+    sink_wide<sink_direct> out = task_sink(p, r, sink_direct{ r });
+    uint64_t nr = 0;
+    if (p.hasp)
+        nr = bucket<false>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
+                           p.pol->nplain, p.pol->plain_need, sorted + off[2 * i], p.metric, p.g,
+                           p.b, p.pas, p.pao, out, 0);
+    if (p.hasr)
+        bucket<false>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
+                      p.pol->rate_need, sorted + off[2 * i + 1], p.metric, p.g, p.b, p.ras, p.rao,
+                      out, nr);
 }
 
 } // namespace

@@ -57,7 +57,10 @@ struct gk_feed {
     double *m_val;
     gk_ctx *ctx;                  // [T * D]
     int D;
+    int wide;                     // rows as wide records (gk_view.wide)
     uint64_t *cnt_task, *cnt_row; // [H + 1], H = items that start a bucket (gk_task_heads)
+    uint64_t *cnt_lrow;           // [H + 1] with wide: the rows cnt_row's slots unpack to
+                                  // (NULL without wide: the same count)
     const uint64_t *task_off, *row_off;
     gk_task *stage;               // [2 H]: head h's tasks at 2h, 2h + 1 (row_off from its first)
     gk_task *tasks;

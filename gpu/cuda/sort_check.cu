@@ -177,6 +177,7 @@ int run(struct ga_cuda_sort_check *c, gk_exec *x, const host_data &h)
     v.m_val = val;
     v.ctx = ctx;
     v.D = 1;
+    v.wide = 0;
     TRY(gk_bucket_sortlen(x, &v, tasks, nt, sortlen));   // sortlen[2 nt] stays 0
     TRY(gk_scan_u64(x, sortlen, sortoff, 2 * nt + 1));
     uint64_t NS = 0;

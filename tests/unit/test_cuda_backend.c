@@ -43,6 +43,7 @@
 static int use_emu;
 static double scale = 1.0;
 static size_t rows_cmp, rows_bitexact, late_cmp;
+static size_t wide_records, wide_values;   /* in the GPU's wide results, before unpacking */
 static int rows_kernel = GA_CUDA_ROWS_TILED;    /* the variant under test */
 static int sort_small;            /* ga_cuda_opts.sort_small of the backends opened */
 /* Parts each sort took (ga_cuda_feed_stats), per sort mode: 0 default,
@@ -105,9 +106,42 @@ static int tolerant(ga_method_t m)
     return b == GA_M_SUM || b == GA_M_MEAN || b == GA_M_STD;
 }
 
+/* The GPU's wide records counted and unpacked (the CPU backend writes
+ * rows: the two then compare row for row).  Each record's values are of
+ * basic methods in ascending order, the rows after it of other methods or
+ * other buckets. */
+static int unpack_wide(const char *what, struct ga_result *g)
+{
+    for (size_t i = 0; i < g->naggs;) {
+        const struct ga_agg *a = &g->aggs[i];
+        size_t span = ga_agg_span(a);
+        if (a->method == GA_M_WIDE) {
+            struct ga_agg one[GA_WIDE_MAX];
+            size_t k = ga_agg_unpack(a, g->naggs - i, one);
+            if (!k || span != 1 + (k + 3) / 4) {
+                harness_fail(__FILE__, __LINE__, "%s: slot %zu: bad wide record (mask %g, span %zu)",
+                             what, i, a->value, span);
+                return -1;
+            }
+            wide_records++;
+            wide_values += k;
+        }
+        i += span;
+    }
+    size_t rows = ga_aggs_count(g->aggs, g->naggs);
+    CHECK_INT(g->nrows, rows);    /* counted on the GPU beside the slots */
+    CHECK_INT(ga_result_narrow(g, 0), 0);
+    CHECK_INT(g->naggs, rows);
+    return 0;
+}
+
 /* Same rows (as a set) and late points; 0 if equal. */
 static int compare(const char *what, struct ga_result *g, struct ga_result *c)
 {
+    if (g->want_wide && unpack_wide(what, g))
+        return -1;
+    CHECK_INT(g->nrows, g->naggs);
+    CHECK_INT(c->nrows, c->naggs);
     qsort(g->aggs, g->naggs, sizeof *g->aggs, cmp_agg);
     qsort(c->aggs, c->naggs, sizeof *c->aggs, cmp_agg);
     qsort(g->late, g->nlate, sizeof *g->late, cmp_late);
@@ -274,6 +308,7 @@ static void one_trial(int trial, int async, int pre)
     }
     struct ga_result rga[2] = { { 0 }, { 0 } }, rca[2] = { { 0 }, { 0 } };
     rga[0].want_pinned = rga[1].want_pinned = (int)(rnd() % 2);  /* rows straight from the GPU, or staged */
+    rga[0].want_wide = rga[1].want_wide = (trial / 4) % 2;       /* basic methods as records */
     int64_t now = rnd_in(1600000000, 1700000000) * SEC + rnd_in(0, SEC);
     int nbatch = (int)rnd_in(1, 8);
     int pinned = pre && !use_emu;
@@ -380,6 +415,7 @@ static void one_trial(int trial, int async, int pre)
 static void test_random_vs_cpu(void)
 {
     int n = (int)(200 * scale) + 1;
+    wide_records = wide_values = 0;
     int variant = rows_kernel;
     for (int t = 0; t < n; t++) {
         if (use_emu)              /* emulation: one trial in four on the legacy loop */
@@ -394,6 +430,8 @@ static void test_random_vs_cpu(void)
     sort_small = sort_mode = 0;
     CHECK(rows_cmp > 1000);
     CHECK(late_cmp > 50);
+    printf("wide: %zu records of %zu values\n", wide_records, wide_values);
+    CHECK(wide_records > 0 && wide_values > wide_records);
     /* Both sorts ran where they should (once the backend reports its split:
      * a call site that does not leaves every count 0). */
     uint64_t any = 0;
@@ -448,7 +486,8 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
     int64_t *ts = big_alloc(npts * sizeof *ts, pinned);
     double *val = big_alloc(npts * sizeof *val, pinned);
     int64_t t0 = 1700000000 * SEC;
-    struct ga_result rg = { .want_pinned = pinned }, rc = { 0 };
+    static int big_calls;
+    struct ga_result rg = { .want_pinned = pinned, .want_wide = big_calls++ % 2 == 0 }, rc = { 0 };
     for (int b = 0; b < nbatch; b++) {
         for (size_t i = 0; i < npts; i++) {
             mid[i] = (uint32_t)(rnd() % nmet);
