@@ -229,6 +229,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     }
     struct ga_points pts = { b->n, w->ids, b->ts, b->value };
     ga_result_reset(&w->res);
+    w->res.want_wide = 1;         /* storage takes wide records: fewer bytes home from a GPU */
     if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)
         return rc;
     struct ga_engine_failover_stats fo;
@@ -256,7 +257,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
-        .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
+        .aggs = w->res.aggs, .naggs = w->res.naggs, .nrows = w->res.nrows, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .counts = w->counts, .ncounts = ncounts, .lsn = end,
     };
     if ((rc = submit(w, &u)) < 0)
@@ -266,7 +267,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     w->st.processed_lsn = end;
     w->st.batches++;
     w->st.points += b->n;
-    w->st.aggs += w->res.naggs;
+    w->st.aggs += w->res.nrows;
     w->st.late += w->res.nlate;
     for (size_t i = 0; i < w->res.nlate; i++) {
         uint32_t r = w->res.late[i].reason;

@@ -120,32 +120,50 @@ static void map_clear(struct pgb_map *m)
     m->n = 0;
 }
 
+static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
+{
+    size_t h = agg_hash(a) & (b->nslots - 1);
+    for (;;) {
+        uint32_t s = b->slots[h];
+        if (!s) {
+            b->aggs[b->naggs] = *a;
+            b->slots[h] = (uint32_t)++b->naggs;
+            return;
+        }
+        if (agg_same(&b->aggs[s - 1], a)) {
+            b->aggs[s - 1].value = a->value;
+            return;
+        }
+        h = (h + 1) & (b->nslots - 1);
+    }
+}
+
+/* n slots of rows and wide records (engine.h): the batch keeps rows. */
 static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
 {
-    if (grow((void **)&b->aggs, &b->cap_aggs, b->naggs + n, sizeof *b->aggs) < 0)
+    size_t rows = ga_aggs_count(aggs, n);
+    if (grow((void **)&b->aggs, &b->cap_aggs, b->naggs + rows, sizeof *b->aggs) < 0)
         return GA_ENOMEM;
-    if ((b->naggs + n) * 2 > b->nslots) {
+    if ((b->naggs + rows) * 2 > b->nslots) {
         size_t ns = b->nslots ? b->nslots : 1024;
-        while ((b->naggs + n) * 2 > ns)
+        while ((b->naggs + rows) * 2 > ns)
             ns *= 2;
         if (rehash_aggs(b, ns) < 0)
             return GA_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t h = agg_hash(&aggs[i]) & (b->nslots - 1);
-        for (;;) {
-            uint32_t s = b->slots[h];
-            if (!s) {
-                b->aggs[b->naggs] = aggs[i];
-                b->slots[h] = (uint32_t)++b->naggs;
-                break;
-            }
-            if (agg_same(&b->aggs[s - 1], &aggs[i])) {
-                b->aggs[s - 1].value = aggs[i].value;
-                break;
-            }
-            h = (h + 1) & (b->nslots - 1);
+    for (size_t i = 0; i < n;) {
+        size_t span = ga_agg_span(&aggs[i]);
+        if (span > n - i)
+            break;                /* cut short: ga_aggs_count did not count it either */
+        if (span == 1 && aggs[i].method != GA_M_WIDE) {
+            merge_agg(b, &aggs[i]);
+        } else {
+            struct ga_agg one[GA_WIDE_MAX];
+            size_t k = ga_agg_unpack(&aggs[i], n - i, one);
+            for (size_t j = 0; j < k; j++)
+                merge_agg(b, &one[j]);
         }
+        i += span;
     }
     return 0;
 }

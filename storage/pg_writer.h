@@ -70,8 +70,10 @@ struct pgw_window {
 /* One unit of work.  Every array is borrowed for the duration of
  * pgw_submit only (copied).  Any count may be 0. */
 struct pgw_unit {
-    const struct ga_agg *aggs;
-    size_t naggs;
+    const struct ga_agg *aggs;    /* rows and wide records (engine.h), as a ga_result's */
+    size_t naggs;                 /* slots */
+    size_t nrows;                 /* the rows they unpack to (ga_result.nrows); 0:
+                                     counted from the slots */
     const struct ga_late *late;
     size_t nlate;
     const struct pgw_metric_def *defs;

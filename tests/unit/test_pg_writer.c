@@ -1,5 +1,6 @@
 /* test_pg_writer.c — the storage writer against a real private PostgreSQL:
- * random round trip across partitions (bit-exact), coalescing, late points,
+ * random round trip across partitions (bit-exact; half the units as wide
+ * records), coalescing, late points,
  * metric definitions and counters, checkpoint and commit callback, flush
  * requests, backpressure, replay skipping, graceful stop, the fresh-bucket
  * COPY path and its fallback. */
@@ -16,6 +17,7 @@
 #include "storage/pg_writer.h"
 #include "tests/unit/harness.h"
 #include "tests/unit/test_pg_env.h"
+#include "tests/unit/wide_pack.h"
 
 static struct pgenv env;
 static int env_ok;
@@ -82,12 +84,21 @@ static void test_round_trip_random(void)
     CHECK_INT(pgw_start(&w, &o), 0);
     int64_t today = ga_now_real_ns() / PGS_PARTITION_NS;
     struct ga_agg *all = malloc(NUNITS * PER * sizeof *all);
-    size_t nall = 0;
+    struct ga_agg *packed = malloc(2 * PER * sizeof *packed);
+    size_t nall = 0, nwide = 0;
     for (int u = 0; u < NUNITS; u++) {
         struct ga_agg *a = all + nall;
         for (int i = 0; i < PER; i++) {
             uint32_t m = (uint32_t)(rnd_next(&s) % NM);
             a[i] = rnd_agg(&s, m, pols[m % 3], today - 3, 5);
+            /* odd units: every method of a bucket in turn, as the engine
+             * writes them, sent as wide records (below) */
+            const struct ga_policy *p = pols[m % 3];
+            for (int j = 0; u % 2 && j < p->nmethods && i + 1 < PER; j++, i++) {
+                a[i + 1] = a[i];
+                a[i + 1].method = p->methods[j];
+                a[i + 1].value = rnd_value(&s);
+            }
             /* re-send an earlier key now and then: must coalesce */
             if (nall && i % 7 == 3) {
                 struct ga_agg again = all[rnd_next(&s) % nall];
@@ -96,6 +107,12 @@ static void test_round_trip_random(void)
             }
         }
         struct pgw_unit unit = { .aggs = a, .naggs = PER, .lsn = 1000 + (uint64_t)u * 10 };
+        if (u % 2) {
+            unit.naggs = wide_pack(a, PER, packed);
+            unit.aggs = packed;
+            CHECK(unit.naggs < PER);
+            nwide += unit.naggs;
+        }
         if (u == 0) {
             unit.defs = defs;
             unit.ndefs = NM;
@@ -123,6 +140,7 @@ static void test_round_trip_random(void)
     CHECK_INT(ng, nw);
     CHECK_INT(aggs_diff(got, ng, want, nw), 0);
     CHECK_INT(st.rows_committed >= nw, 1);
+    CHECK(nwide > 0);
     /* the rows went to several daily partitions */
     CHECK(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions") >= 5);
     CHECK(pg_scalar(c, "SELECT count(DISTINCT tableoid) FROM aggregates") >= 5);
@@ -134,6 +152,7 @@ static void test_round_trip_random(void)
     free(want);
     free(got);
     free(all);
+    free(packed);
 }
 
 static void test_coalesce_later_wins(void)
