@@ -112,6 +112,35 @@ struct rowcmp_f {
     }
 };
 
+// Bucket i's wide record (at i * 3 slots) is not its 8 rows (at i * 8, the
+// narrow pass's, std absent below 2 points) packed: header, mask, values.
+struct widecmp_f {
+    const struct ga_agg *w, *r;
+    unsigned long long *cnt;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        const struct ga_agg *h = w + 3 * i, *n = r + 8 * i;
+        const double *v = (const double *)(h + 1);
+        unsigned mask = n[7].method == GA_M_STD ? 0xffu : 0x7fu;
+        bool bad = h->metric != n[0].metric || h->method != GA_M_WIDE ||
+                   h->granularity_ns != n[0].granularity_ns || h->ts != n[0].ts || h->value != (double)mask;
+        for (int k = 0; k < 8; k++) {
+            uint64_t x, y;
+            memcpy(&x, &v[k], 8);
+            memcpy(&y, &n[k].value, 8);
+            if (mask >> k & 1)
+                bad = bad || n[k].method != GA_M_MEAN + k || x != y;
+        }
+        if (bad) {
+#ifdef __CUDA_ARCH__
+            atomicAdd(cnt, 1ULL);
+#else
+            ++*cnt;
+#endif
+        }
+    }
+};
+
 int median_of(std::vector<float> &v, double *out)
 {
     std::sort(v.begin(), v.end());
@@ -147,10 +176,11 @@ struct pass_ev {
 // One pass over the resident series for a method list; returns buckets.
 // scfg: the sort (NULL: auto, the feed's default).
 int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
-         int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev)
+         int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev, int wide)
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
-    int rows_per = hp->nplain + hp->nrate;
+    // slots a bucket: every method's row, or a wide record for the basic ones
+    int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1) + hp->nrate;
     int rc = gk_for(&s->x, N, head_f{ s->ts, kb->npoints_per_metric, kb->gran_ns, s->head });
     if (!rc)
         rc = gk_select_idx(&s->x, s->head, s->start, s->cnt, N);
@@ -176,6 +206,7 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     v.m_val = s->val;
     v.ctx = s->ctx;
     v.D = 1;
+    v.wide = wide;
     const double *sorted = NULL;
     if (sort_needed) {
         rc = gk_bucket_sortlen(&s->x, &v, s->tasks, nb, s->sortlen);
@@ -231,7 +262,7 @@ int make_pol(struct agg_pol *out, int64_t g, const char *const *ms, int nm)
 // rows kernel alone and (sort_sec not NULL) the sort alone.
 int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *ms, int nm,
               const gk_rows_cfg *cfg, double *sec, double *rows_sec, uint64_t *nb,
-              const gk_sort_cfg *scfg = NULL, double *sort_sec = NULL)
+              const gk_sort_cfg *scfg = NULL, double *sort_sec = NULL, int wide = 0)
 {
     struct agg_pol hp;
     int rc = make_pol(&hp, kb->gran_ns, ms, nm);
@@ -249,7 +280,7 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
     std::vector<float> ms_t, ms_r, ms_s;
     for (int r = 0; r < kb->repeat + 1 && !rc; r++) {
         CUDA_CHECK(cudaEventRecord(a, s->x.s));
-        rc = pass(s, kb, &hp, nb, sort_needed, cfg, scfg, ev);
+        rc = pass(s, kb, &hp, nb, sort_needed, cfg, scfg, ev, wide);
         CUDA_CHECK(cudaEventRecord(b, s->x.s));
         CUDA_CHECK(cudaEventSynchronize(b));
         float t = 0, tr = 0, ts = 0;
@@ -471,6 +502,24 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
         if (!rc)
             CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
         kb->rows_differ = (int64_t)nd;
+    }
+    // basic as wide records, each kernel, each compared with the tiled rows
+    // (kept in rows2); the rows buffer is zeroed first (gaps compare equal)
+    kb->wide_differ = rc ? -1 : 0;
+    for (int w = 0; w < 2 && !rc; w++) {
+        if (w == 0)
+            CUDA_CHECK(cudaMemcpy(s->rows2, s->rows, rbytes, cudaMemcpyDeviceToDevice));
+        CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
+        uint64_t nbw = 0;
+        rc = time_pass(s, kb, basic, 8, w ? &legacy : &tiled, &kb->wide_s[w], &kb->wide_rows_s[w], &nbw,
+                       NULL, NULL, 1);
+        unsigned long long nd = 0;
+        CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
+        if (!rc)
+            rc = gk_for(&s->x, (size_t)nb, widecmp_f{ s->rows, s->rows2, s->ndiff });
+        if (!rc)
+            CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
+        kb->wide_differ += nbw == nb ? (int64_t)nd : (int64_t)nb;
     }
     kb->buckets = nb;
     if (!rc)

@@ -19,13 +19,18 @@
  *     alone in ms; "basic" also at 6, 360 and ~8640 points a bucket (60 s,
  *     1 h, 1 day; the last: long buckets read from global memory);
  *     the two kernels' "basic" rows compared field by field (rows_differ);
+ *     "basic" again as wide records (one 96-byte record a bucket instead
+ *     of 8 rows, gpu/engine.h), each kernel, each record compared with the
+ *     tiled kernel's rows (wide_differ);
  *   - pipeline: ga_backend feed() from the caller's arrays to the rows in
  *     host memory (H2D, the whole feed, D2H), points/s and bytes/s against
  *     the measured H2D bandwidth (20 bytes a point travel: id 4, ts 8, value
  *     8): input and result in page-locked memory (as the engine keeps them
  *     with a GPU: rows DMA'd straight into the result); for "basic" also
  *     pageable input (packed into the pinned ring) and a pageable result
- *     (rows staged in the backend's pinned buffer, then copied);
+ *     (rows staged in the backend's pinned buffer, then copied), and the
+ *     prefetched pipeline with the rows as wide records (want_wide, as the
+ *     daemon asks for them; rows counted unpacked, bytes out as sent);
  *   - the CPU backend on the same data with T threads (default 16);
  *   - the published reference case: 6,291,456 points, 5 s samples resampled
  *     to 35 s, sum — kernel only and through feed().
@@ -303,13 +308,13 @@ static void print_spread(const char *set, int k, struct spread *sp)
            sp->pinned_allocs, sp->alloc_s * 1e3);
 }
 
-static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, double *sec,
-                          uint64_t *aggs, double host_s[3], struct spread *sp)
+static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, int wide, double *sec,
+                          uint64_t *aggs, uint64_t *slots, double host_s[3], struct spread *sp)
 {
-    struct ga_result r[2] = { { .want_pinned = 1 }, { .want_pinned = 1 } };
+    struct ga_result r[2] = { { .want_pinned = 1, .want_wide = wide }, { .want_pinned = 1, .want_wide = wide } };
     int rc = 0;
     double t = 0;
-    *aggs = 0;
+    *aggs = *slots = 0;
     host_s[0] = host_s[1] = host_s[2] = 0;    /* in prefetch, feed_start, feed_wait */
     double turn0 = 0;
     for (int i = 0; !rc && i <= l->nbatch; i++) {
@@ -349,8 +354,11 @@ static int run_feed_async(struct ga_backend *b, const struct load *l, int pre, d
         }
         if (!rc && i > 0) {
             rc = b->ops->feed_wait(b);
-            if (i - 1 >= WARM)
-                *aggs += r[(i - 1) % 2].naggs;
+            const struct ga_result *w = &r[(i - 1) % 2];
+            if (i - 1 >= WARM) {  /* rows as the CPU backend counts them; slots as they crossed */
+                *aggs += w->nrows;
+                *slots += w->naggs;
+            }
         }
         if (i >= WARM && i < l->nbatch) {
             host_s[0] += t1 - t0;
@@ -370,7 +378,7 @@ struct row {
     char vs[64];                  /* against what */
     char goal[48];
 };
-static struct row rows[64];
+static struct row rows[80];
 static int nrows;
 
 static void add_row(const char *what, double pps, const char *vs, const char *goal)
@@ -395,6 +403,26 @@ static const char *human(double v, char *buf)
     else
         sprintf(buf, "%.0f", v);
     return buf;
+}
+
+/* Basic as wide records (one 96-byte record a bucket), each rows kernel:
+ * a key=value line and two table rows. */
+static void wide_rows(const struct ga_cuda_kbench *k, double N, double floor_pps, const char *what0,
+                      int goal)
+{
+    printf("kernel_wide gran_s=%lld tiled_s=%.6f tiled_rows_s=%.6f legacy_s=%.6f legacy_rows_s=%.6f "
+           "wide_differ=%" PRId64 "\n", (long long)(k->gran_ns / NS), k->wide_s[0], k->wide_rows_s[0],
+           k->wide_s[1], k->wide_rows_s[1], k->wide_differ);
+    for (int leg = 0; leg < 2; leg++) {
+        double pps = N / k->wide_s[leg];
+        char what[128], vs[64], g[32];
+        snprintf(what, sizeof what, "%s as wide records, %.0fM points, %.0f pts/bucket, %s rows kernel",
+                 what0, N / 1e6, N / (double)k->buckets, leg ? "legacy" : "tiled");
+        snprintf(vs, sizeof vs, "%.0f%% of floor (16 B/pt at d2d); rows kernel %.3f ms",
+                 100.0 * pps / floor_pps, k->wide_rows_s[leg] * 1e3);
+        snprintf(g, sizeof g, ">= 100 G/s%s", pps >= 100e9 ? " ok" : " MISSED");
+        add_row(what, pps, vs, goal && !leg ? g : "");
+    }
 }
 
 /* Median + 90pct with each sort: a key=value line and two table rows. */
@@ -528,7 +556,10 @@ int main(int argc, char **argv)
             printf("kernel_%d rows_kernel=%s seconds=%.6f rows_seconds=%.6f points_per_s=%.4g\n", i,
                    leg ? "legacy" : "tiled", sec, rsec, pps);
         }
+        if (i == 0)
+            wide_rows(&kb, N, floor_pps, kr[0].what, 1);
     }
+    kernels_ok = kernels_ok && kb.wide_differ == 0;
     /* basic at 6 and 360 points a bucket (the pipeline's 60 s and 1 h), and
      * at 1 day (buckets longer than 1/8 of the tiled kernel's buffer: read
      * from global memory, as in the legacy kernel) */
@@ -547,7 +578,7 @@ int main(int argc, char **argv)
                " tiled_s=%.6f tiled_rows_s=%.6f legacy_s=%.6f legacy_rows_s=%.6f\n",
                (long long)(kgrans[gi] / NS), kg.buckets, kg.checked, kg.rows_differ, kg.basic_s,
                kg.rows_s[0], kg.legacy_s[0], kg.legacy_rows_s[0]);
-        kernels_ok = kernels_ok && kg.checked && kg.rows_differ == 0;
+        kernels_ok = kernels_ok && kg.checked && kg.rows_differ == 0 && kg.wide_differ == 0;
         for (int leg = 0; leg < 2; leg++) {
             double sec = leg ? kg.legacy_s[0] : kg.basic_s, pps = N / sec;
             char what[128];
@@ -557,6 +588,7 @@ int main(int argc, char **argv)
                      100.0 * pps / floor_pps, (leg ? kg.legacy_rows_s[0] : kg.rows_s[0]) * 1e3);
             add_row(what, pps, b2, "");
         }
+        wide_rows(&kg, N, floor_pps, kr[0].what, 0);
         sort_lines(&kg, kgrans[gi] / NS, N, floor_pps);
         kernels_ok = kernels_ok && kg.sorted_differ == 0;
     }
@@ -619,16 +651,20 @@ int main(int argc, char **argv)
          * way before mapped counts), and k = 1 on the same points shuffled
          * within each batch (k = 3: out of time order, so the feed sorts by
          * time as well as by metric), each on a fresh backend */
-        double sa[4] = { 0, 0, 0, 0 };
-        uint64_t aa[4] = { 0, 0, 0, 0 };
-        struct ga_cuda_feed_stats sta[4];
-        double hs[4][3];          /* host seconds in prefetch, feed_start, feed_wait */
-        static struct spread spr[4];  /* the last run of each variant */
-        double per[4][REPS];          /* each run's steady-state period */
+        /* basic (k = 4): k = 1 with the rows as wide records, as the daemon
+         * asks for them (engine.h) */
+        enum { NVAR = 5 };
+        int nvar = s == 0 ? 5 : 4;
+        double sa[NVAR] = { 0 };
+        uint64_t aa[NVAR] = { 0 }, slots[NVAR] = { 0 };
+        struct ga_cuda_feed_stats sta[NVAR];
+        double hs[NVAR][3];       /* host seconds in prefetch, feed_start, feed_wait */
+        static struct spread spr[NVAR];   /* the last run of each variant */
+        double per[NVAR][REPS];       /* each run's steady-state period */
         memset(per, 0, sizeof per);
         memset(sta, 0, sizeof sta);
         memset(hs, 0, sizeof hs);
-        for (int k = 0; k < 4 && !rc; k++) {
+        for (int k = 0; k < nvar && !rc; k++) {
             struct ga_cuda_opts co = { .counts = k == 2 ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED };
             for (int r = 0; r < REPS && !rc; r++) {
                 g = NULL;
@@ -637,7 +673,8 @@ int main(int argc, char **argv)
                 for (uint32_t m = 0; !rc && m < nmet; m++)
                     rc = g->ops->metric_add(g, m, &p);
                 if (!rc)
-                    rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, &rs[r], &aa[k], hs[k], &spr[k]);
+                    rc = run_feed_async(g, k == 3 ? &ls : &l, k > 0, k == 4, &rs[r], &aa[k], &slots[k],
+                                        hs[k], &spr[k]);
                 if (!rc)
                     ga_cuda_backend_stats(g, &sta[k]);
                 per[k][r] = spr[k].period_s;
@@ -665,7 +702,7 @@ int main(int argc, char **argv)
                "total=%.4f pool=%" PRIu64 "\n", sets[s].name, bn, nmet, sg, sa[0], sc, ag, aa[0], ac,
                st.upload_s, st.sort_s, st.merge_s, st.buckets_s, st.rebuild_s, st.download_s,
                st.total_s, st.pool_points);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < nvar; k++) {
             double nb_t = l.nbatch - WARM;
             printf("pipeline set=%s variant=%d host ms a batch: prefetch=%.3f feed_start=%.3f "
                    "feed_wait=%.3f\n", sets[s].name, k, hs[k][0] * 1e3 / nb_t, hs[k][1] * 1e3 / nb_t,
@@ -677,11 +714,12 @@ int main(int argc, char **argv)
                "; shuffled: aggs=%" PRIu64 " order_in_time=%" PRIu64 " order_sorted=%" PRIu64 "\n",
                sets[s].name, sa[1], aa[1], sta[1].prefetch_used, sta[1].prefetch_dropped,
                sta[1].order_in_time, sta[1].order_sorted, aa[3], sta[3].order_in_time, sta[3].order_sorted);
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k <= nvar; k++) {
             const struct ga_cuda_feed_stats *q = k ? &sta[k - 1] : &st;
             static const char *const how[] = { "feed", "feed_start/wait", "prefetch+start/wait",
                                                "prefetch+start/wait, counts copied",
-                                               "prefetch+start/wait, shuffled" };
+                                               "prefetch+start/wait, shuffled",
+                                               "prefetch+start/wait, wide records" };
             printf("pipeline set=%s %s last feed on the GPU (ms): upload+classify=%.3f sort=%.3f "
                    "merge=%.3f buckets=%.3f rows=%.3f rebuild=%.3f; host: upload=%.3f sort=%.3f "
                    "merge=%.3f buckets=%.3f rebuild=%.3f wait for rows=%.3f total=%.3f\n",
@@ -700,19 +738,23 @@ int main(int argc, char **argv)
         snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); %.1fx CPU", 100.0 * pps * 20 / (kb.h2d_gbps * 1e9),
                  sc / sg);
         add_row(what, pps, b2, "");
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < nvar; k++) {
             double ppa = pts_timed / sa[k];
             static const char *const how[] = { " (k+1 overlaps k's D2H)", " + prefetch of k+1",
                                                " + prefetch, counts copied (rows in pieces)",
-                                               " + prefetch, points shuffled in each batch" };
+                                               " + prefetch, points shuffled in each batch",
+                                               " + prefetch, wide records" };
+            /* bytes out a point as they crossed: 32 a slot */
+            out_b = (double)slots[k] * 32.0 / pts_timed;
+            wire_b = out_b > 20 ? out_b : 20;
             snprintf(what, sizeof what, "pipeline feed_start/feed_wait%s, pinned: %s, same batches",
                      how[k], sets[s].name);
             snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
                      100.0 * ppa * 20 / (kb.h2d_gbps * 1e9), out_b, 100.0 * ppa * wire_b / (kb.h2d_gbps * 1e9));
             snprintf(goal, sizeof goal, ">= 90%% H2D%s (with drain)",
                      ppa * 20 >= 0.9 * kb.h2d_gbps * 1e9 ? " ok" : " MISSED");
-            add_row(what, ppa, b2, aa[k] == ag ? (k == 1 ? goal : "") : "ROW COUNT DIFFERS");
-            if (k != 1 || nb - WARM < 2)
+            add_row(what, ppa, b2, aa[k] == ag ? (k == 1 || k == 4 ? goal : "") : "ROW COUNT DIFFERS");
+            if ((k != 1 && k != 4) || nb - WARM < 2)
                 continue;
             /* the same runs, steady state: the period between loop turns,
              * without the last batch's rows draining at the end */
@@ -720,8 +762,8 @@ int main(int argc, char **argv)
             if (pt <= 0)
                 continue;
             double pps1 = (double)bn / pt;
-            snprintf(what, sizeof what, "pipeline feed_start/feed_wait + prefetch, steady state (a batch "
-                     "every %.3f ms): %s", pt * 1e3, sets[s].name);
+            snprintf(what, sizeof what, "pipeline feed_start/feed_wait + prefetch%s, steady state (a batch "
+                     "every %.3f ms): %s", k == 4 ? ", wide records" : "", pt * 1e3, sets[s].name);
             snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
                      100.0 * pps1 * 20 / (kb.h2d_gbps * 1e9), out_b,
                      100.0 * pps1 * wire_b / (kb.h2d_gbps * 1e9));
