@@ -85,17 +85,29 @@ struct sink_wide {
     }
 };
 
-// A record's header, and 0 in the unused values of its last slot.
+// 16 bytes, in two 8-byte words.
+__host__ __device__ inline void wide_st16(void *p, uint64_t lo, uint64_t hi)
+{
+#ifdef __CUDA_ARCH__
+    *(ulonglong2 *)p = make_ulonglong2(lo, hi);
+#else
+    memcpy(p, &lo, 8);
+    memcpy((char *)p + 8, &hi, 8);
+#endif
+}
+
+// A record's header (its padding bytes 0), and 0 in the unused values of
+// its last slot.
 __host__ __device__ inline void wide_head(struct ga_agg *rec, uint32_t metric, int64_t g, int64_t b,
                                           unsigned mask, uint64_t wk, uint64_t ws)
 {
     if (!ws)
         return;
-    rec->metric = metric;
-    rec->method = GA_M_WIDE;
-    rec->granularity_ns = g;
-    rec->ts = b;
-    rec->value = (double)mask;
+    double m = (double)mask;
+    uint64_t mb;
+    memcpy(&mb, &m, 8);
+    wide_st16(rec, (uint64_t)metric | (uint64_t)GA_M_WIDE << 32, (uint64_t)g);
+    wide_st16((char *)rec + 16, (uint64_t)b, mb);
     for (uint64_t k = wk; k < 4 * (ws - 1); k++)
         wide_st8((char *)(rec + 1) + 8 * k, 0.0);
 }
