@@ -214,7 +214,8 @@ int ga_engine_metric_add(struct ga_engine *e, uint32_t id, const struct ga_polic
 
 /* Aggregate a batch spanning any metrics; results appended to out (rows of
  * one metric together, metrics in no particular order; within a metric by
- * granularity, bucket, method).  With several backends, their outputs come
+ * granularity, bucket, method; with out->want_wide, the rows its wide
+ * records unpack to, out->nrows of them).  With several backends, their outputs come
  * in backend order (primaries, then the fallback), so the same batches give
  * the same order, whatever the timing.  Points of
  * ids never added come back as late GA_LATE_UNKNOWN_METRIC.  Late points
