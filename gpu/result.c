@@ -109,18 +109,15 @@ static unsigned wide_mask(const struct ga_agg *a)
     return (unsigned)v;
 }
 
-static unsigned bits8(unsigned m)
+/* Slots of the row or record whose mask is m (0: a row). */
+static size_t span_of(unsigned m)
 {
-    unsigned k = 0;
-    for (; m; m &= m - 1)
-        k++;
-    return k;
+    return m ? 1 + ((size_t)__builtin_popcount(m) + 3) / 4 : 1;
 }
 
 size_t ga_agg_span(const struct ga_agg *a)
 {
-    unsigned m = wide_mask(a);
-    return m ? 1 + (bits8(m) + 3) / 4 : 1;
+    return span_of(wide_mask(a));
 }
 
 size_t ga_agg_unpack(const struct ga_agg *a, size_t avail, struct ga_agg out[GA_WIDE_MAX])
@@ -154,10 +151,10 @@ size_t ga_aggs_count(const struct ga_agg *aggs, size_t n)
     size_t rows = 0;
     for (size_t i = 0; i < n;) {
         unsigned m = wide_mask(&aggs[i]);
-        size_t span = m ? 1 + (bits8(m) + 3) / 4 : 1;
+        size_t span = span_of(m);
         if (span > n - i)
             break;
-        rows += m ? bits8(m) : aggs[i].method != GA_M_WIDE;
+        rows += m ? (size_t)__builtin_popcount(m) : aggs[i].method != GA_M_WIDE;
         i += span;
     }
     return rows;

@@ -80,10 +80,11 @@ __host__ __device__ static inline unsigned gk_wide_mask(const struct agg_pol *po
 }
 __host__ __device__ static inline uint32_t gk_wide_count(unsigned m)
 {
-    uint32_t k = 0;
-    for (; m; m &= m - 1)
-        k++;
-    return k;
+#ifdef __CUDA_ARCH__
+    return (uint32_t)__popc(m);
+#else
+    return (uint32_t)__builtin_popcount(m);
+#endif
 }
 // Slots a record of k values takes (0 for none): a header, then 4 a slot.
 __host__ __device__ static inline uint32_t gk_wide_slots(uint32_t k) { return k ? 1 + (k + 3) / 4 : 0; }
