@@ -126,6 +126,9 @@ struct ga_cuda_kbench {
     /* out: the four method sets with the tiled rows kernel (the default) */
     double d2d_gbps;       /* device-to-device copy, bytes read + written per s */
     double h2d_gbps;       /* pinned host to device */
+    double d2h_gbps;       /* pinned device to host */
+    double duplex_gbps;    /* H2D and D2H at once (two streams, the same bytes
+                              each way): bytes both ways per s */
     double basic_s;        /* bucket keys + count,sum,mean,min,max,first,last,std */
     double sum_s;          /* bucket keys + sum alone */
     double sort_s;         /* bucket keys + median + 90pct (segmented sort) */

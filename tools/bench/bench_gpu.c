@@ -5,8 +5,10 @@
  *   bench_gpu --dump-load FILE [--dump-metrics K]
  *
  * Measured in the same run, on the same GPU:
- *   - ceilings: device-to-device copy GB/s (bytes read + written) and pinned
- *     host-to-device copy GB/s;
+ *   - ceilings: device-to-device copy GB/s (bytes read + written), pinned
+ *     host-to-device and device-to-host copy GB/s, and the two at once
+ *     (bytes both ways; the pipelines' "PCIe bound" is the slowest of in
+ *     alone, out alone and both at that rate);
  *   - kernel only (points already on the GPU, sorted): bucket keys + the
  *     methods, for the basic methods together, sum alone, median+90pct,
  *     rate:*; median+90pct also at each size below with each sort (CUB
@@ -405,6 +407,20 @@ static const char *human(double v, char *buf)
     return buf;
 }
 
+/* The PCIe bound of a pipeline moving 20 bytes a point in and out_b out,
+ * as bytes a point at the H2D rate (so % of it reads against H2D): the
+ * slowest of the way in alone, the way out alone, and both at once at the
+ * measured rate of both directions together. */
+static double pcie_bytes(const struct ga_cuda_kbench *k, double out_b)
+{
+    double t = 20.0 / k->h2d_gbps;
+    if (k->d2h_gbps > 0 && out_b / k->d2h_gbps > t)
+        t = out_b / k->d2h_gbps;
+    if (k->duplex_gbps > 0 && (20.0 + out_b) / k->duplex_gbps > t)
+        t = (20.0 + out_b) / k->duplex_gbps;
+    return t * k->h2d_gbps;
+}
+
 /* Basic as wide records (one 96-byte record a bucket), each rows kernel:
  * a key=value line and two table rows. */
 static void wide_rows(const struct ga_cuda_kbench *k, double N, double floor_pps, const char *what0,
@@ -528,9 +544,10 @@ int main(int argc, char **argv)
     }
     double N = (double)(kb.nmetrics * kb.npoints_per_metric);
     double floor_pps = kb.d2d_gbps * 1e9 / 16.0;
-    printf("d2d_gbps=%.1f h2d_gbps=%.1f floor_points_per_s=%.3g buckets=%" PRIu64 " checked=%d "
-           "rows_differ=%" PRId64 " tiled_smem=%u tiled_blocks_per_sm=%d\n", kb.d2d_gbps, kb.h2d_gbps,
-           floor_pps, kb.buckets, kb.checked, kb.rows_differ, kb.tiled_smem, kb.tiled_blocks_per_sm);
+    printf("d2d_gbps=%.1f h2d_gbps=%.1f d2h_gbps=%.1f duplex_gbps=%.1f floor_points_per_s=%.3g buckets=%"
+           PRIu64 " checked=%d rows_differ=%" PRId64 " tiled_smem=%u tiled_blocks_per_sm=%d\n", kb.d2d_gbps,
+           kb.h2d_gbps, kb.d2h_gbps, kb.duplex_gbps, floor_pps, kb.buckets, kb.checked, kb.rows_differ,
+           kb.tiled_smem, kb.tiled_blocks_per_sm);
     int kernels_ok = kb.checked && kb.rows_differ == 0;
     sort_lines(&kb, 300, N, floor_pps);
     kernels_ok = kernels_ok && kb.sorted_differ == 0;
@@ -729,9 +746,9 @@ int main(int argc, char **argv)
                    q->buckets_s * 1e3, q->rebuild_s * 1e3, q->download_s * 1e3, q->total_s * 1e3);
         }
         char what[128], goal[48];
-        /* bytes that must cross PCIe a point: 20 in, the rows (32 B each) out;
-         * the two directions run at once, so the larger bounds the rate */
-        double out_b = (double)ag * 32.0 / pts_timed, wire_b = out_b > 20 ? out_b : 20;
+        /* bytes that must cross PCIe a point: 20 in, the rows (32 B a slot)
+         * out, both at once (pcie_bytes) */
+        double out_b = (double)ag * 32.0 / pts_timed, wire_b = pcie_bytes(&kb, out_b);
         double pps = pts_timed / sg;
         snprintf(what, sizeof what, "pipeline feed(), pinned input: %s, %gM-pt batches, 10k metrics, 60 s + 1 h",
                  sets[s].name, (double)bn / 1e6);
@@ -746,7 +763,7 @@ int main(int argc, char **argv)
                                                " + prefetch, wide records" };
             /* bytes out a point as they crossed: 32 a slot */
             out_b = (double)slots[k] * 32.0 / pts_timed;
-            wire_b = out_b > 20 ? out_b : 20;
+            wire_b = pcie_bytes(&kb, out_b);
             snprintf(what, sizeof what, "pipeline feed_start/feed_wait%s, pinned: %s, same batches",
                      how[k], sets[s].name);
             snprintf(b2, sizeof b2, "%.0f%% of H2D (20 B/pt); rows out %.0f B/pt: %.0f%% of PCIe bound",
@@ -867,8 +884,9 @@ int main(int argc, char **argv)
         free_load(&r);
     }
 
-    printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s; kernel check (host "
-           "recomputation, tiled == legacy, shared-memory sort == CUB): %s\n\n", kb.d2d_gbps, kb.h2d_gbps,
+    printf("\nd2d copy: %.0f GB/s (read + write); pinned H2D: %.1f GB/s, D2H: %.1f GB/s, both at once: "
+           "%.1f GB/s (both ways); kernel check (host recomputation, tiled == legacy, shared-memory sort "
+           "== CUB): %s\n\n", kb.d2d_gbps, kb.h2d_gbps, kb.d2h_gbps, kb.duplex_gbps,
            kernels_ok ? "ok" : "FAILED");
     printf("| measurement | points/s | against | goal |\n|---|---|---|---|\n");
     for (int i = 0; i < nrows; i++)
