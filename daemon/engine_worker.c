@@ -450,11 +450,14 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
 static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
 {
     const struct ga_config *c = w->cfg;
+    struct jnl_stats js;          /* a fresh journal is numbered from the clock: the lag
+                                     counts from its first LSN, not from 0 */
+    jnl_get_stats(w->j, &js);
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
-        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
+        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn, .lsn_floor = js.first_lsn,
         .on_commit = on_commit, .ctx = w,
     };
     int rc = pgw_start(&w->writer, &o);

@@ -44,6 +44,7 @@ struct pgw {
     struct pgb_batch filling;
     uint64_t seq, committed_seq, flush_target;
     uint64_t skip_lsn, skip_window_lsn;
+    uint64_t lsn_floor;               /* pgw_opts.lsn_floor */
     struct flush_req *reqs;
     int stopping, exited;
     int64_t stop_deadline_mono;       /* 0: none */
@@ -454,6 +455,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
     if (!w->o.partitions_ahead_days)
         w->o.partitions_ahead_days = DEFAULT_AHEAD_DAYS;
     w->skip_lsn = w->st.committed_lsn = o->committed_lsn;
+    w->lsn_floor = o->lsn_floor;
     w->skip_window_lsn = w->st.window_lsn = o->window_lsn;
     w->st.state = PGC_CONNECTING;
     w->st.since_real_ns = ga_now_real_ns();
@@ -589,7 +591,8 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st)
     *st = w->st;
     int64_t oldest = w->flushing_oldest_mono ? w->flushing_oldest_mono : w->filling.oldest_mono_ns;
     st->lag_s = oldest ? (double)(ga_now_mono_ns() - oldest) / 1e9 : 0;
-    st->lag_lsn = st->submitted_lsn > st->committed_lsn ? st->submitted_lsn - st->committed_lsn : 0;
+    uint64_t base = st->committed_lsn > w->lsn_floor ? st->committed_lsn : w->lsn_floor;
+    st->lag_lsn = st->submitted_lsn > base ? st->submitted_lsn - base : 0;
     st->pending_rows = w->flushing_rows + pgb_rows(&w->filling);
     st->pending_units = w->flushing_units + w->filling.units;
     pthread_mutex_unlock(&w->mu);

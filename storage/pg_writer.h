@@ -99,6 +99,9 @@ struct pgw_opts {
     int partitions_ahead_days;        /* created ahead of today; 0 = 2 */
     uint64_t committed_lsn;           /* the loaded checkpoint (pg_load.h) */
     uint64_t window_lsn;
+    uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
+                                         LSN): lag_lsn counts from it while the
+                                         checkpoint is lower (a fresh database) */
     /* Called from the writer thread after each commit; may be NULL.  Must
      * not call pgw_stop. */
     void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
@@ -112,7 +115,7 @@ struct pgw_status {
     uint64_t committed_lsn, window_lsn;
     uint64_t submitted_lsn;           /* highest unit.lsn submitted */
     double lag_s;                     /* age of the oldest uncommitted unit, 0 if none */
-    uint64_t lag_lsn;                 /* submitted_lsn - committed_lsn */
+    uint64_t lag_lsn;                 /* submitted_lsn - max(committed_lsn, lsn_floor) */
     uint64_t pending_rows;            /* coalesced rows not yet committed */
     uint64_t pending_units;
     uint64_t rows_committed, late_committed, windows_committed, defs_committed;

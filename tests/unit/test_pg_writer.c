@@ -317,6 +317,7 @@ static void test_backpressure(void)
     CHECK(st.last_error[0] != '\0');
     CHECK_INT(st.busy_refusals, 1);
     CHECK_INT(st.pending_rows, 100);
+    CHECK_INT(st.lag_lsn, 2);                     /* LSN 2 the last taken (3 was refused) */
     CHECK_INT(st.lag_lsn, 2);
     CHECK(st.lag_s > 0);
     CHECK_INT(pgw_flush_sync(w, 100), GA_ETIMEDOUT);
@@ -324,6 +325,26 @@ static void test_backpressure(void)
     int64_t t0 = ga_now_mono_ns();
     CHECK_INT(pgw_stop(w, 300), GA_ETIMEDOUT);
     CHECK((ga_now_mono_ns() - t0) / 1000000 < 3000);
+}
+
+/* A fresh journal is numbered from the clock (daemon.c): before the first
+ * commit the lag counts from its first LSN (lsn_floor), not from 0. */
+static void test_lag_counts_from_floor(void)
+{
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
+    uint64_t floor = (uint64_t)1 << 50;
+    o.lsn_floor = floor;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct ga_agg a = { 1, GA_M_MEAN, 1000, 1000, 2.5 };
+    struct pgw_unit u = { .aggs = &a, .naggs = 1, .lsn = floor + 777 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.committed_lsn, 0);
+    CHECK_INT(st.lag_lsn, 777);
+    pgw_stop(w, 100);
 }
 
 static void test_replay_skips_committed(void)
@@ -524,6 +545,7 @@ void run_tests(void)
     RUN(test_late_points_and_counters);
     RUN(test_flush_request_and_stop);
     RUN(test_backpressure);
+    RUN(test_lag_counts_from_floor);
     RUN(test_replay_skips_committed);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
