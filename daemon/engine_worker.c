@@ -257,7 +257,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
-        .aggs = w->res.aggs, .naggs = w->res.naggs, .nrows = w->res.nrows, .late = w->res.late, .nlate = w->res.nlate,
+        .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .counts = w->counts, .ncounts = ncounts, .lsn = end,
     };
     if ((rc = submit(w, &u)) < 0)

@@ -155,14 +155,10 @@ static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
         size_t span = ga_agg_span(&aggs[i]);
         if (span > n - i)
             break;                /* cut short: ga_aggs_count did not count it either */
-        if (span == 1 && aggs[i].method != GA_M_WIDE) {
-            merge_agg(b, &aggs[i]);
-        } else {
-            struct ga_agg one[GA_WIDE_MAX];
-            size_t k = ga_agg_unpack(&aggs[i], n - i, one);
-            for (size_t j = 0; j < k; j++)
-                merge_agg(b, &one[j]);
-        }
+        struct ga_agg one[GA_WIDE_MAX];
+        size_t k = ga_agg_unpack(&aggs[i], n - i, one);   /* a row: itself */
+        for (size_t j = 0; j < k; j++)
+            merge_agg(b, &one[j]);
         i += span;
     }
     return 0;

@@ -478,8 +478,7 @@ fail:
 
 int pgw_submit(struct pgw *w, const struct pgw_unit *u)
 {
-    size_t rows_in = u->nrows ? u->nrows : ga_aggs_count(u->aggs, u->naggs);
-    size_t add = rows_in + u->nlate + u->nwindows;
+    size_t add = ga_aggs_count(u->aggs, u->naggs) + u->nlate + u->nwindows;
     int rc;
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {

@@ -72,8 +72,6 @@ struct pgw_window {
 struct pgw_unit {
     const struct ga_agg *aggs;    /* rows and wide records (engine.h), as a ga_result's */
     size_t naggs;                 /* slots */
-    size_t nrows;                 /* the rows they unpack to (ga_result.nrows); 0:
-                                     counted from the slots */
     const struct ga_late *late;
     size_t nlate;
     const struct pgw_metric_def *defs;

@@ -1,14 +1,16 @@
 /* test_wide.c — wide records (gpu/engine.h): the readers in gpu/result.c
  * against the packer of tests/unit/wide_pack.h on the CPU backend's rows of
  * random series and policies; malformed and cut-short records; the engine
- * with want_wide over CPU backends (rows, counted as rows).  The CUDA
- * backend's own records are checked against the CPU backend in
+ * with want_wide over CPU backends (rows, counted as rows), and over a CPU
+ * and an emulated CUDA backend (records through the engine's split).  The
+ * CUDA backend's records are checked against the CPU backend at length in
  * test_cuda_backend. */
 #include "tests/unit/harness.h"
 
 #include <stdlib.h>
 
 #include "daemon/log.h"
+#include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
 #include "tests/unit/random_policy.h"
@@ -20,15 +22,27 @@ static int same_row(const struct ga_agg *a, const struct ga_agg *b)
            a->ts == b->ts && memcmp(&a->value, &b->value, sizeof a->value) == 0;
 }
 
-/* Rows of a few batches of random points through an engine of nb CPU
- * backends: every method kind, buckets of one or many points. */
-static void engine_rows(int nb, int want_wide, uint64_t seed, struct ga_result *out,
-                        struct ga_engine_stats *st)
+/* Rows of a few batches of random points through an engine of nb
+ * backends, CPU ones, or (cuda) a CPU one then the CUDA backend run in
+ * emulation: every method kind, buckets of one or many points.  0, or
+ * GA_ENOGPU when a CUDA backend was asked of a build without one. */
+static int engine_rows_on(int nb, int cuda, int want_wide, uint64_t seed, struct ga_result *out,
+                          struct ga_engine_stats *st)
 {
     rng = seed;
     struct ga_backend *b[2];
-    for (int i = 0; i < nb; i++)
-        CHECK_INT(ga_cpu_backend_open(&b[i], 2), 0);
+    for (int i = 0; i < nb; i++) {
+        if (cuda && i == 1) {     /* second: its rows come through the engine's part result */
+            struct ga_cuda_opts o = { .emulate = 1 };
+            int rc = ga_cuda_backend_open(&b[i], 0, &o);
+            if (rc) {
+                b[0]->ops->close(b[0]);
+                return rc;
+            }
+        } else {
+            CHECK_INT(ga_cpu_backend_open(&b[i], 2), 0);
+        }
+    }
     struct ga_engine *e;
     CHECK_INT(ga_engine_open(&e, b, nb), 0);
     enum { NM = 12, NPTS = 3000 };
@@ -54,6 +68,13 @@ static void engine_rows(int nb, int want_wide, uint64_t seed, struct ga_result *
     }
     ga_engine_get_stats(e, st);
     ga_engine_close(e);
+    return 0;
+}
+
+static void engine_rows(int nb, int want_wide, uint64_t seed, struct ga_result *out,
+                        struct ga_engine_stats *st)
+{
+    CHECK_INT(engine_rows_on(nb, 0, want_wide, seed, out, st), 0);
 }
 
 static void test_pack_unpack_round_trip(void)
@@ -183,10 +204,44 @@ static void test_engine_cpu_wide(void)
     }
 }
 
+/* The engine hands want_wide to each backend's own result: the CUDA
+ * backend's records (emulated), appended after the CPU backend's rows,
+ * unpack to what want_wide = 0 gives, in order, counted as rows. */
+static void test_engine_cuda_wide(void)
+{
+    struct ga_result a = { 0 }, b = { 0 };
+    struct ga_engine_stats sa, sb;
+    int rc = engine_rows_on(2, 1, 0, 0x3c0ffeeULL, &a, &sa);
+    if (rc == GA_ENOGPU) {
+        printf("no CUDA backend in this build (GA_ENOGPU): the CPU engines above only\n");
+        ga_result_free(&a);
+        return;
+    }
+    CHECK_INT(rc, 0);
+    CHECK_INT(engine_rows_on(2, 1, 1, 0x3c0ffeeULL, &b, &sb), 0);
+    size_t records = 0;
+    for (size_t i = 0; i < b.naggs; i += ga_agg_span(&b.aggs[i]))
+        records += b.aggs[i].method == GA_M_WIDE;
+    CHECK(records > 100);
+    CHECK(b.naggs < a.naggs);
+    CHECK_INT(b.nrows, a.naggs);
+    CHECK_INT(sb.aggs_out, sa.aggs_out);
+    CHECK_INT(ga_result_narrow(&b, 0), 0);
+    CHECK_INT(b.naggs, a.naggs);
+    for (size_t i = 0; i < a.naggs && b.naggs == a.naggs; i++)
+        if (!same_row(&a.aggs[i], &b.aggs[i])) {
+            CHECK(same_row(&a.aggs[i], &b.aggs[i]));
+            break;
+        }
+    ga_result_free(&a);
+    ga_result_free(&b);
+}
+
 void run_tests(void)
 {
     ga_log_set_level(GA_LOG_ERROR);
     RUN(test_pack_unpack_round_trip);
     RUN(test_malformed_and_cut_short);
     RUN(test_engine_cpu_wide);
+    RUN(test_engine_cuda_wide);
 }
