@@ -31,10 +31,12 @@ struct ga_cuda_opts {
                               slow); needs a build with nvcc, no GPU */
     int rows_kernel;       /* GA_CUDA_ROWS_*: which rows kernel computes the methods
                               (docs/GPU.md "Rows kernel"); 0 = the environment's
-                              GA_CUDA_ROWS_KERNEL ("auto", "tiled" or "legacy"),
-                              else auto: per launch, tiled from 3 rows a bucket */
-    unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes (tests
-                              use small values to reach its fallbacks); 0 = default */
+                              GA_CUDA_ROWS_KERNEL ("auto", "tiled" or "warp"),
+                              else auto: per launch, tiled from 3 rows a bucket
+                              besides a wide record */
+    unsigned rows_smem;    /* tiled rows kernel: shared memory a block, bytes; warp
+                              rows kernel: bytes a warp stages (256..8192); tests use
+                              small values to reach their fallbacks; 0 = default */
     int rows_long;         /* buckets of at least this many points go to the long-task
                               kernel, a warp a bucket (docs/GPU.md "Long buckets"), with
                               either rows kernel; -1 = none (tests use small values to
@@ -62,7 +64,7 @@ struct ga_cuda_opts {
 };
 enum { GA_CUDA_COUNTS_DEFAULT = 0, GA_CUDA_COUNTS_MAPPED = 1, GA_CUDA_COUNTS_COPY = 2 };
 #define GA_CUDA_SORT_SMALL_MAX 4096
-enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_LEGACY = 2 };
+enum { GA_CUDA_ROWS_DEFAULT = 0, GA_CUDA_ROWS_TILED = 1, GA_CUDA_ROWS_WARP = 2 };
 
 /* Open a CUDA backend on CUDA device `device` (an ordinal from
  * ga_gpu_probe()).  o may be NULL (defaults).  *out is owned by the caller
@@ -136,16 +138,16 @@ struct ga_cuda_kbench {
     uint64_t buckets;
     int checked;           /* 1 if a sample of buckets matched a host recomputation
                               (basic, with each rows kernel) */
-    /* the same runs with the legacy rows kernel, and the rows kernel alone
+    /* the same runs with the warp rows kernel, and the rows kernel alone
        (events around it), indexed basic, sum, sort, rate */
-    double legacy_s[4];
-    double rows_s[4], legacy_rows_s[4];
+    double warp_s[4];
+    double rows_s[4], warp_rows_s[4];
     int64_t rows_differ;   /* basic: rows whose fields differ between the two kernels
                               (0 expected; -1 not compared) */
     unsigned tiled_smem;   /* the tiled kernel's shared memory a block, bytes */
     int tiled_blocks_per_sm;   /* and its blocks an SM (occupancy calculator) */
     /* median + 90pct with each sort (docs/GPU.md "Small-bucket sort"), same data,
-       same run, legacy rows kernel (auto's pick for 2 rows a bucket); also when
+       same run, warp rows kernel (auto's pick for 2 rows a bucket); also when
        basic_only, if sort_both */
     int sort_both;         /* in: 1 = run these with basic_only too */
     unsigned sort_small;   /* in: the second run's threshold (buckets of at most this many
@@ -157,8 +159,14 @@ struct ga_cuda_kbench {
     int64_t sorted_differ; /* sorted values whose bits differ between the two
                               (0 expected; -1 not compared) */
     /* basic as wide records (engine.h; 96 bytes a bucket, not 8 rows of 32):
-       [0] tiled, [1] legacy rows kernel; the whole pass and the rows kernel */
+       [0] tiled, [1] warp rows kernel; the whole pass and the rows kernel */
     double wide_s[2], wide_rows_s[2];
+    /* bucket keys + tasks alone (the first part of every line above): [0] one
+       pass (what the lines run), [1] the three passes it replaced (head flags,
+       CUB select, a task a start); and tasks whose fields differ between the
+       two (0 expected; -1 not compared) */
+    double keys_s[2];
+    int64_t tasks_differ;
     int64_t wide_differ;   /* buckets whose record is not the tiled kernel's 8 rows
                               packed (0 expected; -1 not compared) */
 };

@@ -30,10 +30,14 @@
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
-// Auto choice of rows kernel (measured on an H200, bench_gpu, both in one
-// run): the tiled kernel wins from about 3 rows a bucket (basic 8 rows:
-// 0.63 vs 2.07 ms; rate 4 rows: 0.57 vs 1.02 ms), the legacy one below
-// (sum: 0.28 vs 0.43 ms; median+90pct: 0.33 vs 0.53 ms).
+// Auto choice of rows kernel (docs/GPU.md "Rows kernel"; bench_gpu, both in
+// one run, H100, rows kernel alone at 30 points a bucket): the tiled kernel,
+// which stages rows and stores them coalesced, wins from about 3 rows a
+// bucket (basic 8 rows: 0.77 vs 2.4 ms; rate 4 rows: 0.70 vs 1.0 ms), the
+// warp kernel below (sum: 0.32 vs 0.53 ms; median+90pct: 0.34 vs 0.65 ms)
+// and for wide records, which both kernels store from the thread (basic as
+// records: 0.39 vs 0.77 ms).  So: warp when no policy writes 3 rows a
+// bucket besides its record, else per launch by its slots a bucket.
 #define AUTO_TILED_ROWS 3
 #define RING_MAX 8
 #define ROW_CHUNKS 4
@@ -113,6 +117,8 @@ struct cuda_backend {
     struct agg_pol *pols;
     int npols, cap_pols, D;
     int any_sort;                 // some policy has median / Npct (else no sort lengths)
+    int narrow[2];                // the most rows (not records) a bucket writes, over the
+                                  // policies: [0] without wide records, [1] with
     uint32_t *loc;                // id -> slot + 1
     size_t cap_local;
     uint32_t *slot_pol, *slot_id;
@@ -492,6 +498,9 @@ int intern_policy(cuda_backend *cb, const struct ga_policy *p)
         cb->D = tmp.p.ndefs;
     if ((tmp.plain_need | tmp.rate_need) & AGG_NEED_SORT)
         cb->any_sort = 1;
+    int rows = tmp.nplain + tmp.nrate, rest = rows - tmp.nwide;
+    cb->narrow[0] = rows > cb->narrow[0] ? rows : cb->narrow[0];
+    cb->narrow[1] = rest > cb->narrow[1] ? rest : cb->narrow[1];
     cb->pols_dirty = 1;
     return cb->npols++;
 }
@@ -1276,7 +1285,8 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         z = z < ntasks ? z : ntasks;
         gk_rows_cfg cfg = cb->rows_cfg;
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
-            cfg.legacy = hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
+            cfg.warp = cb->narrow[cb->wide] < AUTO_TILED_ROWS ||
+                       hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
         TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
                            drows, &cfg, llist));
     }
@@ -1589,7 +1599,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     if (!o)
         o = &d;
     if (o->ring < 0 || o->ring == 1 || o->ring > RING_MAX || device < 0 ||
-        o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_LEGACY ||
+        o->rows_kernel < GA_CUDA_ROWS_DEFAULT || o->rows_kernel > GA_CUDA_ROWS_WARP ||
         o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX || o->rows_long < -1 ||
         o->counts < GA_CUDA_COUNTS_DEFAULT || o->counts > GA_CUDA_COUNTS_COPY)
         return GA_EINVAL;
@@ -1604,13 +1614,13 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     int rows_kernel = o->rows_kernel;
     if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
         const char *e = getenv("GA_CUDA_ROWS_KERNEL");
-        if (e && !strcmp(e, "legacy"))
-            rows_kernel = GA_CUDA_ROWS_LEGACY;
+        if (e && !strcmp(e, "warp"))
+            rows_kernel = GA_CUDA_ROWS_WARP;
         else if (e && !strcmp(e, "tiled"))
             rows_kernel = GA_CUDA_ROWS_TILED;
         else if (e && *e && strcmp(e, "auto"))
             ga_log(GA_LOG_WARN, "cuda_rows_kernel", "value=\"%s\" msg=\"GA_CUDA_ROWS_KERNEL is auto, "
-                   "tiled or legacy; using auto\"", e);
+                   "tiled or warp; using auto\"", e);
     }
     if (!o->emulate) {
         int n = 0;
@@ -1627,7 +1637,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->dev = device;
     cb->emu = o->emulate != 0;
     cb->x.emu = cb->xr.emu = cb->emu;
-    cb->rows_cfg.legacy = rows_kernel == GA_CUDA_ROWS_LEGACY;
+    cb->rows_cfg.warp = rows_kernel == GA_CUDA_ROWS_WARP;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
     cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);   // reads GA_CUDA_ROWS_LONG when 0

@@ -9,7 +9,7 @@
 // ga_agg rows; for median / Npct also the sort (gk_bucket_sort: the
 // shared-memory kernel for short buckets, gather + CUB segmented sort for
 // long ones).  Each method set runs with both rows kernels (tiled, the
-// default, and legacy), same data, same run; the rows kernel alone is timed
+// default, and warp), same data, same run; the rows kernel alone is timed
 // too (events around it), and the "basic" rows of the two kernels are
 // compared byte for byte on the GPU.  Median + 90pct also runs with each
 // sort (CUB alone, and the shared-memory kernel + CUB), the sort alone timed
@@ -26,6 +26,10 @@
 #include "gpu/cuda/gk_bucket.cuh"
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
+
+#include <cub/block/block_scan.cuh>
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cuda/std/functional>
 
 namespace {
 
@@ -76,6 +80,113 @@ struct task_f {                   // bucket k = [start[k], start[k + 1])
                             (uint64_t)k * (uint64_t)rows_per };
     }
 };
+
+// ---- Bucket keys and tasks in one pass ------------------------------------
+//
+// Over the sorted series: a block takes a tile of KT_TILE points (and the
+// point before), computes each point's bucket once, flags the heads (a
+// series' first point, or a bucket unlike the point before's), and numbers
+// them with a block scan chained to the tiles before it (CUB's decoupled
+// look-back: one read of the timestamps, no flag array, no second pass).
+// Head k writes task k but its end; the end of task k - 1 is head k's point
+// (the series' end when head k starts a series), so head k writes that too,
+// and the thread holding the last point ends the last task.  The same tasks
+// as the three passes before it (head flags, CUB select, a task a start:
+// keys_old below, compared task by task in each run, tasks_differ).
+#define KT_T 256
+#define KT_I 8                    // points a thread (16: 0.47 vs 0.43 ms)
+#define KT_TILE (KT_T * KT_I)
+#define KT_PAD(k) ((k) + ((k) >> 3))
+using kt_state = cub::ScanTileState<uint32_t>;
+using kt_plus = ::cuda::std::plus<uint32_t>;
+using kt_prefix = cub::TilePrefixCallbackOp<uint32_t, kt_plus, kt_state>;
+using kt_scan = cub::BlockScan<uint32_t, KT_T>;
+
+static_assert(offsetof(gk_task, t) == 0 && offsetof(gk_task, d) == 4 && offsetof(gk_task, plain) == 6 &&
+                  offsetof(gk_task, b) == 8,
+              "keys_tasks stores a task's t, d and plain as one 8-byte word");
+
+__global__ void kt_init(kt_state st, int ntiles)
+{
+    st.InitializeStatus(ntiles);
+}
+
+__global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
+                                                   uint32_t rows_per, kt_state st, gk_task *tasks,
+                                                   uint32_t *nb)
+{
+    // sts[KT_PAD(k)] = ts[base + k - 1]: a pad word every 8, so the 8 points
+    // of a thread start 9 words after its neighbour's (no bank conflict)
+    __shared__ int64_t sts[KT_PAD(KT_TILE) + 1];
+    __shared__ typename kt_scan::TempStorage scan;
+    __shared__ typename kt_prefix::TempStorage pre;
+    int tile = (int)blockIdx.x;
+    uint32_t base = (uint32_t)tile * KT_TILE;
+    int64_t v[KT_I];              // all of a thread's loads in flight at once
+#pragma unroll
+    for (int j = 0; j < KT_I; j++) {
+        uint32_t i = base + j * KT_T + threadIdx.x;
+        v[j] = i < N ? __ldg(ts + i) : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < KT_I; j++)
+        sts[KT_PAD(j * KT_T + threadIdx.x + 1)] = v[j];
+    if (threadIdx.x == 0)
+        sts[0] = base ? __ldg(ts + base - 1) : 0;
+    __syncthreads();
+    uint32_t i0 = base + threadIdx.x * KT_I;
+    const int64_t *my = sts + KT_PAD(threadIdx.x * KT_I);   // MY(j + 1) = ts[i0 + j]
+#define MY(m) my[(m) + ((m) >> 3)]               // KT_PAD relative to a multiple of 8
+    // A bucket start is computed (gk_bucket: a division) only where a point
+    // leaves the bucket of the point before: about once a bucket, not once
+    // a point.  The flags are the same: point i is a head when it starts a
+    // series or its bucket is not the point before's.
+    uint32_t r = i0 % P;          // i0's place in its series, then each point's
+    int64_t cb = r ? gk_bucket(MY(0), g) : 0, b[KT_I];   // MY(0): the point before
+    unsigned heads = 0;
+#pragma unroll
+    for (int j = 0; j < KT_I; j++) {
+        int64_t x = MY(j + 1);
+        if (r == 0 || x < cb || x - cb >= g) {
+            int64_t nb = gk_bucket(x, g);
+            if (i0 + j < N && (r == 0 || nb != cb))
+                heads |= 1u << j;
+            cb = nb;
+        }
+        b[j] = cb;
+        r = r + 1 == P ? 0 : r + 1;
+    }
+    uint32_t cnt = (uint32_t)__popc(heads), off;
+    if (tile == 0) {
+        uint32_t total;
+        kt_scan(scan).ExclusiveSum(cnt, off, total);
+        if (threadIdx.x == 0)
+            st.SetInclusive(0, total);
+    } else {
+        kt_prefix prefix(st, pre, kt_plus(), tile);
+        kt_scan(scan).ExclusiveSum(cnt, off, prefix);
+    }
+    uint32_t k = off;
+#pragma unroll
+    for (int j = 0; j < KT_I; j++) {
+        if (!(heads >> j & 1))
+            continue;
+        uint32_t i = i0 + j, t = i / P, lo = i - t * P;
+        gk_task *tk = tasks + k;                  // every field but hi (head k + 1's)
+        *(uint64_t *)tk = (uint64_t)t | (uint64_t)1 << 48;   // t, d = 0, plain = 1
+        tk->b = b[j];
+        tk->lo = lo;
+        tk->row_off = (uint64_t)k * rows_per;
+        if (k)
+            tasks[k - 1].hi = lo ? lo : P;
+        k++;
+    }
+    if (i0 <= N - 1 && N - 1 < i0 + KT_I) {       // the last point: the last task's end
+        tasks[k - 1].hi = (N - 1) % P + 1;
+        *nb = k;
+    }
+}
+#undef MY
 
 struct tslot_f {
     uint32_t *tslot;
@@ -156,7 +267,9 @@ struct kb_state {
     uint32_t *start, *cnt, *slot_pol, *slot_id, *tslot;
     uint64_t *m_off, *m_n, *sortlen, *sortoff;
     gk_ctx *ctx;
-    gk_task *tasks;
+    gk_task *tasks, *tasks2;      // tasks2: keys_old's, to compare
+    kt_state kst;                 // keys_tasks' tile states
+    void *kst_mem;
     struct agg_pol *pol;
     double *unsorted, *sorted, *sorted2;   // sorted2: the other sort's values, to compare
     struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
@@ -173,14 +286,28 @@ struct pass_ev {
     cudaEvent_t rows, sort0, sort1;
 };
 
-// One pass over the resident series for a method list; returns buckets.
-// scfg: the sort (NULL: auto, the feed's default).
-int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
-         int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev, int wide)
+// Bucket keys and tasks, one pass (keys_tasks); *nb the buckets.
+int keys_new(kb_state *s, const struct ga_cuda_kbench *kb, int rows_per, uint64_t *nb)
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
-    // slots a bucket: every method's row, or a wide record for the basic ones
-    int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1) + hp->nrate;
+    unsigned ntiles = (unsigned)((N + KT_TILE - 1) / KT_TILE);
+    kt_init<<<(ntiles + 255) / 256, 256, 0, s->x.s>>>(s->kst, (int)ntiles);
+    keys_tasks<<<ntiles, KT_T, 0, s->x.s>>>(s->ts, (uint32_t)N, (uint32_t)kb->npoints_per_metric,
+                                            kb->gran_ns, (uint32_t)rows_per, s->kst, s->tasks, s->cnt);
+    CUDA_CHECK(cudaGetLastError());
+    uint32_t nb32 = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&nb32, s->cnt, 4, cudaMemcpyDeviceToHost, s->x.s));
+    CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+    *nb = nb32;
+    return 0;
+}
+
+// The same in three passes (head flags, CUB select, a task a start), into
+// `tasks`: what the bench ran before keys_tasks, kept to check it and to
+// time both.
+int keys_old(kb_state *s, const struct ga_cuda_kbench *kb, int rows_per, gk_task *tasks, uint64_t *nb)
+{
+    uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
     int rc = gk_for(&s->x, N, head_f{ s->ts, kb->npoints_per_metric, kb->gran_ns, s->head });
     if (!rc)
         rc = gk_select_idx(&s->x, s->head, s->start, s->cnt, N);
@@ -189,12 +316,40 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     uint32_t nb32 = 0;
     CUDA_CHECK(cudaMemcpyAsync(&nb32, s->cnt, 4, cudaMemcpyDeviceToHost, s->x.s));
     CUDA_CHECK(cudaStreamSynchronize(s->x.s));
-    uint64_t nb = nb32;
-    *nb_out = nb;
-    rc = gk_for(&s->x, nb, task_f{ s->start, s->ts, nb, N, kb->npoints_per_metric, kb->gran_ns,
-                                    rows_per, s->tasks });
+    *nb = nb32;
+    return gk_for(&s->x, *nb, task_f{ s->start, s->ts, *nb, N, kb->npoints_per_metric, kb->gran_ns,
+                                      rows_per, tasks });
+}
+
+struct taskcmp_f {
+    const gk_task *a, *b;
+    unsigned long long *cnt;
+    __host__ __device__ void operator()(size_t i) const
+    {
+        const gk_task &x = a[i], &y = b[i];
+        if (x.t != y.t || x.d != y.d || x.plain != y.plain || x.b != y.b || x.lo != y.lo || x.hi != y.hi ||
+            x.row_off != y.row_off) {
+#ifdef __CUDA_ARCH__
+            atomicAdd(cnt, 1ULL);
+#else
+            ++*cnt;
+#endif
+        }
+    }
+};
+
+// One pass over the resident series for a method list; returns buckets.
+// scfg: the sort (NULL: auto, the feed's default).
+int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp, uint64_t *nb_out,
+         int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev, int wide)
+{
+    // slots a bucket: every method's row, or a wide record for the basic ones
+    int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1) + hp->nrate;
+    uint64_t nb = 0;
+    int rc = keys_new(s, kb, rows_per, &nb);
     if (rc)
         return rc;
+    *nb_out = nb;
     gk_view v;
     v.pols = s->pol;
     v.slot_pol = s->slot_pol;
@@ -308,12 +463,12 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
 }
 
 // Median + 90pct with CUB alone, then with the shared-memory kernel + CUB,
-// the legacy rows kernel (auto's pick for 2 rows a bucket) in both; the two
+// the warp rows kernel (auto's pick for 2 rows a bucket) in both; the two
 // sorted arrays compared bit for bit.
 int sort_pair(kb_state *s, struct ga_cuda_kbench *kb)
 {
     static const char *const srt[] = { "median", "90pct" };
-    const gk_rows_cfg legacy = { 1, 0, gk_rows_long_min(0) };
+    const gk_rows_cfg warp = { 1, 0, gk_rows_long_min(0) };
     gk_sort_cfg cub = { 0, NULL, NULL };
     gk_sort_cfg small = { kb->sort_small ? kb->sort_small : GK_SORT_SMALL_AUTO, NULL, NULL };
     if (small.small_max > GK_SORT_SMALL_MAX)
@@ -321,13 +476,13 @@ int sort_pair(kb_state *s, struct ga_cuda_kbench *kb)
     kb->sort_small = small.small_max;
     double rows_sec = 0;
     uint64_t nb = 0;
-    int rc = time_pass(s, kb, srt, 2, &legacy, &kb->sort_cub_s, &rows_sec, &nb, &cub, &kb->sort_cub_sort_s);
+    int rc = time_pass(s, kb, srt, 2, &warp, &kb->sort_cub_s, &rows_sec, &nb, &cub, &kb->sort_cub_sort_s);
     if (rc)
         return rc;
     uint64_t ns = s->ns;
     CUDA_CHECK(cudaMemcpyAsync(s->sorted2, s->sorted, ns * 8, cudaMemcpyDeviceToDevice, s->x.s));
     CUDA_CHECK(cudaMemsetAsync(s->sorted, 0, ns * 8, s->x.s));
-    rc = time_pass(s, kb, srt, 2, &legacy, &kb->sort_small_s, &rows_sec, &nb, &small, &kb->sort_small_sort_s);
+    rc = time_pass(s, kb, srt, 2, &warp, &kb->sort_small_s, &rows_sec, &nb, &small, &kb->sort_small_sort_s);
     if (rc)
         return rc;
     kb->sort_small_parts = s->sc.small_parts;
@@ -401,6 +556,27 @@ int time_copies(cudaStream_t st, F copy, double *ms)
     cudaEventDestroy(b);
     if (!rc)
         median_of(t, ms);         // seconds (median_of scales by 1e-3)
+    return rc;
+}
+
+// Both ways of making the tasks, timed (median of 10 after a warm-up, each
+// to its bucket count on the host), and their tasks compared.
+int keys_pair(kb_state *s, struct ga_cuda_kbench *kb)
+{
+    uint64_t nb = 0, nb2 = 0;
+    int rc = 0;
+    for (int way = 0; way < 2 && !rc; way++)
+        rc = time_copies(s->x.s, [&]() -> int {
+            return way ? keys_old(s, kb, 3, s->tasks2, &nb2) : keys_new(s, kb, 3, &nb);
+        }, &kb->keys_s[way]);
+    if (rc)
+        return rc;
+    unsigned long long nd = 0;
+    CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
+    rc = gk_for(&s->x, (size_t)nb, taskcmp_f{ s->tasks, s->tasks2, s->ndiff });
+    if (!rc)
+        CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
+    kb->tasks_differ = nb == nb2 ? (int64_t)nd : -1;
     return rc;
 }
 
@@ -488,6 +664,14 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     DM(s->m_n, kb->nmetrics * 8);
     DM(s->ctx, kb->nmetrics * sizeof(gk_ctx));
     DM(s->tasks, maxb * sizeof(gk_task));
+    DM(s->tasks2, maxb * sizeof(gk_task));
+    {
+        size_t kb_bytes = 0;
+        int ntiles = (int)((N + KT_TILE - 1) / KT_TILE);
+        CUDA_CHECK(kt_state::AllocationSize(ntiles, kb_bytes));
+        DM(s->kst_mem, kb_bytes);
+        CUDA_CHECK(s->kst.Init(ntiles, s->kst_mem, kb_bytes));
+    }
     DM(s->long_list, (maxb + 1) * 8);
     DM(s->sortlen, (2 * maxb + 1) * 8);
     DM(s->sortoff, (2 * maxb + 1) * 8);
@@ -520,25 +704,25 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     static const char *const srt[] = { "median", "90pct" };
     static const char *const rate[] = { "rate:mean", "rate:sum", "rate:std", "rate:max" };
     // GA_CUDA_ROWS_LONG as the backend reads it (long buckets' kernel, or "off")
-    const gk_rows_cfg tiled = { 0, 0, gk_rows_long_min(0) }, legacy = { 1, 0, gk_rows_long_min(0) };
+    const gk_rows_cfg tiled = { 0, 0, gk_rows_long_min(0) }, warp = { 1, 0, gk_rows_long_min(0) };
     rc = gk_rows_tiled_info(0, &kb->tiled_smem, &kb->tiled_blocks_per_sm);
     if (rc)
         return rc;
     uint64_t nb = 0;
     size_t rbytes = s->rows_cap * sizeof(struct ga_agg);
-    // basic, legacy kernel first, its rows kept aside; then tiled, compared.
+    // basic, warp kernel first, its rows kept aside; then tiled, compared.
     CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
-    rc = time_pass(s, kb, basic, 8, &legacy, &kb->legacy_s[0], &kb->legacy_rows_s[0], &nb);
+    rc = time_pass(s, kb, basic, 8, &warp, &kb->warp_s[0], &kb->warp_rows_s[0], &nb);
     if (!rc && nb * 8 > s->rows_cap)
         return GA_ERANGE;
-    int ok_legacy = rc ? 0 : check_sample(s, kb, nb);
+    int ok_warp = rc ? 0 : check_sample(s, kb, nb);
     if (!rc) {
         CUDA_CHECK(cudaMemcpy(s->rows2, s->rows, rbytes, cudaMemcpyDeviceToDevice));
         CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
         rc = time_pass(s, kb, basic, 8, &tiled, &kb->basic_s, &kb->rows_s[0], &nb);
     }
     if (!rc) {
-        kb->checked = ok_legacy && check_sample(s, kb, nb);
+        kb->checked = ok_warp && check_sample(s, kb, nb);
         unsigned long long nd = 0;
         CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
         rc = gk_for(&s->x, (size_t)(nb * 8), rowcmp_f{ s->rows, s->rows2, s->ndiff });
@@ -554,7 +738,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
             CUDA_CHECK(cudaMemcpy(s->rows2, s->rows, rbytes, cudaMemcpyDeviceToDevice));
         CUDA_CHECK(cudaMemset(s->rows, 0, rbytes));
         uint64_t nbw = 0;
-        rc = time_pass(s, kb, basic, 8, w ? &legacy : &tiled, &kb->wide_s[w], &kb->wide_rows_s[w], &nbw,
+        rc = time_pass(s, kb, basic, 8, w ? &warp : &tiled, &kb->wide_s[w], &kb->wide_rows_s[w], &nbw,
                        NULL, NULL, 1);
         unsigned long long nd = 0;
         CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
@@ -566,9 +750,11 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     }
     kb->buckets = nb;
     if (!rc)
+        rc = keys_pair(s, kb);
+    if (!rc)
         rc = time_pass(s, kb, sum, 1, &tiled, &kb->sum_s, &kb->rows_s[1], &nb);
     if (!rc)
-        rc = time_pass(s, kb, sum, 1, &legacy, &kb->legacy_s[1], &kb->legacy_rows_s[1], &nb);
+        rc = time_pass(s, kb, sum, 1, &warp, &kb->warp_s[1], &kb->warp_rows_s[1], &nb);
     if (!rc && sorts)
         rc = sort_pair(s, kb);
     if (kb->basic_only)
@@ -576,11 +762,11 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     if (!rc)
         rc = time_pass(s, kb, srt, 2, &tiled, &kb->sort_s, &kb->rows_s[2], &nb);
     if (!rc)
-        rc = time_pass(s, kb, srt, 2, &legacy, &kb->legacy_s[2], &kb->legacy_rows_s[2], &nb);
+        rc = time_pass(s, kb, srt, 2, &warp, &kb->warp_s[2], &kb->warp_rows_s[2], &nb);
     if (!rc)
         rc = time_pass(s, kb, rate, 4, &tiled, &kb->rate_s, &kb->rows_s[3], &nb);
     if (!rc)
-        rc = time_pass(s, kb, rate, 4, &legacy, &kb->legacy_s[3], &kb->legacy_rows_s[3], &nb);
+        rc = time_pass(s, kb, rate, 4, &warp, &kb->warp_s[3], &kb->warp_rows_s[3], &nb);
     return rc;
 }
 
@@ -595,14 +781,15 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
         return GA_ENOGPU;
     kb->rows_differ = -1;
+    kb->tasks_differ = -1;
     kb->sorted_differ = -1;
     kb_state s;
-    memset(&s, 0, sizeof s);
+    memset((void *)&s, 0, sizeof s);   // kst: plain pointers, zero until Init
     int rc = run(device, kb, &s);
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp };
+                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp, s.tasks2, s.kst_mem };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             cudaFree(bufs[i]);

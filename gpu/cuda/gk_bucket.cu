@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <cuda_pipeline.h>
+
 #include <atomic>
 #include <vector>
 
@@ -44,49 +46,161 @@ struct gather_f {
     }
 };
 
-// The legacy GPU version (GA_CUDA_ROWS_KERNEL=legacy; the tiled kernel
-// below replaces it): a block's 256 tasks usually cover one short stretch of
-// the merged windows; the block loads that stretch once, coalesced, into
-// shared memory, and each thread then reads its bucket from there (one
-// thread a bucket keeps the CPU's left-to-right sums).  A stretch longer
-// than the buffer (big buckets) is read from global memory directly.  Tasks
+// ---- The warp rows kernel (GA_CUDA_ROWS_KERNEL=warp; auto's pick below 3
+// rows a bucket) ----------------------------------------------------------
+//
+// One thread a task, as in the tiled kernel, but every warp on its own: no
+// block barrier, so a warp computes while the others of its SM stage, and
+// an SM keeps 24 warps' loads in flight.  A warp's 32 consecutive tasks
+// usually read one short stretch of the merged windows; it stages that
+// stretch into its own WARP_CAP values of shared memory with asynchronous
+// copies (cp.async, nothing through registers), then each lane reads its
+// bucket from there.  When the stretch does not fit, the warp goes in
+// rounds: each stages from the lowest first point of the tasks still to do
+// and runs the tasks that lie inside the staged stretch.  A task longer than
+// WARP_CAP / WARP_DIRECT points (a round would run too few lanes), and one
 // whose methods read no point (count, median, Npct: the length and the
-// sorted copy) add nothing to the stretch: a block of only those stages
-// nothing.
-#define STAGE_CAP 4096
+// sorted copy), reads global memory directly after the rounds.  Each thread
+// writes its rows (and a wide record) itself: few rows a bucket, or one
+// record, are not worth a staged store.
+//
+// The same driver runs on the host in emulation, lane by lane between the
+// warp's collective steps (warp_lanes below), so CI checks the rounds and
+// the direct tasks of the kernel itself.
+#define WARP_CAP 1024u            // values a warp stages (8 KB; tests ask for fewer: gk_rows_cfg)
+#define WARP_CAP_MIN 32u
+#define WARP_DIRECT 8u            // a task of more than cap / 8 points reads global memory
+#define WARP_BLOCK_WARPS (GK_THREADS / 32)
+#define WARP_SMEM (WARP_BLOCK_WARPS * WARP_CAP * 8u)
 
-__global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, size_t t1)
+struct wlane {
+    size_t i;
+    int act;                      // a task of this kernel's (not long)
+    int pend;                     // staged in a round still to come
+    int direct;                   // reads global memory (long for a round, or no point)
+    uint64_t start, end;          // the points it reads [start, end)
+};
+
+__host__ __device__ inline wlane wlane_of(const rows_f &fn, size_t i, int in_range, unsigned cap)
 {
-    __shared__ double sv[STAGE_CAP];
-    __shared__ unsigned long long lo_s, hi_s;
-    size_t i = t0 + blockIdx.x * (size_t)GK_THREADS + threadIdx.x;
-    if (threadIdx.x == 0) {
-        lo_s = ~0ULL;
-        hi_s = 0;
-    }
-    __syncthreads();
-    int mine = i < t1 && !fn.is_long(i);
-    if (i < t1 && !mine)
+    wlane L{ i, 0, 0, 0, 0, 0 };
+    if (!in_range)
+        return L;
+    if (fn.is_long(i)) {
         fn.put_long(i);
-    int reads = mine && fn.reads_values(i);
-    if (reads) {                  // the stretch of the tasks that read points
-        const gk_task &tk = fn.tasks[i];
-        uint64_t m0 = fn.v.m_off[tk.t];
-        atomicMin(&lo_s, (unsigned long long)(m0 + (tk.lo ? tk.lo - 1 : 0)));
-        atomicMax(&hi_s, (unsigned long long)(m0 + tk.hi));
+        return L;
     }
-    __syncthreads();
-    uint64_t lo = lo_s, hi = hi_s;
-    int staged = hi > lo && hi - lo <= STAGE_CAP;
-    if (staged)
-        for (uint64_t k = threadIdx.x; k < hi - lo; k += GK_THREADS)
-            sv[k] = fn.v.m_val[lo + k];
-    __syncthreads();
-    if (mine) {
-        if (staged && reads)
-            fn.run(i, sv, lo);
-        else
-            fn.run(i, fn.v.m_val, 0);
+    L.act = 1;
+    L.direct = 1;
+    if (!fn.reads_values(i))
+        return L;
+    const gk_task &tk = fn.tasks[i];
+    uint64_t m0 = fn.v.m_off[tk.t];
+    L.start = m0 + (tk.lo ? tk.lo - 1 : 0);   // rate: reads lo - 1 (task_of's stretch)
+    L.end = m0 + tk.hi;
+    L.pend = L.end - L.start <= cap / WARP_DIRECT;
+    L.direct = !L.pend;
+    return L;
+}
+
+// Task i's rows, point j (absolute) at base[j - base_lo]; rows and records
+// straight to global memory.
+__host__ __device__ inline void wlane_run(const rows_f &fn, size_t i, const double *base, uint64_t base_lo)
+{
+    tparts p = task_of(fn, i);
+    struct ga_agg *r = fn.rows + p.row_off;
+    task_run(fn, i, p, base, base_lo, task_sink(p, r, sink_direct{ r }));
+}
+
+// What a round stages: from s, the lowest first point of the tasks still to
+// do; a pending task is in the round when it ends within s + cap.
+__host__ __device__ inline int wlane_in_round(const wlane &L, uint64_t s, unsigned cap)
+{
+    return L.pend && L.end - s <= cap;
+}
+
+__device__ inline unsigned long long warp_min64(unsigned long long v)
+{
+    for (int o = 16; o; o >>= 1) {
+        unsigned long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w < v ? w : v;
+    }
+    return v;
+}
+__device__ inline unsigned long long warp_max64(unsigned long long v)
+{
+    for (int o = 16; o; o >>= 1) {
+        unsigned long long w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+// Two blocks an SM at least: up to 128 registers, none spilled.  Three (24
+// warps) held the registers to 80 and spilled 136 bytes a thread: 8 %
+// slower at 30 points a bucket, 18 % at 360 (bench_gpu, H100).
+__global__ void __launch_bounds__(GK_THREADS, 2) rows_warp(rows_f fn, size_t t0, size_t t1, unsigned cap)
+{
+    extern __shared__ double warp_dsm[];
+#ifdef __CUDA_ARCH__
+    unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    double *buf = warp_dsm + (size_t)w * WARP_CAP;
+    size_t i = t0 + (size_t)blockIdx.x * GK_THREADS + threadIdx.x;
+    wlane L = wlane_of(fn, i, i < t1, cap);
+    for (;;) {
+        unsigned long long s = warp_min64(L.pend ? L.start : ~0ULL);
+        if (s == ~0ULL)
+            break;
+        int in = wlane_in_round(L, s, cap);
+        unsigned long long e = warp_max64(in ? L.end : 0);
+        const double *src = fn.v.m_val + s;
+        for (unsigned long long k = lane; k < e - s; k += 32)
+            __pipeline_memcpy_async(buf + k, src + k, 8);
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+        __syncwarp();
+        if (in) {
+            wlane_run(fn, L.i, buf, s);
+            L.pend = 0;
+        }
+        __syncwarp();             // the buffer is free for the next round
+    }
+    if (L.direct)
+        wlane_run(fn, L.i, fn.v.m_val, 0);
+#endif
+}
+
+// The warp kernel on the host: each warp's lanes step by step, the
+// collective steps (min, max, the stage) between them.
+void warp_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned cap)
+{
+    std::vector<double> buf(WARP_CAP);
+    wlane L[32];
+    for (size_t w0 = t0; w0 < t1; w0 += 32) {
+        for (int l = 0; l < 32; l++)
+            L[l] = wlane_of(fn, w0 + l, w0 + l < t1, cap);
+        for (;;) {
+            uint64_t s = ~0ULL, e = 0;
+            for (int l = 0; l < 32; l++)
+                if (L[l].pend && L[l].start < s)
+                    s = L[l].start;
+            if (s == ~0ULL)
+                break;
+            for (int l = 0; l < 32; l++)
+                if (wlane_in_round(L[l], s, cap) && L[l].end > e)
+                    e = L[l].end;
+            for (size_t k = 0; k < cap; k++)   // stale values where nothing is staged
+                buf[k] = -1e300 * (double)(k + 1);
+            memcpy(buf.data(), fn.v.m_val + s, (e - s) * 8);
+            for (int l = 0; l < 32; l++)
+                if (wlane_in_round(L[l], s, cap)) {
+                    wlane_run(fn, L[l].i, buf.data(), s);
+                    L[l].pend = 0;
+                }
+        }
+        for (int l = 0; l < 32; l++)
+            if (L[l].direct)
+                wlane_run(fn, L[l].i, fn.v.m_val, 0);
     }
 }
 
@@ -102,7 +216,7 @@ __global__ void __launch_bounds__(GK_THREADS) rows_staged(rows_f fn, size_t t0, 
 //    consecutive tasks whose stretches fit and runs one round per group
 //    (stage, barrier, the group's threads compute, barrier): with 360-point
 //    buckets about 23 tasks a round.  Global memory is read directly, as
-//    the legacy kernel does, by a task longer than 1/TILE_GMIN of the buffer
+//    the warp kernel does, by a task longer than 1/TILE_GMIN of the buffer
 //    (rounds of fewer than TILE_GMIN threads would serialize the sums), by
 //    every task of a block whose groups would have fewer than TILE_GMIN
 //    tasks, or whose groups would stage more than 4x the points its tasks
@@ -221,22 +335,6 @@ __host__ __device__ inline uint64_t task_nrows(const tparts &p)
     if (p.hasr)
         r += gk_nrows(p.rn, p.pol->rate, p.pol->nrate, p.ras, p.rao);
     return r;
-}
-
-// Point j (absolute) is base[j - base_lo].
-template <class S>
-__host__ __device__ inline void task_run(const rows_f &fn, size_t i, const tparts &p, const double *base,
-                                         uint64_t base_lo, const S &out)
-{
-    uint64_t nr = 0;
-    if (p.hasp)
-        nr = bucket<true>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
-                          p.pol->nplain, p.pol->plain_need, fn.sorted + fn.off[2 * i], p.metric,
-                          p.g, p.b, p.pas, p.pao, out, 0);
-    if (p.hasr)
-        bucket<true>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
-                     p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p.metric, p.g, p.b, p.ras,
-                     p.rao, out, nr);
 }
 
 enum { P_RESET, P_TASK, P_CHECK, P_GRESET, P_GSPAN, P_GWORST, P_SYNC, P_STAGE, P_COMPUTE, P_COPY };
@@ -546,7 +644,7 @@ void tile_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned S)
 
 // Shared memory for the tiled kernel on the current device: want (clamped
 // to what a block may have), or half an SM when want is 0.  *S = 0 when the
-// device cannot give a useful tile (then the legacy kernel runs).
+// device cannot give a useful tile (then the warp kernel runs).
 int tile_smem(unsigned want, unsigned *S)
 {
     static std::atomic<unsigned> def_[64], max_[64];   // per device, 0 = not asked yet
@@ -575,6 +673,21 @@ int tile_smem(unsigned want, unsigned *S)
     if (s > m)
         s = m;
     *S = s >= TILE_MIN ? s : 0;
+    return 0;
+}
+
+// The warp kernel's shared memory (64 KB a block: over the 48 KB a launch
+// gets without asking), asked for once per device.
+int warp_smem()
+{
+    static std::atomic<int> done_[64];
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 0 && dev < 64 && done_[dev].load())
+        return 0;
+    CUDA_CHECK(cudaFuncSetAttribute(rows_warp, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WARP_SMEM));
+    if (dev >= 0 && dev < 64)
+        done_[dev].store(1);
     return 0;
 }
 
@@ -607,19 +720,16 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
 {
     if (t1 <= t0)
         return 0;
-    int legacy = cfg && cfg->legacy;
+    int warp = cfg && cfg->warp;
     unsigned want = cfg ? cfg->smem : 0;
     unsigned lm = cfg && cfg->long_min ? cfg->long_min : GK_ROWS_LONG_MIN;
     rows_f fn{ *v, tasks, sortoff, sorted, rows,
                lm == GK_ROWS_LONG_OFF || !long_list ? UINT64_MAX : (uint64_t)lm, long_list };
+    unsigned wcap = want ? want / 8 : WARP_CAP;   // the warp kernel's values a warp
+    wcap = wcap < WARP_CAP_MIN ? WARP_CAP_MIN : wcap > WARP_CAP ? WARP_CAP : wcap;
     if (x->emu) {
-        if (legacy) {
-            for (size_t i = t0; i < t1; i++) {
-                if (fn.is_long(i))
-                    fn.put_long(i);
-                else
-                    fn(i);
-            }
+        if (warp) {
+            warp_emulate(fn, t0, t1, wcap);
         } else {
             unsigned S = want ? want : TILE_SMEM_EMU;
             tile_emulate(fn, t0, t1, S < TILE_MIN ? TILE_MIN : S);
@@ -628,15 +738,15 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
     }
     size_t blocks = (t1 - t0 + GK_THREADS - 1) / GK_THREADS;
     unsigned S = 0;
-    if (!legacy) {
-        int rc = tile_smem(want, &S);
-        if (rc)
-            return rc;
-    }
+    int rc = warp ? 0 : tile_smem(want, &S);
+    if (!rc && !S)
+        rc = warp_smem();
+    if (rc)
+        return rc;
     if (S)
         rows_tiled<<<(unsigned)blocks, TILE_T, S, x->s>>>(fn, t0, t1, S);
     else
-        rows_staged<<<(unsigned)blocks, GK_THREADS, 0, x->s>>>(fn, t0, t1);
+        rows_warp<<<(unsigned)blocks, GK_THREADS, WARP_SMEM, x->s>>>(fn, t0, t1, wcap);
     CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -141,12 +141,13 @@ int gk_bucket_gather(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t 
 
 // Which rows kernel gk_bucket_rows runs (docs/GPU.md "Rows kernel").
 struct gk_rows_cfg {
-    int legacy;                   // 1: the first kernel (rows_staged: one thread a task, a
-                                  // static 4096-value stage, rows written by each thread);
-                                  // 0: the tiled kernel (rows_tiled)
+    int warp;                     // 1: the warp kernel (rows_warp: one thread a task, each
+                                  // warp stages its tasks' points on its own, rows written
+                                  // by each thread); 0: the tiled kernel (rows_tiled)
     unsigned smem;                // tiled: dynamic shared memory a block, bytes; 0 = two
-                                  // blocks an SM (113 KB on an H100).  Tests set small
-                                  // values to drive the rounds and fallbacks.
+                                  // blocks an SM (113 KB on an H100).  warp: bytes a warp
+                                  // stages, 256..8192; 0 = 8192.  Tests set small values
+                                  // to drive the rounds and fallbacks.
     unsigned long_min;            // tasks of at least this many points go to the
                                   // long-task kernel (a warp a task) instead, with either
                                   // variant; 0 = GK_ROWS_LONG_MIN, GK_ROWS_LONG_OFF = none
@@ -162,8 +163,9 @@ unsigned gk_rows_long_min(int rows_long);
 // (row_off ascending, as gk_tasks writes them): the tiled kernel relies on
 // it to store a block's rows as one stretch (it checks it within a block and
 // writes row by row where it does not hold).  cfg NULL = tiled, default size.
-// In emulation both variants run on the host: legacy as a plain loop,
-// tiled block by block, phase by phase (the kernel's own code).
+// In emulation both variants run on the host, each the kernel's own code:
+// warp by warp, lane by lane between the warp's collective steps; tiled
+// block by block, phase by phase.
 // long_list: device scratch, [0] a count (gk_rows_long_reset) and room for
 // every task, where the rows kernel lists the long tasks (cfg->long_min) it
 // leaves to gk_rows_long (one launch after every rows launch of the feed);
@@ -177,6 +179,6 @@ int gk_rows_long(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntas
                  const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
                  unsigned long long *long_list);
 // The tiled kernel on the current device: shared memory a block for `want`
-// (0 = default; 0 out when the legacy kernel would run instead) and the
+// (0 = default; 0 out when the warp kernel would run instead) and the
 // blocks an SM then holds.  0 or GA_ECUDA.
 int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm);

@@ -16,7 +16,7 @@ namespace {
 //
 // A task of long_min points or more (an hour's or a day's bucket of a busy
 // metric) is a chain of thousands of dependent additions.  One thread
-// reading it from global memory, as the tiled and legacy kernels do with a
+// reading it from global memory, as the tiled and warp kernels do with a
 // task too long to stage, waits about a DRAM latency a point; with few such
 // tasks in a feed nothing hides it (a 2.5 M-point feed of 2,500 metrics with
 // 3,600-point hour buckets spent ~2 ms of an H200's time on them).  Here a

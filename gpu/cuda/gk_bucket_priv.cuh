@@ -1,6 +1,6 @@
 // gk_bucket_priv.cuh — what the two files of the bucket kernels share
 // (internal, not part of gk_bucket.cuh's interface): gk_bucket.cu (the
-// rows kernels, tiled and legacy, the sort lengths and the gather) and
+// rows kernels, tiled and warp, the sort lengths and the gather) and
 // gk_bucket_long.cu (the long-task kernel).  The value accessors, bucket()
 // and bucket_emit (agg_kern_bucket's arithmetic), the rows functor rows_f
 // and task_of.  All in an anonymous namespace (templates, inline or
@@ -40,7 +40,7 @@ __host__ __device__ double quantile(const double *s, uint64_t n, int64_t min_pos
 }
 
 // Where bucket() puts the row k of its task: straight into the rows in
-// global memory, field by field (the legacy kernel, emulation, fallbacks).
+// global memory, field by field (the warp kernel, the long one, fallbacks).
 struct sink_direct {
     struct ga_agg *r;             // the task's first row
     __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
@@ -235,11 +235,9 @@ __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_m
                        allow_other, out, k0);
 }
 
-// Rows of task i; point j of the merged windows (absolute index into m_val)
-// is base[j - base_lo].  run() is the legacy kernel's (and the legacy
-// emulation's); the tiled kernel goes through task_of() below and
-// gk_bucket.cu's task_run(), the same steps spelled out so that a task's row
-// count is known first.
+// What the rows kernels share about the tasks: each runs a task through
+// task_of() below and gk_bucket.cu's task_run() (a task's row count is
+// known before its rows are written).
 struct rows_f {
     gk_view v;
     const gk_task *tasks;
@@ -269,12 +267,9 @@ struct rows_f {
         return (tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_VALUES)) ||
                (pol->nrate && (pol->rate_need & AGG_NEED_VALUES));
     }
-    // Task i's rows, point j of the merged windows (absolute) at base[j - base_lo].
-    __host__ __device__ void run(size_t i, const double *base, uint64_t base_lo) const;
-    __host__ __device__ void operator()(size_t i) const { run(i, v.m_val, 0); }
 };
 
-// What rows_f::run does for task i, step by step.
+// A task, step by step: its policy, bucket, parts and output.
 struct tparts {
     const struct agg_pol *pol;
     uint32_t metric;
@@ -302,7 +297,7 @@ __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
     p.metric = v.slot_id[slot];
     p.row_off = tk.row_off;
     uint64_t m0 = v.m_off[tk.t];
-    p.start = m0 + (tk.lo ? tk.lo - 1 : 0);   // the legacy kernel's stretch: rate: reads lo - 1
+    p.start = m0 + (tk.lo ? tk.lo - 1 : 0);   // the stretch it reads: rate: reads lo - 1
     p.end = m0 + tk.hi;
     p.hasp = tk.plain && p.pol->nplain;
     p.plo = m0 + tk.lo;
@@ -332,20 +327,21 @@ __host__ __device__ inline sink_wide<S> task_sink(const tparts &p, struct ga_agg
     return sink_wide<S>{ base, rec, p.wk, p.ws };
 }
 
-__host__ __device__ inline void rows_f::run(size_t i, const double *base, uint64_t base_lo) const
+// Task i's rows through the sink out; point j (absolute) is base[j -
+// base_lo].  Sum and min/max in one pass (bucket<true>).
+template <class S>
+__host__ __device__ inline void task_run(const rows_f &fn, size_t i, const tparts &p, const double *base,
+                                         uint64_t base_lo, const S &out)
 {
-    tparts p = task_of(*this, i);
-    struct ga_agg *r = rows + p.row_off;
-    sink_wide<sink_direct> out = task_sink(p, r, sink_direct{ r });
     uint64_t nr = 0;
     if (p.hasp)
-        nr = bucket<false>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
-                           p.pol->nplain, p.pol->plain_need, sorted + off[2 * i], p.metric, p.g,
-                           p.b, p.pas, p.pao, out, 0);
+        nr = bucket<true>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
+                          p.pol->nplain, p.pol->plain_need, fn.sorted + fn.off[2 * i], p.metric,
+                          p.g, p.b, p.pas, p.pao, out, 0);
     if (p.hasr)
-        bucket<false>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
-                      p.pol->rate_need, sorted + off[2 * i + 1], p.metric, p.g, p.b, p.ras, p.rao,
-                      out, nr);
+        bucket<true>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
+                     p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p.metric, p.g, p.b, p.ras,
+                     p.rao, out, nr);
 }
 
 } // namespace

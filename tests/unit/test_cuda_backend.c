@@ -15,10 +15,11 @@
  *     (every kernel as a host loop), which checks the algorithm;
  *   - a build without nvcc: only the GA_ENOGPU answer.
  * With a GPU the whole comparison runs twice, once per rows kernel (the
- * tiled default, then the legacy one: GA_CUDA_ROWS_*); in emulation it runs
+ * tiled default, then the warp one: GA_CUDA_ROWS_*); in emulation it runs
  * once, the tiled kernel's block emulation, with one random trial in four on
- * the legacy loop.  A third of the tiled backends get a small shared-memory
- * tile (12-40 KB) so that its rounds and fallbacks run too.
+ * the warp kernel's emulation.  A third of the tiled backends get a small
+ * shared-memory tile (12-40 KB), two thirds of the warp ones 32-512 values
+ * a warp, so that their rounds and fallbacks run too.
  * The median / Npct sort (docs/GPU.md "Small-bucket sort") cycles over the
  * random trials: the default split, CUB alone, the shared-memory kernel for
  * every bucket it may take, and a threshold of 1..64 values (both ways in
@@ -60,6 +61,10 @@ static int open_gpu(struct ga_backend **b)
                               .sort_small = sort_small };
     if (rows_kernel == GA_CUDA_ROWS_TILED && rnd() % 3 == 0)
         o.rows_smem = (unsigned)rnd_in(12 << 10, 40 << 10);
+    /* the warp kernel: 32..512 values a warp, so its rounds and the tasks it
+     * leaves to global memory (more than 1/8 of that) come often */
+    if (rows_kernel == GA_CUDA_ROWS_WARP && rnd() % 3)
+        o.rows_smem = (unsigned)rnd_in(256, 4096);
     /* buckets of 1..64 points and up to the long-task kernel (most of the
      * random buckets then), its chunks cut short; or none, or the default */
     o.rows_long = (int[]){ 0, -1, (int)rnd_in(1, 64) }[rnd() % 3];
@@ -309,7 +314,7 @@ static void one_trial(int trial, int async, int pre)
     struct ga_result rga[2] = { { 0 }, { 0 } }, rca[2] = { { 0 }, { 0 } };
     rga[0].want_pinned = rga[1].want_pinned = (int)(rnd() % 2);  /* rows straight from the GPU, or staged */
     /* basic methods as records: one trial in two, alternating over the
-     * emulation's legacy trials (t % 4 == 3) too */
+     * emulation's warp trials (t % 4 == 3) too */
     rga[0].want_wide = rga[1].want_wide = (trial + trial / 4) % 2;
     int64_t now = rnd_in(1600000000, 1700000000) * SEC + rnd_in(0, SEC);
     int nbatch = (int)rnd_in(1, 8);
@@ -420,8 +425,8 @@ static void test_random_vs_cpu(void)
     wide_records = wide_values = 0;
     int variant = rows_kernel;
     for (int t = 0; t < n; t++) {
-        if (use_emu)              /* emulation: one trial in four on the legacy loop */
-            rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_LEGACY : variant;
+        if (use_emu)              /* emulation: one trial in four on the warp kernel */
+            rows_kernel = t % 4 == 3 ? GA_CUDA_ROWS_WARP : variant;
         else                      /* GPU: one in four on the per-launch automatic choice */
             rows_kernel = t % 4 == 1 ? GA_CUDA_ROWS_DEFAULT : variant;
         sort_mode = (t / 2) % 4;  /* the sort: every mode with each rows kernel */
@@ -749,7 +754,7 @@ static void test_env_knobs(void)
         { "GA_CUDA_ROWS_LONG", "off", "cuda_rows_long", 0 },
         { "GA_CUDA_ROWS_LONG", "64", "cuda_rows_long", 0 },
         { "GA_CUDA_ROWS_KERNEL", "tiledd", "cuda_rows_kernel", 1 },
-        { "GA_CUDA_ROWS_KERNEL", "legacy", "cuda_rows_kernel", 0 },
+        { "GA_CUDA_ROWS_KERNEL", "warp", "cuda_rows_kernel", 0 },
         { "GA_CUDA_COUNTS", "mapp", "cuda_counts", 1 },
         { "GA_CUDA_COUNTS", "copy", "cuda_counts", 0 },
     };
@@ -863,17 +868,17 @@ void run_tests(void)
         scale *= 0.25;
     }
     /* GPU: both rows kernels, the whole comparison each; emulation: once.
-     * GA_CUDA_TEST_ROWS=tiled|legacy: that one alone (a sanitizer's run
+     * GA_CUDA_TEST_ROWS=tiled|warp: that one alone (a sanitizer's run
      * of each, side by side, fits its time cap). */
-    static const int variants[] = { GA_CUDA_ROWS_TILED, GA_CUDA_ROWS_LEGACY };
+    static const int variants[] = { GA_CUDA_ROWS_TILED, GA_CUDA_ROWS_WARP };
     const char *only = getenv("GA_CUDA_TEST_ROWS");
-    int one = only && (!strcmp(only, "tiled") || !strcmp(only, "legacy"));
-    int v0 = one && !strcmp(only, "legacy") ? 1 : 0;
+    int one = only && (!strcmp(only, "tiled") || !strcmp(only, "warp"));
+    int v0 = one && !strcmp(only, "warp") ? 1 : 0;
     int v1 = use_emu || one ? v0 + 1 : 2;
     for (int v = v0; v < v1; v++) {
         rows_kernel = variants[v];
-        const char *name = rows_kernel == GA_CUDA_ROWS_TILED ? "tiled" : "legacy";
-        printf("rows kernel: %s%s\n", name, use_emu ? " (emulated; 1 random trial in 4: legacy)" : "");
+        const char *name = rows_kernel == GA_CUDA_ROWS_TILED ? "tiled" : "warp";
+        printf("rows kernel: %s%s\n", name, use_emu ? " (emulated; 1 random trial in 4: warp)" : "");
         rows_cmp = rows_bitexact = late_cmp = 0;
         RUN(test_random_vs_cpu);
         RUN(test_big_batches);

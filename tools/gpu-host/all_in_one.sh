@@ -53,7 +53,7 @@ step memcheck 40 env GA_CUDA_TEST_SCALE=0.02 "$SAN" --tool memcheck --error-exit
 # to no shared-memory kernel need not pay for it).  One process a rows
 # kernel, side by side on the GPU: the two in one took past 9 minutes.
 if [ "${RACECHECK:-1}" != 0 ]; then
-    for k in tiled legacy; do
+    for k in tiled warp; do
         step racecheck_$k 560 env GA_CUDA_TEST_SCALE=0.01 GA_CUDA_TEST_ROWS=$k "$SAN" --tool racecheck \
             --error-exitcode 9 build-gpu/test_cuda_backend &
     done
@@ -63,7 +63,7 @@ cat "$OUT/gpu.txt"
 cat "$OUT/summary.txt"
 echo "-- test";       grep -E "rows kernel|sort|passed|FAIL" "$OUT/test.log" | tail -n 10
 echo "-- memcheck";   grep -E "ERROR SUMMARY|passed" "$OUT/memcheck.log" | tail -n 3
-for k in tiled legacy; do
+for k in tiled warp; do
     echo "-- racecheck $k"
     grep -E "RACECHECK SUMMARY|ERROR SUMMARY|passed|hazard" "$OUT/racecheck_$k.log" 2>/dev/null | tail -n 4
 done
