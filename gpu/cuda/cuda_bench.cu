@@ -3,13 +3,13 @@
 // compared with (device-to-device copy, pinned host-to-device copy).
 //
 // "Kernel only" runs the feed's own bucket kernels (gk_bucket.cu,
-// gk_bucket_long.cu) over series already on the GPU, sorted: bucket keys (a
-// head flag per point where the bucket changes, compacted with CUB into
-// bucket starts, one task per bucket), then the fused methods kernel writing
-// ga_agg rows; for median / Npct also the sort (gk_bucket_sort: the
-// shared-memory kernel for short buckets, gather + CUB segmented sort for
-// long ones).  Each method set runs with both rows kernels (tiled, the
-// default, and warp), same data, same run; the rows kernel alone is timed
+// gk_bucket_long.cu) over series already on the GPU, sorted: bucket keys and
+// one task per bucket in one pass (keys_tasks below; the three passes it
+// replaced are kept, timed and compared with it), then the fused methods
+// kernel writing ga_agg rows; for median / Npct also the sort
+// (gk_bucket_sort: the shared-memory kernel for short buckets, gather + CUB
+// segmented sort for long ones).  Each method set runs with both rows
+// kernels (tiled and warp), same data, same run; the rows kernel alone is timed
 // too (events around it), and the "basic" rows of the two kernels are
 // compared byte for byte on the GPU.  Median + 90pct also runs with each
 // sort (CUB alone, and the shared-memory kernel + CUB), the sort alone timed

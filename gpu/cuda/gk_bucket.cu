@@ -50,8 +50,8 @@ struct gather_f {
 // rows a bucket) ----------------------------------------------------------
 //
 // One thread a task, as in the tiled kernel, but every warp on its own: no
-// block barrier, so a warp computes while the others of its SM stage, and
-// an SM keeps 24 warps' loads in flight.  A warp's 32 consecutive tasks
+// block barrier, so a warp computes while the others of its SM (16: two
+// blocks of 8) stage.  A warp's 32 consecutive tasks
 // usually read one short stretch of the merged windows; it stages that
 // stretch into its own WARP_CAP values of shared memory with asynchronous
 // copies (cp.async, nothing through registers), then each lane reads its
@@ -65,7 +65,7 @@ struct gather_f {
 // record, are not worth a staged store.
 //
 // The same driver runs on the host in emulation, lane by lane between the
-// warp's collective steps (warp_lanes below), so CI checks the rounds and
+// warp's collective steps (warp_emulate below), so CI checks the rounds and
 // the direct tasks of the kernel itself.
 #define WARP_CAP 1024u            // values a warp stages (8 KB; tests ask for fewer: gk_rows_cfg)
 #define WARP_CAP_MIN 32u
