@@ -1238,9 +1238,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
         TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
         TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
-    } else {                      // nothing to sort: every part at offset 0, no wait
-        TRY(zero(cb, cb->sortoff.p, (2 * ntasks + 1) * 8));
-    }
+    }                             // nothing to sort: no sorted copy, sortoff not read
     cb->st.sort_small_parts = cb->st.sort_big_parts = 0;
     if (NS) {
         // docs/GPU.md "Small-bucket sort": short parts sorted in shared memory
@@ -1255,6 +1253,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         cb->st.sort_small_parts = sc.small_parts;
         cb->st.sort_big_parts = sc.big_parts;
     }
+    const double *srt = NS ? B(sorted, double) : NULL;   // NULL: the rows kernels read no sortoff
     TRY(dres(cb, rows, (R + 1) * sizeof(struct ga_agg), 0));
     TRY(out_reserve(cb, out, R, L));
     fl->direct = out->aggs_pinned || cb->emu;   // emulation: any memory will do
@@ -1287,12 +1286,10 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.warp = cb->narrow[cb->wide] < AUTO_TILED_ROWS ||
                        hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
-        TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), B(sorted, double),
-                           drows, &cfg, llist));
+        TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), srt, drows, &cfg, llist));
     }
     if (llist)
-        TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), B(sorted, double),
-                         drows, llist));
+        TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), srt, drows, llist));
     TRY(record(cb, mark[5], cb->x.s));
     TRY(record(cb, cb->ev_rows[sl], cb->x.s));   // pump's copies of the rows wait for it
     TRY(wait_ev(cb, cb->x.s, cb->ev_rebuilt));

@@ -384,8 +384,7 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
             CUDA_CHECK(cudaEventRecord(ev.sort1, s->x.s));
         s->ns = ns;
         sorted = s->sorted;
-    } else {
-        CUDA_CHECK(cudaMemsetAsync(s->sortoff, 0, (2 * nb + 1) * 8, s->x.s));
+    } else {                      // no sort: the rows kernels read no sortoff
         CUDA_CHECK(cudaEventRecord(ev.sort0, s->x.s));
         CUDA_CHECK(cudaEventRecord(ev.sort1, s->x.s));
     }

@@ -159,7 +159,8 @@ struct gk_rows_cfg {
 unsigned gk_rows_long_min(int rows_long);
 
 // Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies
-// from sorted[sortoff[part]..].  The rows of task i + 1 follow task i's
+// from sorted[sortoff[part]..] (sorted NULL: no method sorts, and sortoff
+// is not read).  The rows of task i + 1 follow task i's
 // (row_off ascending, as gk_tasks writes them): the tiled kernel relies on
 // it to store a block's rows as one stretch (it checks it within a block and
 // writes row by row where it does not hold).  cfg NULL = tiled, default size.

@@ -154,10 +154,10 @@ __host__ __device__ void long_task(const rows_f &fn, size_t i, double *buf, int 
     uint64_t nr = 0;
     if (p.hasp)
         nr = long_part(plain_x{ fn.v.m_val + p.plo }, p.pn, p.pmin, p.pol->plain, p.pol->nplain,
-                       p.pol->plain_need, fn.sorted + fn.off[2 * i], p, p.pas, p.pao, 0, out, buf, lane);
+                       p.pol->plain_need, task_sorted(fn, i, 0), p, p.pas, p.pao, 0, out, buf, lane);
     if (p.hasr)
         long_part(rate_x{ fn.v.m_val + p.rlo }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
-                  p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p, p.ras, p.rao, nr, out, buf, lane);
+                  p.pol->rate_need, task_sorted(fn, i, 1), p, p.ras, p.rao, nr, out, buf, lane);
 }
 
 // A warp a listed task (the rows kernel before it on the stream listed them).

@@ -318,6 +318,13 @@ __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
     return p;
 }
 
+// Part q (0 plain, 1 rate:) of task i's sorted copy; NULL when the kernel
+// was given none (no method of the launch sorts: sortoff is then not read).
+__host__ __device__ inline const double *task_sorted(const rows_f &fn, size_t i, int q)
+{
+    return fn.sorted ? fn.sorted + fn.off[2 * i + q] : NULL;
+}
+
 // The task's header (when it has a record) and its output as bucket_emit's
 // rows see it, over the sink S of its plain rows.
 template <class S>
@@ -336,11 +343,11 @@ __host__ __device__ inline void task_run(const rows_f &fn, size_t i, const tpart
     uint64_t nr = 0;
     if (p.hasp)
         nr = bucket<true>(plain_x{ base + (p.plo - base_lo) }, p.pn, p.pmin, p.pol->plain,
-                          p.pol->nplain, p.pol->plain_need, fn.sorted + fn.off[2 * i], p.metric,
+                          p.pol->nplain, p.pol->plain_need, task_sorted(fn, i, 0), p.metric,
                           p.g, p.b, p.pas, p.pao, out, 0);
     if (p.hasr)
         bucket<true>(rate_x{ base + (p.rlo - base_lo) }, p.rn, p.rmin, p.pol->rate, p.pol->nrate,
-                     p.pol->rate_need, fn.sorted + fn.off[2 * i + 1], p.metric, p.g, p.b, p.ras,
+                     p.pol->rate_need, task_sorted(fn, i, 1), p.metric, p.g, p.b, p.ras,
                      p.rao, out, nr);
 }
 
