@@ -1228,17 +1228,17 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     uint64_t ntasks = cnt[0], R = cnt[1];
     fl->rows = f.cnt_lrow ? cnt[2] : R;
     RES(tasks, (ntasks + 1) * sizeof(gk_task), 0);
-    RES(sortlen, (2 * ntasks + 1) * 8, 0);
-    RES(sortoff, (2 * ntasks + 1) * 8, 0);
     fill(cb, &f);
     TRY(gk_tasks(&cb->x, &f, U, hq, H, 1));
     gk_view v = view_of(&f);
     if (cb->any_sort) {
+        RES(sortlen, (2 * ntasks + 1) * 8, 0);
+        RES(sortoff, (2 * ntasks + 1) * 8, 0);
         TRY(gk_bucket_sortlen(&cb->x, &v, f.tasks, ntasks, B(sortlen, uint64_t)));
         TRY(zero(cb, B(sortlen, uint64_t) + 2 * ntasks, 8));
         TRY(gk_scan_u64(&cb->x, B(sortlen, uint64_t), B(sortoff, uint64_t), 2 * ntasks + 1));
         TRY(rd64(cb, B(sortoff, uint64_t) + 2 * ntasks, &NS));
-    }                             // nothing to sort: no sorted copy, sortoff not read
+    }                             // nothing to sort: no sortlen/sortoff, no sorted copy
     cb->st.sort_small_parts = cb->st.sort_big_parts = 0;
     if (NS) {
         // docs/GPU.md "Small-bucket sort": short parts sorted in shared memory
