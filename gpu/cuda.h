@@ -161,11 +161,12 @@ struct ga_cuda_kbench {
     /* basic as wide records (engine.h; 96 bytes a bucket, not 8 rows of 32):
        [0] tiled, [1] warp rows kernel; the whole pass and the rows kernel */
     double wide_s[2], wide_rows_s[2];
-    /* bucket keys + tasks alone (the first part of every line above): [0] one
-       pass (what the lines run), [1] the three passes it replaced (head flags,
-       CUB select, a task a start); and tasks whose fields differ between the
-       two (0 expected; -1 not compared) */
-    double keys_s[2];
+    /* bucket keys + tasks alone (the first part of every line above): [0] two
+       passes and a scan (what the lines run: head bits and counts, then the
+       tasks), [1] one pass chaining the tiles by decoupled look-back, [2] three
+       passes (head flags, CUB select, a task a start); and tasks whose fields
+       differ between [0] or [1] and [2] (0 expected; -1 not compared) */
+    double keys_s[3];
     int64_t tasks_differ;
     int64_t wide_differ;   /* buckets whose record is not the tiled kernel's 8 rows
                               packed (0 expected; -1 not compared) */

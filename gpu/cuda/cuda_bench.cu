@@ -4,8 +4,9 @@
 //
 // "Kernel only" runs the feed's own bucket kernels (gk_bucket.cu,
 // gk_bucket_long.cu) over series already on the GPU, sorted: bucket keys and
-// one task per bucket in one pass (keys_tasks below; the three passes it
-// replaced are kept, timed and compared with it), then the fused methods
+// one task per bucket in two passes and a scan (kt_mark, kt_emit below; the
+// one-pass and three-pass ways before it are kept, timed and compared with
+// it), then the fused methods
 // kernel writing ga_agg rows; for median / Npct also the sort
 // (gk_bucket_sort: the shared-memory kernel for short buckets, gather + CUB
 // segmented sort for long ones).  Each method set runs with both rows
@@ -27,6 +28,7 @@
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cuda/std/functional>
@@ -81,18 +83,17 @@ struct task_f {                   // bucket k = [start[k], start[k + 1])
     }
 };
 
-// ---- Bucket keys and tasks in one pass ------------------------------------
+// ---- Bucket keys and tasks ------------------------------------------------
 //
 // Over the sorted series: a block takes a tile of KT_TILE points (and the
-// point before), computes each point's bucket once, flags the heads (a
-// series' first point, or a bucket unlike the point before's), and numbers
-// them with a block scan chained to the tiles before it (CUB's decoupled
-// look-back: one read of the timestamps, no flag array, no second pass).
-// Head k writes task k but its end; the end of task k - 1 is head k's point
-// (the series' end when head k starts a series), so head k writes that too,
-// and the thread holding the last point ends the last task.  The same tasks
-// as the three passes before it (head flags, CUB select, a task a start:
-// keys_old below, compared task by task in each run, tasks_differ).
+// point before), computes each point's bucket once and flags the heads (a
+// series' first point, or a bucket unlike the point before's); head k is
+// task k.  Two ways: one pass numbering the heads with a block scan chained
+// to the tiles before it (keys_tasks, CUB's decoupled look-back), and two
+// passes and a scan with no wait between tiles (kt_mark, kt_emit: what the
+// bench's passes run).  Both give the same tasks as the three passes before
+// them (head flags, CUB select, a task a start: keys_old below), compared
+// task by task in each run (tasks_differ).
 #define KT_T 256
 #define KT_I 8                    // points a thread (16: 0.47 vs 0.43 ms)
 #define KT_TILE (KT_T * KT_I)
@@ -111,17 +112,24 @@ __global__ void kt_init(kt_state st, int ntiles)
     st.InitializeStatus(ntiles);
 }
 
-__global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
-                                                   uint32_t rows_per, kt_state st, gk_task *tasks,
-                                                   uint32_t *nb)
+// A tile's points into shared memory (sts[KT_PAD(k)] = ts[base + k - 1]:
+// a pad word every 8, so the 8 points of a thread start 9 words after its
+// neighbour's, no bank conflict) and this thread's 8 points' heads, bit j
+// for point i0 + j; b[j] each point's bucket.
+//
+// A bucket start is computed (gk_bucket) only where a point leaves the
+// bucket of the point before: about once a bucket, not once a point.  The
+// flags are the same: point i is a head when it starts a series or its
+// bucket is not the point before's.
+//
+// SAVE: b[j] also over the thread's own point j in sts for j < KT_I - 1 (its
+// last point is the next thread's point before), for a caller that needs
+// the buckets after a block scan without holding them in registers.
+template <bool SAVE>
+__device__ __forceinline__ unsigned kt_heads(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
+                                             int64_t *sts, int64_t (&b)[KT_I])
 {
-    // sts[KT_PAD(k)] = ts[base + k - 1]: a pad word every 8, so the 8 points
-    // of a thread start 9 words after its neighbour's (no bank conflict)
-    __shared__ int64_t sts[KT_PAD(KT_TILE) + 1];
-    __shared__ typename kt_scan::TempStorage scan;
-    __shared__ typename kt_prefix::TempStorage pre;
-    int tile = (int)blockIdx.x;
-    uint32_t base = (uint32_t)tile * KT_TILE;
+    uint32_t base = blockIdx.x * KT_TILE;
     int64_t v[KT_I];              // all of a thread's loads in flight at once
 #pragma unroll
     for (int j = 0; j < KT_I; j++) {
@@ -135,14 +143,10 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
         sts[0] = base ? __ldg(ts + base - 1) : 0;
     __syncthreads();
     uint32_t i0 = base + threadIdx.x * KT_I;
-    const int64_t *my = sts + KT_PAD(threadIdx.x * KT_I);   // MY(j + 1) = ts[i0 + j]
+    int64_t *my = sts + KT_PAD(threadIdx.x * KT_I);   // MY(j + 1) = ts[i0 + j]
 #define MY(m) my[(m) + ((m) >> 3)]               // KT_PAD relative to a multiple of 8
-    // A bucket start is computed (gk_bucket: a division) only where a point
-    // leaves the bucket of the point before: about once a bucket, not once
-    // a point.  The flags are the same: point i is a head when it starts a
-    // series or its bucket is not the point before's.
     uint32_t r = i0 % P;          // i0's place in its series, then each point's
-    int64_t cb = r ? gk_bucket(MY(0), g) : 0, b[KT_I];   // MY(0): the point before
+    int64_t cb = r ? gk_bucket(MY(0), g) : 0;    // MY(0): the point before
     unsigned heads = 0;
 #pragma unroll
     for (int j = 0; j < KT_I; j++) {
@@ -154,19 +158,22 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
             cb = nb;
         }
         b[j] = cb;
+        if (SAVE && j < KT_I - 1)
+            MY(j + 1) = cb;
         r = r + 1 == P ? 0 : r + 1;
     }
-    uint32_t cnt = (uint32_t)__popc(heads), off;
-    if (tile == 0) {
-        uint32_t total;
-        kt_scan(scan).ExclusiveSum(cnt, off, total);
-        if (threadIdx.x == 0)
-            st.SetInclusive(0, total);
-    } else {
-        kt_prefix prefix(st, pre, kt_plus(), tile);
-        kt_scan(scan).ExclusiveSum(cnt, off, prefix);
-    }
-    uint32_t k = off;
+#undef MY
+    return heads;
+}
+
+// Head k (point i, bucket b) writes task k but its end; the end of task
+// k - 1 is head k's point (the series' end when head k starts a series), so
+// head k writes that too, and the thread holding the last point ends the
+// last task.  k: this thread's first head's task.
+__device__ __forceinline__ void kt_write(unsigned heads, const int64_t (&b)[KT_I], uint32_t k,
+                                         uint32_t N, uint32_t P, uint32_t rows_per, gk_task *tasks)
+{
+    uint32_t i0 = blockIdx.x * KT_TILE + threadIdx.x * KT_I;
 #pragma unroll
     for (int j = 0; j < KT_I; j++) {
         if (!(heads >> j & 1))
@@ -181,12 +188,157 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
             tasks[k - 1].hi = lo ? lo : P;
         k++;
     }
-    if (i0 <= N - 1 && N - 1 < i0 + KT_I) {       // the last point: the last task's end
+    if (i0 <= N - 1 && N - 1 < i0 + KT_I)         // the last point: the last task's end
         tasks[k - 1].hi = (N - 1) % P + 1;
-        *nb = k;
+}
+
+__global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
+                                                   uint32_t rows_per, kt_state st, gk_task *tasks,
+                                                   uint32_t *nb)
+{
+    __shared__ int64_t sts[KT_PAD(KT_TILE) + 1];
+    __shared__ typename kt_scan::TempStorage scan;
+    __shared__ typename kt_prefix::TempStorage pre;
+    int64_t b[KT_I];
+    unsigned heads = kt_heads<false>(ts, N, P, g, sts, b);
+    uint32_t cnt = (uint32_t)__popc(heads), off;
+    if (blockIdx.x == 0) {
+        uint32_t total;
+        kt_scan(scan).ExclusiveSum(cnt, off, total);
+        if (threadIdx.x == 0)
+            st.SetInclusive(0, total);
+    } else {
+        kt_prefix prefix(st, pre, kt_plus(), (int)blockIdx.x);
+        kt_scan(scan).ExclusiveSum(cnt, off, prefix);
+    }
+    kt_write(heads, b, off, N, P, rows_per, tasks);
+    uint32_t i0 = blockIdx.x * KT_TILE + threadIdx.x * KT_I;
+    if (i0 <= N - 1 && N - 1 < i0 + KT_I)
+        *nb = off + cnt;
+}
+
+// ---- The same tasks in two passes, no look-back ---------------------------
+//
+// keys_tasks' blocks wait: seven warps at a barrier while warp 0 looks back
+// through the tiles before (ncu, docs/PERFORMANCE.md).  Here the first pass
+// (kt_mark) reads the tile the same way and writes its head flags as bits
+// (a byte a thread, 1/64 of the timestamps' bytes), its head count, and its
+// heads' bucket starts in order at the tile's place in `bslot` (8 bytes a
+// head); a scan of the counts (CUB, one word a tile) gives each tile its
+// first task; the second pass (kt_emit) reads the bits and the bucket
+// starts back and writes the same tasks as keys_tasks.
+// 8 blocks an SM (32 registers, no spill): 198 us against 214 at 42
+// registers, 5 blocks (H100, docs/PERFORMANCE.md)
+__global__ void __launch_bounds__(KT_T, 8) kt_mark(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
+                                                uint8_t *mask, uint64_t *tcnt, int64_t *bslot)
+{
+    __shared__ int64_t sts[KT_PAD(KT_TILE) + 1];
+    __shared__ typename kt_scan::TempStorage scan;
+    int64_t b[KT_I];
+    unsigned heads = kt_heads<true>(ts, N, P, g, sts, b);
+    int64_t blast = b[KT_I - 1];
+    mask[blockIdx.x * KT_T + threadIdx.x] = (uint8_t)heads;
+    uint32_t off, cnt;
+    kt_scan(scan).ExclusiveSum((uint32_t)__popc(heads), off, cnt);
+    // the tile's heads' bucket starts, in order (kept in shared memory
+    // across the scan: held in registers, b takes 40 of them, 6 blocks an
+    // SM, 203 against 183 us)
+    int64_t *o = bslot + (size_t)blockIdx.x * KT_TILE + off;
+    const int64_t *my = sts + KT_PAD(threadIdx.x * KT_I);
+#pragma unroll
+    for (int j = 0; j < KT_I; j++)
+        if (heads >> j & 1)
+            *o++ = j < KT_I - 1 ? my[j + 1 + ((j + 1) >> 3)] : blast;
+    if (threadIdx.x == 0)
+        tcnt[blockIdx.x] = cnt;
+    if (threadIdx.x == 0 && blockIdx.x + 1 == gridDim.x)
+        tcnt[gridDim.x] = 0;      // the scan's last word: its total
+}
+
+// kt_emit: a thread takes 32 points' head bits (one 32-bit word of the
+// mask), a block KE_TILE points (KE_TILE / KT_TILE of kt_mark's tiles).  The
+// block lists its heads in shared memory, then, KE_CH heads at a time,
+// reads their bucket starts (a few loads a thread, all in flight), builds
+// their tasks in shared memory, a head a thread, and copies them out as one
+// run of 8-byte words, a word a thread: whole sectors, where a thread
+// writing its own task's fields stores 8 bytes every 40 bytes.
+#define KE_TILE (KT_T * 32)
+#define KE_TILES (KE_TILE / KT_TILE)
+#define KE_CH 512
+static_assert(sizeof(gk_task) == 40 && offsetof(gk_task, lo) == 16 && offsetof(gk_task, hi) == 24 &&
+                  offsetof(gk_task, row_off) == 32,
+              "kt_emit writes a task as 5 words: t|d|plain, b, lo, hi, row_off");
+
+__global__ void __launch_bounds__(KT_T) kt_emit(uint32_t N, uint32_t P, uint32_t rows_per,
+                                                const uint32_t *mask, const uint64_t *toff,
+                                                uint32_t ntiles, const int64_t *bslot, gk_task *tasks)
+{
+    __shared__ typename kt_scan::TempStorage scan;
+    __shared__ uint16_t pos[KE_TILE];            // the block's heads, in order, from base
+    __shared__ uint64_t tw[KE_CH * 5];           // a chunk's tasks, 5 words each
+    __shared__ uint32_t tfirst[KE_TILES];        // kt_mark's tiles' first tasks
+    uint32_t base = blockIdx.x * KE_TILE, i0 = base + threadIdx.x * 32;
+    uint32_t w = mask[blockIdx.x * KT_T + threadIdx.x];   // bit m: point i0 + m
+    if (i0 >= N)                  // no points past N (the mask's tail is not kt_mark's this run)
+        w = 0;
+    else if (N - i0 < 32)
+        w &= (1u << (N - i0)) - 1;
+    uint32_t first = (uint32_t)toff[blockIdx.x * KE_TILES];   // the block's first task
+    uint32_t c, cnt;
+    if (threadIdx.x < KE_TILES && blockIdx.x * KE_TILES + threadIdx.x < ntiles)
+        tfirst[threadIdx.x] = (uint32_t)toff[blockIdx.x * KE_TILES + threadIdx.x];
+    kt_scan(scan).ExclusiveSum((uint32_t)__popc(w), c, cnt);
+    while (w) {
+        pos[c++] = (uint16_t)(threadIdx.x * 32 + (uint32_t)(__ffs(w) - 1));
+        w &= w - 1;
+    }
+    __syncthreads();
+    // Task first - 1 (an earlier block's last) ends at this block's first
+    // head, and the last point ends the last task: these ends are written
+    // here; a block's last task's end is not written below.
+    if (threadIdx.x == 0 && cnt && first) {
+        uint32_t lo = (base + pos[0]) % P;
+        tasks[first - 1].hi = lo ? lo : P;
+    }
+    if (i0 <= N - 1 && N - 1 < i0 + 32)
+        tasks[first + cnt - 1].hi = (N - 1) % P + 1;
+    for (uint32_t q0 = 0; q0 < cnt; q0 += KE_CH) {
+        uint32_t n = cnt - q0 < KE_CH ? cnt - q0 : KE_CH;
+        int64_t x[KE_CH / KT_T];
+#pragma unroll
+        for (int u = 0; u < KE_CH / KT_T; u++) {  // the bucket starts first, all in flight
+            uint32_t q = u * KT_T + threadIdx.x;
+            if (q < n) {          // head k = first + q0 + q of tile tt: its place in the tile's list
+                uint32_t tt = pos[q0 + q] / KT_TILE, k = first + q0 + q;
+                x[u] = __ldg(bslot + (size_t)(blockIdx.x * KE_TILES + tt) * KT_TILE + (k - tfirst[tt]));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < KE_CH / KT_T; u++) {  // then each task's words, a head a thread
+            uint32_t q = u * KT_T + threadIdx.x;
+            if (q >= n)
+                continue;
+            uint32_t i = base + pos[q0 + q], t = i / P, lo = i - t * P;
+            uint64_t *o = tw + 5 * q;
+            o[0] = (uint64_t)t | (uint64_t)1 << 48;   // t, d = 0, plain = 1
+            o[1] = (uint64_t)x[u];
+            o[2] = lo;
+            if (q0 + q + 1 < cnt) {
+                uint32_t lo2 = (base + pos[q0 + q + 1]) % P;   // 0: the next head starts a series
+                o[3] = lo2 ? lo2 : P;
+            }
+            o[4] = (uint64_t)(first + q0 + q) * rows_per;
+        }
+        __syncthreads();
+        // copied out a word a thread, but the block's last task's end
+        uint64_t *out = (uint64_t *)(tasks + first + q0);
+        uint32_t skip = q0 + n == cnt ? 5 * (n - 1) + 3 : ~0u;
+        for (uint32_t wd = threadIdx.x; wd < n * 5; wd += KT_T)
+            if (wd != skip)
+                out[wd] = tw[wd];
+        __syncthreads();          // tw is the next chunk's
     }
 }
-#undef MY
 
 struct tslot_f {
     uint32_t *tslot;
@@ -270,6 +422,9 @@ struct kb_state {
     gk_task *tasks, *tasks2;      // tasks2: keys_old's, to compare
     kt_state kst;                 // keys_tasks' tile states
     void *kst_mem;
+    uint8_t *mask;                // kt_mark's head bits, a byte a thread
+    uint64_t *tcnt, *toff;        // heads a tile (and a zero), their scan
+    int64_t *bslot;               // kt_mark's heads' bucket starts, a tile's at its points' place
     struct agg_pol *pol;
     double *unsorted, *sorted, *sorted2;   // sorted2: the other sort's values, to compare
     struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
@@ -286,14 +441,36 @@ struct pass_ev {
     cudaEvent_t rows, sort0, sort1;
 };
 
-// Bucket keys and tasks, one pass (keys_tasks); *nb the buckets.
-int keys_new(kb_state *s, const struct ga_cuda_kbench *kb, int rows_per, uint64_t *nb)
+// Bucket keys and tasks, two passes and a scan (kt_mark, kt_emit); *nb the
+// buckets.
+int keys_two(kb_state *s, const struct ga_cuda_kbench *kb, int rows_per, uint64_t *nb)
+{
+    uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
+    unsigned ntiles = (unsigned)((N + KT_TILE - 1) / KT_TILE);
+    uint32_t P = (uint32_t)kb->npoints_per_metric;
+    kt_mark<<<ntiles, KT_T, 0, s->x.s>>>(s->ts, (uint32_t)N, P, kb->gran_ns, s->mask, s->tcnt, s->bslot);
+    CUDA_CHECK(cudaGetLastError());
+    int rc = gk_scan_u64(&s->x, s->tcnt, s->toff, ntiles + 1);   // toff[ntiles]: the tasks
+    if (rc)
+        return rc;
+    unsigned eblocks = (unsigned)((N + KE_TILE - 1) / KE_TILE);
+    kt_emit<<<eblocks, KT_T, 0, s->x.s>>>((uint32_t)N, P, (uint32_t)rows_per, (const uint32_t *)s->mask,
+                                          s->toff, ntiles, s->bslot, s->tasks);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaMemcpyAsync(nb, s->toff + ntiles, 8, cudaMemcpyDeviceToHost, s->x.s));
+    CUDA_CHECK(cudaStreamSynchronize(s->x.s));
+    return 0;
+}
+
+// The same in one pass (keys_tasks, decoupled look-back), into `tasks`.
+int keys_lookback(kb_state *s, const struct ga_cuda_kbench *kb, int rows_per, gk_task *tasks,
+                  uint64_t *nb)
 {
     uint64_t N = (uint64_t)(kb->nmetrics * kb->npoints_per_metric);
     unsigned ntiles = (unsigned)((N + KT_TILE - 1) / KT_TILE);
     kt_init<<<(ntiles + 255) / 256, 256, 0, s->x.s>>>(s->kst, (int)ntiles);
     keys_tasks<<<ntiles, KT_T, 0, s->x.s>>>(s->ts, (uint32_t)N, (uint32_t)kb->npoints_per_metric,
-                                            kb->gran_ns, (uint32_t)rows_per, s->kst, s->tasks, s->cnt);
+                                            kb->gran_ns, (uint32_t)rows_per, s->kst, tasks, s->cnt);
     CUDA_CHECK(cudaGetLastError());
     uint32_t nb32 = 0;
     CUDA_CHECK(cudaMemcpyAsync(&nb32, s->cnt, 4, cudaMemcpyDeviceToHost, s->x.s));
@@ -346,7 +523,7 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     // slots a bucket: every method's row, or a wide record for the basic ones
     int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1) + hp->nrate;
     uint64_t nb = 0;
-    int rc = keys_new(s, kb, rows_per, &nb);
+    int rc = keys_two(s, kb, rows_per, &nb);
     if (rc)
         return rc;
     *nb_out = nb;
@@ -558,24 +735,41 @@ int time_copies(cudaStream_t st, F copy, double *ms)
     return rc;
 }
 
-// Both ways of making the tasks, timed (median of 10 after a warm-up, each
-// to its bucket count on the host), and their tasks compared.
+// The three ways of making the tasks, timed (median of 10 after a warm-up,
+// each to its bucket count on the host), and the one-pass and two-pass
+// tasks each compared with the three passes'.  Then the same comparison,
+// untimed, over a shape no tile size divides (a series 13 points shorter,
+// one series fewer: the bench's own sizes are powers of two).
 int keys_pair(kb_state *s, struct ga_cuda_kbench *kb)
 {
-    uint64_t nb = 0, nb2 = 0;
+    struct ga_cuda_kbench odd = *kb;
+    if (odd.npoints_per_metric > 64)
+        odd.npoints_per_metric -= 13;
+    if (odd.nmetrics > 1)
+        odd.nmetrics -= 1;
     int rc = 0;
-    for (int way = 0; way < 2 && !rc; way++)
-        rc = time_copies(s->x.s, [&]() -> int {
-            return way ? keys_old(s, kb, 3, s->tasks2, &nb2) : keys_new(s, kb, 3, &nb);
-        }, &kb->keys_s[way]);
-    if (rc)
-        return rc;
-    unsigned long long nd = 0;
-    CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
-    rc = gk_for(&s->x, (size_t)nb, taskcmp_f{ s->tasks, s->tasks2, s->ndiff });
-    if (!rc)
-        CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
-    kb->tasks_differ = nb == nb2 ? (int64_t)nd : -1;
+    kb->tasks_differ = 0;
+    for (int shape = 0; shape < 2 && !rc; shape++) {
+        const struct ga_cuda_kbench *k = shape ? &odd : kb;
+        uint64_t nb[3] = { 0, 0, 0 };
+        for (int way = 2; way >= 0 && !rc; way--) {
+            auto keys = [&]() -> int {
+                return way == 2 ? keys_old(s, k, 3, s->tasks2, &nb[2])
+                     : way == 1 ? keys_lookback(s, k, 3, s->tasks, &nb[1])
+                                : keys_two(s, k, 3, &nb[0]);
+            };
+            rc = shape ? keys() : time_copies(s->x.s, keys, &kb->keys_s[way]);
+            if (rc || way == 2)
+                continue;
+            unsigned long long nd = 0;
+            CUDA_CHECK(cudaMemset(s->ndiff, 0, 8));
+            rc = gk_for(&s->x, (size_t)nb[way], taskcmp_f{ s->tasks, s->tasks2, s->ndiff });
+            if (!rc)
+                CUDA_CHECK(cudaMemcpy(&nd, s->ndiff, 8, cudaMemcpyDeviceToHost));
+            if (kb->tasks_differ >= 0)
+                kb->tasks_differ = nb[way] == nb[2] ? kb->tasks_differ + (int64_t)nd : -1;
+        }
+    }
     return rc;
 }
 
@@ -670,6 +864,12 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
         CUDA_CHECK(kt_state::AllocationSize(ntiles, kb_bytes));
         DM(s->kst_mem, kb_bytes);
         CUDA_CHECK(s->kst.Init(ntiles, s->kst_mem, kb_bytes));
+        size_t mbytes = (N + KE_TILE - 1) / KE_TILE * (KE_TILE / 8);   // kt_emit's words, zero past N
+        DM(s->mask, mbytes);
+        CUDA_CHECK(cudaMemset(s->mask, 0, mbytes));
+        DM(s->tcnt, ((size_t)ntiles + 1) * 8);
+        DM(s->toff, ((size_t)ntiles + 1) * 8);
+        DM(s->bslot, N * 8);
     }
     DM(s->long_list, (maxb + 1) * 8);
     DM(s->sortlen, (2 * maxb + 1) * 8);
@@ -788,7 +988,8 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp, s.tasks2, s.kst_mem };
+                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp, s.tasks2, s.kst_mem,
+                     s.mask, s.tcnt, s.toff, s.bslot };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             cudaFree(bufs[i]);
