@@ -28,7 +28,6 @@
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/agent/single_pass_scan_operators.cuh>
 #include <cuda/std/functional>
@@ -166,32 +165,6 @@ __device__ __forceinline__ unsigned kt_heads(const int64_t *ts, uint32_t N, uint
     return heads;
 }
 
-// Head k (point i, bucket b) writes task k but its end; the end of task
-// k - 1 is head k's point (the series' end when head k starts a series), so
-// head k writes that too, and the thread holding the last point ends the
-// last task.  k: this thread's first head's task.
-__device__ __forceinline__ void kt_write(unsigned heads, const int64_t (&b)[KT_I], uint32_t k,
-                                         uint32_t N, uint32_t P, uint32_t rows_per, gk_task *tasks)
-{
-    uint32_t i0 = blockIdx.x * KT_TILE + threadIdx.x * KT_I;
-#pragma unroll
-    for (int j = 0; j < KT_I; j++) {
-        if (!(heads >> j & 1))
-            continue;
-        uint32_t i = i0 + j, t = i / P, lo = i - t * P;
-        gk_task *tk = tasks + k;                  // every field but hi (head k + 1's)
-        *(uint64_t *)tk = (uint64_t)t | (uint64_t)1 << 48;   // t, d = 0, plain = 1
-        tk->b = b[j];
-        tk->lo = lo;
-        tk->row_off = (uint64_t)k * rows_per;
-        if (k)
-            tasks[k - 1].hi = lo ? lo : P;
-        k++;
-    }
-    if (i0 <= N - 1 && N - 1 < i0 + KT_I)         // the last point: the last task's end
-        tasks[k - 1].hi = (N - 1) % P + 1;
-}
-
 __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
                                                    uint32_t rows_per, kt_state st, gk_task *tasks,
                                                    uint32_t *nb)
@@ -211,10 +184,29 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
         kt_prefix prefix(st, pre, kt_plus(), (int)blockIdx.x);
         kt_scan(scan).ExclusiveSum(cnt, off, prefix);
     }
-    kt_write(heads, b, off, N, P, rows_per, tasks);
-    uint32_t i0 = blockIdx.x * KT_TILE + threadIdx.x * KT_I;
-    if (i0 <= N - 1 && N - 1 < i0 + KT_I)
-        *nb = off + cnt;
+    // Head k (point i, bucket b) writes task k but its end; the end of task
+    // k - 1 is head k's point (the series' end when head k starts a series),
+    // so head k writes that too, and the thread holding the last point ends
+    // the last task.
+    uint32_t i0 = blockIdx.x * KT_TILE + threadIdx.x * KT_I, k = off;
+#pragma unroll
+    for (int j = 0; j < KT_I; j++) {
+        if (!(heads >> j & 1))
+            continue;
+        uint32_t i = i0 + j, t = i / P, lo = i - t * P;
+        gk_task *tk = tasks + k;                  // every field but hi (head k + 1's)
+        *(uint64_t *)tk = (uint64_t)t | (uint64_t)1 << 48;   // t, d = 0, plain = 1
+        tk->b = b[j];
+        tk->lo = lo;
+        tk->row_off = (uint64_t)k * rows_per;
+        if (k)
+            tasks[k - 1].hi = lo ? lo : P;
+        k++;
+    }
+    if (i0 <= N - 1 && N - 1 < i0 + KT_I) {       // the last point: the last task's end
+        tasks[k - 1].hi = (N - 1) % P + 1;
+        *nb = k;
+    }
 }
 
 // ---- The same tasks in two passes, no look-back ---------------------------
@@ -227,8 +219,12 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
 // head); a scan of the counts (CUB, one word a tile) gives each tile its
 // first task; the second pass (kt_emit) reads the bits and the bucket
 // starts back and writes the same tasks as keys_tasks.
-// 8 blocks an SM (32 registers, no spill): 198 us against 214 at 42
-// registers, 5 blocks (H100, docs/PERFORMANCE.md)
+//
+// kt_mark keeps its heads' bucket starts in shared memory across the scan
+// (kt_heads<true>), not in registers, and runs 8 blocks an SM at 32
+// registers, no spill: 198 us on the H100.  Holding them in registers took
+// 40 (6 blocks an SM, 203 us); the same code at 42 registers, 5 blocks,
+// 214 us (docs/PERFORMANCE.md).
 __global__ void __launch_bounds__(KT_T, 8) kt_mark(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
                                                 uint8_t *mask, uint64_t *tcnt, int64_t *bslot)
 {
@@ -240,9 +236,8 @@ __global__ void __launch_bounds__(KT_T, 8) kt_mark(const int64_t *ts, uint32_t N
     mask[blockIdx.x * KT_T + threadIdx.x] = (uint8_t)heads;
     uint32_t off, cnt;
     kt_scan(scan).ExclusiveSum((uint32_t)__popc(heads), off, cnt);
-    // the tile's heads' bucket starts, in order (kept in shared memory
-    // across the scan: held in registers, b takes 40 of them, 6 blocks an
-    // SM, 203 against 183 us)
+    // the tile's heads' bucket starts, in order, from shared memory (b[j]
+    // for j < KT_I - 1; the last one kept in a register)
     int64_t *o = bslot + (size_t)blockIdx.x * KT_TILE + off;
     const int64_t *my = sts + KT_PAD(threadIdx.x * KT_I);
 #pragma unroll
