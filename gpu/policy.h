@@ -22,6 +22,8 @@ enum {
     GA_M_PCT_BASE = 100,          /* GA_M_PCT_BASE + N, N in 1..99 */
     GA_M_RATE = 0x200,
     GA_M_WIDE = 0x400,            /* not a method: a wide record's header row (engine.h) */
+    GA_M_PACKED = 0x800,          /* not a method: a packed wide record's header (engine.h),
+                                     | its mask in bits 0..7 */
 };
 #define GA_M_BASE(m)   ((m) & 0xff)
 #define GA_M_IS_RATE(m) (((m) & GA_M_RATE) != 0)

@@ -34,6 +34,8 @@
 
 namespace {
 
+constexpr int64_t BENCH_T0 = 1700000000LL * 1000000000LL;   // the series' start (2023)
+
 struct gen_f {                    // nm series of P points, sorted, step apart with jitter
     int64_t *ts;
     double *val;
@@ -45,7 +47,7 @@ struct gen_f {                    // nm series of P points, sorted, step apart w
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         z ^= z >> 31;
         int64_t j = (int64_t)(i % (size_t)P);
-        ts[i] = 1700000000LL * 1000000000LL + j * step + (int64_t)(z % (uint64_t)(step / 2 + 1));
+        ts[i] = BENCH_T0 + j * step + (int64_t)(z % (uint64_t)(step / 2 + 1));
         val[i] = (double)(z >> 11) * (1.0 / 9007199254740992.0) * 100.0 - 50.0;
     }
 };
@@ -370,24 +372,32 @@ struct rowcmp_f {
     }
 };
 
-// Bucket i's wide record (at i * 3 slots) is not its 8 rows (at i * 8, the
-// narrow pass's, std absent below 2 points) packed: header, mask, values.
+// Bucket i's record (packed: at i * 2 slots, engine.h) is not its 8 rows (at
+// i * 8, the narrow pass's, std absent below 2 points) packed: header, mask,
+// count, values (mean = sum / count).
 struct widecmp_f {
     const struct ga_agg *w, *r;
     unsigned long long *cnt;
     __host__ __device__ void operator()(size_t i) const
     {
-        const struct ga_agg *h = w + 3 * i, *n = r + 8 * i;
-        const double *v = (const double *)(h + 1);
+        const struct ga_agg *h = w + 2 * i, *n = r + 8 * i;
         unsigned mask = n[7].method == GA_M_STD ? 0xffu : 0x7fu;
-        bool bad = h->metric != n[0].metric || h->method != GA_M_WIDE ||
-                   h->granularity_ns != n[0].granularity_ns || h->ts != n[0].ts || h->value != (double)mask;
+        uint32_t gs[2];
+        memcpy(gs, &h->granularity_ns, 8);
+        double cnt_v = (double)h->aux;
+        bool bad = h->metric != n[0].metric || h->method != (GA_M_PACKED | mask) ||
+                   (int64_t)gs[0] * 1000000000 != n[0].granularity_ns ||
+                   (int64_t)gs[1] * 1000000000 != n[0].ts || cnt_v != n[4].value;
+        const double *v = (const double *)((const char *)h + 16);   // sum min max first last std
+        const int at[8] = { -1, 0, 1, 2, -1, 3, 4, 5 };
         for (int k = 0; k < 8; k++) {
+            if (!(mask >> k & 1))
+                continue;
+            double want = k == 0 ? v[0] / cnt_v : k == 4 ? cnt_v : v[at[k]];
             uint64_t x, y;
-            memcpy(&x, &v[k], 8);
+            memcpy(&x, &want, 8);
             memcpy(&y, &n[k].value, 8);
-            if (mask >> k & 1)
-                bad = bad || n[k].method != GA_M_MEAN + k || x != y;
+            bad = bad || n[k].method != GA_M_MEAN + k || x != y;
         }
         if (bad) {
 #ifdef __CUDA_ARCH__
@@ -516,7 +526,9 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
          int sort_needed, const gk_rows_cfg *cfg, const gk_sort_cfg *scfg, const pass_ev &ev, int wide)
 {
     // slots a bucket: every method's row, or a wide record for the basic ones
-    int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1) + hp->nrate;
+    // (packed: the series start in 2023, a few hundred points a bucket)
+    int64_t g = hp->p.defs[0].granularity_ns;
+    int rows_per = (int)gk_plain_rows(hp, wide, 2, 1, 1, g, gk_bucket(BENCH_T0, g)) + hp->nrate;
     uint64_t nb = 0;
     int rc = keys_two(s, kb, rows_per, &nb);
     if (rc)

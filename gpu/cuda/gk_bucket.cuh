@@ -86,14 +86,41 @@ __host__ __device__ static inline uint32_t gk_wide_count(unsigned m)
     return (uint32_t)__builtin_popcount(m);
 #endif
 }
-// Slots a record of k values takes (0 for none): a header, then 4 a slot.
-__host__ __device__ static inline uint32_t gk_wide_slots(uint32_t k) { return k ? 1 + (k + 3) / 4 : 0; }
-// Slots a plain part of n values writes: its rows, the record's in one record.
-__host__ __device__ static inline uint64_t gk_plain_rows(const struct agg_pol *pol, int wide, uint64_t n,
-                                                         int allow_std, int allow_other)
+// Packed records (engine.h): whether a bucket of n points at b, granularity
+// g, fits a packed record's header (counts, seconds: divisions by constants).
+__host__ __device__ static inline int gk_wide_packs(uint64_t n, int64_t g, int64_t b)
 {
-    uint32_t k = gk_wide_count(gk_wide_mask(pol, wide, n, allow_std, allow_other));
-    return gk_nrows(n, pol->plain, pol->nplain, allow_std, allow_other) - k + gk_wide_slots(k);
+    const int64_t lim = (int64_t)UINT32_MAX * 1000000000;
+    return n <= 0xffff && g % 1000000000 == 0 && g <= lim && b >= 0 && b <= lim;
+}
+// The values a packed record of mask m stores: all but count, and mean when
+// sum is there (mean = sum / n).
+__host__ __device__ static inline unsigned gk_packed_kept(unsigned m)
+{
+    unsigned drop = 1u << (GA_M_COUNT - GA_M_MEAN);
+    if (m & (1u << (GA_M_SUM - GA_M_MEAN)))
+        drop |= 1u << (GA_M_MEAN - GA_M_MEAN);
+    return m & ~drop;
+}
+// Slots the record of mask m takes (0 for none): packed (pk), 1 for up to 2
+// stored values, else 2; wide, a header then 4 values a slot.
+__host__ __device__ static inline uint32_t gk_wide_slots(unsigned m, int pk)
+{
+    if (!m)
+        return 0;
+    if (pk)
+        return gk_wide_count(gk_packed_kept(m)) > 2 ? 2 : 1;
+    return 1 + (gk_wide_count(m) + 3) / 4;
+}
+// Slots a plain part of n values in bucket b (granularity g) writes: its
+// rows, the record's in one record.
+__host__ __device__ static inline uint64_t gk_plain_rows(const struct agg_pol *pol, int wide, uint64_t n,
+                                                         int allow_std, int allow_other, int64_t g,
+                                                         int64_t b)
+{
+    unsigned m = gk_wide_mask(pol, wide, n, allow_std, allow_other);
+    return gk_nrows(n, pol->plain, pol->nplain, allow_std, allow_other) - gk_wide_count(m) +
+           gk_wide_slots(m, gk_wide_packs(n, g, b));
 }
 
 // Values to sort for a task's plain part and rate part (0 when the part has

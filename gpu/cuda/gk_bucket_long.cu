@@ -148,9 +148,9 @@ __host__ __device__ void long_task(const rows_f &fn, size_t i, double *buf, int 
 {
     tparts p = task_of(fn, i);
     struct ga_agg *rows = fn.rows + p.row_off;
-    sink_wide<sink_direct> out{ sink_direct{ rows }, rows, p.wk, p.ws };   // lane 0 writes
+    sink_wide<sink_direct> out = wide_sink(p, rows, sink_direct{ rows });   // lane 0 writes
     if (lane == 0)
-        wide_head(rows, p.metric, p.g, p.b, p.wmask, p.wk, p.ws);
+        wide_head(rows, p.metric, p.g, p.b, p.pn, p.wmask, p.ws, p.wpk);
     uint64_t nr = 0;
     if (p.hasp)
         nr = long_part(plain_x{ fn.v.m_val + p.plo }, p.pn, p.pmin, p.pol->plain, p.pol->nplain,

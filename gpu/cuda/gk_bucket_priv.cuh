@@ -66,22 +66,29 @@ __host__ __device__ inline void wide_st8(void *p, double v)
 }
 
 // Wide records (engine.h): row k of a task's output, as bucket_emit counts
-// them, is value k of the record at rec when k < wk (the record's basic
+// them, is a value of the record at rec when k < wk (the record's basic
 // methods come first: pol->plain[0..nwide)), else row ws + k - wk of the
-// task's slots (after the record's ws slots) through the sink S.  wk = ws =
-// 0: no record, every row through S.
+// task's slots (after the record's ws slots) through the sink S.  The
+// record stores the methods in keep (all of its mask for a wide record, the
+// kept ones for a packed one), in method order from byte off0 on.  wk = ws
+// = 0: no record, every row through S.
 template <class S>
 struct sink_wide {
     S base;
     struct ga_agg *rec;           // the task's first slot
     uint64_t wk, ws;
+    unsigned keep;
+    uint32_t off0;
     __host__ __device__ void put(uint64_t k, uint32_t metric, ga_method_t m, int64_t g, int64_t b,
                                  double val) const
     {
-        if (k < wk)
-            wide_st8((char *)(rec + 1) + 8 * k, val);
-        else
+        if (k < wk) {
+            unsigned bit = 1u << (GA_M_BASE(m) - GA_M_MEAN);
+            if (keep & bit)
+                wide_st8((char *)rec + off0 + 8 * gk_wide_count(keep & (bit - 1)), val);
+        } else {
             base.put(ws + k - wk, metric, m, g, b, val);
+        }
     }
 };
 
@@ -97,19 +104,28 @@ __host__ __device__ inline void wide_st16(void *p, uint64_t lo, uint64_t hi)
 }
 
 // A record's header (its padding bytes 0), and 0 in the unused values of
-// its last slot.
+// its last slot: packed (pk; n points, engine.h) or wide.
 __host__ __device__ inline void wide_head(struct ga_agg *rec, uint32_t metric, int64_t g, int64_t b,
-                                          unsigned mask, uint64_t wk, uint64_t ws)
+                                          uint64_t n, unsigned mask, uint64_t ws, int pk)
 {
     if (!ws)
         return;
-    double m = (double)mask;
-    uint64_t mb;
-    memcpy(&mb, &m, 8);
-    wide_st16(rec, (uint64_t)metric | (uint64_t)GA_M_WIDE << 32, (uint64_t)g);
-    wide_st16((char *)rec + 16, (uint64_t)b, mb);
-    for (uint64_t k = wk; k < 4 * (ws - 1); k++)
-        wide_st8((char *)(rec + 1) + 8 * k, 0.0);
+    uint64_t k0;                  // the first unused value, from byte 16
+    if (pk) {
+        uint64_t tag = (uint64_t)(GA_M_PACKED | mask) | n << 16;
+        wide_st16(rec, (uint64_t)metric | tag << 32,
+                  (uint64_t)(g / 1000000000) | (uint64_t)(b / 1000000000) << 32);
+        k0 = gk_wide_count(gk_packed_kept(mask));
+    } else {
+        double m = (double)mask;
+        uint64_t mb;
+        memcpy(&mb, &m, 8);
+        wide_st16(rec, (uint64_t)metric | (uint64_t)GA_M_WIDE << 32, (uint64_t)g);
+        wide_st16((char *)rec + 16, (uint64_t)b, mb);
+        k0 = 2 + gk_wide_count(mask);
+    }
+    for (uint64_t k = k0; k < 4 * ws - 2; k++)
+        wide_st8((char *)rec + 16 + 8 * k, 0.0);
 }
 
 // The std chain about `mean` (the CPU's: d = x - mean, ss += d * d left to
@@ -281,6 +297,7 @@ struct tparts {
     int hasp, pas, pao, hasr, ras, rao;
     unsigned wmask;               // the wide record of the plain part (0: none)
     uint32_t wk, ws;              // its values and slots (gk_wide_slots)
+    int wpk;                      // packed (engine.h)
 };
 
 __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
@@ -314,7 +331,8 @@ __host__ __device__ inline tparts task_of(const rows_f &fn, size_t i)
     p.rao = gk_allowed(tk.b, c.last_rate, span);
     p.wmask = p.hasp ? gk_wide_mask(p.pol, v.wide, p.pn, p.pas, p.pao) : 0;
     p.wk = gk_wide_count(p.wmask);
-    p.ws = gk_wide_slots(p.wk);
+    p.wpk = gk_wide_packs(p.pn, p.g, p.b);
+    p.ws = gk_wide_slots(p.wmask, p.wpk);
     return p;
 }
 
@@ -325,13 +343,19 @@ __host__ __device__ inline const double *task_sorted(const rows_f &fn, size_t i,
     return fn.sorted ? fn.sorted + fn.off[2 * i + q] : NULL;
 }
 
-// The task's header (when it has a record) and its output as bucket_emit's
-// rows see it, over the sink S of its plain rows.
+// The task's output as bucket_emit's rows see it, over the sink S of its
+// plain rows; task_sink also writes the record's header (when it has one).
+template <class S>
+__host__ __device__ inline sink_wide<S> wide_sink(const tparts &p, struct ga_agg *rec, const S &base)
+{
+    return sink_wide<S>{ base, rec, p.wk, p.ws, p.wpk ? gk_packed_kept(p.wmask) : p.wmask,
+                         p.wpk ? 16u : 32u };
+}
 template <class S>
 __host__ __device__ inline sink_wide<S> task_sink(const tparts &p, struct ga_agg *rec, const S &base)
 {
-    wide_head(rec, p.metric, p.g, p.b, p.wmask, p.wk, p.ws);
-    return sink_wide<S>{ base, rec, p.wk, p.ws };
+    wide_head(rec, p.metric, p.g, p.b, p.pn, p.wmask, p.ws, p.wpk);
+    return wide_sink(p, rec, base);
 }
 
 // Task i's rows through the sink out; point j (absolute) is base[j -

@@ -304,13 +304,13 @@ struct ctx_f {
 
 // Rows (slots) a task part emits (gk_nrows with the timespan rules; a wide
 // record's slots for its basic methods).
-__host__ __device__ uint64_t task_rows(const struct agg_pol *pol, int wide, const gk_ctx &c, int64_t span,
-                                       int plain, int64_t b, uint64_t lo, uint64_t hi)
+__host__ __device__ uint64_t task_rows(const struct agg_pol *pol, int wide, const gk_ctx &c, int64_t g,
+                                       int64_t span, int plain, int64_t b, uint64_t lo, uint64_t hi)
 {
     uint64_t r = 0;
     if (plain && pol->nplain)
         r += gk_plain_rows(pol, wide, hi - lo, gk_allowed(b, c.last_std, span),
-                           gk_allowed(b, c.last_plain, span));
+                           gk_allowed(b, c.last_plain, span), g, b);
     uint64_t dlo = lo > (uint64_t)c.dfirst ? lo : (uint64_t)c.dfirst;
     if (pol->nrate && dlo < hi)
         r += gk_nrows(hi - dlo, pol->rate, pol->nrate, gk_allowed(b, c.last_rstd, span),
@@ -402,16 +402,16 @@ struct tasks_f {
         uint64_t k2 = gk_bucket_end_near(f.u_ts, k + 1, a + L, b, g);
         uint64_t lo = gk_lower_bound_near(ts, f.pos[k], b);
         uint64_t hi = gk_bucket_end_near(ts, f.pos[k2 - 1] + 1, n, b, g);
-        uint64_t r1 = task_rows(pol, f.wide, c, span, 1, b, lo, hi);
+        uint64_t r1 = task_rows(pol, f.wide, c, g, span, 1, b, lo, hi);
         f.stage[2 * h] = gk_task{ (uint32_t)t, (uint16_t)d, 1, b, lo, hi, 0 };
-        uint64_t ntask = 1, nrow = r1, lrow = f.cnt_lrow ? task_rows(pol, 0, c, span, 1, b, lo, hi) : 0;
+        uint64_t ntask = 1, nrow = r1, lrow = f.cnt_lrow ? task_rows(pol, 0, c, g, span, 1, b, lo, hi) : 0;
         if (pol->nrate && hi < n && hi == f.pos[k2 - 1] + 1) {
             int64_t sb = gk_bucket(ts[hi], g);
             if (k2 >= a + L || gk_bucket(f.u_ts[k2], g) != sb) {
                 uint64_t shi = gk_bucket_end_near(ts, hi + 1, n, sb, g);
                 f.stage[2 * h + 1] = gk_task{ (uint32_t)t, (uint16_t)d, 0, sb, hi, shi, r1 };
                 ntask = 2;
-                uint64_t r2 = task_rows(pol, f.wide, c, span, 0, sb, hi, shi);
+                uint64_t r2 = task_rows(pol, f.wide, c, g, span, 0, sb, hi, shi);
                 nrow += r2;
                 lrow += r2;       // a rate:-only task writes no record
             }

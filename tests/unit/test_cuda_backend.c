@@ -45,6 +45,7 @@ static int use_emu;
 static double scale = 1.0;
 static size_t rows_cmp, rows_bitexact, late_cmp;
 static size_t wide_records, wide_values;   /* in the GPU's wide results, before unpacking */
+static size_t packed_records;              /* of them packed (engine.h) */
 static int rows_kernel = GA_CUDA_ROWS_TILED;    /* the variant under test */
 static int sort_small;            /* ga_cuda_opts.sort_small of the backends opened */
 /* Parts each sort took (ga_cuda_feed_stats), per sort mode: 0 default,
@@ -114,21 +115,33 @@ static int tolerant(ga_method_t m)
 /* The GPU's wide records counted and unpacked (the CPU backend writes
  * rows: the two then compare row for row).  Each record's values are of
  * basic methods in ascending order, the rows after it of other methods or
- * other buckets. */
+ * other buckets.  A record is packed exactly where its bucket fits the
+ * packed header (engine.h): the granularity and start in whole seconds
+ * below 2^32, at most 65,535 points (its count row, when the policy has
+ * count, says how many). */
 static int unpack_wide(const char *what, struct ga_result *g)
 {
     for (size_t i = 0; i < g->naggs;) {
         const struct ga_agg *a = &g->aggs[i];
         size_t span = ga_agg_span(a);
-        if (a->method == GA_M_WIDE) {
+        int packed = (a->method & 0xff00) == GA_M_PACKED;
+        if (packed || a->method == GA_M_WIDE) {
             struct ga_agg one[GA_WIDE_MAX];
-            size_t k = ga_agg_unpack(a, g->naggs - i, one);
-            if (!k || span != 1 + (k + 3) / 4) {
-                harness_fail(__FILE__, __LINE__, "%s: slot %zu: bad wide record (mask %g, span %zu)",
-                             what, i, a->value, span);
+            size_t k = ga_agg_unpack(a, g->naggs - i, one), kept = k;
+            int fits = k && one[0].granularity_ns % SEC == 0 && one[0].ts / SEC <= UINT32_MAX;
+            for (size_t j = 0; j < k; j++) {
+                if (one[j].method == GA_M_COUNT)
+                    fits = fits && one[j].value <= 65535, kept--;
+                if (one[j].method == GA_M_MEAN && j + 1 < k && one[j + 1].method == GA_M_SUM)
+                    kept--;
+            }
+            if (!k || span != (packed ? 1 + (kept > 2) : 1 + (k + 3) / 4) || packed != fits) {
+                harness_fail(__FILE__, __LINE__, "%s: slot %zu: bad wide record (method %#x, %zu values, "
+                             "span %zu)", what, i, (unsigned)a->method, k, span);
                 return -1;
             }
             wide_records++;
+            packed_records += packed;
             wide_values += k;
         }
         i += span;
@@ -422,7 +435,7 @@ static void one_trial(int trial, int async, int pre)
 static void test_random_vs_cpu(void)
 {
     int n = (int)(200 * scale) + 1;
-    wide_records = wide_values = 0;
+    wide_records = wide_values = packed_records = 0;
     int variant = rows_kernel;
     for (int t = 0; t < n; t++) {
         if (use_emu)              /* emulation: one trial in four on the warp kernel */
@@ -437,9 +450,11 @@ static void test_random_vs_cpu(void)
     sort_small = sort_mode = 0;
     CHECK(rows_cmp > 1000);
     CHECK(late_cmp > 50);
-    printf("wide: %zu records of %zu values\n", wide_records, wide_values);
+    printf("wide: %zu records (%zu packed) of %zu values\n", wide_records, packed_records, wide_values);
     if (n >= 8)               /* the sanitizers' few trials may hold no record */
         CHECK(wide_records > 0 && wide_values > wide_records);
+    if (n >= 50)              /* both kinds: granularities of whole and of part seconds */
+        CHECK(packed_records > 0 && packed_records < wide_records);
     /* Both sorts ran where they should (once the backend reports its split:
      * a call site that does not leaves every count 0). */
     uint64_t any = 0;

@@ -123,7 +123,7 @@ static void write_days(const struct ga_policy *p, uint32_t id, const char *name,
     struct pgw_metric_def d = { id, name, p };
     struct ga_agg *a = malloc((size_t)n * sizeof *a);
     for (int i = 0; i < n; i++)
-        a[i] = (struct ga_agg){ id, GA_M_MEAN, p->defs[0].granularity_ns,
+        a[i] = (struct ga_agg){ id, GA_M_MEAN, 0, p->defs[0].granularity_ns,
                                 (d0 + i) * DAY_NS + DAY_NS / 2 / p->defs[0].granularity_ns *
                                 p->defs[0].granularity_ns, rnd_value(s) };
     struct pgw_unit u = { .aggs = a, .naggs = (size_t)n, .defs = &d, .ndefs = 1 };

@@ -164,8 +164,8 @@ static void test_coalesce_later_wins(void)
     CHECK_INT(pgw_start(&w, &o), 0);
     struct pgw_metric_def d = { 7, "coalesce.me", pols[2] };
     int64_t g = pols[2]->defs[0].granularity_ns;
-    struct ga_agg a1[2] = { { 7, GA_M_MEAN, g, 10 * g, 1.5 }, { 7, GA_M_MEAN, g, 10 * g, 2.5 } };
-    struct ga_agg a2[1] = { { 7, GA_M_MEAN, g, 10 * g, -3.25 } };
+    struct ga_agg a1[2] = { { 7, GA_M_MEAN, 0, g, 10 * g, 1.5 }, { 7, GA_M_MEAN, 0, g, 10 * g, 2.5 } };
+    struct ga_agg a2[1] = { { 7, GA_M_MEAN, 0, g, 10 * g, -3.25 } };
     struct pgw_unit u1 = { .aggs = a1, .naggs = 2, .defs = &d, .ndefs = 1, .lsn = 5 };
     struct pgw_unit u2 = { .aggs = a2, .naggs = 1, .lsn = 6 };
     CHECK_INT(pgw_submit(w, &u1), 0);
@@ -257,7 +257,7 @@ static void test_flush_request_and_stop(void)
     CHECK_INT(pgw_start(&w, &o), 0);
     struct pgw_metric_def d = { 3, "flush.req", pols[1] };
     int64_t g = pols[1]->defs[0].granularity_ns;
-    struct ga_agg a = { 3, pols[1]->methods[0], g, 1234 * g, 42.5 };
+    struct ga_agg a = { 3, pols[1]->methods[0], 0, g, 1234 * g, 42.5 };
     struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .lsn = 77 };
     /* nothing pending: the callback runs at once */
     int got = -2;
@@ -290,7 +290,7 @@ static void test_backpressure(void)
     CHECK_INT(pgw_start(&w, &o), 0);
     struct ga_agg a[60];
     for (int i = 0; i < 60; i++)
-        a[i] = (struct ga_agg){ 1, GA_M_MEAN, 1000, (int64_t)i * 1000, i + 1.0 };
+        a[i] = (struct ga_agg){ 1, GA_M_MEAN, 0, 1000, (int64_t)i * 1000, i + 1.0 };
     struct pgw_unit u = { .aggs = a, .naggs = 60, .lsn = 1 };
     CHECK_INT(pgw_submit(w, &u), 0);
     u.lsn = 2;
@@ -337,7 +337,7 @@ static void test_lag_counts_from_floor(void)
     uint64_t floor = (uint64_t)1 << 50;
     o.lsn_floor = floor;
     CHECK_INT(pgw_start(&w, &o), 0);
-    struct ga_agg a = { 1, GA_M_MEAN, 1000, 1000, 2.5 };
+    struct ga_agg a = { 1, GA_M_MEAN, 0, 1000, 1000, 2.5 };
     struct pgw_unit u = { .aggs = &a, .naggs = 1, .lsn = floor + 777 };
     CHECK_INT(pgw_submit(w, &u), 0);
     struct pgw_status st;
@@ -357,7 +357,7 @@ static void test_replay_skips_committed(void)
     CHECK_INT(pgw_start(&w, &o), 0);
     struct pgw_metric_def d = { 0, "replayed", pols[1] };
     int64_t g = pols[1]->defs[0].granularity_ns;
-    struct ga_agg a = { 0, pols[1]->methods[0], g, 50 * g, 1.0 };
+    struct ga_agg a = { 0, pols[1]->methods[0], 0, g, 50 * g, 1.0 };
     struct pgw_count cnt = { 0, 9 };
     int64_t wts[2] = { 50 * g, 50 * g + 1 };
     double wv[2] = { 1.0, 2.0 };
@@ -399,7 +399,7 @@ static size_t step_rows(struct ga_agg *a, int nm, int64_t b, double base)
     size_t n = 0;
     for (int m = 0; m < nm; m++)
         for (int k = 0; k < 3 && k < p->nmethods; k++)
-            a[n++] = (struct ga_agg){ (uint32_t)m, p->methods[k], g, day0 + b * g, base + m + k * 0.125 };
+            a[n++] = (struct ga_agg){ (uint32_t)m, p->methods[k], 0, g, day0 + b * g, base + m + k * 0.125 };
     return n;
 }
 

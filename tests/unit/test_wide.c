@@ -89,7 +89,7 @@ static void test_pack_unpack_round_trip(void)
     CHECK(np < n);                /* the basic methods of a bucket share records */
     CHECK_INT(ga_aggs_count(packed, np), n);
     /* the spans walk the slots exactly; every record unpacks to its rows */
-    size_t i = 0, r = 0, records = 0;
+    size_t i = 0, r = 0, records = 0, packs = 0;
     while (i < np) {
         struct ga_agg one[GA_WIDE_MAX];
         size_t span = ga_agg_span(&packed[i]), k = ga_agg_unpack(&packed[i], np - i, one);
@@ -101,6 +101,10 @@ static void test_pack_unpack_round_trip(void)
         if (packed[i].method == GA_M_WIDE) {
             records++;
             CHECK_INT(span, 1 + (k + 3) / 4);
+        } else if ((packed[i].method & 0xff00) == GA_M_PACKED) {
+            packs++;
+            CHECK(span == 1 || span == 2);
+            CHECK(one[0].granularity_ns % SEC == 0);
         } else {
             CHECK_INT(span, 1);
         }
@@ -109,7 +113,8 @@ static void test_pack_unpack_round_trip(void)
     }
     CHECK_INT(i, np);
     CHECK_INT(r, n);
-    CHECK(records > 100);
+    CHECK(records > 100);         /* both kinds: part-second granularities, no count */
+    CHECK(packs > 100);
     /* in place, after rows kept as they are */
     struct ga_result w = { 0 };
     CHECK_INT(ga_result_reserve(&w, 5 + np, 0), 0);
@@ -135,6 +140,15 @@ static void test_malformed_and_cut_short(void)
 {
     struct ga_agg s[6];
     memset(s, 0, sizeof s);
+    /* packed headers of no method or no point */
+    for (int i = 0; i < 2; i++) {
+        s[0] = (struct ga_agg){ .metric = 3, .method = (ga_method_t)(GA_M_PACKED | (i ? 0x12 : 0)),
+                                .aux = (uint16_t)(i ? 0 : 5) };
+        struct ga_agg one[GA_WIDE_MAX];
+        CHECK_INT(ga_agg_span(&s[0]), 1);
+        CHECK_INT(ga_agg_unpack(&s[0], 6, one), 0);
+        CHECK_INT(ga_aggs_count(s, 1), 0);
+    }
     static const double bad[] = { 0.0, 256.0, 1.5, -1.0, NAN, INFINITY };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         s[0] = (struct ga_agg){ .metric = 3, .method = GA_M_WIDE, .granularity_ns = 60, .ts = 120,
@@ -145,8 +159,9 @@ static void test_malformed_and_cut_short(void)
         CHECK_INT(ga_aggs_count(s, 1), 0);
     }
     /* mean, max, std (mask 0b10001001): one value slot; all 8: two */
-    struct ga_agg r3[3] = { { 1, GA_M_MEAN, 60, 0, 1.25 }, { 1, GA_M_MAX, 60, 0, 2.5 },
-                            { 1, GA_M_STD, 60, 0, 0.5 } };
+    struct ga_agg r3[3] = { { .metric = 1, .method = GA_M_MEAN, .granularity_ns = 60, .value = 1.25 },
+                            { .metric = 1, .method = GA_M_MAX, .granularity_ns = 60, .value = 2.5 },
+                            { .metric = 1, .method = GA_M_STD, .granularity_ns = 60, .value = 0.5 } };
     CHECK_INT(wide_pack(r3, 3, s), 2);
     CHECK_INT((int)s[0].value, 0x89);
     CHECK_INT(ga_agg_span(&s[0]), 2);
@@ -160,7 +175,7 @@ static void test_malformed_and_cut_short(void)
     /* a row, then a record cut short: one row counted, the narrowing stops there */
     struct ga_result r = { 0 };
     CHECK_INT(ga_result_reserve(&r, 3, 0), 0);
-    r.aggs[0] = (struct ga_agg){ 2, GA_M_MEDIAN, 60, 0, 7.0 };
+    r.aggs[0] = (struct ga_agg){ .metric = 2, .method = GA_M_MEDIAN, .granularity_ns = 60, .value = 7.0 };
     r.aggs[1] = s[0];
     r.naggs = 2;
     CHECK_INT(ga_aggs_count(r.aggs, 2), 1);
@@ -168,14 +183,76 @@ static void test_malformed_and_cut_short(void)
     CHECK_INT(r.naggs, 1);
     CHECK_INT(r.aggs[0].method, GA_M_MEDIAN);
     /* a malformed header between rows is skipped, the rows kept */
-    r.aggs[1] = (struct ga_agg){ 2, GA_M_WIDE, 60, 0, 0.0 };
-    r.aggs[2] = (struct ga_agg){ 2, GA_M_SUM, 60, 60, 3.0 };
+    r.aggs[1] = (struct ga_agg){ .metric = 2, .method = GA_M_WIDE, .granularity_ns = 60 };
+    r.aggs[2] = (struct ga_agg){ .metric = 2, .method = GA_M_SUM, .granularity_ns = 60, .ts = 60,
+                                 .value = 3.0 };
     r.naggs = 3;
     CHECK_INT(ga_aggs_count(r.aggs, 3), 2);
     CHECK_INT(ga_result_narrow(&r, 0), 0);
     CHECK_INT(r.naggs, 2);
     CHECK_INT(r.aggs[1].method, GA_M_SUM);
     ga_result_free(&r);
+}
+
+/* Packed records by hand (engine.h's layout): basic's 8 methods in two
+ * slots, mean from sum / count; 5 values (no std) in two, 2 in one; and
+ * the buckets whose header does not fit (65,536 points, a start past 2106,
+ * a part-second granularity) in wide records. */
+static void test_packed_layout(void)
+{
+    const int64_t g = 60 * SEC, ts = 1700000040LL * SEC;
+    double sum = 7.0, n = 3.0;
+    const double vals[8] = { sum / n, sum, -1.5, 4.25, n, 2.0, 0.75, 1.0 / 3.0 };
+    struct ga_agg rows[8], s[4], one[GA_WIDE_MAX];
+    for (int m = 0; m < 8; m++)
+        rows[m] = (struct ga_agg){ .metric = 9, .method = (ga_method_t)(GA_M_MEAN + m), .granularity_ns = g,
+                                   .ts = ts, .value = vals[m] };
+    memset(s, 0xa5, sizeof s);
+    CHECK_INT(wide_pack(rows, 8, s), 2);
+    CHECK_INT(s[0].method, GA_M_PACKED | 0xff);
+    CHECK_INT(s[0].aux, 3);
+    uint32_t w[2];
+    memcpy(w, &s[0].granularity_ns, sizeof w);
+    CHECK_INT(w[0], 60);
+    CHECK_INT(w[1], 1700000040u);
+    double v[6];                  /* sum min max first last std */
+    memcpy(v, (const char *)s + 16, sizeof v);
+    CHECK(v[0] == sum && v[1] == -1.5 && v[2] == 4.25 && v[3] == 2.0 && v[4] == 0.75 && v[5] == vals[7]);
+    CHECK_INT(ga_agg_span(&s[0]), 2);
+    CHECK_INT(ga_agg_unpack(&s[0], 1, one), 0);      /* cut short */
+    CHECK_INT(ga_agg_unpack(&s[0], 2, one), 8);
+    for (int m = 0; m < 8; m++)
+        CHECK(same_row(&one[m], &rows[m]));
+    /* one point: no std, 5 values still two slots; mean + count: one slot */
+    rows[4].value = 1.0;
+    rows[0].value = sum;
+    CHECK_INT(wide_pack(rows, 7, s), 2);
+    CHECK_INT(s[0].method, GA_M_PACKED | 0x7f);
+    CHECK_INT(ga_agg_unpack(&s[0], 2, one), 7);
+    for (int m = 0; m < 7; m++)
+        CHECK(same_row(&one[m], &rows[m]));
+    struct ga_agg mc[2] = { rows[0], rows[4] };
+    mc[0].method = GA_M_MEAN;
+    CHECK_INT(wide_pack(mc, 2, s), 1);
+    double tail[2];
+    memcpy(tail, (const char *)s + 16, sizeof tail);
+    CHECK(tail[0] == sum && tail[1] == 0.0);         /* mean kept: no sum to make it */
+    CHECK_INT(ga_agg_span(&s[0]), 1);
+    CHECK_INT(ga_agg_unpack(&s[0], 1, one), 2);
+    CHECK(same_row(&one[0], &mc[0]) && same_row(&one[1], &mc[1]));
+    /* headers that do not fit: wide */
+    for (int c = 0; c < 3; c++) {
+        for (int m = 0; m < 8; m++)
+            rows[m] = (struct ga_agg){ .metric = 9, .method = (ga_method_t)(GA_M_MEAN + m),
+                                       .granularity_ns = c == 2 ? SEC / 2 : g,
+                                       .ts = c == 1 ? ((int64_t)UINT32_MAX + 60) * SEC : ts,
+                                       .value = m == 4 ? (c == 0 ? 65536.0 : 3.0) : vals[m] };
+        CHECK_INT(wide_pack(rows, 8, s), 3);
+        CHECK_INT(s[0].method, GA_M_WIDE);
+        CHECK_INT(ga_agg_unpack(&s[0], 3, one), 8);
+        for (int m = 0; m < 8; m++)
+            CHECK(same_row(&one[m], &rows[m]));
+    }
 }
 
 /* The CPU backend writes rows whatever want_wide says: the same rows, in
@@ -221,7 +298,7 @@ static void test_engine_cuda_wide(void)
     CHECK_INT(engine_rows_on(2, 1, 1, 0x3c0ffeeULL, &b, &sb), 0);
     size_t records = 0;
     for (size_t i = 0; i < b.naggs; i += ga_agg_span(&b.aggs[i]))
-        records += b.aggs[i].method == GA_M_WIDE;
+        records += b.aggs[i].method == GA_M_WIDE || (b.aggs[i].method & 0xff00) == GA_M_PACKED;
     CHECK(records > 100);
     CHECK(b.naggs < a.naggs);
     CHECK_INT(b.nrows, a.naggs);
@@ -242,6 +319,7 @@ void run_tests(void)
     ga_log_set_level(GA_LOG_ERROR);
     RUN(test_pack_unpack_round_trip);
     RUN(test_malformed_and_cut_short);
+    RUN(test_packed_layout);
     RUN(test_engine_cpu_wide);
     RUN(test_engine_cuda_wide);
 }
