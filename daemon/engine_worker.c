@@ -227,7 +227,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
         w->ids[k] = w->name_ids[b->name_idx[k]];
         w->counts_by_name[b->name_idx[k]]++;
     }
-    struct ga_points pts = { b->n, w->ids, b->ts, b->value };
+    struct ga_points pts = { .n = b->n, .metric = w->ids, .ts = b->ts, .value = b->value };
     ga_result_reset(&w->res);
     w->res.want_wide = 1;         /* storage takes wide records: fewer bytes home from a GPU */
     if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)

@@ -365,7 +365,7 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
         if (agg_local_of(cb, pts->metric[i]))
             continue;
         out->late[out->nlate++] = (struct ga_late){ .metric = pts->metric[i],
-            .reason = GA_LATE_UNKNOWN_METRIC, .ts = pts->ts[i], .value = pts->value[i] };
+            .reason = GA_LATE_UNKNOWN_METRIC, .ts = ga_points_ts(pts, i), .value = pts->value[i] };
     }
     return 0;
 }

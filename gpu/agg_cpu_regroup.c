@@ -47,7 +47,7 @@ static size_t regroup_serial(struct cpu_backend *cb, const struct ga_points *pts
         if (!li)
             continue;
         uint32_t at = cb->cnt[li - 1]++;
-        cb->st.ts[at] = pts->ts[i];
+        cb->st.ts[at] = ga_points_ts(pts, i);
         cb->st.val[at] = pts->value[i];
     }
     for (size_t t = 0; t < nt; t++)
@@ -98,7 +98,7 @@ static void rg_scatter(void *ctx, size_t c, int worker)
         if (!li)
             continue;
         uint32_t at = cur[li - 1]++;
-        cb->st.ts[at] = rc->pts->ts[i];
+        cb->st.ts[at] = ga_points_ts(rc->pts, i);
         cb->st.val[at] = rc->pts->value[i];
     }
 }

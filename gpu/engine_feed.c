@@ -57,9 +57,7 @@ static int feed_one(struct ga_engine *e, struct eng_batch *bt)
 
 static struct ga_points sub_of(const struct eng_batch *bt, int s)
 {
-    size_t lo = bt->bstart[s];
-    return (struct ga_points){ .n = bt->bstart[s + 1] - lo, .metric = bt->sub_metric + lo,
-                               .ts = bt->sub_ts + lo, .value = bt->sub_value + lo };
+    return eng_sub_points(bt, bt->bstart[s], bt->bstart[s + 1]);
 }
 
 struct feed_ctx {

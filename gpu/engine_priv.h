@@ -69,7 +69,8 @@ struct eng_batch {
     int pipe;                         /* started by feed_start (fed on the feeder) */
     int rc;                           /* of the split, then of the feeds */
     /* the split: slot b's share at [bstart[b], bstart[b+1]) of the sub
-     * arrays (ts, then value, then metric in one block of cap_sub each) */
+     * arrays (ts, then value, then metric in one block of cap_sub each;
+     * ts holds 32-bit offsets when the batch came so: eng_sub_points) */
     void *sub_block;
     int sub_pinned;                   /* sub_block from ga_cuda_host_alloc */
     uint32_t *sub_metric;
@@ -139,6 +140,8 @@ void eng_pool_stop(struct eng_pool *p);
 /* engine_split.c: split b->pts per slot into b's sub arrays; points of
  * unknown ids go to b->out as late points.  0 or GA_E*. */
 int eng_split(struct ga_engine *e, struct eng_batch *b);
+/* Points [lo, hi) of b's sub arrays, in the form b's batch came in. */
+struct ga_points eng_sub_points(const struct eng_batch *b, size_t lo, size_t hi);
 void eng_free_sub(struct eng_batch *b);
 
 /* engine.c: move every metric of failed primary `slot` to the fallback

@@ -102,21 +102,37 @@ static void split_task(void *arg, int t)
         if (cur != row)
             memcpy(cur, row, (ns + 1) * sizeof *cur);
         uint32_t *sm = b->sub_metric;
-        int64_t *st = b->sub_ts;
         double *sv = b->sub_value;
-        const int64_t *ts = pts->ts;
         const double *v = pts->value;
+        const int64_t *ts = pts->ts;      /* or the 32-bit offsets as they came (engine.h) */
+        const uint32_t *t32 = pts->ts32;
         for (size_t i = lo; i < hi; i++) {
             unsigned s = mid[i] < cap ? so[mid[i]] : SLOT_NONE;
             size_t at = cur[s < ns ? s : ns]++;
             sm[at] = mid[i];
-            st[at] = ts[i];
+            if (ts)
+                b->sub_ts[at] = ts[i];
+            else
+                ((uint32_t *)b->sub_ts)[at] = t32[i];
             sv[at] = v[i];
         }
         return;
     }
     if (cur != row)
         memcpy(row, cur, (ns + 1) * sizeof *cur);
+}
+
+struct ga_points eng_sub_points(const struct eng_batch *b, size_t lo, size_t hi)
+{
+    struct ga_points p = { .n = hi - lo, .metric = b->sub_metric + lo, .value = b->sub_value + lo };
+    if (b->pts.ts) {
+        p.ts = b->sub_ts + lo;
+    } else {                      /* split as 32-bit offsets, the batch's base and unit */
+        p.ts32 = (const uint32_t *)b->sub_ts + lo;
+        p.ts_base = b->pts.ts_base;
+        p.ts_unit = b->pts.ts_unit;
+    }
+    return p;
 }
 
 int eng_split(struct ga_engine *e, struct eng_batch *b)
@@ -153,8 +169,9 @@ int eng_split(struct ga_engine *e, struct eng_batch *b)
     struct ga_result *out = b->out;
     if ((rc = ga_result_reserve(out, 0, unknown)))
         return rc;
+    struct ga_points all = eng_sub_points(b, 0, bs[ns + 1]);
     for (size_t i = bs[ns]; i < bs[ns + 1]; i++)
         out->late[out->nlate++] = (struct ga_late){ .metric = b->sub_metric[i],
-            .reason = GA_LATE_UNKNOWN_METRIC, .ts = b->sub_ts[i], .value = b->sub_value[i] };
+            .reason = GA_LATE_UNKNOWN_METRIC, .ts = ga_points_ts(&all, i), .value = b->sub_value[i] };
     return 0;
 }

@@ -305,7 +305,8 @@ int ga_resample_run(const struct ga_policy *p, struct ga_backend *backend, int t
     size_t from = 0;
     for (size_t bi = 0; !rc && bi < in.nbatches; bi++) {
         size_t to = in.batch_end[bi], late0 = res.nlate;
-        struct ga_points pts = { to - from, in.metric + from, in.ts + from, in.value + from };
+        struct ga_points pts = { .n = to - from, .metric = in.metric + from,
+                                 .ts = in.ts + from, .value = in.value + from };
         rc = ga_engine_feed(e, &pts, &res);
         if (!rc)
             report_late(&in, &res, late0, io->late, &s.late);

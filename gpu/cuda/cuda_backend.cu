@@ -77,9 +77,18 @@ struct inflight {
 // feed's, to know it), length, and the input set it went to.
 struct prefetched {
     const void *metric, *ts, *value;
+    const uint32_t *ts32;
+    int64_t ts_base, ts_unit;
     size_t n;
     int set;
 };
+
+// The bytes of a point's ts as the batch carries it, and where point i's are.
+static size_t ts_bytes(const struct ga_points *pts) { return pts->ts ? 8 : 4; }
+static const void *ts_at(const struct ga_points *pts, size_t i)
+{
+    return pts->ts ? (const void *)(pts->ts + i) : (const void *)(pts->ts32 + i);
+}
 
 struct cuda_backend {
     struct ga_backend base;
@@ -138,7 +147,7 @@ struct cuda_backend {
     int pend, pend_slot;          // pool_n / wmax of the last feed still on their way (settle)
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
-    dbuf in_metric[2], in_ts[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
+    dbuf in_metric[2], in_ts[2], in_ts32[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf s_ts, s_val, fbt, task_stage, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
         dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, cnt_lrow, lrow_off, task_off,
@@ -569,6 +578,9 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->metric = (uint32_t *)cb->in_metric[cb->in_set].p;
     f->ts = (int64_t *)cb->in_ts[cb->in_set].p;
     f->val = (double *)cb->in_val[cb->in_set].p;
+    f->ts32 = NULL;               // upload_classify's, for the classify only
+    f->ts_base = 0;
+    f->ts_unit = 1;
     f->reason = B(reason, uint8_t);
     f->slot_of = B(slot_of, uint32_t);
     f->key64 = B(key64a, uint64_t);
@@ -915,7 +927,8 @@ int take_input(cuda_backend *cb, const struct ga_points *pts)
 {
     const prefetched *p = &cb->pre[0];
     if (cb->npre && p->metric == pts->metric && p->ts == pts->ts && p->value == pts->value &&
-        p->n == pts->n) {
+        p->n == pts->n && p->ts32 == pts->ts32 &&
+        (pts->ts || (p->ts_base == pts->ts_base && p->ts_unit == pts->ts_unit))) {
         cb->in_set = p->set;
         cb->pre[0] = cb->pre[1];
         cb->npre--;
@@ -930,10 +943,12 @@ int take_input(cuda_backend *cb, const struct ga_points *pts)
 
 // Reserve input set `set` for n points.  Only ever grown while no copy into
 // it is queued (its prefetch was waited for or consumed).
-int reserve_input(cuda_backend *cb, int set, size_t n)
+int reserve_input(cuda_backend *cb, int set, size_t n, int ts32)
 {
     TRY(dres(cb, &cb->in_metric[set], n * 4, 0));
     TRY(dres(cb, &cb->in_ts[set], n * 8, 0));
+    if (ts32)
+        TRY(dres(cb, &cb->in_ts32[set], n * 4, 0));
     return dres(cb, &cb->in_val[set], n * 8, 0);
 }
 
@@ -942,43 +957,48 @@ int reserve_input(cuda_backend *cb, int set, size_t n)
 // once its upload is done.
 int upload_classify(cuda_backend *cb, const struct ga_points *pts, int prefetched_up)
 {
-    size_t n = pts->n;
+    size_t n = pts->n, tb = ts_bytes(pts);
     gk_feed f;
     fill(cb, &f);
+    if (!pts->ts) {               // 32-bit offsets: classify decodes them into in_ts
+        f.ts32 = (const uint32_t *)cb->in_ts32[cb->in_set].p;
+        f.ts_base = pts->ts_base;
+        f.ts_unit = pts->ts_unit;
+    }
     if (prefetched_up) {
         if (!cb->emu)
             CUDA_CHECK(cudaStreamWaitEvent(cb->x.s, cb->ev_pre[cb->in_set], 0));
         return gk_classify(&cb->x, &f, 0, n);
     }
     uint32_t *d_metric = (uint32_t *)cb->in_metric[cb->in_set].p;
-    int64_t *d_ts = (int64_t *)cb->in_ts[cb->in_set].p;
+    char *d_ts = (char *)(pts->ts ? cb->in_ts[cb->in_set].p : cb->in_ts32[cb->in_set].p);
     double *d_val = (double *)cb->in_val[cb->in_set].p;
     // Caller's arrays in page-locked memory (ga_cuda_host_alloc): DMA straight
     // from them, no staging copy.
-    int pinned = !cb->emu && is_pinned(pts->metric) && is_pinned(pts->ts) && is_pinned(pts->value);
+    int pinned = !cb->emu && is_pinned(pts->metric) && is_pinned(ts_at(pts, 0)) && is_pinned(pts->value);
     TRY(wait_ev(cb, cb->s_h2d, cb->ev_in_free[cb->in_set]));
     for (size_t i0 = 0, c = 0; i0 < n; i0 += cb->chunk, c++) {
         size_t k = n - i0 < cb->chunk ? n - i0 : cb->chunk;
         int slot = (int)(c % (size_t)cb->ring);
         if (cb->emu) {
             memcpy(d_metric + i0, pts->metric + i0, k * 4);
-            memcpy(d_ts + i0, pts->ts + i0, k * 8);
+            memcpy(d_ts + i0 * tb, ts_at(pts, i0), k * tb);
             memcpy(d_val + i0, pts->value + i0, k * 8);
         } else {
-            const void *sm = pts->metric + i0, *st = pts->ts + i0, *sv = pts->value + i0;
+            const void *sm = pts->metric + i0, *st = ts_at(pts, i0), *sv = pts->value + i0;
             if (!pinned) {            // pack into the ring's slot, then DMA from there
                 if (c >= (size_t)cb->ring)
                     CUDA_CHECK(cudaEventSynchronize(cb->ev_in[slot]));   // slot's last copy done
                 char *pin = (char *)cb->pin_in[slot];
                 par_memcpy(pin, sm, k * 4);
-                par_memcpy(pin + cb->chunk * 4, st, k * 8);
+                par_memcpy(pin + cb->chunk * 4, st, k * tb);
                 par_memcpy(pin + cb->chunk * 12, sv, k * 8);
                 sm = pin;
                 st = pin + cb->chunk * 4;
                 sv = pin + cb->chunk * 12;
             }
             CUDA_CHECK(cudaMemcpyAsync(d_metric + i0, sm, k * 4, cudaMemcpyHostToDevice, cb->s_h2d));
-            CUDA_CHECK(cudaMemcpyAsync(d_ts + i0, st, k * 8, cudaMemcpyHostToDevice, cb->s_h2d));
+            CUDA_CHECK(cudaMemcpyAsync(d_ts + i0 * tb, st, k * tb, cudaMemcpyHostToDevice, cb->s_h2d));
             CUDA_CHECK(cudaMemcpyAsync(d_val + i0, sv, k * 8, cudaMemcpyHostToDevice, cb->s_h2d));
             CUDA_CHECK(cudaEventRecord(cb->ev_in[slot], cb->s_h2d));
             CUDA_CHECK(cudaStreamWaitEvent(cb->x.s, cb->ev_in[slot], 0));
@@ -1064,7 +1084,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     int up = take_input(cb, pts);
     if (up < 0)
         return up;
-    TRY(reserve_input(cb, cb->in_set, n));
+    TRY(reserve_input(cb, cb->in_set, n, !pts->ts));
     RES(reason, n, 0);
     RES(slot_of, n * 4, 0);
     RES(key64a, n * 8, 0);
@@ -1333,23 +1353,26 @@ int cu_prefetch(struct ga_backend *b, const struct ga_points *pts)
     size_t n = pts->n;
     if (!n || n >= UINT32_MAX)
         return 0;
-    if (!cb->emu && !(is_pinned(pts->metric) && is_pinned(pts->ts) && is_pinned(pts->value)))
+    if (!cb->emu && !(is_pinned(pts->metric) && is_pinned(ts_at(pts, 0)) && is_pinned(pts->value)))
         return 0;                 // pageable: the feed packs it through the ring as before
     int set = cb->npre ? 1 - cb->pre[0].set : 1 - cb->in_set;
-    TRY(reserve_input(cb, set, n));
+    TRY(reserve_input(cb, set, n, !pts->ts));
     TRY(wait_ev(cb, cb->s_h2d, cb->ev_in_free[set]));   // the feed before may still read it
-    void *dm = cb->in_metric[set].p, *dt = cb->in_ts[set].p, *dv = cb->in_val[set].p;
+    void *dm = cb->in_metric[set].p, *dv = cb->in_val[set].p;
+    void *dt = pts->ts ? cb->in_ts[set].p : cb->in_ts32[set].p;
+    size_t tb = ts_bytes(pts);
     if (cb->emu) {
         memcpy(dm, pts->metric, n * 4);
-        memcpy(dt, pts->ts, n * 8);
+        memcpy(dt, ts_at(pts, 0), n * tb);
         memcpy(dv, pts->value, n * 8);
     } else {
         CUDA_CHECK(cudaMemcpyAsync(dm, pts->metric, n * 4, cudaMemcpyHostToDevice, cb->s_h2d));
-        CUDA_CHECK(cudaMemcpyAsync(dt, pts->ts, n * 8, cudaMemcpyHostToDevice, cb->s_h2d));
+        CUDA_CHECK(cudaMemcpyAsync(dt, ts_at(pts, 0), n * tb, cudaMemcpyHostToDevice, cb->s_h2d));
         CUDA_CHECK(cudaMemcpyAsync(dv, pts->value, n * 8, cudaMemcpyHostToDevice, cb->s_h2d));
         CUDA_CHECK(cudaEventRecord(cb->ev_pre[set], cb->s_h2d));
     }
-    cb->pre[cb->npre++] = prefetched{ pts->metric, pts->ts, pts->value, n, set };
+    cb->pre[cb->npre++] = prefetched{ pts->metric, pts->ts, pts->value, pts->ts32, pts->ts_base,
+                                      pts->ts_unit, n, set };
     return 1;
 }
 
@@ -1446,7 +1469,8 @@ void cu_close(struct ga_backend *b)
     dbuf *all[] = { &cb->d_pols, &cb->d_loc, &cb->d_slot_pol, &cb->d_slot_id, &cb->d_resets,
                     &cb->d_w_off[0], &cb->d_w_off[1], &cb->d_w_n[0], &cb->d_w_n[1], &cb->d_pts[0],
                     &cb->d_pts[1], &cb->d_pval[0], &cb->d_pval[1], &cb->in_metric[0],
-                    &cb->in_metric[1], &cb->in_ts[0], &cb->in_ts[1], &cb->in_val[0], &cb->in_val[1],
+                    &cb->in_metric[1], &cb->in_ts[0], &cb->in_ts[1], &cb->in_ts32[0], &cb->in_ts32[1],
+                    &cb->in_val[0], &cb->in_val[1],
                     &cb->reason, &cb->slot_of, &cb->key64a, &cb->key64b, &cb->idxa,
                     &cb->idxb, &cb->key32a, &cb->key32b, &cb->late_idx, &cb->late[0], &cb->late[1], &cb->keep,
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,

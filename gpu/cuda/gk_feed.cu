@@ -57,7 +57,13 @@ struct classify_f {
         size_t i = i0 + j;
         uint32_t id = f.metric[i];
         uint32_t li = id < f.cap_local ? f.loc[id] : 0;
-        int64_t t = f.ts[i];
+        int64_t t;
+        if (f.ts32) {             // the batch's one decode: every later pass reads ts
+            t = f.ts_base + (int64_t)f.ts32[i] * f.ts_unit;
+            const_cast<int64_t *>(f.ts)[i] = t;
+        } else {
+            t = f.ts[i];
+        }
         double v = f.val[i];
         uint8_t why = 0;
         uint32_t s = f.nslots;

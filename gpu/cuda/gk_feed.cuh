@@ -24,6 +24,10 @@ struct gk_feed {
     const uint32_t *metric;
     const int64_t *ts;
     const double *val;
+    // a batch that came as 32-bit offsets (engine.h ga_points): classify
+    // writes ts[i] = ts_base + ts32[i] * ts_unit first (ts32 NULL: ts came)
+    const uint32_t *ts32;
+    int64_t ts_base, ts_unit;
     uint8_t *reason;              // 0 accepted, else enum ga_late_reason
     uint32_t *slot_of;            // slot, or nslots when rejected
     uint64_t *key64;              // ts, sort key (gk_ts_keys: disordered batches only)

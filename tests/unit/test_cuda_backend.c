@@ -251,7 +251,38 @@ struct tbatch {
     int64_t *ts;
     double *val;
     size_t n;
+    uint32_t *o;                  /* ts as 32-bit offsets (engine.h), where packed */
+    int64_t base, unit;
+    int packed;
 };
+
+static size_t packed_batches;    /* fed as 32-bit offsets */
+
+/* A trial of offsets (t32) rounds each batch's ts to whole ms and packs them
+ * (a batch spanning more than 49 days of ms, or with a point before 1970,
+ * does not pack and goes as int64). */
+static void pack_batch(struct tbatch *b, int t32)
+{
+    b->packed = 0;
+    if (!t32)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        b->ts[i] = b->ts[i] / 1000000 * 1000000;
+    b->packed = ga_points_pack_ts32(b->ts, b->n, b->o, &b->base, &b->unit) == 0;
+}
+
+static struct ga_points pts_of(const struct tbatch *b)
+{
+    struct ga_points p = { .n = b->n, .metric = b->mid, .value = b->val };
+    if (b->packed) {
+        p.ts32 = b->o;
+        p.ts_base = b->base;
+        p.ts_unit = b->unit;
+    } else {
+        p.ts = b->ts;
+    }
+    return p;
+}
 
 /* Stable insertion sort by ts (batches are at most BCAP points). */
 static void sort_by_ts(struct tbatch *b)
@@ -337,13 +368,16 @@ static void one_trial(int trial, int async, int pre)
         bat[k].mid = big_alloc(BCAP * sizeof *bat[k].mid, pinned);
         bat[k].ts = big_alloc(BCAP * sizeof *bat[k].ts, pinned);
         bat[k].val = big_alloc(BCAP * sizeof *bat[k].val, pinned);
+        bat[k].o = big_alloc(BCAP * sizeof *bat[k].o, pinned);
     }
+    int t32 = trial % 3 == 1;     /* timestamps as offsets: one trial in three */
     struct ga_cuda_feed_stats st0, st1;
     CHECK_INT(ga_cuda_backend_stats(g, &st0), 0);
     int decoys = 0;
     gen_batch(&bat[0], ids, nmet, &now);
+    pack_batch(&bat[0], t32);
     if (pre) {
-        struct ga_points p0 = { bat[0].n, bat[0].mid, bat[0].ts, bat[0].val };
+        struct ga_points p0 = pts_of(&bat[0]);
         CHECK_INT(g->ops->prefetch(g, &p0), 1);
     }
     for (int bi = 0; bi < nbatch; bi++) {
@@ -351,17 +385,23 @@ static void one_trial(int trial, int async, int pre)
         if (bi + 1 < nbatch) {    /* the next batch, into the arrays batch bi - 1 had */
             struct tbatch *nx = &bat[(bi + 1) % 2];
             gen_batch(nx, ids, nmet, &now);
+            pack_batch(nx, t32);
             if (pre && rnd() % 5 == 0) {
                 memcpy(bat[2].mid, nx->mid, nx->n * sizeof *nx->mid);
                 memcpy(bat[2].ts, nx->ts, nx->n * sizeof *nx->ts);
+                memcpy(bat[2].o, nx->o, nx->n * sizeof *nx->o);
+                bat[2].n = nx->n;
+                bat[2].packed = nx->packed;
+                bat[2].base = nx->base;
+                bat[2].unit = nx->unit;
                 for (size_t i = 0; i < nx->n; i++)   /* same length, other values */
                     bat[2].val[i] = nx->val[i] + 1.0;
-                struct ga_points pd = { nx->n, bat[2].mid, bat[2].ts, bat[2].val };
+                struct ga_points pd = pts_of(&bat[2]);
                 int r = g->ops->prefetch(g, &pd);
                 CHECK(r == 1 || r == GA_EBUSY);
                 decoys++;
             }
-            struct ga_points pn = { nx->n, nx->mid, nx->ts, nx->val };
+            struct ga_points pn = pts_of(nx);
             if (pre) {
                 int r = g->ops->prefetch(g, &pn);
                 CHECK(r == 1 || r == GA_EBUSY);
@@ -373,7 +413,8 @@ static void one_trial(int trial, int async, int pre)
             ga_result_reset(rg);
             ga_result_reset(rc);
         }
-        struct ga_points p = { b->n, b->mid, b->ts, b->val };
+        struct ga_points p = pts_of(b);
+        packed_batches += b->packed;
         char what[64];
         snprintf(what, sizeof what, "trial %d batch %d%s", trial, bi, pre ? " (prefetched)" : "");
         if (async) {
@@ -422,6 +463,7 @@ static void one_trial(int trial, int async, int pre)
         big_free(bat[k].mid, pinned);
         big_free(bat[k].ts, pinned);
         big_free(bat[k].val, pinned);
+        big_free(bat[k].o, pinned);
     }
     for (int k = 0; k < 2; k++) {
         ga_result_free(&rga[k]);
@@ -450,6 +492,9 @@ static void test_random_vs_cpu(void)
     sort_small = sort_mode = 0;
     CHECK(rows_cmp > 1000);
     CHECK(late_cmp > 50);
+    printf("timestamps as 32-bit offsets: %zu batches\n", packed_batches);
+    if (n >= 8)
+        CHECK(packed_batches > 0);
     printf("wide: %zu records (%zu packed) of %zu values\n", wide_records, packed_records, wide_values);
     if (n >= 8)               /* the sanitizers' few trials may hold no record */
         CHECK(wide_records > 0 && wide_values > wide_records);
@@ -520,7 +565,7 @@ static void big_case(size_t npts, uint32_t nmet, int nbatch, const char *const *
         t0 += 600 * SEC;
         ga_result_reset(&rg);
         ga_result_reset(&rc);
-        struct ga_points pts = { npts, mid, ts, val };
+        struct ga_points pts = { .n = npts, .metric = mid, .ts = ts, .value = val };
         CHECK_INT(g->ops->feed(g, &pts, &rg), 0);
         CHECK_INT(c->ops->feed(c, &pts, &rc), 0);
         char what[64];
@@ -601,15 +646,17 @@ static void test_window_put_get(void)
         mid[i] = 5;
     }
     struct ga_result rg = { 0 }, rc = { 0 };
-    CHECK_INT(c->ops->feed(c, &(struct ga_points){ 100, mid, ts, v }, &rc), 0);
+    CHECK_INT(c->ops->feed(c, &(struct ga_points){ .n = 100, .metric = mid, .ts = ts, .value = v }, &rc), 0);
     struct ga_window w;
     CHECK_INT(c->ops->window_get(c, 5, &w), 0);
     CHECK_INT(g->ops->window_put(g, 5, &p, &w), 0);
     uint32_t one = 5;
     compare_windows("after put", g, c, &one, 1);
     ga_result_reset(&rc);
-    CHECK_INT(c->ops->feed(c, &(struct ga_points){ 100, mid + 100, ts + 100, v + 100 }, &rc), 0);
-    CHECK_INT(g->ops->feed(g, &(struct ga_points){ 100, mid + 100, ts + 100, v + 100 }, &rg), 0);
+    CHECK_INT(c->ops->feed(c, &(struct ga_points){ .n = 100, .metric = mid + 100,
+                                                   .ts = ts + 100, .value = v + 100 }, &rc), 0);
+    CHECK_INT(g->ops->feed(g, &(struct ga_points){ .n = 100, .metric = mid + 100,
+                                                   .ts = ts + 100, .value = v + 100 }, &rg), 0);
     compare("after put, feed", &rg, &rc);
     compare_windows("after put, feed", g, c, &one, 1);
     struct ga_window bad = { 0 };
@@ -684,7 +731,7 @@ static void test_steady_state(void)
                 ts[m] = t0 + ((int64_t)k * PER + (int64_t)(i / NMET)) * 3 * SEC + rnd_in(0, SEC - 1);
                 val[m++] = rnd_value();
             }
-            struct ga_points pts = { m, mid, ts, val };
+            struct ga_points pts = { .n = m, .metric = mid, .ts = ts, .value = val };
             struct ga_result *out = &rg[async ? k % 2 : 0];
             ga_result_reset(out);
             ga_result_reset(&rc);

@@ -93,7 +93,8 @@ static void one_trial(int trial, int threads, int nbackends)
         }
         now += spread;
         ga_result_reset(&res);
-        CHECK_INT(ga_engine_feed(e, &(struct ga_points){ n, mid, ts, val }, &res), 0);
+        CHECK_INT(ga_engine_feed(e, &(struct ga_points){ .n = n, .metric = mid,
+                                                         .ts = ts, .value = val }, &res), 0);
         for (int m = 0; m < nmet; m++) {
             int64_t mts[4096];
             double mv[4096];
@@ -256,7 +257,7 @@ static void test_parallel_equals_serial(void)
         ts[i] = t0 + rnd_in(0, 7200) * (SEC / 4);
         val[i] = rnd_value();
     }
-    struct ga_points pts = { n, mid, ts, val };
+    struct ga_points pts = { .n = n, .metric = mid, .ts = ts, .value = val };
     struct ga_result a = { 0 }, b = { 0 }, c = { 0 };
     run_big(1, 1, &pts, &a);
     run_big(4, 1, &pts, &b);
@@ -307,15 +308,17 @@ static void test_window_roundtrip(void)
         mid[i] = 5;
     }
     struct ga_result r1 = { 0 }, r2 = { 0 };
-    CHECK_INT(b1->ops->feed(b1, &(struct ga_points){ 32, mid, ts, v }, &r1), 0);
+    CHECK_INT(b1->ops->feed(b1, &(struct ga_points){ .n = 32, .metric = mid, .ts = ts, .value = v }, &r1), 0);
     struct ga_window w;
     CHECK_INT(b1->ops->window_get(b1, 5, &w), 0);
     CHECK(w.n > 0);
     CHECK_INT(w.has_prev, 0);
     CHECK_INT(b2->ops->window_put(b2, 5, &p, &w), 0);
     ga_result_reset(&r1);
-    CHECK_INT(b1->ops->feed(b1, &(struct ga_points){ 32, mid + 32, ts + 32, v + 32 }, &r1), 0);
-    CHECK_INT(b2->ops->feed(b2, &(struct ga_points){ 32, mid + 32, ts + 32, v + 32 }, &r2), 0);
+    CHECK_INT(b1->ops->feed(b1, &(struct ga_points){ .n = 32, .metric = mid + 32,
+                                                     .ts = ts + 32, .value = v + 32 }, &r1), 0);
+    CHECK_INT(b2->ops->feed(b2, &(struct ga_points){ .n = 32, .metric = mid + 32,
+                                                     .ts = ts + 32, .value = v + 32 }, &r2), 0);
     CHECK_INT(r1.naggs, r2.naggs);
     CHECK(r1.naggs > 0);
     for (size_t i = 0; i < r1.naggs && i < r2.naggs; i++)

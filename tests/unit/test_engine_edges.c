@@ -50,7 +50,8 @@ static void fix_feed(struct fix *f, const int64_t *ts, const double *v, size_t n
     for (size_t i = 0; i < n; i++)
         ids[i] = 1;
     ga_result_reset(&f->r);
-    CHECK_INT(ga_engine_feed(f->e, &(struct ga_points){ n, ids, ts, v }, &f->r), 0);
+    CHECK_INT(ga_engine_feed(f->e, &(struct ga_points){ .n = n, .metric = ids,
+                                                        .ts = ts, .value = v }, &f->r), 0);
 }
 
 static void fix_close(struct fix *f)
@@ -344,7 +345,8 @@ static void test_unknown_metric(void)
     int64_t ts[3] = { T0, T0 + 1, T0 + 2 };
     double v[3] = { rnd_value(), rnd_value(), rnd_value() };
     ga_result_reset(&f.r);
-    CHECK_INT(ga_engine_feed(f.e, &(struct ga_points){ 3, ids, ts, v }, &f.r), 0);
+    CHECK_INT(ga_engine_feed(f.e, &(struct ga_points){ .n = 3, .metric = ids,
+                                                       .ts = ts, .value = v }, &f.r), 0);
     CHECK_INT(f.r.nlate, 1);
     CHECK_INT(f.r.late[0].reason, GA_LATE_UNKNOWN_METRIC);
     CHECK_INT(f.r.late[0].metric, 77);

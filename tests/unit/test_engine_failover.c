@@ -144,7 +144,7 @@ static void run_case(int lose_windows, int nprim, int fail)
         ga_result_reset(&r);
         ga_result_reset(&want);
         CHECK_INT(ga_result_push_agg(&r, &mark), 0);
-        struct ga_points pts = { N, mid, ts, v };
+        struct ga_points pts = { .n = N, .metric = mid, .ts = ts, .value = v };
         CHECK_INT(ga_engine_feed(e, &pts, &r), 0);
         CHECK_INT(ga_engine_feed(ref, &pts, &want), 0);
         CHECK(r.naggs > 0 && r.aggs[0].metric == mark.metric && r.aggs[0].ts == mark.ts &&
@@ -225,7 +225,7 @@ static void run_pipelined(int nprim, int fail)
             ts[k][i] = t0 + (k * 300 + rnd_in(0, 400)) * SEC / 2;
             v[k][i] = rnd_value();
         }
-        pts[k] = (struct ga_points){ N, mid[k], ts[k], v[k] };
+        pts[k] = (struct ga_points){ .n = N, .metric = mid[k], .ts = ts[k], .value = v[k] };
         CHECK_INT(ga_engine_feed(ref, &pts[k], &want[k]), 0);
     }
     CHECK_INT(ga_engine_feed_start(e, &pts[0], &r[0]), 0);

@@ -284,7 +284,7 @@ static void scenario(int nb, int nmet, size_t maxn, int nbatch)
             b.val[i] = rnd() % 100 == 0 ? (rnd() % 2 ? NAN : -INFINITY) : rnd_value();
         }
         now += spread;
-        struct ga_points pts = { n, b.mid, b.ts, b.val };
+        struct ga_points pts = { .n = n, .metric = b.mid, .ts = b.ts, .value = b.val };
         trio_feed(&t, &pts, max_id);
         if (bi == nbatch / 2 && nmet > 1) {    /* its points are unknown from now on */
             dropped = (int)rnd_in(0, nmet - 1);
@@ -342,7 +342,8 @@ static void test_big_batches(void)
             b.ts[i] = t0 + (int64_t)bi * 200 * SEC + rnd_in(0, 300) * SEC;
             b.val[i] = rnd_value();
         }
-        trio_feed(&t, &(struct ga_points){ n, b.mid, b.ts, b.val }, id_of(NMET - 1) + 1);
+        trio_feed(&t, &(struct ga_points){ .n = n, .metric = b.mid,
+                                           .ts = b.ts, .value = b.val }, id_of(NMET - 1) + 1);
     }
     CHECK(rows_compared - rows0 > 3 * 200000);
     trio_check_stats(&t, id_of(NMET - 1) + 1);

@@ -45,7 +45,7 @@ static void bat_make(struct bat *b, int nmet, size_t maxn, int64_t now)
         b->ts[i] = ts;
         b->val[i] = rnd() % 100 == 0 ? NAN : rnd_value();
     }
-    b->pts = (struct ga_points){ n, b->mid, b->ts, b->val };
+    b->pts = (struct ga_points){ .n = n, .metric = b->mid, .ts = b->ts, .value = b->val };
 }
 
 static void bat_free(struct bat *b)

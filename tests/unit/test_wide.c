@@ -63,7 +63,7 @@ static int engine_rows_on(int nb, int cuda, int want_wide, uint64_t seed, struct
             val[i] = rnd_value();
         }
         t0 += 400 * SEC;
-        struct ga_points pts = { NPTS, mid, ts, val };
+        struct ga_points pts = { .n = NPTS, .metric = mid, .ts = ts, .value = val };
         CHECK_INT(ga_engine_feed(e, &pts, out), 0);
     }
     ga_engine_get_stats(e, st);

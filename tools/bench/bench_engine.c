@@ -181,7 +181,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        struct ga_points pts = { (size_t)n, mid, ts, val };
+        struct ga_points pts = { .n = (size_t)n, .metric = mid, .ts = ts, .value = val };
         ga_result_reset(&res);
         double t = clock_s(CLOCK_MONOTONIC), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         rc = ga_engine_feed(e, &pts, &res);

@@ -179,8 +179,9 @@ static struct run run_engine(int cuda, int nb, int threads, int pageable, int pi
         ga_engine_close(e);
         return r;
     }
-#define BATCH(k) (&(struct ga_points){ batch, mid + (size_t)((k) + warm) * batch, \
-                                       ts + (size_t)((k) + warm) * batch, val + (size_t)((k) + warm) * batch })
+#define BATCH(k) (&(struct ga_points){ .n = batch, .metric = mid + (size_t)((k) + warm) * batch, \
+                                       .ts = ts + (size_t)((k) + warm) * batch,                 \
+                                       .value = val + (size_t)((k) + warm) * batch })
     /* warm-up (module load, pools, buffers), not timed: the warm batches,
      * which span the policy's largest bucket, so the windows have grown to
      * their steady size; pipelined, the last one twice more in flight

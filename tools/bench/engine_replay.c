@@ -255,7 +255,7 @@ static int build_policy(struct ga_policy *p, char *grans, char *methods, char *s
 static int feed_batch(struct ga_engine *e, struct batch *b, struct ga_result *res,
                       struct rows *rows, uint64_t *seq, FILE *late)
 {
-    struct ga_points pts = { b->n, b->metric, b->ts, b->value };
+    struct ga_points pts = { .n = b->n, .metric = b->metric, .ts = b->ts, .value = b->value };
     ga_result_reset(res);
     int rc = ga_engine_feed(e, &pts, res);
     if (rc < 0) {
