@@ -34,7 +34,8 @@
  * ts_unit, point i at ts_base + ts32[i] * ts_unit, which
  * ga_points_pack_ts32 makes where a batch fits it: 16 bytes a point to
  * carry (and to upload to a GPU) instead of 20.  Every backend and the
- * engine's split take both. */
+ * engine's split take both; the engine refuses a batch of neither
+ * (GA_EINVAL). */
 struct ga_points {
     size_t n;
     const uint32_t *metric;      /* engine metric ids (ga_engine_metric_add) */

@@ -336,6 +336,8 @@ static int finish(struct ga_engine *e, struct eng_batch *bt)
 static int begin(struct ga_engine *e, const struct ga_points *pts, struct ga_result *out, int pipe,
                  struct eng_batch **got)
 {
+    if (pts->n && !pts->ts && (!pts->ts32 || pts->ts_unit <= 0))
+        return GA_EINVAL;             /* neither form of timestamps (engine.h) */
     struct eng_batch *bt = NULL;
     pthread_mutex_lock(&e->mu);
     for (int i = 0; i < ENG_INFLIGHT; i++) {

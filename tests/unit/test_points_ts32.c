@@ -160,6 +160,18 @@ static void test_engine_same_rows(void)
     make_run(&r, 0x7532aULL);
     for (int nb = 1; nb <= 2; nb++) {
         struct ga_result a[NB] = { { 0 } }, b[NB] = { { 0 } };
+        if (nb == 1) {            /* neither form of timestamps: refused, nothing fed */
+            struct ga_backend *cb;
+            struct ga_engine *e;
+            CHECK_INT(ga_cpu_backend_open(&cb, 1), 0);
+            CHECK_INT(ga_engine_open(&e, &cb, 1), 0);
+            struct ga_points none = { .n = 3, .metric = r.mid[0], .value = r.val[0] };
+            CHECK_INT(ga_engine_feed(e, &none, &a[0]), GA_EINVAL);
+            none.ts32 = r.o[0];   /* no unit */
+            CHECK_INT(ga_engine_feed(e, &none, &a[0]), GA_EINVAL);
+            CHECK_INT(a[0].naggs + a[0].nlate, 0);
+            ga_engine_close(e);
+        }
         engine_run(&r, nb, 0, a);
         engine_run(&r, nb, 1, b);
         size_t rows = 0, late = 0;
