@@ -110,7 +110,7 @@ struct cuda_backend {
     void *pin_in[RING_MAX];       // chunk * (4 + 8 + 8) bytes each
     dbuf pin_rows[2], pin_late[2];  // per slot; pinned (host memory in emulation)
     uint64_t *pin_scalar;         // 8 counters
-    uint64_t *pin_hb;             // ROW_CHUNKS + 1 row boundaries
+    uint64_t *pin_hb;             // the bucket tasks' words (GK_TASK_WORDS: totals, chunks)
     int mapped;                   // counts stored into pin_scalar / pin_hb by a kernel
                                   // (both mapped), not copied (ga_cuda_opts.counts)
     uint64_t *map_scalar, *map_hb;  // their device addresses
@@ -148,10 +148,9 @@ struct cuda_backend {
     size_t pool_peak;             // bytes: the largest pool half yet asked for (rebuild)
     // per-feed device buffers
     dbuf in_metric[2], in_ts[2], in_ts32[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
-    dbuf s_ts, s_val, fbt, task_stage, d_wmax;
+    dbuf s_ts, s_val, fbt, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
-        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, cnt_task, cnt_row, cnt_lrow, lrow_off, task_off,
-        row_off, tasks, task_flag, task_hq, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
+        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, tcnt, toff, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -401,25 +400,32 @@ struct copy_u64_f {
     __host__ __device__ void operator()(size_t i) const { dst[i] = src[i]; }
 };
 
-// Read k (<= 8) consecutive device counters with one wait for the compute
-// stream.  Mapped: a kernel stores them into host memory.  Copied: their
-// copy queues behind the rows on their way home (one piece of them, sent
-// first), and a feed's counts are all read before its own rows are sent.
-int rd_words(cuda_backend *cb, const uint64_t *d, size_t k, uint64_t *out)
+// Read k consecutive device words into pin (page-locked; map its device
+// address) with one wait for the compute stream.  Mapped: a kernel stores
+// them into host memory.  Copied: their copy queues behind the rows on their
+// way home (one piece of them, sent first), and a feed's counts are all read
+// before its own rows are sent.
+int rd_into(cuda_backend *cb, uint64_t *pin, uint64_t *map, const uint64_t *d, size_t k, uint64_t *out)
 {
     int rc;
     if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, words_f{ cb->map_scalar, d, k });
+        rc = gk_for(&cb->x, 1, words_f{ map, d, k });
     } else {
         rc = pump(cb, cb->piece);
         if (!rc)
-            rc = cp(cb, cb->pin_scalar, d, k * 8, cudaMemcpyDeviceToHost, cb->x.s);
+            rc = cp(cb, pin, d, k * 8, cudaMemcpyDeviceToHost, cb->x.s);
     }
     if (!rc)
         rc = sync_stream(cb, cb->x.s);
     for (size_t i = 0; !rc && i < k; i++)
-        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
+        out[i] = ((volatile uint64_t *)pin)[i];
     return rc;
+}
+
+// k (<= 6: pin_scalar's last two words are settle's) counters.
+int rd_words(cuda_backend *cb, const uint64_t *d, size_t k, uint64_t *out)
+{
+    return rd_into(cb, cb->pin_scalar, cb->map_scalar, d, k, out);
 }
 
 int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
@@ -427,7 +433,7 @@ int rd64(cuda_backend *cb, const uint64_t *d, uint64_t *out)
     return rd_words(cb, d, 1, out);
 }
 
-// Up to three counters with one wait (c NULL: two).
+// Up to three counters into dst (c NULL: two).
 struct three_f {
     uint64_t *dst;
     const uint64_t *a, *b, *c;
@@ -439,24 +445,6 @@ struct three_f {
             dst[2] = *c;
     }
 };
-
-int rd64x3(cuda_backend *cb, const uint64_t *a, const uint64_t *b, const uint64_t *c, uint64_t *out)
-{
-    int rc;
-    if (cb->mapped) {
-        rc = gk_for(&cb->x, 1, three_f{ cb->map_scalar, a, b, c });
-    } else {
-        rc = pump(cb, cb->piece);
-        const uint64_t *src[3] = { a, b, c };
-        for (int i = 0; i < 3 && src[i] && !rc; i++)
-            rc = cp(cb, cb->pin_scalar + i, src[i], 8, cudaMemcpyDeviceToHost, cb->x.s);
-    }
-    if (!rc)
-        rc = sync_stream(cb, cb->x.s);
-    for (int i = 0; i < (c ? 3 : 2) && !rc; i++)
-        out[i] = ((volatile uint64_t *)cb->pin_scalar)[i];
-    return rc;
-}
 
 // gk_bucket_sort's one count read (gk_sort_cfg.read64): rd64, pump first.
 int sort_rd64(void *ctx, const uint64_t *d, uint64_t *out)
@@ -613,13 +601,7 @@ void fill(cuda_backend *cb, gk_feed *f)
     f->ctx = B(ctx, gk_ctx);
     f->D = cb->D ? cb->D : 1;
     f->wide = cb->wide;
-    f->cnt_task = B(cnt_task, uint64_t);
-    f->cnt_row = B(cnt_row, uint64_t);
-    f->cnt_lrow = cb->wide ? B(cnt_lrow, uint64_t) : NULL;
-    f->task_off = B(task_off, uint64_t);
-    f->row_off = B(row_off, uint64_t);
     f->tasks = B(tasks, gk_task);
-    f->stage = B(task_stage, gk_task);
     f->wmax = B(d_wmax, uint64_t);
     f->cut = B(cut, uint64_t);
     f->new_n = B(d_w_n[o], uint64_t);
@@ -653,17 +635,6 @@ struct fill_i64_f {
     __host__ __device__ void operator()(size_t i) const { p[i] = v; }
 };
 
-struct bnd_f {                    // row offset of every chunk boundary task
-    const gk_task *tasks;
-    size_t ntasks, per;
-    uint64_t R;
-    uint64_t *bnd;
-    __host__ __device__ void operator()(size_t k) const
-    {
-        size_t t = k * per;
-        bnd[k] = t < ntasks ? tasks[t].row_off : R;
-    }
-};
 
 // The next pool from the merged windows of T touched metrics (m_*, tslot,
 // m_off, m_n set): truncate them, copy the untouched windows.  Writes the
@@ -1213,43 +1184,24 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     TRY(rebuild(cb, &cb->xr, T, cb->pool_n + U));
     TRY(record(cb, cb->ev_rebuilt, cb->xr.s));
 
-    // Bucket tasks: the items (new point, granularity) that start a bucket,
-    // listed; their tasks and rows counted, scanned, written.
-    size_t UD = U * D;
-    uint64_t H = 0;
-    RES(task_flag, UD, 0);
-    RES(task_hq, UD * 8, 0);
+    // Bucket tasks (gk_tasks.cu): counted a tile of items at a time, the
+    // tiles summed, the totals and the rows kernels' chunks read in one wait,
+    // the tasks written.
+    size_t ntiles = gk_task_tiles(U, (int)D);
+    uint64_t tw[GK_TASK_WORDS(ROW_CHUNKS)];
+    RES(tcnt, 3 * (ntiles + 1) * 8, 0);
+    RES(toff, 3 * (ntiles + 1) * 8, 0);
+    RES(bnd, GK_TASK_WORDS(ROW_CHUNKS) * 8, 0);
     fill(cb, &f);
-    TRY(gk_task_heads(&cb->x, &f, U, B(task_flag, uint8_t)));
-    TRY(gk_select_idx64(&cb->x, B(task_flag, uint8_t), B(task_hq, uint64_t), B(small, uint64_t), UD));
-    TRY(rd64(cb, B(small, uint64_t), &H));
-    RES(cnt_task, (H + 1) * 8, 0);
-    RES(cnt_row, (H + 1) * 8, 0);
-    if (cb->wide) {               // the rows the slots unpack to, counted beside them
-        RES(cnt_lrow, (H + 1) * 8, 0);
-        RES(lrow_off, (H + 1) * 8, 0);
-    }
-    RES(task_off, (H + 1) * 8, 0);
-    RES(row_off, (H + 1) * 8, 0);
-    RES(task_stage, (2 * H + 1) * sizeof(gk_task), 0);
-    fill(cb, &f);
-    const uint64_t *hq = B(task_hq, uint64_t);
-    TRY(gk_tasks(&cb->x, &f, U, hq, H, 0));
-    TRY(zero(cb, f.cnt_task + H, 8));
-    TRY(zero(cb, f.cnt_row + H, 8));
-    TRY(gk_scan_u64(&cb->x, f.cnt_task, (uint64_t *)f.task_off, H + 1));
-    TRY(gk_scan_u64(&cb->x, f.cnt_row, (uint64_t *)f.row_off, H + 1));
-    if (f.cnt_lrow) {
-        TRY(zero(cb, f.cnt_lrow + H, 8));
-        TRY(gk_scan_u64(&cb->x, f.cnt_lrow, B(lrow_off, uint64_t), H + 1));
-    }
-    uint64_t cnt[3] = { 0, 0, 0 }, NS = 0;
-    TRY(rd64x3(cb, f.task_off + H, f.row_off + H, f.cnt_lrow ? B(lrow_off, uint64_t) + H : NULL, cnt));
-    uint64_t ntasks = cnt[0], R = cnt[1];
-    fl->rows = f.cnt_lrow ? cnt[2] : R;
+    TRY(gk_tasks_count(&cb->x, &f, U, B(tcnt, uint64_t)));
+    TRY(gk_tasks_scan(&cb->x, B(tcnt, uint64_t), B(toff, uint64_t), ntiles, ROW_CHUNKS, B(bnd, uint64_t)));
+    TRY(rd_into(cb, cb->pin_hb, cb->map_hb, B(bnd, uint64_t), GK_TASK_WORDS(ROW_CHUNKS), tw));
+    uint64_t ntasks = tw[0], R = tw[1], NS = 0;
+    fl->rows = tw[2];
+    const uint64_t *tb = tw + 3, *hb = tw + 4 + ROW_CHUNKS;   // chunk k: tasks [tb[k], tb[k + 1]), rows from hb[k]
     RES(tasks, (ntasks + 1) * sizeof(gk_task), 0);
     fill(cb, &f);
-    TRY(gk_tasks(&cb->x, &f, U, hq, H, 1));
+    TRY(gk_tasks_emit(&cb->x, &f, U, B(toff, uint64_t)));
     gk_view v = view_of(&f);
     if (cb->any_sort) {
         RES(sortlen, (2 * ntasks + 1) * 8, 0);
@@ -1281,27 +1233,15 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         TRY(pres(cb, pin_rows, (R + 1) * sizeof(struct ga_agg)));
     struct ga_agg *dst = fl->direct ? out->aggs + out->naggs : (struct ga_agg *)pin_rows->p;
     struct ga_agg *drows = (struct ga_agg *)rows->p;
-    size_t per = (ntasks + ROW_CHUNKS - 1) / ROW_CHUNKS;
-    per = per ? per : 1;
-    uint64_t *hb = cb->pin_hb;
-    RES(bnd, (ROW_CHUNKS + 1) * 8, 0);
     RES(long_list, (ntasks + 1) * 8, 0);      // the feed's long tasks (gk_bucket_rows)
     unsigned long long *llist = cb->rows_cfg.long_min == GK_ROWS_LONG_OFF ? NULL :
                                 (unsigned long long *)cb->long_list.p;
     if (llist)
         TRY(gk_rows_long_reset(&cb->x, llist));
-    TRY(gk_for(&cb->x, ROW_CHUNKS + 1, bnd_f{ f.tasks, ntasks, per, R, B(bnd, uint64_t) }));
-    if (cb->mapped)
-        TRY(gk_for(&cb->x, 1, words_f{ cb->map_hb, B(bnd, uint64_t), ROW_CHUNKS + 1 }));
-    else
-        TRY(cp(cb, hb, cb->bnd.p, (ROW_CHUNKS + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s));
-    TRY(sync_stream(cb, cb->x.s));
     double t4 = now_s();
     TRY(record(cb, mark[4], cb->x.s));
     for (int k = 0; k < ROW_CHUNKS; k++) {
-        size_t a = k * per, z = (k + 1) * per;
-        a = a < ntasks ? a : ntasks;
-        z = z < ntasks ? z : ntasks;
+        size_t a = tb[k], z = tb[k + 1];
         gk_rows_cfg cfg = cb->rows_cfg;
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.warp = cb->narrow[cb->wide] < AUTO_TILED_ROWS ||
@@ -1476,10 +1416,10 @@ void cu_close(struct ga_backend *b)
                     &cb->keep_idx, &cb->u_slot, &cb->u_ts, &cb->u_val, &cb->head, &cb->seg32,
                     &cb->seg, &cb->tslot, &cb->old_n, &cb->dup, &cb->dupx, &cb->rold, &cb->pos,
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
-                    &cb->cnt_task, &cb->cnt_row, &cb->cnt_lrow, &cb->lrow_off, &cb->task_off, &cb->row_off, &cb->tasks, &cb->task_flag, &cb->task_hq, &cb->cut,
+                    &cb->tcnt, &cb->toff, &cb->tasks, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
                     &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
-                    &cb->s_ts, &cb->s_val, &cb->fbt, &cb->task_stage, &cb->d_wmax };
+                    &cb->s_ts, &cb->s_val, &cb->fbt, &cb->d_wmax };
     if (!cb->emu)
         cudaDeviceSynchronize();
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -1602,7 +1542,7 @@ int setup_gpu(cuda_backend *cb)
     }
     unsigned fl = cb->mapped ? cudaHostAllocMapped : cudaHostAllocDefault;
     CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_scalar, 64, fl));
-    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, (ROW_CHUNKS + 1) * 8, fl));
+    CUDA_CHECK(cudaHostAlloc((void **)&cb->pin_hb, GK_TASK_WORDS(ROW_CHUNKS) * 8, fl));
     if (cb->mapped) {
         CUDA_CHECK(cudaHostGetDevicePointer((void **)&cb->map_scalar, cb->pin_scalar, 0));
         CUDA_CHECK(cudaHostGetDevicePointer((void **)&cb->map_hb, cb->pin_hb, 0));
@@ -1673,7 +1613,7 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     int rc = 0;
     if (cb->emu) {
         cb->pin_scalar = (uint64_t *)calloc(8, sizeof *cb->pin_scalar);
-        cb->pin_hb = (uint64_t *)calloc(ROW_CHUNKS + 1, sizeof *cb->pin_hb);
+        cb->pin_hb = (uint64_t *)calloc(GK_TASK_WORDS(ROW_CHUNKS), sizeof *cb->pin_hb);
         cb->map_scalar = cb->pin_scalar;      // emulation: the kernels are host loops
         cb->map_hb = cb->pin_hb;
         if (!cb->pin_scalar || !cb->pin_hb)

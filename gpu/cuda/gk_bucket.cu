@@ -326,7 +326,7 @@ struct sink_tile {
     }
 };
 
-// Rows (slots) task_run() writes (gk_feed.cu's task_rows, which sized row_off).
+// Rows (slots) task_run() writes (gk_tasks.cu's task_rows, which sized row_off).
 __host__ __device__ inline uint64_t task_nrows(const tparts &p)
 {
     uint64_t r = 0;

@@ -1,8 +1,8 @@
 // gk_feed.cuh — the feed's kernels before and after the bucket kernels
 // (gk_feed.cu): classify the batch, order it per metric and time, keep the
 // last of equal timestamps, merge the new points into the GPU-resident
-// windows, the per-granularity contexts, the bucket tasks, and the pool
-// rebuild (truncate).  gpu/cuda/cuda_backend.cu strings them together; the
+// windows, the per-granularity contexts, the bucket tasks (gk_tasks.cu),
+// and the pool rebuild (truncate).  gpu/cuda/cuda_backend.cu strings them together; the
 // steps follow gpu/agg_cpu_window.c (docs/SEMANTICS.md steps 1-5).
 #pragma once
 
@@ -62,11 +62,6 @@ struct gk_feed {
     gk_ctx *ctx;                  // [T * D]
     int D;
     int wide;                     // rows as wide records (gk_view.wide)
-    uint64_t *cnt_task, *cnt_row; // [H + 1], H = items that start a bucket (gk_task_heads)
-    uint64_t *cnt_lrow;           // [H + 1] with wide: the rows cnt_row's slots unpack to
-                                  // (NULL without wide: the same count)
-    const uint64_t *task_off, *row_off;
-    gk_task *stage;               // [2 H]: head h's tasks at 2h, 2h + 1 (row_off from its first)
     gk_task *tasks;
     // rebuild [S]
     uint64_t *cut;                // [T]
@@ -107,12 +102,22 @@ int gk_merge_lengths(gk_exec *x, const gk_feed *f, size_t T);
 // O_max: a bound on the touched windows' old points (o_off[T]).
 int gk_merge_place(gk_exec *x, const gk_feed *f, size_t U, size_t T, size_t O_max);
 int gk_contexts(gk_exec *x, const gk_feed *f, size_t T);
-// flag[q] for q < U * D: item q starts a bucket (its tasks come from it).
-int gk_task_heads(gk_exec *x, const gk_feed *f, size_t U, uint8_t *flag);
-// Over the H items hq[] (ascending, from the flags): write 0 finds each
-// one's tasks (into stage) and counts them and their rows into cnt_task /
-// cnt_row; write 1 moves them to task_off / row_off (their exclusive sums).
-int gk_tasks(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *hq, size_t H, int write);
+// The bucket tasks (gk_tasks.cu), over the U * D items in tiles of
+// GK_TASK_TILE, GK_TASK_ITEMS a thread.  count: tcnt, each tile's tasks,
+// rows and rows unpacked from wide records (three arrays of tiles + 1
+// words).  scan: toff, tcnt's exclusive sums (the totals at [tiles]), and
+// words[0..3) the totals, words[3 + c] and words[4 + nchunks + c] the first
+// task and row of chunk c <= nchunks (its first tile's): the rows kernels'
+// chunks.  emit: the tasks into f->tasks, in item order.
+#define GK_TASK_THREADS 256
+#define GK_TASK_ITEMS 8
+#define GK_TASK_TILE (GK_TASK_THREADS * GK_TASK_ITEMS)
+#define GK_TASK_WORDS(nchunks) (5 + 2 * (nchunks))
+size_t gk_task_tiles(size_t U, int D);
+int gk_tasks_count(gk_exec *x, const gk_feed *f, size_t U, uint64_t *tcnt);
+int gk_tasks_scan(gk_exec *x, const uint64_t *tcnt, uint64_t *toff, size_t ntiles, int nchunks,
+                  uint64_t *words);
+int gk_tasks_emit(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *toff);
 int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
 // total_max: a bound on the new pool's size (new_off[nslots]).
 int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total_max);

@@ -16,7 +16,7 @@ OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_c
      build/obj/gpu/engine_feed.o build/obj/gpu/engine_pool.o build/obj/gpu/engine_split.o
      build/obj/gpu/points_ts32.o build/obj/gpu/policy.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
      build/obj/gpu/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
-     build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/gpu/cuda/sort_check.o build/obj/gpu/cuda/search_check.o
+     build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/gpu/cuda/sort_check.o build/obj/gpu/cuda/search_check.o
      build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o
      build/obj/daemon/log.o"
 LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm"
