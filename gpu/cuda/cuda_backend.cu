@@ -150,7 +150,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_ts32[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf s_ts, s_val, fbt, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
-        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, tcnt, toff, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, small;
+        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, tcnt, toff, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, mid_list, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -1238,6 +1238,9 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
                                 (unsigned long long *)cb->long_list.p;
     if (llist)
         TRY(gk_rows_long_reset(&cb->x, llist));
+    RES(mid_list, (ntasks + 1) * 8, 0);       // the warp kernel's too long to stage
+    unsigned long long *mlist = (unsigned long long *)cb->mid_list.p;
+    TRY(gk_rows_long_reset(&cb->x, mlist));
     double t4 = now_s();
     TRY(record(cb, mark[4], cb->x.s));
     for (int k = 0; k < ROW_CHUNKS; k++) {
@@ -1246,8 +1249,9 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
         if (cb->rows_auto)              // docs/GPU.md "Rows kernel": which one wins
             cfg.warp = cb->narrow[cb->wide] < AUTO_TILED_ROWS ||
                        hb[k + 1] - hb[k] < AUTO_TILED_ROWS * (uint64_t)(z - a);
-        TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), srt, drows, &cfg, llist));
+        TRY(gk_bucket_rows(&cb->x, &v, f.tasks, a, z, B(sortoff, uint64_t), srt, drows, &cfg, llist, mlist));
     }
+    TRY(gk_rows_mid(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), srt, drows, mlist));
     if (llist)
         TRY(gk_rows_long(&cb->x, &v, f.tasks, ntasks, B(sortoff, uint64_t), srt, drows, llist));
     TRY(record(cb, mark[5], cb->x.s));
@@ -1418,7 +1422,7 @@ void cu_close(struct ga_backend *b)
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->tcnt, &cb->toff, &cb->tasks, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
-                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->small,
+                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->mid_list, &cb->small,
                     &cb->s_ts, &cb->s_val, &cb->fbt, &cb->d_wmax };
     if (!cb->emu)
         cudaDeviceSynchronize();

@@ -435,6 +435,7 @@ struct kb_state {
     struct ga_agg *rows, *rows2;  // rows2: the other kernel's "basic" rows, to compare
     unsigned long long *ndiff;
     unsigned long long *long_list;   // the rows kernel's long tasks (gk_bucket_rows)
+    unsigned long long *mid_list;    // the warp kernel's tasks too long to stage
     size_t rows_cap, sort_cap;
     uint64_t ns;                  // values the last pass sorted
     gk_sort_counts sc;            // and which way
@@ -577,7 +578,12 @@ int pass(kb_state *s, const struct ga_cuda_kbench *kb, const struct agg_pol *hp,
     if (!rc)
         rc = gk_rows_long_reset(&s->x, s->long_list);
     if (!rc)
-        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg, s->long_list);
+        rc = gk_rows_long_reset(&s->x, s->mid_list);
+    if (!rc)
+        rc = gk_bucket_rows(&s->x, &v, s->tasks, 0, nb, s->sortoff, sorted, s->rows, cfg, s->long_list,
+                            s->mid_list);
+    if (!rc)
+        rc = gk_rows_mid(&s->x, &v, s->tasks, nb, s->sortoff, sorted, s->rows, s->mid_list);
     if (!rc && cfg->long_min != GK_ROWS_LONG_OFF)
         rc = gk_rows_long(&s->x, &v, s->tasks, nb, s->sortoff, sorted, s->rows, s->long_list);
     return rc;
@@ -879,6 +885,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
         DM(s->bslot, N * 8);
     }
     DM(s->long_list, (maxb + 1) * 8);
+    DM(s->mid_list, (maxb + 1) * 8);
     DM(s->sortlen, (2 * maxb + 1) * 8);
     DM(s->sortoff, (2 * maxb + 1) * 8);
     s->sort_cap = 2 * N;
@@ -995,7 +1002,7 @@ extern "C" int ga_cuda_kernel_bench(int device, struct ga_cuda_kbench *kb)
     cudaDeviceSynchronize();
     void *bufs[] = { s.ts, s.val, s.head, s.start, s.cnt, s.slot_pol, s.slot_id, s.tslot, s.m_off,
                      s.m_n, s.sortlen, s.sortoff, s.ctx, s.tasks, s.pol, s.unsorted, s.sorted,
-                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.x.tmp, s.tasks2, s.kst_mem,
+                     s.sorted2, s.rows, s.rows2, s.ndiff, s.long_list, s.mid_list, s.x.tmp, s.tasks2, s.kst_mem,
                      s.mask, s.tcnt, s.toff, s.bslot };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])

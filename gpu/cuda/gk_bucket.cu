@@ -58,9 +58,10 @@ struct gather_f {
 // bucket from there.  When the stretch does not fit, the warp goes in
 // rounds: each stages from the lowest first point of the tasks still to do
 // and runs the tasks that lie inside the staged stretch.  A task longer than
-// WARP_CAP / WARP_DIRECT points (a round would run too few lanes), and one
-// whose methods read no point (count, median, Npct: the length and the
-// sorted copy), reads global memory directly after the rounds.  Each thread
+// WARP_CAP / WARP_DIRECT points (a round would run too few lanes) goes to
+// the mid list for rows_mid (below; without a list it reads global memory
+// directly after the rounds), and one whose methods read no point (count,
+// median, Npct: the length and the sorted copy) reads after the rounds.  Each thread
 // writes its rows (and a wide record) itself: few rows a bucket, or one
 // record, are not worth a staged store.
 //
@@ -100,6 +101,10 @@ __host__ __device__ inline wlane wlane_of(const rows_f &fn, size_t i, int in_ran
     L.end = m0 + tk.hi;
     L.pend = L.end - L.start <= cap / WARP_DIRECT;
     L.direct = !L.pend;
+    if (L.direct && fn.mid_list) {  // with its like in rows_mid, not among short ones here
+        fn.put_mid(i);
+        L.act = L.direct = 0;
+    }
     return L;
 }
 
@@ -202,6 +207,24 @@ void warp_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned cap)
             if (L[l].direct)
                 wlane_run(fn, L[l].i, fn.v.m_val, 0);
     }
+}
+
+// ---- Tasks too long to stage (rows_mid) -----------------------------------
+//
+// The warp kernel lists the tasks it would read from global memory (more
+// than cap / WARP_DIRECT points, fewer than long_min) instead of running
+// each on its lane after the rounds: with one such task among a warp's 32
+// (an hour's 360 points beside six-point minutes: one in 35 tasks of the
+// pipeline's feed), the warp waited on that lane's chain, and the rows of a
+// 4 M-point feed took 0.34 ms where the same tasks split took 0.13 ms plus
+// this kernel (docs/PERFORMANCE.md).  Here a thread a listed task, so a
+// warp's lanes run chains of like lengths side by side.
+__global__ void __launch_bounds__(GK_THREADS) rows_mid(rows_f fn)
+{
+    unsigned long long n = fn.mid_list[0];
+    for (unsigned long long k = (unsigned long long)blockIdx.x * GK_THREADS + threadIdx.x; k < n;
+         k += (unsigned long long)gridDim.x * GK_THREADS)
+        wlane_run(fn, (size_t)fn.mid_list[1 + k], fn.v.m_val, 0);
 }
 
 // ---- The tiled rows kernel (the default) ---------------------------------
@@ -716,7 +739,7 @@ int gk_rows_tiled_info(unsigned want, unsigned *smem, int *blocks_per_sm)
 
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
-                   const gk_rows_cfg *cfg, unsigned long long *long_list)
+                   const gk_rows_cfg *cfg, unsigned long long *long_list, unsigned long long *mid_list)
 {
     if (t1 <= t0)
         return 0;
@@ -724,7 +747,8 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
     unsigned want = cfg ? cfg->smem : 0;
     unsigned lm = cfg && cfg->long_min ? cfg->long_min : GK_ROWS_LONG_MIN;
     rows_f fn{ *v, tasks, sortoff, sorted, rows,
-               lm == GK_ROWS_LONG_OFF || !long_list ? UINT64_MAX : (uint64_t)lm, long_list };
+               lm == GK_ROWS_LONG_OFF || !long_list ? UINT64_MAX : (uint64_t)lm, long_list,
+               warp ? mid_list : NULL };
     unsigned wcap = want ? want / 8 : WARP_CAP;   // the warp kernel's values a warp
     wcap = wcap < WARP_CAP_MIN ? WARP_CAP_MIN : wcap > WARP_CAP ? WARP_CAP : wcap;
     if (x->emu) {
@@ -747,6 +771,23 @@ int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0
         rows_tiled<<<(unsigned)blocks, TILE_T, S, x->s>>>(fn, t0, t1, S);
     else
         rows_warp<<<(unsigned)blocks, GK_THREADS, WARP_SMEM, x->s>>>(fn, t0, t1, wcap);
+    CUDA_CHECK(cudaGetLastError());
+    return 0;
+}
+
+int gk_rows_mid(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks, const uint64_t *sortoff,
+                const double *sorted, struct ga_agg *rows, unsigned long long *mid_list)
+{
+    rows_f fn{ *v, tasks, sortoff, sorted, rows, UINT64_MAX, NULL, mid_list };
+    if (x->emu) {
+        for (unsigned long long k = 0; k < mid_list[0]; k++)
+            wlane_run(fn, (size_t)mid_list[1 + k], fn.v.m_val, 0);
+        return 0;
+    }
+    // a thread a listed task; past ~8 blocks an SM the threads stride
+    size_t most = (ntasks + GK_THREADS - 1) / GK_THREADS;
+    if (most)
+        rows_mid<<<(unsigned)(most < 132 * 8 ? most : 132 * 8), GK_THREADS, 0, x->s>>>(fn);
     CUDA_CHECK(cudaGetLastError());
     return 0;
 }

@@ -198,10 +198,17 @@ unsigned gk_rows_long_min(int rows_long);
 // every task, where the rows kernel lists the long tasks (cfg->long_min) it
 // leaves to gk_rows_long (one launch after every rows launch of the feed);
 // NULL = no long tasks, every task by the rows kernel.
+// mid_list: the same for the warp kernel's tasks too long for it to stage
+// (it would read them from global memory on their lanes while the warp
+// waited), left to gk_rows_mid; NULL, or the tiled kernel: run in place.
 int gk_bucket_rows(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t t0, size_t t1,
                    const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
-                   const gk_rows_cfg *cfg, unsigned long long *long_list);
+                   const gk_rows_cfg *cfg, unsigned long long *long_list, unsigned long long *mid_list);
+// A list's count to 0 (long_list or mid_list).
 int gk_rows_long_reset(gk_exec *x, unsigned long long *long_list);
+// The tasks in mid_list, a thread a task (ntasks: the tasks the list may hold).
+int gk_rows_mid(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks, const uint64_t *sortoff,
+                const double *sorted, struct ga_agg *rows, unsigned long long *mid_list);
 // The listed tasks' rows, a warp a task (ntasks: the tasks the list may hold).
 int gk_rows_long(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntasks,
                  const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,

@@ -205,7 +205,7 @@ int gk_rows_long(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t ntas
                  const uint64_t *sortoff, const double *sorted, struct ga_agg *rows,
                  unsigned long long *long_list)
 {
-    rows_f fn{ *v, tasks, sortoff, sorted, rows, UINT64_MAX, long_list };
+    rows_f fn{ *v, tasks, sortoff, sorted, rows, UINT64_MAX, long_list, NULL };
     if (x->emu) {
         std::vector<double> buf(2 * LONG_CH);
         for (unsigned long long k = 0; k < long_list[0]; k++)

@@ -262,6 +262,8 @@ struct rows_f {
     struct ga_agg *rows;
     uint64_t long_min;            // tasks of at least this many points: rows_long's
     unsigned long long *long_list;   // [0] count, then those tasks (any order)
+    unsigned long long *mid_list;    // the warp kernel's tasks too long to stage (NULL: run
+                                     // where they fall): [0] count, then the tasks (rows_mid)
     // Task i is the long-task kernel's (rows_long), not this kernel's.
     __host__ __device__ bool is_long(size_t i) const { return tasks[i].hi - tasks[i].lo >= long_min; }
     // List long task i for rows_long.
@@ -273,6 +275,16 @@ struct rows_f {
         unsigned long long k = long_list[0]++;
 #endif
         long_list[1 + k] = i;
+    }
+    // List task i for rows_mid.
+    __host__ __device__ void put_mid(size_t i) const
+    {
+#ifdef __CUDA_ARCH__
+        unsigned long long k = atomicAdd(&mid_list[0], 1ULL);
+#else
+        unsigned long long k = mid_list[0]++;
+#endif
+        mid_list[1 + k] = i;
     }
     // Task i reads points of the merged windows: a method other than count,
     // median and Npct (those read the length and the sorted copy only).
