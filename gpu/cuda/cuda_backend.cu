@@ -110,7 +110,7 @@ struct cuda_backend {
     void *pin_in[RING_MAX];       // chunk * (4 + 8 + 8) bytes each
     dbuf pin_rows[2], pin_late[2];  // per slot; pinned (host memory in emulation)
     uint64_t *pin_scalar;         // 8 counters
-    uint64_t *pin_hb;             // the bucket tasks' words (GK_TASK_WORDS: totals, chunks)
+    uint64_t *pin_hb;             // the bucket tasks' words (GK_TASK_WORDS: totals, chunks), read from twords
     int mapped;                   // counts stored into pin_scalar / pin_hb by a kernel
                                   // (both mapped), not copied (ga_cuda_opts.counts)
     uint64_t *map_scalar, *map_hb;  // their device addresses
@@ -150,7 +150,7 @@ struct cuda_backend {
     dbuf in_metric[2], in_ts[2], in_ts32[2], in_val[2], reason, slot_of, key64a, key64b, idxa, idxb, key32a, key32b;
     dbuf s_ts, s_val, fbt, d_wmax;
     dbuf late_idx, late[2], keep, keep_idx, u_slot, u_ts, u_val, head, seg32, seg, tslot, old_n, dup,
-        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, tcnt, toff, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], bnd, long_list, mid_list, small;
+        dupx, rold, pos, m_n, m_off, o_off, m_ts, m_val, ctx, tcnt, toff, tasks, cut, slot_t, t_of, tmin, sortlen, sortoff, unsorted, sorted, rows[2], twords, long_list, mid_list, small;
     struct ga_cuda_feed_stats st;
 };
 
@@ -1191,11 +1191,11 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     uint64_t tw[GK_TASK_WORDS(ROW_CHUNKS)];
     RES(tcnt, 3 * (ntiles + 1) * 8, 0);
     RES(toff, 3 * (ntiles + 1) * 8, 0);
-    RES(bnd, GK_TASK_WORDS(ROW_CHUNKS) * 8, 0);
+    RES(twords, GK_TASK_WORDS(ROW_CHUNKS) * 8, 0);
     fill(cb, &f);
     TRY(gk_tasks_count(&cb->x, &f, U, B(tcnt, uint64_t)));
-    TRY(gk_tasks_scan(&cb->x, B(tcnt, uint64_t), B(toff, uint64_t), ntiles, ROW_CHUNKS, B(bnd, uint64_t)));
-    TRY(rd_into(cb, cb->pin_hb, cb->map_hb, B(bnd, uint64_t), GK_TASK_WORDS(ROW_CHUNKS), tw));
+    TRY(gk_tasks_scan(&cb->x, B(tcnt, uint64_t), B(toff, uint64_t), ntiles, ROW_CHUNKS, B(twords, uint64_t)));
+    TRY(rd_into(cb, cb->pin_hb, cb->map_hb, B(twords, uint64_t), GK_TASK_WORDS(ROW_CHUNKS), tw));
     uint64_t ntasks = tw[0], R = tw[1], NS = 0;
     fl->rows = tw[2];
     const uint64_t *tb = tw + 3, *hb = tw + 4 + ROW_CHUNKS;   // chunk k: tasks [tb[k], tb[k + 1]), rows from hb[k]
@@ -1422,7 +1422,7 @@ void cu_close(struct ga_backend *b)
                     &cb->m_n, &cb->m_off, &cb->o_off, &cb->m_ts, &cb->m_val, &cb->ctx,
                     &cb->tcnt, &cb->toff, &cb->tasks, &cb->cut,
                     &cb->slot_t, &cb->t_of, &cb->tmin, &cb->sortlen, &cb->sortoff, &cb->unsorted, &cb->sorted,
-                    &cb->rows[0], &cb->rows[1], &cb->bnd, &cb->long_list, &cb->mid_list, &cb->small,
+                    &cb->rows[0], &cb->rows[1], &cb->twords, &cb->long_list, &cb->mid_list, &cb->small,
                     &cb->s_ts, &cb->s_val, &cb->fbt, &cb->d_wmax };
     if (!cb->emu)
         cudaDeviceSynchronize();

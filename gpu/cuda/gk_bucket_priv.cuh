@@ -266,25 +266,17 @@ struct rows_f {
                                      // where they fall): [0] count, then the tasks (rows_mid)
     // Task i is the long-task kernel's (rows_long), not this kernel's.
     __host__ __device__ bool is_long(size_t i) const { return tasks[i].hi - tasks[i].lo >= long_min; }
-    // List long task i for rows_long.
-    __host__ __device__ void put_long(size_t i) const
+    // List task i for rows_long, or for rows_mid.
+    __host__ __device__ void put_long(size_t i) const { list_put(long_list, i); }
+    __host__ __device__ void put_mid(size_t i) const { list_put(mid_list, i); }
+    __host__ __device__ static void list_put(unsigned long long *list, size_t i)
     {
 #ifdef __CUDA_ARCH__
-        unsigned long long k = atomicAdd(&long_list[0], 1ULL);
+        unsigned long long k = atomicAdd(&list[0], 1ULL);
 #else
-        unsigned long long k = long_list[0]++;
+        unsigned long long k = list[0]++;
 #endif
-        long_list[1 + k] = i;
-    }
-    // List task i for rows_mid.
-    __host__ __device__ void put_mid(size_t i) const
-    {
-#ifdef __CUDA_ARCH__
-        unsigned long long k = atomicAdd(&mid_list[0], 1ULL);
-#else
-        unsigned long long k = mid_list[0]++;
-#endif
-        mid_list[1 + k] = i;
+        list[1 + k] = i;
     }
     // Task i reads points of the merged windows: a method other than count,
     // median and Npct (those read the length and the sorted copy only).

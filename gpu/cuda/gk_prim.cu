@@ -55,15 +55,13 @@ int gk_scan_u64(gk_exec *x, const uint64_t *in, uint64_t *out, size_t n1)
     return 0;
 }
 
-// Indices of the set flags, 32- or 64-bit.
-template <class I>
-static int select_idx(gk_exec *x, const uint8_t *flags, I *out, I *d_count, size_t n)
+int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n)
 {
     if (x->emu) {
-        I k = 0;
+        uint32_t k = 0;
         for (size_t i = 0; i < n; i++)
             if (flags[i])
-                out[k++] = (I)i;
+                out[k++] = (uint32_t)i;
         *d_count = k;
         return 0;
     }
@@ -71,7 +69,7 @@ static int select_idx(gk_exec *x, const uint8_t *flags, I *out, I *d_count, size
         CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof *d_count, x->s));
         return 0;
     }
-    thrust::counting_iterator<I> it(0);
+    thrust::counting_iterator<uint32_t> it(0);
     size_t need = 0;
     CUDA_CHECK(cub::DeviceSelect::Flagged(NULL, need, it, flags, out, d_count, (int64_t)n, x->s));
     int rc = tmp_reserve(x, need);
@@ -79,16 +77,6 @@ static int select_idx(gk_exec *x, const uint8_t *flags, I *out, I *d_count, size
         return rc;
     CUDA_CHECK(cub::DeviceSelect::Flagged(x->tmp, need, it, flags, out, d_count, (int64_t)n, x->s));
     return 0;
-}
-
-int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n)
-{
-    return select_idx(x, flags, out, d_count, n);
-}
-
-int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n)
-{
-    return select_idx(x, flags, out, d_count, n);
 }
 
 template <class K>

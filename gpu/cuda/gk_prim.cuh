@@ -12,8 +12,6 @@ int gk_scan_u64(gk_exec *x, const uint64_t *in, uint64_t *out, size_t n1);
 // Indices i in [0, n) with flags[i] != 0, ascending, into out; the count
 // into *d_count (device memory).
 int gk_select_idx(gk_exec *x, const uint8_t *flags, uint32_t *out, uint32_t *d_count, size_t n);
-// The same with 64-bit indices and count (n may pass 2^32).
-int gk_select_idx64(gk_exec *x, const uint8_t *flags, uint64_t *out, uint64_t *d_count, size_t n);
 // Stable sort of (key, value) pairs by key bits [0, end_bit).  Sorted into
 // k_out / v_out; k_in / v_in are only read (CUB's pointer overload: "the
 // contents of the input data are not altered"; its double buffer lives in

@@ -365,6 +365,22 @@ uint32_t list_heads_emu(const gk_feed &f, size_t UD, int narrow, size_t tile, ti
     return nh;
 }
 
+// fn(tile, made) for every head of every tile, in order.  0 or GA_ENOMEM.
+template <class F>
+int emu_tiles(const gk_feed &f, size_t UD, int narrow, size_t ntiles, F &&fn)
+{
+    tile_list *L = (tile_list *)malloc(sizeof *L);
+    if (!L)
+        return GA_ENOMEM;
+    for (size_t tl = 0; tl < ntiles; tl++) {
+        uint32_t nh = list_heads_emu(f, UD, narrow, tl, *L);
+        for (uint32_t h = 0; h < nh; h++)
+            fn(tl, tile_head(f, *L, nh, h));
+    }
+    free(L);
+    return 0;
+}
+
 } // namespace
 
 size_t gk_task_tiles(size_t U, int D)
@@ -380,22 +396,13 @@ int gk_tasks_count(gk_exec *x, const gk_feed *f, size_t U, uint64_t *tcnt)
     if (!ntiles)
         return 0;
     if (x->emu) {
-        tile_list *L = (tile_list *)malloc(sizeof *L);
-        if (!L)
-            return GA_ENOMEM;
-        for (size_t tl = 0; tl < ntiles; tl++) {
-            uint32_t nh = list_heads_emu(*f, UD, narrow, tl, *L);
-            tile_cnt c = { 0, 0, 0 };
-            for (uint32_t h = 0; h < nh; h++) {
-                made m = tile_head(*f, *L, nh, h);
-                c = cnt_sum()(c, tile_cnt{ (uint64_t)m.n, m.rows, m.lrows });
-            }
-            tcnt[tl] = c.t;
-            tcnt[ntiles + 1 + tl] = c.r;
-            tcnt[2 * (ntiles + 1) + tl] = c.l;
-        }
-        free(L);
-        return 0;
+        for (size_t tl = 0; tl < ntiles; tl++)
+            tcnt[tl] = tcnt[ntiles + 1 + tl] = tcnt[2 * (ntiles + 1) + tl] = 0;
+        return emu_tiles(*f, UD, narrow, ntiles, [&](size_t tl, const made &m) {
+            tcnt[tl] += (uint64_t)m.n;
+            tcnt[ntiles + 1 + tl] += m.rows;
+            tcnt[2 * (ntiles + 1) + tl] += m.lrows;
+        });
     }
     count_k<<<(unsigned)ntiles, GK_TASK_THREADS, 0, x->s>>>(*f, UD, narrow, tcnt, ntiles);
     CUDA_CHECK(cudaGetLastError());
@@ -435,24 +442,21 @@ int gk_tasks_emit(gk_exec *x, const gk_feed *f, size_t U, const uint64_t *toff)
     if (!ntiles)
         return 0;
     if (x->emu) {
-        tile_list *L = (tile_list *)malloc(sizeof *L);
-        if (!L)
-            return GA_ENOMEM;
-        for (size_t tl = 0; tl < ntiles; tl++) {
-            uint32_t nh = list_heads_emu(*f, UD, narrow, tl, *L);
-            uint64_t to = toff[tl], ro = toff[ntiles + 1 + tl];
-            for (uint32_t h = 0; h < nh; h++) {
-                made m = tile_head(*f, *L, nh, h);
-                for (int i = 0; i < m.n; i++) {
-                    gk_task tk = m.tk[i];
-                    tk.row_off += ro;
-                    f->tasks[to++] = tk;
-                }
-                ro += m.rows;
+        size_t cur = SIZE_MAX;        // the tile `to` and `ro` are in
+        uint64_t to = 0, ro = 0;
+        return emu_tiles(*f, UD, narrow, ntiles, [&](size_t tl, const made &m) {
+            if (tl != cur) {
+                cur = tl;
+                to = toff[tl];
+                ro = toff[ntiles + 1 + tl];
             }
-        }
-        free(L);
-        return 0;
+            for (int i = 0; i < m.n; i++) {
+                gk_task tk = m.tk[i];
+                tk.row_off += ro;
+                f->tasks[to++] = tk;
+            }
+            ro += m.rows;
+        });
     }
     emit_k<<<(unsigned)ntiles, GK_TASK_THREADS, 0, x->s>>>(*f, UD, narrow, toff, ntiles);
     CUDA_CHECK(cudaGetLastError());
