@@ -33,11 +33,14 @@ static const char series_sql[] =
     "          FROM jsonb_array_elements(p.definition) d)\n"
     "FROM metrics m JOIN archive_policies p ON p.name = m.policy WHERE m.name = $1";
 
+/* The series as the gpuagg_measures view keeps it: the buckets past the
+ * newest one minus the archive's timespan (docs/SEMANTICS.md "Timespan"),
+ * so that the CLI and SQL readers see the same rows. */
 static const char points_sql[] =
-    "SELECT ts, value FROM aggregates\n"
-    "WHERE metric = $1::int4 AND granularity = $2::int8 AND method = $3::int2\n"
-    "  AND ts >= $4::int8 AND ts < $5::int8\n"
-    "ORDER BY ts";
+    "SELECT ts_ns, value FROM gpuagg_measures\n"
+    "WHERE metric = $1 AND granularity_ns = $2::int8 AND method = $3\n"
+    "  AND ts_ns >= $4::int8 AND ts_ns < $5::int8\n"
+    "ORDER BY ts_ns";
 
 int pgq_open(struct pgq **out, const char *conninfo, int pool_size)
 {
@@ -221,7 +224,7 @@ int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const c
               int64_t start_ns, int64_t stop_ns, struct pgq_point **out, size_t *n, char *err,
               size_t errlen)
 {
-    char g[32], m[16], lo[32], hi[32], id[16], gs[32], list[256];
+    char g[32], m[GA_METHOD_NAME_MAX], lo[32], hi[32], gs[32], list[256];
     int rc = 0;
     *out = NULL;
     *n = 0;
@@ -258,12 +261,11 @@ int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const c
         rc = GA_EINVAL;
         goto out;
     }
-    snprintf(id, sizeof id, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    snprintf(m, sizeof m, "%d", mid);
+    ga_method_name((ga_method_t)mid, m);
     snprintf(lo, sizeof lo, "%" PRId64, start_ns);
     snprintf(hi, sizeof hi, "%" PRId64, stop_ns);
-    const char *pv[] = { id, g, m, lo, hi };
+    const char *pv[] = { metric, g, m, lo, hi };
     if (!(r = run(q, points_sql, 5, pv, 1, &rc, err, errlen)))
         return rc;
     size_t nr = (size_t)PQntuples(r);

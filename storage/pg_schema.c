@@ -187,6 +187,34 @@ static const char schema_v2[] =
     "    END LOOP;\n"
     "END $$;\n";
 
+/* v3: the read side keeps what Gnocchi's get_aggregated_measures() keeps.
+ * Rows written by earlier batches stay in their partition until retention
+ * drops it, but per (metric, granularity, method) only the buckets newer
+ * than the newest stored bucket minus the archive's timespan are the
+ * series (docs/SEMANTICS.md "Timespan").  The view walks the metric's
+ * policy (each granularity with its timespan, each method), finds the
+ * newest bucket of the series with one index descent, and reads the rows
+ * past its horizon; quals on metric, method, granularity and ts_ns reach
+ * those scans, so a filtered read stays an index range scan.  Columns as
+ * in v1; gpuaggctl query reads this same view. */
+static const char schema_v3[] =
+    "CREATE OR REPLACE VIEW gpuagg_measures AS\n"
+    "    SELECT m.name AS metric, mt.name AS method,\n"
+    "           a.granularity / 1e9::double precision AS granularity_s,\n"
+    "           gpuagg_time(a.ts) AS time, a.value,\n"
+    "           a.ts AS ts_ns, a.granularity AS granularity_ns\n"
+    "      FROM metrics m\n"
+    "      JOIN archive_policies p ON p.name = m.policy\n"
+    "      CROSS JOIN LATERAL (SELECT (d->>'granularity_ns')::bigint AS g,\n"
+    "                                 (d->>'timespan_ns')::bigint AS span\n"
+    "                            FROM jsonb_array_elements(p.definition) d) s\n"
+    "      JOIN methods mt ON mt.name = ANY (p.methods)\n"
+    "      CROSS JOIN LATERAL (SELECT max(x.ts) AS last FROM aggregates x\n"
+    "                           WHERE x.metric = m.id AND x.method = mt.id\n"
+    "                             AND x.granularity = s.g) l\n"
+    "      JOIN aggregates a ON a.metric = m.id AND a.method = mt.id AND a.granularity = s.g\n"
+    "                       AND (s.span = 0 OR a.ts > l.last - s.span);\n";
+
 struct step {
     int version;
     const char *name;
@@ -197,6 +225,7 @@ struct step {
 static const struct step steps[] = {
     { 1, "initial schema", schema_v1, seed_methods },
     { 2, "partitions with fillfactor 50", schema_v2, NULL },
+    { 3, "the measures view truncates each series to its timespan", schema_v3, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -24,9 +24,32 @@ static uint64_t seed;
 static struct ga_policy nano;
 static const struct ga_policy *pols[3];
 static char names[NM][32];
-static struct ga_agg *want;          /* what the table holds, sorted by key */
+static struct ga_agg *want;          /* what the read side returns, sorted by key */
 static size_t nwant;
 static struct ga_window wins[NM];
+
+/* Keep of each series (want is sorted by series, then ts) what the read
+ * side returns: the buckets newer than its newest minus the archive's
+ * timespan (docs/SEMANTICS.md "Timespan"). */
+static size_t truncate_series(struct ga_agg *a, size_t n)
+{
+    size_t out = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && a[j].metric == a[i].metric && a[j].granularity_ns == a[i].granularity_ns &&
+                    a[j].method == a[i].method;
+             j++)
+            ;
+        const struct ga_policy *p = pols[a[i].metric % 3];
+        int64_t span = 0;
+        for (int d = 0; d < p->ndefs; d++)
+            if (p->defs[d].granularity_ns == a[i].granularity_ns)
+                span = p->defs[d].timespan_ns;
+        for (size_t k = i; k < j; k++)
+            if (span == 0 || a[k].ts > a[j - 1].ts - span)
+                a[out++] = a[k];
+    }
+    return out;
+}
 
 static void populate(void)
 {
@@ -57,6 +80,7 @@ static void populate(void)
         all[k] = rnd_agg(&s, m, pols[m % 3], today - 2, 3);
     }
     nwant = aggs_expected(all, NAGG, &want);
+    nwant = truncate_series(want, nwant);
     struct pgw *w;
     struct pgw_opts o = { .conninfo = env.conninfo, .flush_rows = 100000, .flush_interval_ms = 100,
                           .retry_initial_ms = 10, .retry_max_ms = 100 };
