@@ -283,6 +283,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.connected", (s->ew.have_writer ? w->state : s->pg.state) == PGC_CONNECTED);
     KV("storage.connect_attempts", s->pg.attempts);
     KV("storage.rows_committed", w->rows_committed);
+    KV("storage.buckets_committed", w->buckets_committed);
     KV("storage.rows_fresh", w->rows_fresh);
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
     KV("storage.late_committed", w->late_committed);

@@ -358,16 +358,16 @@ size_t pgb_rows(const struct pgb_batch *b)
 static int agg_order(const void *pa, const void *pb)
 {
     const struct ga_agg *a = pa, *b = pb;
-    int64_t da = a->ts / PGS_PARTITION_NS, db = b->ts / PGS_PARTITION_NS;
-    if (da != db)
-        return da < db ? -1 : 1;
-    if (a->metric != b->metric)
-        return a->metric < b->metric ? -1 : 1;
-    if (a->method != b->method)
-        return a->method < b->method ? -1 : 1;
     if (a->granularity_ns != b->granularity_ns)
         return a->granularity_ns < b->granularity_ns ? -1 : 1;
-    return (a->ts > b->ts) - (a->ts < b->ts);
+    int64_t w = pgs_partition_width(a->granularity_ns), pa_ = a->ts / w, pb_ = b->ts / w;
+    if (pa_ != pb_)
+        return pa_ < pb_ ? -1 : 1;
+    if (a->metric != b->metric)
+        return a->metric < b->metric ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->method > b->method) - (a->method < b->method);
 }
 
 void pgb_sort(struct pgb_batch *b)

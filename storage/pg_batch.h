@@ -72,8 +72,9 @@ int pgb_empty(const struct pgb_batch *b);
 /* Rows that count against flush_rows and queue_max_rows. */
 size_t pgb_rows(const struct pgb_batch *b);
 
-/* Sort aggs by (ts day, metric, method, granularity, ts): the primary key's
- * order, which keeps each partition's index inserts sequential.  Invalidates the hash:
+/* Sort aggs by (granularity, partition, metric, ts, method): each bucket's
+ * rows (methods ascending) are adjacent, and bucket rows come in each
+ * partition's primary-key order, which keeps its index inserts sequential.  Invalidates the hash:
  * call only once the batch is closed for merging. */
 void pgb_sort(struct pgb_batch *b);
 

@@ -17,14 +17,23 @@
 
 static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
-    "CREATE TEMP TABLE gpuagg_stage_aggs (\n"
-    "    metric integer, method smallint, granularity bigint, ts bigint,\n"
-    "    value double precision) ON COMMIT DELETE ROWS";
+    "CREATE TEMP TABLE gpuagg_stage_buckets (\n"
+    "    metric integer, mset integer, granularity bigint, ts bigint,\n"
+    "    vals double precision[]) ON COMMIT DELETE ROWS";
 
+/* A bucket stored with another method set (a rate:-only update of the
+ * bucket after a new point, a first point without std, a policy that
+ * changed) is merged: the union of the sets, new values winning
+ * (gpuagg_merge, migration 4).  The common case, the same set, is a plain
+ * replacement. */
 static const char upsert_aggs_sql[] =
-    "INSERT INTO aggregates (metric, method, granularity, ts, value)\n"
-    "SELECT metric, method, granularity, ts, value FROM gpuagg_stage_aggs\n"
-    "ON CONFLICT (metric, method, granularity, ts) DO UPDATE SET value = EXCLUDED.value";
+    "INSERT INTO buckets AS b (metric, mset, granularity, ts, vals)\n"
+    "SELECT metric, mset, granularity, ts, vals FROM gpuagg_stage_buckets\n"
+    "ON CONFLICT (metric, granularity, ts) DO UPDATE SET\n"
+    "    mset = CASE WHEN b.mset = EXCLUDED.mset THEN b.mset\n"
+    "                ELSE (gpuagg_merge(b.mset, b.vals, EXCLUDED.mset, EXCLUDED.vals)).mset END,\n"
+    "    vals = CASE WHEN b.mset = EXCLUDED.mset THEN EXCLUDED.vals\n"
+    "                ELSE (gpuagg_merge(b.mset, b.vals, EXCLUDED.mset, EXCLUDED.vals)).vals END";
 
 static const char upsert_policy_sql[] =
     "INSERT INTO archive_policies (name, back_window, definition, methods)\n"
@@ -75,7 +84,10 @@ void pgt_close(struct pgt_conn *tc)
 {
     if (tc->c)
         PQfinish(tc->c);
-    free(tc->days);
+    free(tc->parts);
+    for (size_t i = 0; i < tc->nmsets; i++)
+        free(tc->msets[i].m);
+    free(tc->msets);
     memset(tc, 0, sizeof *tc);
 }
 
@@ -128,39 +140,32 @@ fail:
     return rc;
 }
 
-static int day_known(const struct pgt_conn *tc, int64_t day)
+static int part_cmp(const void *pa, const void *pb)
 {
-    size_t lo = 0, hi = tc->ndays;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (tc->days[mid] == day)
-            return 1;
-        if (tc->days[mid] < day)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return 0;
+    const struct pgs_part *a = pa, *b = pb;
+    if (a->granularity_ns != b->granularity_ns)
+        return a->granularity_ns < b->granularity_ns ? -1 : 1;
+    return (a->period > b->period) - (a->period < b->period);
 }
 
-static int cmp_i64(const void *a, const void *b)
+static int part_known(const struct pgt_conn *tc, const struct pgs_part *p)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    return tc->nparts &&
+           bsearch(p, tc->parts, tc->nparts, sizeof *tc->parts, part_cmp) != NULL;
 }
 
-/* Ensure the partitions of days[n] (sorted, unique) exist. */
-static int ensure_days(struct pgt_conn *tc, const int64_t *days, size_t n, int *created,
-                       char *err, size_t errlen)
+/* Ensure the partitions parts[n] (sorted, unique) exist. */
+static int ensure_parts(struct pgt_conn *tc, const struct pgs_part *parts, size_t n, int *created,
+                        char *err, size_t errlen)
 {
-    int64_t *want = malloc((n ? n : 1) * sizeof *want);
+    struct pgs_part *want = malloc((n ? n : 1) * sizeof *want);
     size_t nw = 0;
     int rc = 0;
     if (!want)
         return GA_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        if (!day_known(tc, days[i]))
-            want[nw++] = days[i];
+        if (!part_known(tc, &parts[i]))
+            want[nw++] = parts[i];
     if (!nw)
         goto out;
     if ((rc = pgs_ensure_partitions(tc->c, want, nw, err, errlen)) < 0) {
@@ -169,72 +174,250 @@ static int ensure_days(struct pgt_conn *tc, const int64_t *days, size_t n, int *
     }
     *created += rc;
     rc = 0;
-    if (tc->ndays + nw > tc->cap_days) {
-        size_t cap = (tc->ndays + nw) * 2;
-        int64_t *d = realloc(tc->days, cap * sizeof *d);
+    if (tc->nparts + nw > tc->cap_parts) {
+        size_t cap = (tc->nparts + nw) * 2;
+        struct pgs_part *d = realloc(tc->parts, cap * sizeof *d);
         if (!d) {
             rc = GA_ENOMEM;
             goto out;
         }
-        tc->days = d;
-        tc->cap_days = cap;
+        tc->parts = d;
+        tc->cap_parts = cap;
     }
-    memcpy(tc->days + tc->ndays, want, nw * sizeof *want);
-    tc->ndays += nw;
-    qsort(tc->days, tc->ndays, sizeof *tc->days, cmp_i64);
+    memcpy(tc->parts + tc->nparts, want, nw * sizeof *want);
+    tc->nparts += nw;
+    qsort(tc->parts, tc->nparts, sizeof *tc->parts, part_cmp);
 out:
     free(want);
     return rc;
 }
 
-static int batch_days(struct pgt_conn *tc, const struct pgb_batch *b, int *created, char *err,
-                      size_t errlen)
+static int batch_parts(struct pgt_conn *tc, const struct pgb_batch *b, int *created, char *err,
+                       size_t errlen)
 {
-    int64_t *days = malloc((b->naggs ? b->naggs : 1) * sizeof *days);
+    struct pgs_part *parts = malloc((b->naggs ? b->naggs : 1) * sizeof *parts);
     size_t n = 0;
-    if (!days)
+    if (!parts)
         return GA_ENOMEM;
-    for (size_t i = 0; i < b->naggs; i++)
-        days[n++] = b->aggs[i].ts / PGS_PARTITION_NS;
-    qsort(days, n, sizeof *days, cmp_i64);
+    for (size_t i = 0; i < b->naggs; i++) {
+        const struct ga_agg *a = &b->aggs[i];
+        struct pgs_part p = { a->granularity_ns, a->ts / pgs_partition_width(a->granularity_ns) };
+        if (!n || part_cmp(&parts[n - 1], &p) != 0)
+            parts[n++] = p;
+    }
+    qsort(parts, n, sizeof *parts, part_cmp);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
-        if (!u || days[u - 1] != days[i])
-            days[u++] = days[i];
-    int rc = ensure_days(tc, days, u, created, err, errlen);
-    free(days);
+        if (!u || part_cmp(&parts[u - 1], &parts[i]) != 0)
+            parts[u++] = parts[i];
+    int rc = ensure_parts(tc, parts, u, created, err, errlen);
+    free(parts);
     return rc;
 }
 
-static void copy_row(struct pgu_buf *cb, const struct ga_agg *a)
+/* ---- method sets ----------------------------------------------------------- */
+
+/* End of the bucket starting at aggs[i]: the rows of one (metric,
+ * granularity, ts) are adjacent, methods ascending (pgb_sort). */
+static size_t bucket_end(const struct pgb_batch *b, size_t i)
+{
+    const struct ga_agg *a = &b->aggs[i];
+    size_t j = i + 1;
+    while (j < b->naggs && b->aggs[j].metric == a->metric && b->aggs[j].ts == a->ts &&
+           b->aggs[j].granularity_ns == a->granularity_ns)
+        j++;
+    return j;
+}
+
+static uint64_t mset_hash(const struct ga_agg *a, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ a[i].method) * 1099511628211ULL;
+    return h ^ n;
+}
+
+/* The id of the method set of rows a[0..n), or -1 when not known. */
+static int32_t mset_find(const struct pgt_conn *tc, uint64_t h, const struct ga_agg *a, size_t n)
+{
+    for (size_t i = 0; i < tc->nmsets; i++) {
+        const struct pgt_mset *s = &tc->msets[i];
+        if (s->hash != h || s->n != n)
+            continue;
+        size_t k = 0;
+        while (k < n && s->m[k] == a[k].method)
+            k++;
+        if (k == n)
+            return s->id;
+    }
+    return -1;
+}
+
+static int mset_add(struct pgt_conn *tc, uint64_t h, const struct ga_agg *a, size_t n, int32_t id)
+{
+    if (tc->nmsets == tc->cap_msets) {
+        size_t cap = tc->cap_msets ? tc->cap_msets * 2 : 16;
+        struct pgt_mset *v = realloc(tc->msets, cap * sizeof *v);
+        if (!v)
+            return GA_ENOMEM;
+        tc->msets = v;
+        tc->cap_msets = cap;
+    }
+    ga_method_t *m = malloc(n * sizeof *m);
+    if (!m)
+        return GA_ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        m[k] = a[k].method;
+    tc->msets[tc->nmsets++] = (struct pgt_mset){ h, id, (uint32_t)n, m };
+    return 0;
+}
+
+/* "{1,2,3}" for rows a[0..n) into buf. */
+static void mset_text(struct pgu_buf *buf, const struct ga_agg *a, size_t n)
+{
+    char one[16];
+    pgu_put(buf, "{", 1);
+    for (size_t k = 0; k < n; k++) {
+        int l = snprintf(one, sizeof one, "%s%u", k ? "," : "", (unsigned)a[k].method);
+        pgu_put(buf, one, (size_t)l);
+    }
+    pgu_put(buf, "}", 1);
+}
+
+static const char mset_insert_sql[] =
+    "INSERT INTO method_sets (methods) SELECT t::smallint[] FROM unnest($1::text[]) t\n"
+    "ON CONFLICT (methods) DO NOTHING";
+static const char mset_select_sql[] =
+    "SELECT w.i, s.id FROM unnest($1::text[]) WITH ORDINALITY w(t, i)\n"
+    "JOIN method_sets s ON s.methods = w.t::smallint[]";
+
+/* Give every method set of b an id, registering the new ones (each its
+ * own autocommit statement, before the flush transaction: a set, once
+ * there, is never removed). */
+static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, char *err, size_t errlen)
+{
+    size_t *first = NULL, nnew = 0, cap = 0;
+    struct pgu_buf arr = { 0 }, txt = { 0 };
+    int rc = 0;
+    for (size_t i = 0, j; i < b->naggs; i = j) {
+        j = bucket_end(b, i);
+        uint64_t h = mset_hash(&b->aggs[i], j - i);
+        if (mset_find(tc, h, &b->aggs[i], j - i) >= 0)
+            continue;
+        size_t k = 0;
+        for (; k < nnew; k++) {
+            size_t f = first[k], fe = bucket_end(b, f);
+            if (fe - f == j - i && mset_hash(&b->aggs[f], fe - f) == h) {
+                size_t x = 0;
+                while (x < j - i && b->aggs[f + x].method == b->aggs[i + x].method)
+                    x++;
+                if (x == j - i)
+                    break;
+            }
+        }
+        if (k < nnew)
+            continue;
+        if (nnew == cap) {
+            cap = cap ? cap * 2 : 16;
+            size_t *v = realloc(first, cap * sizeof *v);
+            if (!v) {
+                rc = GA_ENOMEM;
+                goto out;
+            }
+            first = v;
+        }
+        first[nnew++] = i;
+    }
+    if (!nnew)
+        goto out;
+    pgu_array_begin(&arr, PGU_TEXTOID, nnew);
+    for (size_t k = 0; k < nnew; k++) {
+        txt.len = 0;
+        mset_text(&txt, &b->aggs[first[k]], bucket_end(b, first[k]) - first[k]);
+        pgu_array_bytes(&arr, txt.p, txt.len);
+    }
+    if (arr.oom || txt.oom) {
+        rc = GA_ENOMEM;
+        goto out;
+    }
+    const char *vals[] = { (const char *)arr.p };
+    int lens[] = { (int)arr.len }, fmts[] = { 1 };
+    PGresult *r = PQexecParams(tc->c, mset_insert_sql, 1, NULL, vals, lens, fmts, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pgu_result_error(err, errlen, tc->c, r);
+        PQclear(r);
+        rc = fail_code(tc->c);
+        goto out;
+    }
+    PQclear(r);
+    r = PQexecParams(tc->c, mset_select_sql, 1, NULL, vals, lens, fmts, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || (size_t)PQntuples(r) != nnew) {
+        pgu_result_error(err, errlen, tc->c, r);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK)
+            snprintf(err, errlen, "method sets: %d of %zu registered", PQntuples(r), nnew);
+        PQclear(r);
+        rc = fail_code(tc->c);
+        goto out;
+    }
+    for (int row = 0; row < PQntuples(r) && !rc; row++) {
+        size_t k = (size_t)strtoull(PQgetvalue(r, row, 0), NULL, 10) - 1;
+        int32_t id = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
+        size_t f = first[k], n = bucket_end(b, f) - f;
+        rc = mset_add(tc, mset_hash(&b->aggs[f], n), &b->aggs[f], n, id);
+    }
+    PQclear(r);
+out:
+    if (rc == GA_ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    free(first);
+    pgu_buf_free(&arr);
+    pgu_buf_free(&txt);
+    return rc;
+}
+
+/* One bucket row: rows a[0..n) of one (metric, granularity, ts), their
+ * values as a float8[] in the order of method set mset. */
+static void copy_bucket(struct pgu_buf *cb, const struct ga_agg *a, size_t n, int32_t mset)
 {
     pgu_put_i16(cb, 5);
     pgu_put_i32(cb, 4);
     pgu_put_i32(cb, (int32_t)a->metric);
-    pgu_put_i32(cb, 2);
-    pgu_put_i16(cb, (int16_t)a->method);
+    pgu_put_i32(cb, 4);
+    pgu_put_i32(cb, mset);
     pgu_put_i32(cb, 8);
     pgu_put_i64(cb, a->granularity_ns);
     pgu_put_i32(cb, 8);
     pgu_put_i64(cb, a->ts);
-    pgu_put_i32(cb, 8);
-    pgu_put_f64(cb, a->value);
+    pgu_put_i32(cb, (int32_t)(20 + 12 * n));        /* the array, binary */
+    pgu_put_i32(cb, 1);                             /* ndim */
+    pgu_put_i32(cb, 0);                             /* no NULLs */
+    pgu_put_i32(cb, PGU_FLOAT8OID);
+    pgu_put_i32(cb, (int32_t)n);
+    pgu_put_i32(cb, 1);                             /* lower bound */
+    for (size_t k = 0; k < n; k++) {
+        pgu_put_i32(cb, 8);
+        pgu_put_f64(cb, a[k].value);
+    }
 }
 
-static const char copy_stage_sql[] = "COPY gpuagg_stage_aggs FROM STDIN (FORMAT binary)";
+static const char copy_stage_sql[] = "COPY gpuagg_stage_buckets FROM STDIN (FORMAT binary)";
 static const char copy_fresh_sql[] =
-    "COPY aggregates (metric, method, granularity, ts, value) FROM STDIN (FORMAT binary)";
+    "COPY buckets (metric, mset, granularity, ts, vals) FROM STDIN (FORMAT binary)";
 
-/* COPY the aggs i of b with fresh[i] == want (every one when fresh is NULL)
- * with `sql` (inside the open transaction).  *unique is set when the COPY
- * failed on a primary-key violation (SQLSTATE 23505). */
-static int copy_aggs(PGconn *c, const char *sql, const struct pgb_batch *b, const uint8_t *fresh,
-                     uint8_t want, int *unique, char *err, size_t errlen)
+/* COPY the buckets of b whose first row i has fresh[i] == want (every one
+ * when fresh is NULL) with `sql` (inside the open transaction); *nrows
+ * gets the bucket rows sent.  *unique is set when the COPY failed on a
+ * primary-key violation (SQLSTATE 23505). */
+static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batch *b,
+                     const uint8_t *fresh, uint8_t want, size_t *nrows, int *unique, char *err,
+                     size_t errlen)
 {
     static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
+    PGconn *c = tc->c;
     struct pgu_buf cb = { 0 };
     int rc = GA_EDB;
     *unique = 0;
+    *nrows = 0;
     PGresult *r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         pgu_result_error(err, errlen, c, r);
@@ -242,11 +425,26 @@ static int copy_aggs(PGconn *c, const char *sql, const struct pgb_batch *b, cons
     }
     pgu_buf_reserve(&cb, COPY_CHUNK + 64);
     pgu_put(&cb, header, sizeof header);
-    for (size_t i = 0; i < b->naggs; i++) {
-        if (!fresh || fresh[i] == want)
-            copy_row(&cb, &b->aggs[i]);
-        if (cb.len >= COPY_CHUNK || i + 1 == b->naggs) {
-            if (i + 1 == b->naggs)
+    int32_t last_id = -1;
+    uint64_t last_h = 0;
+    size_t last_n = 0;
+    for (size_t i = 0, j; i < b->naggs; i = j) {
+        j = bucket_end(b, i);
+        if (!fresh || fresh[i] == want) {
+            uint64_t h = mset_hash(&b->aggs[i], j - i);
+            int32_t id = h == last_h && j - i == last_n ? last_id
+                                                        : mset_find(tc, h, &b->aggs[i], j - i);
+            if (id < 0) {
+                PQputCopyEnd(c, "method set not registered");
+                snprintf(err, errlen, "method set of metric %u not registered", b->aggs[i].metric);
+                goto drain;
+            }
+            last_id = id, last_h = h, last_n = j - i;
+            copy_bucket(&cb, &b->aggs[i], j - i, id);
+            (*nrows)++;
+        }
+        if (cb.len >= COPY_CHUNK || j == b->naggs) {
+            if (j == b->naggs)
                 pgu_put_i16(&cb, -1);
             if (cb.oom) {
                 PQputCopyEnd(c, "out of memory");
@@ -258,6 +456,14 @@ static int copy_aggs(PGconn *c, const char *sql, const struct pgb_batch *b, cons
                 goto drain;
             }
             cb.len = 0;
+        }
+    }
+    if (!b->naggs) {
+        pgu_put_i16(&cb, -1);
+        if (cb.oom || PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
+            PQputCopyEnd(c, "out of memory");
+            snprintf(err, errlen, "out of memory");
+            goto drain;
         }
     }
     if (PQputCopyEnd(c, NULL) != 1) {
@@ -459,18 +665,19 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int64_t t0, struct pg
     return failed ? fail_code(c) : 0;
 }
 
-/* The fresh rows of b (pg_fresh.h) straight into aggregates, under a
- * savepoint.  Returns 0 with *nfresh rows written (fresh[] cleared when a
- * row turned out to exist: the savepoint was rolled back and every row goes
- * through the upsert), or an error of the transaction. */
-static int copy_fresh(PGconn *c, const struct pgb_batch *b, uint8_t *fresh, size_t *nfresh,
-                      struct pgt_timing *t, char *err, size_t errlen)
+/* The fresh buckets of b (pg_fresh.h) straight into buckets, under a
+ * savepoint.  Returns 0 with *nfresh bucket rows written (fresh[] cleared
+ * when one turned out to exist: the savepoint was rolled back and every
+ * bucket goes through the upsert), or an error of the transaction. */
+static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *fresh,
+                      size_t *nfresh, struct pgt_timing *t, char *err, size_t errlen)
 {
+    PGconn *c = tc->c;
     int unique, rc;
     int64_t t0 = ga_now_mono_ns();
     if ((rc = pgu_exec(c, "SAVEPOINT gpuagg_fresh", err, errlen)) < 0)
         return rc;
-    rc = copy_aggs(c, copy_fresh_sql, b, fresh, 1, &unique, err, errlen);
+    rc = copy_aggs(tc, copy_fresh_sql, b, fresh, 1, nfresh, &unique, err, errlen);
     if (rc == 0) {
         rc = pgu_exec(c, "RELEASE SAVEPOINT gpuagg_fresh", err, errlen);
     } else if (unique && PQstatus(c) == CONNECTION_OK) {
@@ -495,13 +702,14 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
     int n = 0, rc, unique;
     int64_t t0 = ga_now_mono_ns(), t1;
     uint8_t *fresh = NULL;
-    size_t nfresh = 0;
+    size_t nfresh = 0, nstaged = 0, fresh_rows = 0;
     memset(t, 0, sizeof *t);
     if (!c) {
         snprintf(err, errlen, "not connected");
         return GA_EIO;
     }
-    if ((rc = batch_days(tc, b, &t->partitions_created, err, errlen)) < 0)
+    if ((rc = batch_parts(tc, b, &t->partitions_created, err, errlen)) < 0 ||
+        (rc = ensure_msets(tc, b, err, errlen)) < 0)
         goto out;
     t->partitions_ms = ms_since(t0);
     if (hw && hw->n && b->naggs) {
@@ -511,19 +719,21 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
             goto out;
         }
         for (size_t i = 0; i < b->naggs; i++)
-            nfresh += fresh[i] = (uint8_t)pgf_fresh(hw, &b->aggs[i]);
+            fresh_rows += fresh[i] = (uint8_t)pgf_fresh(hw, &b->aggs[i]);
     }
     if ((rc = pgu_exec(c, "BEGIN", err, errlen)) < 0)
         goto fail;
-    if (nfresh && (rc = copy_fresh(c, b, fresh, &nfresh, t, err, errlen)) < 0)
+    if (fresh_rows && (rc = copy_fresh(tc, b, fresh, &nfresh, t, err, errlen)) < 0)
         goto fail;
     t->rows_fresh = nfresh;
     t1 = ga_now_mono_ns();
-    if (b->naggs > nfresh &&
-        (rc = copy_aggs(c, copy_stage_sql, b, nfresh ? fresh : NULL, 0, &unique, err, errlen)) < 0)
+    if (b->naggs && (!fresh_rows || t->fresh_fallback || fresh_rows < b->naggs) &&
+        (rc = copy_aggs(tc, copy_stage_sql, b, nfresh ? fresh : NULL, 0, &nstaged, &unique, err,
+                        errlen)) < 0)
         goto fail;
     t->copy_ms = ms_since(t1);
-    n = build_steps(b, b->naggs - nfresh, batch_id, st);
+    t->rows = nfresh + nstaged;
+    n = build_steps(b, nstaged, batch_id, st);
     rc = run_pipeline(c, st, n, ga_now_mono_ns(), t, err, errlen);
     if (rc == 0)
         goto out;
@@ -537,7 +747,7 @@ fail:
         rc = fail_code(c);
     /* A failure may come from a partition dropped behind our back: forget
      * the cache so the next attempt checks again. */
-    tc->ndays = 0;
+    tc->nparts = 0;
 out:
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 4; k++)
@@ -548,49 +758,47 @@ out:
 }
 
 static const char high_water_sql[] =
-    "SELECT u.m, u.g, x.ts FROM unnest($1::int4[], $2::int4[], $3::int8[]) u(m, k, g),\n"
-    "LATERAL (SELECT ts FROM aggregates a WHERE a.metric = u.m AND a.method = u.k\n"
-    "         AND a.granularity = u.g ORDER BY ts DESC LIMIT 1) x";
+    "SELECT u.m, u.g, x.ts FROM unnest($1::int4[], $2::int8[]) u(m, g),\n"
+    "LATERAL (SELECT ts FROM buckets b WHERE b.metric = u.m AND b.granularity = u.g\n"
+    "         ORDER BY ts DESC LIMIT 1) x";
 
 int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs, struct pgf_map *hw,
                    char *err, size_t errlen)
 {
-    struct pgu_buf p[3] = { { 0 } };
+    struct pgu_buf p[2] = { { 0 } };
     size_t n = 0;
     int rc = 0;
-    /* aggs are sorted by (day, metric, method, granularity, ts): distinct
-     * triples are runs (a triple spanning days repeats; harmless). */
+    /* aggs are sorted by (granularity, partition, metric, ts, method):
+     * distinct pairs are runs (a pair spanning partitions repeats;
+     * harmless). */
     for (int pass = 0; pass < 2; pass++) {
         size_t k = 0;
         for (size_t i = 0; i < naggs; i++) {
             const struct ga_agg *a = &aggs[i], *q = i ? &aggs[i - 1] : NULL;
-            if (q && q->metric == a->metric && q->method == a->method &&
-                q->granularity_ns == a->granularity_ns)
+            if (q && q->metric == a->metric && q->granularity_ns == a->granularity_ns)
                 continue;
             if (pass) {
                 pgu_array_i32(&p[0], (int32_t)a->metric);
-                pgu_array_i32(&p[1], (int32_t)a->method);
-                pgu_array_i64(&p[2], a->granularity_ns);
+                pgu_array_i64(&p[1], a->granularity_ns);
             }
             k++;
         }
         if (!pass) {
             n = k;
             pgu_array_begin(&p[0], PGU_INT4OID, n);
-            pgu_array_begin(&p[1], PGU_INT4OID, n);
-            pgu_array_begin(&p[2], PGU_INT8OID, n);
+            pgu_array_begin(&p[1], PGU_INT8OID, n);
         }
     }
     if (!n)
         goto out;
-    if (p[0].oom || p[1].oom || p[2].oom) {
+    if (p[0].oom || p[1].oom) {
         snprintf(err, errlen, "out of memory");
         rc = GA_ENOMEM;
         goto out;
     }
-    const char *vals[3] = { (const char *)p[0].p, (const char *)p[1].p, (const char *)p[2].p };
-    int lens[3] = { (int)p[0].len, (int)p[1].len, (int)p[2].len }, fmts[3] = { 1, 1, 1 };
-    PGresult *r = PQexecParams(tc->c, high_water_sql, 3, NULL, vals, lens, fmts, 1);
+    const char *vals[2] = { (const char *)p[0].p, (const char *)p[1].p };
+    int lens[2] = { (int)p[0].len, (int)p[1].len }, fmts[2] = { 1, 1 };
+    PGresult *r = PQexecParams(tc->c, high_water_sql, 2, NULL, vals, lens, fmts, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         pgu_result_error(err, errlen, tc->c, r);
         rc = fail_code(tc->c);
@@ -604,7 +812,7 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs,
     }
     PQclear(r);
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         pgu_buf_free(&p[i]);
     return rc;
 }
@@ -612,19 +820,18 @@ out:
 int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
                  char *err, size_t errlen)
 {
-    int64_t days[64];
-    int n = 0, rc;
+    int rc;
     *created = *dropped = 0;
     if (ahead_days > 62)
         ahead_days = 62;
-    for (int64_t d = now_ns / PGS_PARTITION_NS; n <= ahead_days; d++)
-        days[n++] = d;
     if ((rc = pgs_retention(tc->c, now_ns, err, errlen)) < 0)
         return fail_code(tc->c);
     *dropped = rc;
     if (rc > 0)
-        tc->ndays = 0;
-    if ((rc = ensure_days(tc, days, (size_t)n, created, err, errlen)) < 0)
-        return rc;
+        tc->nparts = 0;
+    if ((rc = pgs_ensure_ahead(tc->c, now_ns, (int64_t)ahead_days * PGS_DAY_NS, err,
+                               errlen)) < 0)
+        return fail_code(tc->c);
+    *created = rc;
     return 0;
 }

@@ -14,11 +14,22 @@
 
 #include "storage/pg_batch.h"
 #include "storage/pg_fresh.h"
+#include "storage/pg_schema.h"
+
+/* A method set (method_sets row) this connection has seen. */
+struct pgt_mset {
+    uint64_t hash;
+    int32_t id;
+    uint32_t n;
+    ga_method_t *m;                  /* ascending, owned */
+};
 
 struct pgt_conn {
     PGconn *c;                       /* NULL when not connected */
-    int64_t *days;                   /* partitions known to exist, sorted */
-    size_t ndays, cap_days;
+    struct pgs_part *parts;          /* partitions known to exist, sorted */
+    size_t nparts, cap_parts;
+    struct pgt_mset *msets;          /* method sets known, by id lookup (few) */
+    size_t nmsets, cap_msets;
 };
 
 /* The database's checkpoint row. */
@@ -29,7 +40,8 @@ struct pgt_checkpoint {
 struct pgt_timing {
     double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;
     int partitions_created;
-    size_t rows_fresh;               /* rows COPYed straight into aggregates */
+    size_t rows;                     /* bucket rows written */
+    size_t rows_fresh;               /* of which COPYed straight into buckets */
     int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
 };
 

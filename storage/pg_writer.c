@@ -252,6 +252,7 @@ static int write_batch(struct pgw *w)
     struct pgw_status *st = &w->st;
     st->transactions++;
     st->rows_committed += w->flushing.naggs;
+    st->buckets_committed += t.rows;
     st->late_committed += w->flushing.nlate;
     st->windows_committed += w->flushing.nwindows;
     st->defs_committed += w->flushing.ndefs;

@@ -116,14 +116,16 @@ struct pgw_status {
     uint64_t lag_lsn;                 /* submitted_lsn - max(committed_lsn, lsn_floor) */
     uint64_t pending_rows;            /* coalesced rows not yet committed */
     uint64_t pending_units;
-    uint64_t rows_committed, late_committed, windows_committed, defs_committed;
+    uint64_t rows_committed;          /* method values (one per method of a bucket) */
+    uint64_t buckets_committed;       /* bucket rows written (each holds several values) */
+    uint64_t late_committed, windows_committed, defs_committed;
     uint64_t transactions, retries, connects, units_skipped, busy_refusals;
     uint64_t partitions_created, partitions_dropped;
     uint64_t last_rows;               /* rows of the last transaction */
     double last_flush_ms;             /* its wall time, and the parts: */
     double last_copy_ms, last_upsert_ms, last_commit_ms;
     double last_fresh_ms;             /* its direct COPY of fresh buckets */
-    uint64_t rows_fresh;              /* rows COPYed straight into aggregates */
+    uint64_t rows_fresh;              /* bucket rows COPYed straight into buckets */
     uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
 };
 

@@ -40,7 +40,7 @@ struct unit {
 static void make_unit(struct unit *x, int i)
 {
     uint64_t s = seed + (uint64_t)i * 7919;
-    int64_t today = ga_now_real_ns() / PGS_PARTITION_NS;
+    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
     for (int k = 0; k < PER; k++) {
         x->aggs[k] = rnd_agg(&s, (uint32_t)(rnd_next(&s) % NM), pol, today - 1, 2);
         x->aggs[k].ts = x->aggs[k].ts / (3600LL * 1000000000) * (3600LL * 1000000000);
@@ -229,14 +229,14 @@ static void test_partition_dropped_behind_back(void)
      * cache says they exist, the first attempt fails inside the pipeline,
      * rolls back, and the retry creates them again. */
     PGconn *c = pgenv_connect(&env);
-    PGresult *r = PQexec(c, "SELECT name FROM aggregate_partitions");
+    PGresult *r = PQexec(c, "SELECT name FROM bucket_partitions");
     for (int i = 0; i < PQntuples(r); i++) {
         char sql[256];
         snprintf(sql, sizeof sql, "DROP TABLE %s", PQgetvalue(r, i, 0));
         CHECK_INT(pg_cmd(c, sql), 0);
     }
     PQclear(r);
-    CHECK_INT(pg_cmd(c, "DELETE FROM aggregate_partitions"), 0);
+    CHECK_INT(pg_cmd(c, "DELETE FROM bucket_partitions"), 0);
     PQfinish(c);
     struct pgw_status st0, st;
     pgw_get_status(w, &st0);

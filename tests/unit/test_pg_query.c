@@ -57,7 +57,7 @@ static void populate(void)
     struct pgw_metric_def defs[NM];
     struct pgw_count counts[NM];
     struct pgw_window pw[NM];
-    int64_t today = ga_now_real_ns() / PGS_PARTITION_NS;
+    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
     for (int i = 0; i < NM; i++) {
         snprintf(names[i], sizeof names[i], "host%d.cpu", i);
         defs[i] = (struct pgw_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
@@ -66,7 +66,7 @@ static void populate(void)
         wins[i].n = n;
         wins[i].ts = malloc((n + 1) * 8);
         wins[i].value = malloc((n + 1) * 8);
-        int64_t t = today * PGS_PARTITION_NS;
+        int64_t t = today * PGS_DAY_NS;
         for (size_t k = 0; k < n; k++) {
             t += 1 + (int64_t)(rnd_next(&s) % 5000000000ULL);
             wins[i].ts[k] = t;

@@ -14,7 +14,7 @@
 #include "tests/unit/harness.h"
 #include "tests/unit/test_pg_env.h"
 
-#define DAY_NS PGS_PARTITION_NS
+#define DAY_NS PGS_DAY_NS
 
 static struct pgenv env;
 static uint64_t seed;
@@ -43,16 +43,17 @@ static void test_migrations_idempotent(void)
               applied);
     CHECK_INT(PQtransactionStatus(c), PQTRANS_IDLE);
     /* every table of docs/STORAGE.md */
-    static const char *const names[] = { "metrics", "archive_policies", "aggregates", "late_points",
-                                         "checkpoints", "metric_windows", "methods",
-                                         "aggregate_partitions", "gpuagg_measures" };
+    static const char *const names[] = { "metrics", "archive_policies", "buckets", "aggregates",
+                                         "late_points", "checkpoints", "metric_windows", "methods",
+                                         "method_sets", "bucket_partitions", "gpuagg_measures" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char sql[128];
         snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_class WHERE relname = '%s'", names[i]);
         CHECK_INT(pg_scalar(c, sql), 1);
     }
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_partitioned_table p JOIN pg_class c "
-                           "ON c.oid = p.partrelid WHERE c.relname = 'aggregates' AND p.partstrat = 'r'"), 1);
+                           "ON c.oid = p.partrelid WHERE c.relname = 'buckets' AND p.partstrat = 'r' "
+                           "AND p.partnatts = 2"), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM checkpoints"), 1);
     PQfinish(c);
 }
@@ -64,23 +65,66 @@ static void test_v2_alters_existing_partitions(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version());
-    int64_t days[3] = { 20000, 20001, 20002 };
-    CHECK_INT(pgs_ensure_partitions(c, days, 3, err, sizeof err), 3);
-    /* back to what migration 1 left: 80 on every partition, no v2 row */
-    pg_cmd(c, "DO $$ DECLARE r record; BEGIN FOR r IN SELECT name FROM aggregate_partitions LOOP "
-              "EXECUTE format('ALTER TABLE %I SET (fillfactor = 80)', r.name); END LOOP; END $$");
-    pg_cmd(c, "DELETE FROM gpuagg_migrations WHERE version >= 2");
+    CHECK_INT(pgs_migrate_to(c, 1, err, sizeof err), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
+                           "FROM unnest(ARRAY[20000, 20001, 20002]::int8[]) d"), 3);
     const char *ff50 = "SELECT count(*) FROM aggregate_partitions p JOIN pg_class c ON c.relname = "
                        "p.name WHERE 'fillfactor=50' = ANY (c.reloptions)";
     CHECK_INT(pg_scalar(c, ff50), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version() - 1);   /* v2 and on */
+    CHECK_INT(pgs_migrate_to(c, 2, err, sizeof err), 1);          /* one step: v2 */
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"), 3);
     CHECK_INT(pg_scalar(c, ff50), 3);
-    int64_t later = 20003;
-    CHECK_INT(pgs_ensure_partitions(c, &later, 1, err, sizeof err), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
+                           "FROM unnest(ARRAY[20003]::int8[]) d"), 1);
     CHECK_INT(pg_scalar(c, ff50), 4);
+    PQfinish(c);
+}
+
+/* Migration 4 on a database v3 left, with rows in its per-method table:
+ * every stored value comes back from the aggregates view, the measures
+ * view answers as before, and the writer goes on upserting into it. */
+static void test_v4_moves_rows(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 3, err, sizeof err), 3);
+    int64_t today = ga_now_real_ns() / DAY_NS, g = 60LL * 1000000000;
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
+                              "FROM unnest(ARRAY[%lld, %lld]::int8[]) d",
+             (long long)today - 1, (long long)today);
+    CHECK_INT(pg_scalar(c, sql), 2);
+    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
+                        "VALUES ('p', 0, '[{\"granularity_ns\": 60000000000, \"timespan_ns\": 0, "
+                        "\"points\": 0}, {\"granularity_ns\": 3600000000000, \"timespan_ns\": 0, "
+                        "\"points\": 0}]', '{mean,max,rate:sum}')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) VALUES (0, 'a', 'p'), (1, 'b', 'p')"), 0);
+    /* 2 metrics x 2 granularities x 20 buckets, 3 methods; some buckets lack rate:sum */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO aggregates SELECT m, k, gr, %lld * 86400000000000 + i * gr, "
+             "m * 1000 + k + i / 7.0 FROM generate_series(0, 1) m, unnest(ARRAY[1, 4, %d]) k, "
+             "unnest(ARRAY[%lld, 3600000000000]::int8[]) gr, generate_series(0, 19) i "
+             "WHERE k <> %d OR i %% 5 <> 0",
+             (long long)today - 1, GA_M_RATE | GA_M_SUM, (long long)g, GA_M_RATE | GA_M_SUM);
+    CHECK_INT(pg_cmd(c, sql), 0);
+    long long values = pg_scalar(c, "SELECT count(*) FROM aggregates");
+    CHECK_INT(values, 2 * 2 * 20 * 3 - 2 * 2 * 4);
+    pg_cmd(c, "CREATE TABLE before AS SELECT * FROM aggregates");
+    pg_cmd(c, "CREATE TABLE before_view AS SELECT * FROM gpuagg_measures");
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version() - 3);
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), values);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before EXCEPT "
+                           "SELECT * FROM aggregates) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM buckets"), 2 * 2 * 20);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM method_sets"), 2);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM before_view"),
+              pg_scalar(c, "SELECT count(*) FROM gpuagg_measures"));
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before_view EXCEPT "
+                           "SELECT * FROM gpuagg_measures) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class WHERE relname = 'aggregate_partitions'"), 0);
     PQfinish(c);
 }
 
@@ -139,8 +183,8 @@ static void test_retention(void)
     uint64_t s = seed;
     reset_db(c);
     CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version());
-    /* a policy reaching 10 days (+ its largest granularity, 1 day) and one
-     * reaching 3 days: the longer one rules */
+    /* each archive keeps its own reach: 1 h rows 10 days (+ 1 h), 1 min
+     * rows 3 days (+ 1 min); partitions of 10 days and 1 day */
     struct ga_policy p10 = { .name = "ten-days", .back_window = 0 }, p3 = { .name = "three-days" };
     static const char *const mean[] = { "mean" };
     ga_policy_add_def(&p10, 3600LL * 1000000000, 10 * DAY_NS, 0, NULL);
@@ -151,33 +195,48 @@ static void test_retention(void)
     int64_t now = ga_now_real_ns(), today = now / DAY_NS;
     write_days(&p10, 0, "ten", today - 20, 21, &s);
     write_days(&p3, 1, "three", today - 20, 21, &s);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"), 21);
+    const int64_t gs[2] = { 3600LL * 1000000000, 60LL * 1000000000 };
+    const int64_t reach[2] = { 10 * DAY_NS + gs[0], 3 * DAY_NS + gs[1] };
+    long long parts = 0, drop = 0, kept[2] = { 0, 0 }, dropped_each[2] = { 0, 0 };
+    for (int a = 0; a < 2; a++) {
+        int64_t w = pgs_partition_width(gs[a]), last = -1;
+        for (int64_t d = today - 20; d <= today; d++) {
+            int64_t p = (d * DAY_NS + DAY_NS / 2 / gs[a] * gs[a]) / w;
+            int gone = (p + 1) * w <= now - reach[a];
+            if (p != last) {
+                parts++;
+                drop += gone;
+                dropped_each[a] += gone;
+                last = p;
+            }
+            kept[a] += !gone;
+        }
+    }
+    CHECK(pgs_partition_width(gs[0]) == 10 * DAY_NS && pgs_partition_width(gs[1]) == DAY_NS);
+    CHECK(dropped_each[0] >= 1 && dropped_each[1] >= 15);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), parts);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 42);
-    /* reach = 10 days + 1 day: partitions ending at or before now - 11 days go */
-    int64_t reach = 11 * DAY_NS;
-    long long expect_drop = 0;
-    for (int64_t d = today - 20; d <= today; d++)
-        expect_drop += (d + 1) * DAY_NS <= now - reach;
-    CHECK(expect_drop >= 9);
-    CHECK_INT(pgs_retention(c, now, err, sizeof err), expect_drop);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"), 21 - expect_drop);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 2 * (21 - expect_drop));
+    CHECK_INT(pgs_retention(c, now, err, sizeof err), drop);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), parts - drop);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 0"), kept[0]);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 1"), kept[1]);
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM aggregates WHERE ts < %lld",
-             (long long)((now - reach) / DAY_NS * DAY_NS));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM aggregates WHERE metric = 1 AND ts < %lld",
+             (long long)((now - reach[1]) / DAY_NS * DAY_NS));
     CHECK_INT(pg_scalar(c, sql), 0);
-    /* the newest dropped day had rows (so the check above means something) */
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 0"), 21 - expect_drop);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent "
-                           "WHERE p.relname = 'aggregates'"), 21 - expect_drop);
+                           "WHERE p.relname = 'buckets'"), parts - drop);
     /* idempotent */
     CHECK_INT(pgs_retention(c, now, err, sizeof err), 0);
-    /* an unbounded policy in use keeps everything */
+    /* an unbounded archive in use keeps its own rows; the others go by
+     * their reach */
     struct ga_policy forever = { .name = "forever" };
     ga_policy_add_def(&forever, DAY_NS, 0, 0, NULL);
     ga_policy_methods_from_list(&forever, mean, 1, NULL);
     write_days(&forever, 2, "forever", today - 5, 1, &s);
-    CHECK_INT(pgs_retention(c, now + 100 * DAY_NS, err, sizeof err), 0);
+    CHECK_INT(pgs_retention(c, now + 100 * DAY_NS, err, sizeof err), parts - drop);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 2"), 1);
     PQfinish(c);
 }
 
@@ -186,22 +245,33 @@ static void test_partitions_ahead(void)
     struct pgt_conn tc;
     struct pgt_checkpoint cp;
     char err[512] = "";
+    uint64_t s = seed;
     PGconn *c = pgenv_connect(&env);
     reset_db(c);
     CHECK_INT(pgt_open(&tc, env.conninfo, &cp, err, sizeof err), 0);
     int created, dropped;
     int64_t now = ga_now_real_ns();
+    /* nothing written yet: no archive to create partitions for */
     CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
-    CHECK_INT(created, 4);
+    CHECK_INT(created, 0);
+    pgt_close(&tc);
+    struct ga_policy p = { .name = "minutes" };
+    static const char *const mean[] = { "mean" };
+    ga_policy_add_def(&p, 60LL * 1000000000, 30 * DAY_NS, 0, NULL);
+    ga_policy_methods_from_list(&p, mean, 1, NULL);
+    write_days(&p, 0, "m", now / DAY_NS, 1, &s);
+    CHECK_INT(pgt_open(&tc, env.conninfo, &cp, err, sizeof err), 0);
+    CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
+    CHECK_INT(created, 3);
     CHECK_INT(dropped, 0);
     CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
     CHECK_INT(created, 0);
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM aggregate_partitions WHERE from_ns >= %lld",
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM bucket_partitions WHERE from_ns >= %lld",
              (long long)(now / DAY_NS * DAY_NS));
     CHECK_INT(pg_scalar(c, sql), 4);
-    /* the partition name is its UTC day */
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions WHERE name = 'aggregates_' || "
+    /* the partition name is its archive and its first UTC day */
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions WHERE name = 'buckets_60000000000_' || "
                            "to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')"), 1);
     pgt_close(&tc);
     PQfinish(c);
@@ -218,6 +288,7 @@ void run_tests(void)
         return;
     RUN(test_migrations_idempotent);
     RUN(test_v2_alters_existing_partitions);
+    RUN(test_v4_moves_rows);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);

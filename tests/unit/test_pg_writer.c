@@ -82,7 +82,7 @@ static void test_round_trip_random(void)
     struct pgw *w;
     struct pgw_opts o = opts(&k);
     CHECK_INT(pgw_start(&w, &o), 0);
-    int64_t today = ga_now_real_ns() / PGS_PARTITION_NS;
+    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
     struct ga_agg *all = malloc(NUNITS * PER * sizeof *all);
     struct ga_agg *packed = malloc(2 * PER * sizeof *packed);
     size_t nall = 0, nwide = 0;
@@ -142,8 +142,8 @@ static void test_round_trip_random(void)
     CHECK_INT(st.rows_committed >= nw, 1);
     CHECK(nwide > 0);
     /* the rows went to several daily partitions */
-    CHECK(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions") >= 5);
-    CHECK(pg_scalar(c, "SELECT count(DISTINCT tableoid) FROM aggregates") >= 5);
+    CHECK(pg_scalar(c, "SELECT count(*) FROM bucket_partitions") >= 5);
+    CHECK(pg_scalar(c, "SELECT count(DISTINCT tableoid) FROM buckets") >= 5);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 1000 + (NUNITS - 1) * 10);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), NM);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics WHERE name LIKE 'm%/\xc3\xa9'"), NM);
@@ -395,7 +395,7 @@ static void test_replay_skips_committed(void)
 static size_t step_rows(struct ga_agg *a, int nm, int64_t b, double base)
 {
     const struct ga_policy *p = pols[1];
-    int64_t g = p->defs[0].granularity_ns, day0 = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
+    int64_t g = p->defs[0].granularity_ns, day0 = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
     size_t n = 0;
     for (int m = 0; m < nm; m++)
         for (int k = 0; k < 3 && k < p->nmethods; k++)
@@ -411,7 +411,7 @@ static int submit_flush(struct pgw *w, struct ga_agg *a, size_t n, uint64_t lsn,
     return rc ? rc : pgw_flush_sync(w, 20000);
 }
 
-/* Buckets newer than the high water go straight into aggregates
+/* Buckets newer than the high water go straight into buckets
  * (pg_fresh.h): the writer learns a pair's high water from the database
  * before its first flush, raises it as it commits, and when a "fresh" row
  * exists after all (written behind its back) falls back to the upsert,
@@ -430,7 +430,7 @@ static void test_fresh_buckets_and_fallback(void)
     struct pgw_opts o = opts(NULL);
     o.flush_interval_ms = 60000;
     struct pgw_status st;
-    int64_t day0 = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
+    int64_t day0 = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
     int64_t g = pols[1]->defs[0].granularity_ns;
 
     /* writer 1 on an empty database: buckets 0..4 and 20, all new */
@@ -438,7 +438,7 @@ static void test_fresh_buckets_and_fallback(void)
     size_t n = step_rows(a, NM, 0, 1.0);
     CHECK_INT(submit_flush(w, a, n, 10, defs, NM), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, n);                 /* the database had none: COPYed */
+    CHECK_INT(st.rows_fresh, n / 3);             /* the database had none: COPYed (a row a bucket) */
     for (int b = 1; b <= 4; b++) {
         n = step_rows(a, NM, b, 1.0);
         CHECK_INT(submit_flush(w, a, n, 10 + (uint64_t)b, NULL, 0), 0);
@@ -446,12 +446,12 @@ static void test_fresh_buckets_and_fallback(void)
     n = step_rows(a, NM, 20, 1.0);
     CHECK_INT(submit_flush(w, a, n, 20, NULL, 0), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, 6 * n);
+    CHECK_INT(st.rows_fresh, 6 * n / 3);
     /* bucket 4 again (an open bucket re-written): below the high water */
     n = step_rows(a, NM, 4, 100.0);
     CHECK_INT(submit_flush(w, a, n, 21, NULL, 0), 0);
     pgw_get_status(w, &st);
-    CHECK_INT(st.rows_fresh, 6 * n);
+    CHECK_INT(st.rows_fresh, 6 * n / 3);
     CHECK_INT(st.fresh_fallbacks, 0);
     CHECK_INT(pgw_stop(w, 10000), 0);
 
@@ -467,8 +467,9 @@ static void test_fresh_buckets_and_fallback(void)
     /* a row written behind its back: bucket 30 of metric 7 */
     PGconn *c = pgenv_connect(&env);
     char q[512];
-    snprintf(q, sizeof q, "INSERT INTO aggregates VALUES (7, %d, %lld, %lld, -1)", (int)pols[1]->methods[0],
-             (long long)g, (long long)(day0 + 30 * g));
+    snprintf(q, sizeof q, "INSERT INTO method_sets (methods) VALUES ('{%d}') ON CONFLICT DO NOTHING; "
+             "INSERT INTO buckets SELECT 7, id, %lld, %lld, '{-1}' FROM method_sets WHERE methods = '{%d}'",
+             (int)pols[1]->methods[0], (long long)g, (long long)(day0 + 30 * g), (int)pols[1]->methods[0]);
     pg_cmd(c, q);
     n = step_rows(a, NM, 30, 500.0);             /* looks fresh, one row exists */
     CHECK_INT(submit_flush(w, a, n, 32, NULL, 0), 0);
@@ -481,7 +482,7 @@ static void test_fresh_buckets_and_fallback(void)
     CHECK_INT(submit_flush(w, a, n, 34, NULL, 0), 0);
     pgw_get_status(w, &st);
     CHECK_INT(st.fresh_fallbacks, 1);
-    CHECK_INT(st.rows_fresh, n);
+    CHECK_INT(st.rows_fresh, n / 3);
     CHECK_INT(st.committed_lsn, 34);
     CHECK_INT(pgw_stop(w, 10000), 0);
 
@@ -498,11 +499,11 @@ static void test_fresh_buckets_and_fallback(void)
         CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * want[k].v + 0.375) * 1000 + 0.5));
     }
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 34);
-    /* migration 2: partitions leave half of each page for HOT rewrites */
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class c JOIN aggregate_partitions p ON p.name = "
+    /* partitions leave half of each page for HOT rewrites */
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class c JOIN bucket_partitions p ON p.name = "
                            "c.relname WHERE 'fillfactor=50' = ANY (c.reloptions)"),
-              pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"));
-    CHECK(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions") >= 1);
+              pg_scalar(c, "SELECT count(*) FROM bucket_partitions"));
+    CHECK(pg_scalar(c, "SELECT count(*) FROM bucket_partitions") >= 1);
     PQfinish(c);
 }
 

@@ -239,7 +239,7 @@ int main(int argc, char **argv)
         snprintf(names[i], sizeof names[i], "bench.%u", i);
         defs[i] = (struct pgw_metric_def){ i, names[i], p };
     }
-    int64_t base = ga_now_real_ns() / PGS_PARTITION_NS * PGS_PARTITION_NS;
+    int64_t base = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
     printf("bench_pgw: rows=%" PRIu64 " metrics=%u unit_rows=%zu flush_rows=%d fsync=on\n", rows,
            nmetrics, unit_rows, flush_rows);
     double ins = 0, upd = 0;
