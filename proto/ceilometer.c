@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/ga_time.h"
 #include "proto/mp_frame.h"
 #include "proto/mp_util.h"
 #include "proto/pystr.h"
@@ -32,6 +33,7 @@ static const char *const reject_names[CEILO_NREASONS] = {
     [CEILO_BAD_SIGNATURE] = "bad_signature",
     [CEILO_BAD_TIMESTAMP] = "bad_timestamp",
     [CEILO_BAD_VALUE] = "bad_value",
+    [CEILO_OUT_OF_RANGE] = "out_of_range",
 };
 
 const char *ceilo_reject_name(int r)
@@ -280,6 +282,8 @@ static int extract(const msgpack_object *msg, struct ceilo_sample *out, char *er
     int64_t ns;
     if (rc || ceilo_parse_time(ts, nts, &ns) != 0)
         return reject(CEILO_BAD_TIMESTAMP, err, errlen, "timestamp is not ISO 8601 in 1677..2262");
+    if (ns > GA_TS_MAX)
+        return reject(CEILO_OUT_OF_RANGE, err, errlen, "timestamp after " GA_TS_MAX_TEXT);
 
     memcpy(out->metric, rid, nrid);
     out->metric[nrid] = '/';
