@@ -289,6 +289,9 @@ static int check_policies(const struct ga_config *c, char *err, size_t errlen)
         snprintf(k, sizeof k, "archive_policies[%d].back_window", i);
         if (p->back_window < 0)
             return verr(c, err, errlen, k, "%lld is negative", (long long)p->back_window);
+        const char *why;
+        if (ga_policy_check_range(p, &why) < 0)
+            return verr(c, err, errlen, k, "policy \"%s\": %s", p->name, why);
         snprintf(k, sizeof k, "archive_policies[%d].definition", i);
         if (p->ndefs < 1)
             return verr(c, err, errlen, k, "policy \"%s\" has no definition", p->name);

@@ -275,6 +275,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("engine.late.window", s->ew.late_window);
     KV("engine.late.before_epoch", s->ew.late_before_epoch);
     KV("engine.late.nonfinite", s->ew.late_nonfinite);
+    KV("engine.late.out_of_range", s->ew.late_out_of_range);
     KV("engine.replayed_records", s->ew.replayed_records);
     KV("engine.window_snapshots", s->ew.snapshots);
     KV("engine.gpu_failovers", s->ew.failover.failovers);

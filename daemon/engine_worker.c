@@ -274,6 +274,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
         w->st.late_window += r == GA_LATE_WINDOW;
         w->st.late_before_epoch += r == GA_LATE_BEFORE_EPOCH;
         w->st.late_nonfinite += r == GA_LATE_NONFINITE;
+        w->st.late_out_of_range += r == GA_LATE_OUT_OF_RANGE;
     }
     w->st.metrics = ga_metrics_count(w->metrics);
     pthread_mutex_unlock(&w->mu);

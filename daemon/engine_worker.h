@@ -47,7 +47,7 @@ struct ew_status {
     char load_error[256];
     uint64_t processed_lsn;           /* every record below is aggregated */
     uint64_t batches, points, aggs, late, metrics, snapshots, replayed_records;
-    uint64_t late_window, late_before_epoch, late_nonfinite;
+    uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
     int have_writer;
     struct pgw_status writer;
 };

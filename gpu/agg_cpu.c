@@ -103,7 +103,8 @@ static unsigned need_of(const ga_method_t *ms, int n)
 int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p)
 {
     if (p->ndefs < 1 || p->ndefs > GA_POLICY_MAX_DEFS || p->nmethods < 1 ||
-        p->nmethods > GA_POLICY_MAX_METHODS || p->back_window < 0)
+        p->nmethods > GA_POLICY_MAX_METHODS || p->back_window < 0 ||
+        ga_policy_check_range(p, NULL) < 0)
         return GA_EINVAL;
     memset(pol, 0, sizeof *pol);
     pol->p = *p;
@@ -246,7 +247,7 @@ static int cpu_window_put(struct ga_backend *b, uint32_t id, const struct ga_pol
     if (win->has_prev)
         return GA_EINVAL;                      /* carbonara keeps no point before the window */
     for (size_t i = 0; i < win->n; i++)
-        if (win->ts[i] < 0 || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
+        if (!GA_TS_IN_RANGE(win->ts[i]) || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
             return GA_EINVAL;
     int rc = cpu_metric_add(b, id, p);
     if (rc)

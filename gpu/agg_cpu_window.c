@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/ga_time.h"
 
 static int64_t bucket_of(int64_t ts, int64_t g)
 {
@@ -104,8 +105,10 @@ void agg_job_stage(struct agg_job *j, struct agg_stage *st, struct agg_scratch *
         int64_t t = ts[i];
         double v = val[i];
         uint8_t why = 0;
-        if (t < 0) {
+        if (t < GA_TS_MIN) {
             why = GA_LATE_BEFORE_EPOCH;
+        } else if (t > GA_TS_MAX) {
+            why = GA_LATE_OUT_OF_RANGE;
         } else if (!isfinite(v)) {
             why = GA_LATE_NONFINITE;
         } else {

@@ -207,7 +207,7 @@ int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_polic
 
 void eng_account_late(struct ga_engine *e, const struct ga_result *out, size_t from)
 {
-    uint64_t by[5] = { 0 };
+    uint64_t by[GA_LATE_OUT_OF_RANGE + 1] = { 0 };
     pthread_rwlock_rdlock(&e->route);     /* a failover may move metrics meanwhile */
     for (size_t i = from; i < out->nlate; i++) {
         const struct ga_late *l = &out->late[i];
@@ -228,11 +228,16 @@ void eng_account_late(struct ga_engine *e, const struct ga_result *out, size_t f
             if (m)
                 m->st.late_nonfinite++;
             break;
+        case GA_LATE_OUT_OF_RANGE:
+            e->stats.late_out_of_range++;
+            if (m)
+                m->st.late_out_of_range++;
+            break;
         default:
             e->stats.late_unknown++;
             break;
         }
-        by[l->reason < 5 ? l->reason : 0]++;
+        by[l->reason <= GA_LATE_OUT_OF_RANGE ? l->reason : 0]++;
     }
     pthread_rwlock_unlock(&e->route);
     uint64_t suppressed;
@@ -240,10 +245,12 @@ void eng_account_late(struct ga_engine *e, const struct ga_result *out, size_t f
         const struct ga_late *l = &out->late[from];
         ga_log(GA_LOG_WARN, "late_points",
                "count=%zu window=%" PRIu64 " before_epoch=%" PRIu64 " nonfinite=%" PRIu64
-               " unknown_metric=%" PRIu64 " first_metric=%" PRIu32 " first_ts=%" PRId64
+               " unknown_metric=%" PRIu64 " out_of_range=%" PRIu64 " first_metric=%" PRIu32
+               " first_ts=%" PRId64
                " first_reason=%s suppressed=%" PRIu64,
                out->nlate - from, by[GA_LATE_WINDOW], by[GA_LATE_BEFORE_EPOCH],
-               by[GA_LATE_NONFINITE], by[GA_LATE_UNKNOWN_METRIC], l->metric, l->ts,
+               by[GA_LATE_NONFINITE], by[GA_LATE_UNKNOWN_METRIC], by[GA_LATE_OUT_OF_RANGE],
+               l->metric, l->ts,
                ga_late_reason_name(l->reason), suppressed);
     }
 }

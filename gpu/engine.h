@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "gpu/policy.h"
+#include "proto/ga_time.h"
 
 /* A batch of points, columnar.  Index order is arrival order.  The
  * timestamps come one of two ways: ts, or (ts NULL) ts32 with ts_base and
@@ -72,6 +73,7 @@ enum ga_late_reason {
     GA_LATE_BEFORE_EPOCH,        /* ts < 0 */
     GA_LATE_NONFINITE,           /* NaN or ±Inf value (docs/SEMANTICS.md) */
     GA_LATE_UNKNOWN_METRIC,      /* id never added */
+    GA_LATE_OUT_OF_RANGE,        /* ts > GA_TS_MAX (proto/ga_time.h) */
 };
 
 struct ga_late {
@@ -156,7 +158,8 @@ int ga_result_push_late(struct ga_result *r, const struct ga_late *l);
  * counts, so that a backend can fill them without failing half-way.  0 or
  * GA_ENOMEM (r unchanged but possibly with more capacity). */
 int ga_result_reserve(struct ga_result *r, size_t more_aggs, size_t more_late);
-/* "window", "before_epoch", "nonfinite", "unknown_metric"; "?" otherwise.
+/* "window", "before_epoch", "nonfinite", "unknown_metric", "out_of_range";
+ * "?" otherwise.
  * Static storage. */
 const char *ga_late_reason_name(uint32_t reason);
 
@@ -235,7 +238,7 @@ struct ga_engine;
 
 struct ga_engine_stats {
     uint64_t points_in, points_aggregated, aggs_out;   /* aggs_out: rows (unpacked) */
-    uint64_t late_window, late_before_epoch, late_nonfinite, late_unknown;
+    uint64_t late_window, late_before_epoch, late_nonfinite, late_unknown, late_out_of_range;
     uint64_t metrics;
 };
 
@@ -308,7 +311,7 @@ void ga_engine_set_pinned_split(struct ga_engine *e, int on);
 
 /* Late points of one metric, by reason, since it was added. */
 struct ga_metric_stats {
-    uint64_t late_window, late_before_epoch, late_nonfinite;
+    uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
 };
 /* 0, or GA_ENOENT for an id never added (or dropped). */
 int ga_engine_metric_stats(const struct ga_engine *e, uint32_t id, struct ga_metric_stats *st);

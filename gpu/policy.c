@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/ga_time.h"
 
 #define SEC  1000000000LL
 #define MIN  (60 * SEC)
@@ -133,17 +134,39 @@ int ga_policy_methods_from_list(struct ga_policy *p, const char *const *names, i
     return 0;
 }
 
+/* Everything computed from an accepted timestamp and a policy within these
+ * limits stays inside int64 (proto/ga_time.h says which sums). */
+_Static_assert(GA_TS_MAX <= INT64_MAX - GA_GRANULARITY_MAX - GA_NS_PER_DAY,
+               "bucket start + granularity + one day must fit int64");
+_Static_assert(GA_TIMESPAN_MAX <= INT64_MAX - GA_GRANULARITY_MAX,
+               "timespan + granularity (the retention reach) must fit int64");
+_Static_assert(GA_TS_MIN - GA_TIMESPAN_MAX - GA_GRANULARITY_MAX > INT64_MIN,
+               "a timestamp minus the reach, or a window's first block, must fit int64");
+
 int ga_policy_add_def(struct ga_policy *p, int64_t g, int64_t ts, int64_t points,
                       const char **why)
 {
     const char *dummy;
+    int64_t prod;
     if (!why)
         why = &dummy;
     if (g < 0 || ts < 0 || points < 0) {
         *why = "granularity, timespan and points must be positive";
         return GA_EINVAL;
     }
-    if (g && points && ts && ts != g * points) {
+    if (g > GA_GRANULARITY_MAX) {
+        *why = "granularity is longer than " GA_GRANULARITY_MAX_TEXT " (the largest accepted)";
+        return GA_EINVAL;
+    }
+    if (ts > GA_TIMESPAN_MAX) {
+        *why = "timespan is longer than " GA_TIMESPAN_MAX_TEXT " (the largest accepted)";
+        return GA_EINVAL;
+    }
+    if (g && points && (__builtin_mul_overflow(g, points, &prod) || prod > GA_TIMESPAN_MAX)) {
+        *why = "granularity x points is longer than " GA_TIMESPAN_MAX_TEXT " (the largest accepted)";
+        return GA_EINVAL;
+    }
+    if (g && points && ts && ts != prod) {
         *why = "timespan must equal granularity x points";
         return GA_EINVAL;
     }
@@ -155,6 +178,11 @@ int ga_policy_add_def(struct ga_policy *p, int64_t g, int64_t ts, int64_t points
         g = ts / points;
         if (g <= 0) {
             *why = "granularity computed from timespan/points is zero";
+            return GA_EINVAL;
+        }
+        if (g > GA_GRANULARITY_MAX) {
+            *why = "granularity computed from timespan/points is longer than "
+                   GA_GRANULARITY_MAX_TEXT " (the largest accepted)";
             return GA_EINVAL;
         }
     }
@@ -180,6 +208,35 @@ int ga_policy_add_def(struct ga_policy *p, int64_t g, int64_t ts, int64_t points
     memmove(&p->defs[at + 1], &p->defs[at], (size_t)(p->ndefs - at) * sizeof p->defs[0]);
     p->defs[at] = (struct ga_policy_def){ g, ts, points };
     p->ndefs++;
+    return 0;
+}
+
+int ga_policy_check_range(const struct ga_policy *p, const char **why)
+{
+    const char *dummy;
+    int64_t span;
+    if (!why)
+        why = &dummy;
+    for (int d = 0; d < p->ndefs; d++) {
+        if (p->defs[d].granularity_ns <= 0 || p->defs[d].granularity_ns > GA_GRANULARITY_MAX) {
+            *why = "granularity must be 1 ns .. " GA_GRANULARITY_MAX_TEXT;
+            return GA_EINVAL;
+        }
+        if (p->defs[d].timespan_ns < 0 || p->defs[d].timespan_ns > GA_TIMESPAN_MAX) {
+            *why = "timespan must be 0 (unbounded) .. " GA_TIMESPAN_MAX_TEXT;
+            return GA_EINVAL;
+        }
+    }
+    /* the window reaches back_window blocks back (one more with a rate:
+     * method): agg_cpu_window.c first_block() */
+    if (p->back_window < 0 ||
+        __builtin_mul_overflow(ga_policy_max_granularity(p), p->back_window, &span) ||
+        __builtin_add_overflow(span, ga_policy_max_granularity(p), &span) ||
+        span > GA_TIMESPAN_MAX) {
+        *why = "(back_window + 1) x largest granularity is longer than " GA_TIMESPAN_MAX_TEXT
+               " (the largest accepted)";
+        return GA_EINVAL;
+    }
     return 0;
 }
 

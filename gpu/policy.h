@@ -68,9 +68,20 @@ int ga_policy_methods_from_list(struct ga_policy *p, const char *const *names, i
 /* Add a definition from any two of granularity/timespan/points (0 = not
  * given), as Gnocchi's ArchivePolicyItem.  Keeps defs sorted.  Returns 0 or
  * GA_EINVAL (duplicate granularity, non-positive values, inconsistent
- * triple, or more than GA_POLICY_MAX_DEFS) with a reason in *why. */
+ * triple, a granularity over GA_GRANULARITY_MAX or a timespan over
+ * GA_TIMESPAN_MAX (proto/ga_time.h), or more than GA_POLICY_MAX_DEFS) with
+ * a reason in *why. */
 int ga_policy_add_def(struct ga_policy *p, int64_t granularity_ns, int64_t timespan_ns,
                       int64_t points, const char **why);
+
+/* Check p against the limits of proto/ga_time.h, which keep every int64
+ * computation on its buckets and windows from overflowing: every
+ * granularity 1 ns .. GA_GRANULARITY_MAX, every timespan 0 ..
+ * GA_TIMESPAN_MAX, back_window >= 0 and (back_window + 1) x the largest
+ * granularity (how far back the window reaches with a rate: method's
+ * extra block) at most GA_TIMESPAN_MAX.  Returns 0 or
+ * GA_EINVAL with a reason (static text) in *why (why may be NULL). */
+int ga_policy_check_range(const struct ga_policy *p, const char **why);
 
 /* Largest granularity of the policy (its block size). */
 int64_t ga_policy_max_granularity(const struct ga_policy *p);

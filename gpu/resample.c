@@ -82,6 +82,9 @@ int ga_resample_policy(const struct ga_resample_spec *s, const char *prefix,
                    badm ? badm : "?");
     if (p->nmethods == 0)
         return bad(err, errlen, prefix, "method", "\"%s\" leaves no method", s->method);
+    const char *why;
+    if (ga_policy_check_range(p, &why) < 0)
+        return bad(err, errlen, prefix, "back-window", "%s", why);
     return 0;
 }
 
@@ -248,8 +251,10 @@ static size_t report_rejected(const struct csv_input *in, const struct ga_resamp
     const char *pre = io->reject_prefix ? io->reject_prefix : "";
     for (size_t i = 0; i < in->n; i++) {
         const char *why = NULL;
-        if (in->ts[i] < 0)
+        if (in->ts[i] < GA_TS_MIN)
             why = "timestamp before 1970-01-01T00:00:00Z";
+        else if (in->ts[i] > GA_TS_MAX)
+            why = "timestamp after " GA_TS_MAX_TEXT;
         else if (!(in->value[i] - in->value[i] == 0))
             why = "value is not finite (NaN or Inf)";
         if (!why)

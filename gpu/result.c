@@ -237,6 +237,7 @@ const char *ga_late_reason_name(uint32_t reason)
     case GA_LATE_BEFORE_EPOCH: return "before_epoch";
     case GA_LATE_NONFINITE: return "nonfinite";
     case GA_LATE_UNKNOWN_METRIC: return "unknown_metric";
+    case GA_LATE_OUT_OF_RANGE: return "out_of_range";
     default: return "?";
     }
 }

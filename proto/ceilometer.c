@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/ga_time.h"
 #include "proto/mp_frame.h"
 #include "proto/mp_util.h"
 #include "proto/pystr.h"
@@ -32,6 +33,7 @@ static const char *const reject_names[CEILO_NREASONS] = {
     [CEILO_BAD_SIGNATURE] = "bad_signature",
     [CEILO_BAD_TIMESTAMP] = "bad_timestamp",
     [CEILO_BAD_VALUE] = "bad_value",
+    [CEILO_OUT_OF_RANGE] = "out_of_range",
 };
 
 const char *ceilo_reject_name(int r)
@@ -121,8 +123,10 @@ int ceilo_parse_time(const char *s, size_t n, int64_t *ns)
         secs++;
         frac -= 1000000000;
     }
-    if (__builtin_mul_overflow(secs, (int64_t)1000000000, &r) || __builtin_add_overflow(r, frac, &r))
+    if (__builtin_mul_overflow(secs, (int64_t)1000000000, &r) || __builtin_add_overflow(r, frac, &r)) {
+        *ns = secs < 0 ? INT64_MIN : INT64_MAX;
         return GA_ERANGE;
+    }
     *ns = r;
     return 0;
 }
@@ -277,9 +281,13 @@ static int extract(const msgpack_object *msg, struct ceilo_sample *out, char *er
     rc = mp_get_str(msg, "timestamp", &ts, &nts);
     if (rc == GA_ENOENT)
         return reject(CEILO_MISSING_FIELD, err, errlen, "timestamp missing");
-    int64_t ns;
-    if (rc || ceilo_parse_time(ts, nts, &ns) != 0)
-        return reject(CEILO_BAD_TIMESTAMP, err, errlen, "timestamp is not ISO 8601 in 1677..2262");
+    int64_t ns = 0;
+    if (rc == 0 && (rc = ceilo_parse_time(ts, nts, &ns)) == GA_ERANGE && ns > 0)
+        rc = 0;                         /* after 2262: past GA_TS_MAX too */
+    if (rc)
+        return reject(CEILO_BAD_TIMESTAMP, err, errlen, "timestamp is not ISO 8601 after 1677");
+    if (ns > GA_TS_MAX)
+        return reject(CEILO_OUT_OF_RANGE, err, errlen, "timestamp after " GA_TS_MAX_TEXT);
 
     memcpy(out->metric, rid, nrid);
     out->metric[nrid] = '/';

@@ -57,12 +57,14 @@ enum ceilo_reject {
     CEILO_BAD_SIGNATURE,    /* secret set, signature does not match        */
     CEILO_BAD_TIMESTAMP,    /* timestamp not ISO 8601 or out of range      */
     CEILO_BAD_VALUE,        /* counter_volume None, not a number, NaN/inf  */
+    CEILO_OUT_OF_RANGE,     /* timestamp after GA_TS_MAX (proto/ga_time.h) */
     CEILO_NREASONS
 };
 
 /* The stats key of a reason: "ok", "not_msgpack", "not_map",
  * "missing_field", "bad_field", "unsigned", "bad_signature",
- * "bad_timestamp", "bad_value"; "unknown" out of range.  Static storage. */
+ * "bad_timestamp", "bad_value", "out_of_range"; "unknown" out of range.
+ * Static storage. */
 const char *ceilo_reject_name(int r);
 
 /* Decode one datagram.
@@ -76,7 +78,10 @@ const char *ceilo_reject_name(int r);
  * before any field is trusted.  Required: counter_name, resource_id (non-
  * empty str, no NUL, valid UTF-8), counter_type, counter_volume (int or
  * float), timestamp (str: YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM|±HHMM],
- * no zone meaning UTC, as Ceilometer's isoformat()).
+ * no zone meaning UTC, as Ceilometer's isoformat()).  A timestamp after
+ * GA_TS_MAX (2200-01-01T00:00:00Z, proto/ga_time.h) is OUT_OF_RANGE; one
+ * before 1970 is decoded (the engine reports it as a late point,
+ * before_epoch).
  * Returns CEILO_OK (0) or a reason > 0.  Allocates only temporarily; buf is
  * not kept. */
 int ceilo_decode(const void *buf, size_t len, const char *secret, size_t secret_len,
@@ -93,7 +98,9 @@ int ceilo_signature(const msgpack_object *msg, const char *secret, size_t secret
 /* Parse an ISO 8601 timestamp as Ceilometer writes it (see ceilo_decode)
  * from s[0..n) into Unix ns.  Fractions of up to 9 digits are exact; more
  * digits are refused.  Returns 0, or GA_EINVAL (malformed, or a field out
- * of range) or GA_ERANGE (outside int64 ns: 1677-09-21..2262-04-11). */
+ * of range; *ns untouched) or GA_ERANGE (outside int64 ns: 1677-09-21..
+ * 2262-04-11; *ns set to INT64_MIN when too early, INT64_MAX when too
+ * late). */
 int ceilo_parse_time(const char *s, size_t n, int64_t *ns);
 
 #endif

@@ -45,7 +45,7 @@ static int bin_field(const uint8_t *at, const uint8_t *end, const char *key, str
 
 static int point_ok(int64_t ts, double v)
 {
-    return ts >= 0 && isfinite(v);
+    return GA_TS_IN_RANGE(ts) && isfinite(v);
 }
 
 int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
@@ -161,8 +161,10 @@ int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
         }
         if (why[ix])
             bad = why[ix];
-        else if (ts < 0)
+        else if (ts < GA_TS_MIN)
             bad = ING_R_BEFORE;
+        else if (ts > GA_TS_MAX)
+            bad = ING_R_AFTER;
         else if (isnan(v))
             bad = ING_R_NAN;
         else if (isinf(v))

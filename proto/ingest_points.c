@@ -22,7 +22,7 @@
 #define TRUNCATED() BAD("points: malformed msgpack")
 
 #define R_BEFORE ING_R_BEFORE
-static const char R_AFTER[] = "timestamp after 2262-04-11T23:47:16.854775807Z";
+#define R_AFTER ING_R_AFTER
 static const char R_TS_NOT_FINITE[] = "timestamp is not finite";
 static const char R_TS_TYPE[] = "timestamp is not an integer, float or string";
 #define R_NAN ING_R_NAN
@@ -136,7 +136,7 @@ static const char *ts_of(const struct ing_tok *t, int64_t *ns, int *dyn)
     int rc;
     switch (t->kind) {
     case RK_UINT:
-        if (t->u > (uint64_t)INT64_MAX)
+        if (t->u > (uint64_t)GA_TS_MAX)
             return R_AFTER;
         *ns = (int64_t)t->u;
         return NULL;
@@ -157,9 +157,9 @@ static const char *ts_of(const struct ing_tok *t, int64_t *ns, int *dyn)
     default:
         return R_TS_TYPE;
     }
-    if (*ns < 0)
+    if (*ns < GA_TS_MIN)
         return R_BEFORE;
-    return rc == GA_ERANGE ? R_AFTER : NULL;
+    return rc == GA_ERANGE || *ns > GA_TS_MAX ? R_AFTER : NULL;
 }
 
 static const char *value_of(const struct ing_tok *t, double *v)
@@ -216,12 +216,12 @@ static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni)
     int64_t ns;
     memcpy(&v, &vb, 8);
     if (q[1] == 0xcf) {
-        if (tb > (uint64_t)INT64_MAX)
+        if (tb > (uint64_t)GA_TS_MAX)
             return 0;
         ns = (int64_t)tb;
     } else {
         memcpy(&sec, &tb, 8);
-        if (ts_from_seconds(sec, &ns) != 0 || ns < 0)
+        if (ts_from_seconds(sec, &ns) != 0 || !GA_TS_IN_RANGE(ns))
             return 0;
     }
     if (!isfinite(v))

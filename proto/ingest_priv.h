@@ -54,7 +54,10 @@ int ing_tok_is(const struct ing_tok *t, const char *s);
 
 /* ---- building a batch (ingest_points.c), shared with ingest_columnar.c ---- */
 
+#include "proto/ga_time.h"
+
 #define ING_R_BEFORE "timestamp before 1970"
+#define ING_R_AFTER "timestamp after " GA_TS_MAX_TEXT
 #define ING_R_NAN "value is NaN"
 #define ING_R_INF "value is infinite"
 

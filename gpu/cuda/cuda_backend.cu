@@ -852,7 +852,7 @@ int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
     if (win->has_prev)
         return GA_EINVAL;
     for (size_t i = 0; i < win->n; i++)
-        if (win->ts[i] < 0 || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
+        if (!GA_TS_IN_RANGE(win->ts[i]) || !isfinite(win->value[i]) || (i && win->ts[i] <= win->ts[i - 1]))
             return GA_EINVAL;
     int rc = cu_metric_add(b, id, p);
     if (rc)

@@ -69,8 +69,10 @@ struct classify_f {
         uint32_t s = f.nslots;
         if (!li) {
             why = GA_LATE_UNKNOWN_METRIC;
-        } else if (t < 0) {
+        } else if (t < GA_TS_MIN) {
             why = GA_LATE_BEFORE_EPOCH;
+        } else if (t > GA_TS_MAX) {
+            why = GA_LATE_OUT_OF_RANGE;
         } else if (!isfinite(v)) {
             why = GA_LATE_NONFINITE;
         } else {

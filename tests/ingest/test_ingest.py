@@ -64,7 +64,7 @@ def test_friendly_rejections(d):
     a = c.recv()
     want = [(2, "timestamp before 1970"), (3, "value is NaN"), (4, "value is not a number"),
             (5, "metric name empty"), (6, "value is infinite"),
-            (7, "timestamp after 2262-04-11T23:47:16.854775807Z"), (8, "timestamp is not finite"),
+            (7, "timestamp after 2200-01-01T00:00:00Z"), (8, "timestamp is not finite"),
             (9, "point is not a [timestamp, value] pair"),
             (10, "timestamp not RFC 3339: 2026-11-21 15:04:05Z"),
             (11, "timestamp is not an integer, float or string"),

@@ -32,7 +32,7 @@ struct model {
     int64_t first_at_feed;        /* first point while the last feed computed */
     int64_t starts[GA_POLICY_MAX_DEFS][64];   /* past start_g per granularity */
     int nstarts[GA_POLICY_MAX_DEFS];
-    uint64_t late[5];
+    uint64_t late[GA_LATE_OUT_OF_RANGE + 1];
 };
 
 static int model_cmpd(const void *a, const void *b)
@@ -155,6 +155,7 @@ static void model_feed(struct model *md, const int64_t *ts, const double *v, siz
     md->nrows = 0;
     for (size_t i = 0; i < k; i++) {
         if (ts[i] < 0) { md->late[GA_LATE_BEFORE_EPOCH]++; continue; }
+        if (ts[i] > GA_TS_MAX) { md->late[GA_LATE_OUT_OF_RANGE]++; continue; }
         if (!isfinite(v[i])) { md->late[GA_LATE_NONFINITE]++; continue; }
         tmin = ts[i] < tmin ? ts[i] : tmin;
         if (ts[i] < fbt) { md->late[GA_LATE_WINDOW]++; continue; }

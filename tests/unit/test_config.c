@@ -541,6 +541,15 @@ static void test_v_policy_back_window(void)
 {
     CHECK_FAILS("archive_policies:\n  - name: p\n    back_window: -1\n    definition: [{granularity: 1, points: 5}]\n",
                 "t.yaml:3: archive_policies[0].back_window: -1 is negative");
+    /* (back_window + 1) x the largest granularity stays within 36500 days */
+    CHECK_LOADS("archive_policies:\n  - name: p\n    back_window: 99\n    definition: [{granularity: 365 days, points: 5}]\n");
+    CHECK_FAILS("archive_policies:\n  - name: p\n    back_window: 100\n    definition: [{granularity: 365 days, points: 5}]\n",
+                "t.yaml:3: archive_policies[0].back_window: policy \"p\": (back_window + 1) x largest granularity is "
+                "longer than 36500 days (the largest accepted)");
+    CHECK_FAILS("archive_policies:\n  - name: p\n    back_window: 9223372036854775807\n"
+                "    definition: [{granularity: 1, points: 5}]\n",
+                "t.yaml:3: archive_policies[0].back_window: policy \"p\": (back_window + 1) x largest granularity is "
+                "longer than 36500 days (the largest accepted)");
 }
 
 static void test_v_rules_reference_policies(void)
@@ -632,6 +641,17 @@ static void test_policy_definition_errors(void)
                 "t.yaml:4: archive_policies[0].definition[0].points: expected a positive integer, got \"-3\"");
     CHECK_FAILS("archive_policies:\n  - definition: [{granularity: 1, points: 1}]\n",
                 "t.yaml:2: archive_policies[0]: name is required");
+    /* the limits of proto/ga_time.h; granularity x points without overflow */
+    CHECK_LOADS("archive_policies:\n  - name: p\n    definition: [{granularity: 3650 days, points: 10}]\n");
+    CHECK_FAILS("archive_policies:\n  - name: p\n    definition:\n      - {granularity: 3651 days, points: 1}\n",
+                "t.yaml:4: archive_policies[0].definition[0]: granularity is longer than 3650 days (the largest "
+                "accepted)");
+    CHECK_FAILS("archive_policies:\n  - name: p\n    definition:\n      - {granularity: 1 day, timespan: 36501 days}\n",
+                "t.yaml:4: archive_policies[0].definition[0]: timespan is longer than 36500 days (the largest "
+                "accepted)");
+    CHECK_FAILS("archive_policies:\n  - name: p\n    definition:\n      - {granularity: 1 day, points: 4611686018427387904}\n",
+                "t.yaml:4: archive_policies[0].definition[0]: granularity x points is longer than 36500 days (the "
+                "largest accepted)");
 }
 
 static int has_method(const struct ga_policy *p, const char *name)

@@ -175,6 +175,24 @@ static void test_bad_lines_reported_with_numbers(void)
     snprintf(want, sizeof want, "m,60,mean,1699999980.000000000,%g\n", v);
     CHECK_CONTAINS(r.out, want);
     run_free(&r);
+    /* after 2200-01-01T00:00:00Z (GA_TS_MAX): rejected with its line; the
+     * bound itself is aggregated */
+    snprintf(in, sizeof in, "metric,timestamp,value\nm,9000000000,1\nm,2262-04-11T23:47:16Z,2\n"
+             "m,7258118400.000000001,3\nm,7258118400,%g\n", v);
+    r = run_cli(in, args, 4);
+    CHECK_INT(r.rc, 1);
+    CHECK_CONTAINS(r.err, "line 2: timestamp after 2200-01-01T00:00:00Z");
+    CHECK_CONTAINS(r.err, "line 3: timestamp after 2200-01-01T00:00:00Z");
+    CHECK_CONTAINS(r.err, "line 4: timestamp after 2200-01-01T00:00:00Z");
+    snprintf(want, sizeof want, "m,60,mean,7258118400.000000000,%g\n", v);
+    CHECK_STR(r.out, (snprintf(in, sizeof in, "metric,granularity,method,timestamp,value\n%s", want), in));
+    run_free(&r);
+    /* a granularity or back window past the limits: a usage error */
+    const char *big[] = { "--granularity", "3651d", "--method", "mean" };
+    r = run_cli("metric,timestamp,value\nm,1,1\n", big, 4);
+    CHECK(r.rc != 0);
+    CHECK_CONTAINS(r.err, "longer than 3650 days");
+    run_free(&r);
 }
 
 static void test_usage_errors(void)

@@ -51,7 +51,8 @@ static const char usage[] =
 "Late points (older than the back window when their batch came) are not\n"
 "aggregated; each is reported on stderr as \"late,METRIC,TIMESTAMP,VALUE,window\".\n"
 "Exit status: 0 ok; 1 bad input (a malformed line: nothing is written; a\n"
-"point before 1970 or with a NaN/Inf value: reported with its line number,\n"
+"point before 1970, after 2200-01-01T00:00:00Z or with a NaN/Inf value:\n"
+"reported with its line number,\n"
 "the other points are aggregated and written); 2 usage error.\n";
 
 static int usage_error(FILE *err, const char *fmt, const char *arg)

@@ -30,7 +30,7 @@ int ctl_resample_spec(const struct ctl_resample_opts *o, struct ga_policy *pol, 
 /* Run the --local form.  argv[0] is "resample".  Writes the roll-ups to
  * stdout and diagnostics to stderr.  Returns the process exit code: 0 ok,
  * 1 bad input data (a malformed line: nothing written; or points rejected
- * as before 1970 / non-finite: reported per line, the rest aggregated and
+ * as before 1970 / after 2200-01-01T00:00:00Z / non-finite: reported per line, the rest aggregated and
  * written), 2 usage error. */
 int ctl_resample_local(int argc, char **argv);
 
