@@ -11,10 +11,10 @@
 #include "daemon/metrics.h"
 #include "daemon/pipeline.h"
 #include "proto/ga_err.h"
+#include "proto/ga_partition.h"
 #include "storage/journal.h"
 #include "storage/pg_load.h"
 
-#define WINDOW_SNAPSHOT_MS 10000
 #define LOAD_RETRY_MAX_MS 30000
 
 struct flush_req {
@@ -44,12 +44,21 @@ struct ga_engine_worker {
     size_t name_cap, id_cap, cbn_cap;
     struct pgw_metric_def *defs;
     size_t def_cap;
-    struct pgw_count *counts;
-    size_t count_cap;
     struct ga_result res;
-    uint8_t *dirty;                   /* metrics changed since the last snapshot */
-    size_t dirty_cap;
-    int64_t last_snapshot_ns;
+    /* per metric id, grown together (meta_cap) */
+    uint8_t *dirty;                   /* changed since its partition's last snapshot */
+    uint8_t *part;                    /* its partition (proto/ga_partition.h) */
+    uint64_t *pend;                   /* points taken since then (metrics.points) */
+    size_t meta_cap;
+    /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
+    int next_part;
+    int64_t last_tick_ns;
+    uint64_t loaded_part_lsn[GA_PARTITIONS];  /* from PostgreSQL at start */
+    uint64_t loaded_max_lsn;          /* records ending at or below may be partly in windows */
+    int64_t *fts;                     /* replay scratch: the points kept */
+    double *fval;
+    uint32_t *fids;
+    size_t fcap;
     uint64_t processed_lsn;
     int broken;                       /* a batch was not stored: claim no more windows */
     struct ga_ratelimit late_rl;
@@ -113,6 +122,30 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+/* Room for metric ids below n in dirty, part and pend (new ones zeroed). */
+static int grow_meta(struct ga_engine_worker *w, size_t n)
+{
+    if (n <= w->meta_cap)
+        return 0;
+    size_t cap = w->meta_cap ? w->meta_cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    uint8_t *d = realloc(w->dirty, cap), *p = d ? realloc(w->part, cap) : NULL;
+    if (d)
+        w->dirty = d;
+    if (p)
+        w->part = p;
+    uint64_t *c = p ? realloc(w->pend, cap * sizeof *c) : NULL;
+    if (!c)
+        return GA_ENOMEM;
+    w->pend = c;
+    memset(w->dirty + w->meta_cap, 0, cap - w->meta_cap);
+    memset(w->part + w->meta_cap, 0, cap - w->meta_cap);
+    memset(w->pend + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *c);
+    w->meta_cap = cap;
+    return 0;
+}
+
 /* ---- storage ------------------------------------------------------------- */
 
 static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
@@ -139,33 +172,43 @@ static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
     }
 }
 
-static void snapshot_windows(struct ga_engine_worker *w, uint64_t lsn)
+/* Snapshot the windows of the metrics of the partitions in mask (every
+ * one when mask is 0) that changed since their partition's last snapshot,
+ * with the points they took since then, as one window set at lsn
+ * (pg_writer.h "LSNs").  The journal is released below the lowest
+ * partition's set once committed. */
+static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask, uint64_t lsn)
 {
-    w->last_snapshot_ns = ga_now_mono_ns();
     if (w->broken || !w->writer)
         return;                        /* the journal must keep what was not stored */
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
     for (uint32_t id = 0; id < n; id++)
-        k += w->dirty[id];
+        k += w->dirty[id] && (!mask || (mask >> w->part[id] & 1));
     struct pgw_window *pw = calloc(k ? k : 1, sizeof *pw);
     struct ga_window *win = calloc(k ? k : 1, sizeof *win);
-    size_t m = 0;
-    int rc = pw && win ? 0 : GA_ENOMEM;
+    struct pgw_count *cnt = calloc(k ? k : 1, sizeof *cnt);
+    size_t m = 0, nc = 0;
+    int rc = pw && win && cnt ? 0 : GA_ENOMEM;
     for (uint32_t id = 0; rc == 0 && id < n; id++) {
-        if (!w->dirty[id])
+        if (!w->dirty[id] || (mask && !(mask >> w->part[id] & 1)))
             continue;
+        if (w->pend[id])
+            cnt[nc++] = (struct pgw_count){ id, w->pend[id] };
         rc = ga_engine_window_get(w->engine, id, &win[m]);
         pw[m].metric = id;
         pw[m].window = &win[m];
         m += rc == 0;
     }
     if (rc == 0) {
-        struct pgw_unit u = { .windows = pw, .nwindows = m, .lsn = lsn, .window_lsn = lsn };
+        struct pgw_unit u = { .windows = pw, .nwindows = m, .counts = cnt, .ncounts = nc,
+                              .lsn = lsn, .window_lsn = lsn, .window_parts = mask };
         rc = submit(w, &u);
     }
     if (rc == 0) {
-        memset(w->dirty, 0, n);
+        for (uint32_t id = 0; id < n; id++)
+            if (!mask || (mask >> w->part[id] & 1))
+                w->dirty[id] = 0, w->pend[id] = 0;
         pthread_mutex_lock(&w->mu);
         w->st.snapshots++;
         pthread_mutex_unlock(&w->mu);
@@ -178,6 +221,21 @@ static void snapshot_windows(struct ga_engine_worker *w, uint64_t lsn)
     }
     free(win);
     free(pw);
+    free(cnt);
+}
+
+/* One partition's snapshot every window_snapshot_s / GA_PARTITIONS, in
+ * turn, so that each is snapshotted every window_snapshot_s and the cost is
+ * spread evenly (also while replaying: a restart gets further each time). */
+static void snapshot_tick(struct ga_engine_worker *w)
+{
+    int64_t now = ga_now_mono_ns();
+    int64_t tick = (int64_t)w->cfg->storage.window_snapshot_s * 1000000000 / GA_PARTITIONS;
+    if (now - w->last_tick_ns < tick)
+        return;
+    w->last_tick_ns = now;
+    snapshot_parts(w, 1ULL << w->next_part, w->processed_lsn);
+    w->next_part = (w->next_part + 1) % GA_PARTITIONS;
 }
 
 /* ---- one batch ----------------------------------------------------------- */
@@ -202,7 +260,6 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     rc = rc ? rc : grow((void **)&w->counts_by_name, &w->cbn_cap, b->nnames, sizeof *w->counts_by_name);
     rc = rc ? rc : grow((void **)&w->ids, &w->id_cap, b->n, sizeof *w->ids);
     rc = rc ? rc : grow((void **)&w->defs, &w->def_cap, b->nnames, sizeof *w->defs);
-    rc = rc ? rc : grow((void **)&w->counts, &w->count_cap, b->nnames, sizeof *w->counts);
     if (rc < 0)
         return rc;
     for (uint32_t i = 0; i < b->nnames; i++) {
@@ -216,18 +273,47 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
             if ((rc = ga_engine_metric_add(w->engine, id, p)) < 0)
                 return rc;
             w->defs[ndefs++] = (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
-            if (grow((void **)&w->dirty, &w->dirty_cap, id + 1, 1) < 0)
+            if (grow_meta(w, (size_t)id + 1) < 0)
                 return GA_ENOMEM;
             w->dirty[id] = 0;
+            w->pend[id] = 0;
+            w->part[id] = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
         }
         w->name_ids[i] = id;
         w->counts_by_name[i] = 0;
     }
-    for (size_t k = 0; k < b->n; k++) {
-        w->ids[k] = w->name_ids[b->name_idx[k]];
-        w->counts_by_name[b->name_idx[k]]++;
-    }
     struct ga_points pts = { .n = b->n, .metric = w->ids, .ts = b->ts, .value = b->value };
+    if (end <= w->loaded_max_lsn) {
+        /* Replaying a record some partitions' windows already hold: their
+         * points of it are in their snapshots (and stored); feed the rest. */
+        if (b->n > w->fcap) {
+            int64_t *t = realloc(w->fts, b->n * sizeof *t);
+            double *v = t ? realloc(w->fval, b->n * sizeof *v) : NULL;
+            uint32_t *f = v ? realloc(w->fids, b->n * sizeof *f) : NULL;
+            w->fts = t ? t : w->fts;
+            w->fval = v ? v : w->fval;
+            if (!f)
+                return GA_ENOMEM;
+            w->fids = f;
+            w->fcap = b->n;
+        }
+        size_t kept = 0;
+        for (size_t k = 0; k < b->n; k++) {
+            uint32_t id = w->name_ids[b->name_idx[k]];
+            if (w->loaded_part_lsn[w->part[id]] >= end)
+                continue;
+            w->fids[kept] = id;
+            w->fts[kept] = b->ts[k];
+            w->fval[kept++] = b->value[k];
+            w->counts_by_name[b->name_idx[k]]++;
+        }
+        pts = (struct ga_points){ .n = kept, .metric = w->fids, .ts = w->fts, .value = w->fval };
+    } else {
+        for (size_t k = 0; k < b->n; k++) {
+            w->ids[k] = w->name_ids[b->name_idx[k]];
+            w->counts_by_name[b->name_idx[k]]++;
+        }
+    }
     ga_result_reset(&w->res);
     w->res.want_wide = 1;         /* storage takes wide records: fewer bytes home from a GPU */
     if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)
@@ -248,17 +334,17 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
         pthread_mutex_unlock(&w->mu);
         return GA_ECUDA;
     }
-    size_t ncounts = 0;
+    /* counters travel with their partition's next window set */
     for (uint32_t i = 0; i < b->nnames; i++) {
         if (!w->counts_by_name[i])
             continue;
-        w->counts[ncounts++] = (struct pgw_count){ w->name_ids[i], w->counts_by_name[i] };
+        w->pend[w->name_ids[i]] += w->counts_by_name[i];
         w->dirty[w->name_ids[i]] = 1;
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
         .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
-        .defs = w->defs, .ndefs = ndefs, .counts = w->counts, .ncounts = ncounts, .lsn = end,
+        .defs = w->defs, .ndefs = ndefs, .lsn = end,
     };
     if ((rc = submit(w, &u)) < 0)
         return rc;
@@ -266,7 +352,7 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     pthread_mutex_lock(&w->mu);
     w->st.processed_lsn = end;
     w->st.batches++;
-    w->st.points += b->n;
+    w->st.points += pts.n;
     w->st.aggs += w->res.nrows;
     w->st.late += w->res.nlate;
     for (size_t i = 0; i < w->res.nlate; i++) {
@@ -318,6 +404,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     }
     process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len);
     ing_msg_free(&m);
+    snapshot_tick(rc->w);
     pthread_mutex_lock(&rc->w->mu);
     rc->w->st.replayed_records++;
     pthread_mutex_unlock(&rc->w->mu);
@@ -396,10 +483,21 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
                 snprintf(err, sizeof err, "restoring metric %s: %s", m->name, ga_strerror(rc));
         }
         uint32_t nm = ga_metrics_count(w->metrics);
-        if (rc == 0 && grow((void **)&w->dirty, &w->dirty_cap, nm ? nm : 1, 1) < 0)
+        if (rc == 0 && grow_meta(w, nm ? nm : 1) < 0)
             rc = GA_ENOMEM;
-        if (rc == 0)
+        if (rc == 0) {
             memset(w->dirty, 0, nm);
+            memset(w->pend, 0, nm * sizeof *w->pend);
+            for (size_t i = 0; i < s->nmetrics; i++)
+                w->part[s->metrics[i].id] = (uint8_t)ga_partition_of(s->metrics[i].name,
+                                                                     strlen(s->metrics[i].name));
+            w->loaded_max_lsn = 0;
+            for (int p = 0; p < GA_PARTITIONS; p++) {
+                w->loaded_part_lsn[p] = s->part_window_lsn[p];
+                if (s->part_window_lsn[p] > w->loaded_max_lsn)
+                    w->loaded_max_lsn = s->part_window_lsn[p];
+            }
+        }
         for (size_t i = 0; rc == 0 && i < lc.n; i++) {
             struct ga_metric_info *mi = ga_metrics_get(w->metrics, lc.v[i].metric);
             rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
@@ -458,7 +556,8 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
-        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn, .lsn_floor = js.first_lsn,
+        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
+        .part_window_lsn = s->part_window_lsn, .lsn_floor = js.first_lsn,
         .on_commit = on_commit, .ctx = w,
     };
     int rc = pgw_start(&w->writer, &o);
@@ -483,6 +582,15 @@ static void flush_done(void *ctx, int rc, uint64_t committed_lsn)
  * it has committed. */
 static void serve_flushes(struct ga_engine_worker *w)
 {
+    /* A flush commits everything aggregated so far, point counters included:
+     * those travel with window sets, so the changed windows are saved too. */
+    int ready = 0;
+    pthread_mutex_lock(&w->mu);
+    for (struct flush_req *f = w->flushes; f && !ready; f = f->next)
+        ready = w->processed_lsn >= f->target && w->writer;
+    pthread_mutex_unlock(&w->mu);
+    if (ready)
+        snapshot_parts(w, 0, w->processed_lsn);
     pthread_mutex_lock(&w->mu);
     struct flush_req **pp = &w->flushes;
     while (*pp) {
@@ -568,12 +676,12 @@ static void *worker_main(void *arg)
     }
     set_state(w, EW_REPLAYING);
     w->processed_lsn = s.window_lsn;
+    w->last_tick_ns = ga_now_mono_ns();
     replay(w, s.window_lsn, w->live_lsn);
     w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pgl_free(&s);
     set_state(w, EW_RUNNING);
     publish_backends(w);
-    w->last_snapshot_ns = ga_now_mono_ns();
     for (;;) {
         take_reload(w);
         struct pl_entry e;
@@ -584,13 +692,12 @@ static void *worker_main(void *arg)
             ing_batch_free(e.batch);
             free(e.batch);
         }
-        if (ga_now_mono_ns() - w->last_snapshot_ns > (int64_t)WINDOW_SNAPSHOT_MS * 1000000)
-            snapshot_windows(w, w->processed_lsn);
+        snapshot_tick(w);
         serve_flushes(w);
         if (rc == GA_ESHUTDOWN)
             break;
     }
-    snapshot_windows(w, w->processed_lsn);
+    snapshot_parts(w, 0, w->processed_lsn);
     serve_flushes(w);
     set_state(w, EW_STOPPED);
     return NULL;
@@ -670,8 +777,12 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     free(w->ids);
     free(w->counts_by_name);
     free(w->defs);
-    free(w->counts);
     free(w->dirty);
+    free(w->part);
+    free(w->pend);
+    free(w->fts);
+    free(w->fval);
+    free(w->fids);
     free(w->cfg);
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);

@@ -228,9 +228,10 @@ static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *snap, si
 
 /* Reserve room for everything u can add, so that merging cannot fail half
  * way.  0 or GA_ENOMEM. */
-static int reserve_unit(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, size_t nw)
+static int reserve_unit(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows,
+                        int skip_counts, size_t nw)
 {
-    size_t nl = skip_rows ? 0 : u->nlate, nc = skip_rows ? 0 : u->ncounts;
+    size_t nl = skip_rows ? 0 : u->nlate, nc = skip_counts ? 0 : u->ncounts;
     if (grow((void **)&b->late, &b->cap_late, b->nlate + nl, sizeof *b->late) < 0 ||
         grow((void **)&b->defs, &b->cap_defs, b->ndefs + u->ndefs, sizeof *b->defs) < 0 ||
         grow((void **)&b->policies, &b->cap_policies, b->npolicies + u->ndefs,
@@ -305,7 +306,9 @@ int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int 
             rc = GA_ENOMEM;
             goto out;
         }
-    if ((rc = reserve_unit(b, u, skip_rows, nw)) < 0)
+    /* counters travel with the window set they belong to, if any */
+    int skip_counts = u->window_lsn ? skip_windows : skip_rows;
+    if ((rc = reserve_unit(b, u, skip_rows, skip_counts, nw)) < 0)
         goto out;
     if (!skip_rows && (rc = merge_aggs(b, u->aggs, u->naggs)) < 0)
         goto out;
@@ -318,15 +321,20 @@ int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int 
         if (u->nlate)
             memcpy(b->late + b->nlate, u->late, u->nlate * sizeof *u->late);
         b->nlate += u->nlate;
+    }
+    if (!skip_counts)
         for (size_t i = 0; i < u->ncounts; i++)
             merge_count(b, &u->counts[i]);
-    }
     for (size_t i = 0; i < nw; i++) {
         merge_window(b, u->windows[i].metric, snaps[i], lens[i]);
         snaps[i] = NULL;
     }
-    if (!skip_windows && u->window_lsn > b->window_lsn)
-        b->window_lsn = u->window_lsn;
+    if (!skip_windows && u->window_lsn) {
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            if ((!u->window_parts || (u->window_parts >> p & 1)) && u->window_lsn > b->part_lsn[p])
+                b->part_lsn[p] = u->window_lsn;
+        b->has_windows = 1;
+    }
     if (u->lsn > b->lsn)
         b->lsn = u->lsn;
     if (!b->units)
@@ -347,7 +355,7 @@ out:
 int pgb_empty(const struct pgb_batch *b)
 {
     return !b->naggs && !b->nlate && !b->ndefs && !b->ncounts && !b->nwindows && !b->lsn &&
-           !b->window_lsn;
+           !b->has_windows;
 }
 
 size_t pgb_rows(const struct pgb_batch *b)
@@ -391,6 +399,8 @@ void pgb_reset(struct pgb_batch *b)
     map_clear(&b->window_ix);
     b->naggs = b->nlate = b->ndefs = b->npolicies = b->ncounts = b->nwindows = 0;
     b->lsn = b->window_lsn = b->units = b->last_seq = 0;
+    memset(b->part_lsn, 0, sizeof b->part_lsn);
+    b->has_windows = 0;
     b->oldest_mono_ns = 0;
 }
 

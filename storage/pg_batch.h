@@ -15,6 +15,7 @@
 
 #include "gpu/engine.h"
 #include "gpu/policy.h"
+#include "proto/ga_partition.h"
 #include "storage/pg_writer.h"
 
 /* uint32 key → uint32 index. */
@@ -53,13 +54,18 @@ struct pgb_batch {
     struct pgb_window *windows;
     size_t nwindows, cap_windows;
     struct pgb_map window_ix;
-    uint64_t lsn, window_lsn;        /* highest of the merged units (0: none) */
+    uint64_t lsn;                    /* highest of the merged units (0: none) */
+    uint64_t part_lsn[GA_PARTITIONS]; /* highest window_lsn merged per partition (0: none) */
+    int has_windows;                 /* some part_lsn is set */
+    uint64_t window_lsn;             /* set by the writer before writing: the lowest
+                                        partition window_lsn once this batch commits */
     uint64_t units, last_seq;        /* units merged; seq of the last one */
     int64_t oldest_mono_ns;          /* submit time of the first unit, 0 if empty */
 };
 
-/* Merge u into b.  skip_rows: drop u's aggs, late points and counters;
- * skip_windows: drop its windows (see pg_writer.h "LSNs").  On failure
+/* Merge u into b.  skip_rows: drop u's aggs and late points (and its
+ * counters when it is not a window set); skip_windows: drop its windows
+ * and their counters (see pg_writer.h "LSNs").  On failure
  * (GA_ENOMEM, GA_EINVAL for a bad window or name) b is unchanged except for
  * spare capacity.  Windows are encoded here. */
 int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,

@@ -155,7 +155,27 @@ static int load_checkpoint(PGconn *c, struct pgl_state *s, char *err, size_t err
         s->window_lsn = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
     }
     PQclear(r);
-    return rc;
+    if (rc || !(r = rows(c, "SELECT id, window_lsn FROM partitions", err, errlen)))
+        return rc ? rc : GA_EDB;
+    int seen = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int id = atoi(PQgetvalue(r, i, 0));
+        if (id < 0 || id >= GA_PARTITIONS)
+            continue;
+        s->part_window_lsn[id] = strtoull(PQgetvalue(r, i, 1), NULL, 10);
+        seen++;
+    }
+    PQclear(r);
+    if (seen != GA_PARTITIONS) {
+        snprintf(err, errlen, "partitions has %d of its %d rows", seen, GA_PARTITIONS);
+        return GA_ECORRUPT;
+    }
+    /* replay from the lowest; checkpoints.window_lsn is kept equal to it */
+    s->window_lsn = s->part_window_lsn[0];
+    for (int p = 1; p < GA_PARTITIONS; p++)
+        if (s->part_window_lsn[p] < s->window_lsn)
+            s->window_lsn = s->part_window_lsn[p];
+    return 0;
 }
 
 /* Stream metric_windows row by row (single-row mode) to cb. */

@@ -16,6 +16,7 @@
 
 #include "gpu/engine.h"
 #include "gpu/policy.h"
+#include "proto/ga_partition.h"
 
 struct pgl_metric {
     uint32_t id;
@@ -26,7 +27,9 @@ struct pgl_metric {
 
 struct pgl_state {
     uint64_t committed_lsn;           /* replayed units at or below are in the database */
-    uint64_t window_lsn;              /* replay the journal from here */
+    uint64_t window_lsn;              /* replay the journal from here: the lowest of */
+    uint64_t part_window_lsn[GA_PARTITIONS];  /* each partition's window checkpoint: its
+                                                 metrics' records below are in their windows */
     struct ga_policy *policies;       /* as stored in archive_policies */
     size_t npolicies;
     struct pgl_metric *metrics;       /* ascending id */

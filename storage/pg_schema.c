@@ -10,6 +10,7 @@
 
 #include "daemon/log.h"
 #include "proto/ga_err.h"
+#include "proto/ga_partition.h"
 #include "storage/pg_util.h"
 
 /* pg_advisory_xact_lock key: "gpuagg" in ASCII. */
@@ -257,6 +258,12 @@ static const char schema_v4[] =
     "               to_char(timestamp '1970-01-01' + (lo / 86400000000000) * interval '1 day',\n"
     "                       'YYYYMMDD');\n"
     "BEGIN\n"
+    /* the door keeps ts in [0, 2200-01-01] (proto/ga_time.h): anything
+     * else is a bug, refused by name rather than by an int64 overflow */
+    "    IF g <= 0 OR period < 0 OR lo > 7258118400000000000 THEN\n"
+    "        RAISE EXCEPTION 'gpuagg_ensure_partition: granularity % period % is outside the "
+    "accepted time range', g, period;\n"
+    "    END IF;\n"
     "    PERFORM pg_advisory_xact_lock(" PGS_LOCK_KEY " + 1);\n"
     "    IF EXISTS (SELECT 1 FROM bucket_partitions p WHERE p.granularity = g AND p.from_ns = lo) THEN\n"
     "        RETURN false;\n"
@@ -361,6 +368,22 @@ static const char schema_v4[] =
     "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n"
     "     WHERE v.value IS NOT NULL;\n";
 
+/* v5: window checkpoints per partition (proto/ga_partition.h).  Each of
+ * the 64 partitions of the metric space has the journal position its
+ * metrics' window snapshots were taken at; checkpoints.window_lsn stays the
+ * lowest of them, where replay starts.  They begin where the single
+ * checkpoint was. */
+static const char schema_v5[] =
+    "CREATE TABLE partitions (\n"
+    "    id         integer PRIMARY KEY CHECK (id >= 0 AND id < 64),\n"
+    "    window_lsn bigint NOT NULL,\n"
+    "    updated    timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "INSERT INTO partitions (id, window_lsn)\n"
+    "SELECT p, (SELECT window_lsn FROM checkpoints WHERE id = 1) FROM generate_series(0, 63) p;\n";
+
+_Static_assert(GA_PARTITIONS == 64, "migration 5 creates 64 partitions");
+
 struct step {
     int version;
     const char *name;
@@ -373,6 +396,7 @@ static const struct step steps[] = {
     { 2, "partitions with fillfactor 50", schema_v2, NULL },
     { 3, "the measures view truncates each series to its timespan", schema_v3, NULL },
     { 4, "one row per bucket, partitions per archive", schema_v4, NULL },
+    { 5, "window checkpoints per partition of the metric space", schema_v5, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -13,7 +13,7 @@
 #include "storage/pg_util.h"
 
 #define COPY_CHUNK (1u << 20)
-#define MAX_STEPS 8
+#define MAX_STEPS 9
 
 static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
@@ -64,6 +64,10 @@ static const char upsert_windows_sql[] =
     "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, snapshot = EXCLUDED.snapshot,\n"
     "    updated = now()";
 
+static const char partitions_sql[] =
+    "UPDATE partitions p SET window_lsn = greatest(p.window_lsn, u.l), updated = now()\n"
+    "FROM unnest($1::int4[], $2::int8[]) u(id, l) WHERE p.id = u.id";
+
 static const char checkpoint_sql[] =
     "UPDATE checkpoints SET committed_lsn = greatest(committed_lsn, $1::bigint),\n"
     "    window_lsn = greatest(window_lsn, $2::bigint), last_batch = $3::bigint, updated = now()\n"
@@ -107,6 +111,23 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
         cp->committed_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 0));
         cp->window_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
         cp->last_batch = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 2));
+    }
+    PQclear(r);
+    if (rc)
+        return rc;
+    r = PQexecParams(tc->c, "SELECT id, window_lsn FROM partitions", 0, NULL, NULL, NULL, NULL, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != GA_PARTITIONS) {
+        pgu_result_error(err, errlen, tc->c, r);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK)
+            snprintf(err, errlen, "partitions has %d rows, expected %d", PQntuples(r),
+                     GA_PARTITIONS);
+        rc = fail_code(tc->c);
+    } else {
+        for (int i = 0; i < GA_PARTITIONS; i++) {
+            int32_t id = pgu_get_i32(PQgetvalue(r, i, 0));
+            if (id >= 0 && id < GA_PARTITIONS)
+                cp->part_lsn[id] = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 1));
+        }
     }
     PQclear(r);
     return rc;
@@ -596,7 +617,25 @@ static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch
             pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
             pgu_array_bytes(&s->p[1], b->windows[i].snap, b->windows[i].len);
         }
-        step_text(s, 2, "%" PRIu64, b->window_lsn);
+        uint64_t at = 0;                 /* the newest window set's position */
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
+        step_text(s, 2, "%" PRIu64, at);
+    }
+    if (b->has_windows) {
+        size_t np = 0;
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            np += b->part_lsn[p] != 0;
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "advance partitions", .sql = partitions_sql, .nparams = 2 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, np);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, np);
+        for (int p = 0; p < GA_PARTITIONS; p++) {
+            if (!b->part_lsn[p])
+                continue;
+            pgu_array_i32(&s->p[0], p);
+            pgu_array_i64(&s->p[1], (int64_t)b->part_lsn[p]);
+        }
     }
     struct step *s = &st[n++];
     *s = (struct step){ .what = "advance checkpoint", .sql = checkpoint_sql, .nparams = 3 };

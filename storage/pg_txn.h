@@ -14,6 +14,7 @@
 
 #include "storage/pg_batch.h"
 #include "storage/pg_fresh.h"
+#include "proto/ga_partition.h"
 #include "storage/pg_schema.h"
 
 /* A method set (method_sets row) this connection has seen. */
@@ -35,6 +36,7 @@ struct pgt_conn {
 /* The database's checkpoint row. */
 struct pgt_checkpoint {
     uint64_t committed_lsn, window_lsn, last_batch;
+    uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn */
 };
 
 struct pgt_timing {

@@ -43,7 +43,8 @@ struct pgw {
     /* guarded by mu */
     struct pgb_batch filling;
     uint64_t seq, committed_seq, flush_target;
-    uint64_t skip_lsn, skip_window_lsn;
+    uint64_t skip_lsn;
+    uint64_t skip_part[GA_PARTITIONS];  /* window sets at or below are in the database */
     uint64_t lsn_floor;               /* pgw_opts.lsn_floor */
     struct flush_req *reqs;
     int stopping, exited;
@@ -118,6 +119,14 @@ static int next_backoff(struct pgw *w)
     return w->backoff_ms;
 }
 
+static uint64_t lowest(const uint64_t *v)
+{
+    uint64_t m = v[0];
+    for (int p = 1; p < GA_PARTITIONS; p++)
+        m = v[p] < m ? v[p] : m;
+    return m;
+}
+
 /* Connect if needed.  Returns 0 when connected; else GA_EIO after waiting
  * the backoff (or GA_ETIMEDOUT when the stop deadline passed). */
 static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
@@ -138,8 +147,10 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         w->st.connects++;
         if (cp.committed_lsn > w->st.committed_lsn)
             w->st.committed_lsn = w->skip_lsn = cp.committed_lsn;
-        if (cp.window_lsn > w->st.window_lsn)
-            w->st.window_lsn = w->skip_window_lsn = cp.window_lsn;
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            if (cp.part_lsn[p] > w->st.part_window_lsn[p])
+                w->st.part_window_lsn[p] = w->skip_part[p] = cp.part_lsn[p];
+        w->st.window_lsn = lowest(w->st.part_window_lsn);
         set_state_locked(w, PGC_CONNECTED);
         pthread_mutex_unlock(&w->mu);
         ga_log(GA_LOG_INFO, "storage_writer_connected", "committed_lsn=%" PRIu64 " window_lsn=%" PRIu64,
@@ -208,6 +219,14 @@ static int write_batch(struct pgw *w)
     struct pgt_timing t;
     int maybe_committed = 0;
     pgb_sort(&w->flushing);
+    /* the journal position this batch's commit lets go of */
+    uint64_t after[GA_PARTITIONS];
+    pthread_mutex_lock(&w->mu);
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        after[p] = w->flushing.part_lsn[p] > w->st.part_window_lsn[p] ? w->flushing.part_lsn[p]
+                                                                       : w->st.part_window_lsn[p];
+    pthread_mutex_unlock(&w->mu);
+    w->flushing.window_lsn = lowest(after);
     for (;;) {
         struct pgt_checkpoint cp = { 0 };
         int rc = ensure_conn(w, &cp);
@@ -268,8 +287,10 @@ static int write_batch(struct pgw *w)
     st->last_error[0] = '\0';
     if (w->flushing.lsn > st->committed_lsn)
         st->committed_lsn = w->flushing.lsn;
-    if (w->flushing.window_lsn > st->window_lsn)
-        st->window_lsn = w->flushing.window_lsn;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if (w->flushing.part_lsn[p] > st->part_window_lsn[p])
+            st->part_window_lsn[p] = w->flushing.part_lsn[p];
+    st->window_lsn = lowest(st->part_window_lsn);
     set_state_locked(w, PGC_CONNECTED);
     pthread_mutex_unlock(&w->mu);
     ga_log(GA_LOG_DEBUG, "storage_commit",
@@ -441,6 +462,9 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
         o->retry_initial_ms <= 0 || o->retry_max_ms < o->retry_initial_ms ||
         o->committed_lsn > INT64_MAX || o->window_lsn > INT64_MAX)
         return GA_EINVAL;
+    for (int p = 0; o->part_window_lsn && p < GA_PARTITIONS; p++)
+        if (o->part_window_lsn[p] > INT64_MAX)
+            return GA_EINVAL;
     struct pgw *w = calloc(1, sizeof *w);
     if (!w)
         return GA_ENOMEM;
@@ -457,7 +481,10 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
         w->o.partitions_ahead_days = DEFAULT_AHEAD_DAYS;
     w->skip_lsn = w->st.committed_lsn = o->committed_lsn;
     w->lsn_floor = o->lsn_floor;
-    w->skip_window_lsn = w->st.window_lsn = o->window_lsn;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        w->skip_part[p] = w->st.part_window_lsn[p] =
+            o->part_window_lsn ? o->part_window_lsn[p] : o->window_lsn;
+    w->st.window_lsn = lowest(w->st.part_window_lsn);
     w->st.state = PGC_CONNECTING;
     w->st.since_real_ns = ga_now_real_ns();
     pthread_mutex_init(&w->mu, NULL);
@@ -497,7 +524,12 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
         goto out;
     }
     int skip_rows = u->lsn && u->lsn <= w->skip_lsn;
-    int skip_windows = u->window_lsn && u->window_lsn <= w->skip_window_lsn;
+    /* a window set is dropped when every partition it covers has a newer one
+     * in the database (where some do, the update keeps the newer position) */
+    int skip_windows = u->window_lsn != 0;
+    for (int p = 0; skip_windows && p < GA_PARTITIONS; p++)
+        if ((!u->window_parts || (u->window_parts >> p & 1)) && u->window_lsn > w->skip_part[p])
+            skip_windows = 0;
     rc = pgb_merge(&w->filling, u, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
     if (rc < 0)
         goto out;

@@ -26,9 +26,12 @@
  * LSNs.  unit.lsn means: every journal record below this LSN is covered by
  * this unit and the units submitted before it (0 = the unit covers no
  * journal record).  unit.window_lsn != 0 means: unit.windows holds the
- * window of every metric that changed since the previous snapshot set, as it
- * was after every record below window_lsn.  The checkpoint row holds the
- * highest committed of each.  At start the daemon loads the checkpoint
+ * window of every metric of the partitions in unit.window_parts (all when
+ * 0) that changed since the previous snapshot set of its partition, as it
+ * was after every record below window_lsn, and unit.counts the points those
+ * metrics took since then.  Each partition has its window checkpoint (table
+ * `partitions`); the checkpoint row holds the highest committed_lsn and the
+ * lowest partition's window_lsn, from which the journal is replayed.  At start the daemon loads the checkpoint
  * (pg_load.h), restores the windows and replays the journal from
  * window_lsn; replayed units whose lsn <= the loaded committed_lsn are
  * already in the database, so the writer drops their buckets, late points
@@ -46,6 +49,7 @@
 
 #include "gpu/engine.h"
 #include "gpu/policy.h"
+#include "proto/ga_partition.h"
 #include "storage/pg_conn.h"
 
 /* A new metric: its dense id, name and policy. */
@@ -81,7 +85,9 @@ struct pgw_unit {
     const struct pgw_window *windows;
     size_t nwindows;
     uint64_t lsn;                     /* see "LSNs" above; must not decrease */
-    uint64_t window_lsn;              /* != 0: windows is a complete set */
+    uint64_t window_lsn;              /* != 0: windows is a complete set of window_parts */
+    uint64_t window_parts;            /* with window_lsn: bit p for partition p
+                                         (proto/ga_partition.h); 0 = every partition */
 };
 
 struct pgw;
@@ -96,7 +102,9 @@ struct pgw_opts {
     int maintenance_interval_ms;      /* partitions ahead + retention; 0 = 1 h, < 0 off */
     int partitions_ahead_days;        /* created ahead of today; 0 = 2 */
     uint64_t committed_lsn;           /* the loaded checkpoint (pg_load.h) */
-    uint64_t window_lsn;
+    uint64_t window_lsn;              /* the lowest of part_window_lsn */
+    const uint64_t *part_window_lsn;  /* GA_PARTITIONS loaded window checkpoints; NULL: all
+                                         window_lsn */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */
@@ -110,7 +118,8 @@ struct pgw_status {
     enum pgc_state state;             /* connecting / connected / down / stopped */
     char last_error[256];             /* "" when none since the last commit */
     int64_t since_real_ns;            /* when state last changed */
-    uint64_t committed_lsn, window_lsn;
+    uint64_t committed_lsn, window_lsn;   /* window_lsn: the lowest partition's */
+    uint64_t part_window_lsn[GA_PARTITIONS];
     uint64_t submitted_lsn;           /* highest unit.lsn submitted */
     double lag_s;                     /* age of the oldest uncommitted unit, 0 if none */
     uint64_t lag_lsn;                 /* submitted_lsn - max(committed_lsn, lsn_floor) */

@@ -528,6 +528,73 @@ static void test_bad_units_refused(void)
     CHECK_INT(pgw_start(&w, &o), GA_EINVAL);
 }
 
+/* Window sets per partition (pg_writer.h "LSNs"): a set moves only its
+ * partitions' window_lsn, the checkpoint keeps the lowest, counters travel
+ * with the set, and a replayed set whose partitions all have a newer one
+ * is dropped with its counters while another partition's is taken. */
+static void test_partition_window_sets(void)
+{
+    reset_db();
+    struct pgw_metric_def defs[2];
+    char names[2][32];
+    make_defs(defs, names, 2);
+    struct ga_window win = { 0 };
+    int64_t ts[1] = { 1000000000 };
+    double v[1] = { 1.5 };
+    win.n = 1, win.ts = ts, win.value = v;
+    struct pgw_window pw = { 0, &win };
+    struct pgw_count c5 = { 0, 5 }, c7 = { 0, 7 }, c11 = { 1, 11 };
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_unit u = { .defs = defs, .ndefs = 2, .windows = &pw, .nwindows = 1, .counts = &c5,
+                          .ncounts = 1, .lsn = 100, .window_lsn = 100, .window_parts = 1ULL << 3 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM partitions WHERE id = 3"), 100);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM partitions WHERE window_lsn = 0"), GA_PARTITIONS - 1);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 100);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 0"), 5);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.window_lsn, 0);
+    CHECK_INT(st.part_window_lsn[3], 100);
+    /* every partition at once */
+    u = (struct pgw_unit){ .lsn = 200, .window_lsn = 200 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM partitions WHERE window_lsn = 200"), GA_PARTITIONS);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 200);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    /* a restart whose partition 5 was saved at 300: its replayed set at 250
+     * is dropped (window and counters), partition 6's is taken */
+    uint64_t loaded[GA_PARTITIONS];
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        loaded[p] = p == 5 ? 300 : 200;
+    pg_cmd(c, "UPDATE partitions SET window_lsn = 300 WHERE id = 5");
+    o.committed_lsn = 300, o.window_lsn = 200, o.part_window_lsn = loaded;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    win.value[0] = 9.5;
+    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .counts = &c7, .ncounts = 1, .lsn = 250,
+                           .window_lsn = 250, .window_parts = 1ULL << 5 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    u = (struct pgw_unit){ .counts = &c11, .ncounts = 1, .lsn = 250, .window_lsn = 250,
+                           .window_parts = 1ULL << 6 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 0"), 5);
+    CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 1"), 11);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM partitions WHERE id = 5"), 300);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM partitions WHERE id = 6"), 250);
+    CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 200);
+    /* metric 0's window is still the one saved with partition 3's set at 100 */
+    CHECK_INT(pg_scalar(c, "SELECT lsn FROM metric_windows WHERE metric = 0"), 100);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    PQfinish(c);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -541,6 +608,7 @@ void run_tests(void)
     CHECK(env_ok);
     if (!env_ok)
         return;
+    RUN(test_partition_window_sets);
     RUN(test_round_trip_random);
     RUN(test_coalesce_later_wins);
     RUN(test_late_points_and_counters);
