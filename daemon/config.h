@@ -52,6 +52,7 @@ struct ga_config {
         int flush_interval_ms;              /* storage.flush_interval_ms, default 1000 */
         int flush_rows;                     /* storage.flush_rows, default 100000 */
         int window_snapshot_s;              /* storage.window_snapshot_s, default 300 */
+        int writers;                        /* storage.writers, default 4 */
         int pool_size;                      /* storage.pool_size, default 2 */
         int retry_initial_ms;               /* storage.retry_initial_ms, default 250 */
         int retry_max_ms;                   /* storage.retry_max_ms, default 30000 */

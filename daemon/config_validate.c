@@ -121,6 +121,7 @@ static const struct range ranges[] = {
     { "storage.flush_interval_ms", 10, 600000, "milliseconds" },
     { "storage.flush_rows", 1, 10000000, "rows" },
     { "storage.window_snapshot_s", 10, 86400, "seconds" },
+    { "storage.writers", 1, 64, "connections" },
     { "storage.pool_size", 1, 64, "connections" },
     { "storage.retry_initial_ms", 1, 3600000, "milliseconds" },
     { "storage.retry_max_ms", 1, 3600000, "milliseconds" },

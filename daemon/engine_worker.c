@@ -14,6 +14,7 @@
 #include "proto/ga_partition.h"
 #include "storage/journal.h"
 #include "storage/pg_load.h"
+#include "storage/pg_writers.h"
 
 #define LOAD_RETRY_MAX_MS 30000
 
@@ -30,7 +31,7 @@ struct ga_engine_worker {
     struct jnl *j;
     struct ga_engine *engine;
     struct ga_metrics *metrics;
-    struct pgw *writer;
+    struct pgws *writers;             /* one per group of partitions (storage.writers) */
     pthread_t thread;
     pthread_mutex_t mu;               /* guards: stop, st, cfg_next, flushes */
     int stop;
@@ -159,17 +160,21 @@ static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
 
 /* Submit a unit, waiting while the writer's queue is full (backpressure
  * travels: engine queue → journal-only entries → journal cap → sockets). */
+static int stop_submit(void *ctx)
+{
+    return stopping(ctx);
+}
+
 static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
 {
-    for (;;) {
-        int rc = pgw_submit(w->writer, u);
-        if (rc != GA_EBUSY)
-            return rc;
-        if (stopping(w))
-            return GA_ESHUTDOWN;      /* still in the journal: replayed at the next start */
-        struct timespec ts = { 0, 20 * 1000000 };
-        nanosleep(&ts, NULL);
-    }
+    return pgws_submit(w->writers, u, stop_submit, w);
+}
+
+/* The partition of a metric id, for the writers' split (worker thread). */
+static int partition_of(void *ctx, uint32_t metric)
+{
+    struct ga_engine_worker *w = ctx;
+    return metric < w->meta_cap ? w->part[metric] : 0;
 }
 
 /* Snapshot the windows of the metrics of the partitions in mask (every
@@ -179,7 +184,7 @@ static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
  * partition's set once committed. */
 static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask, uint64_t lsn)
 {
-    if (w->broken || !w->writer)
+    if (w->broken || !w->writers)
         return;                        /* the journal must keep what was not stored */
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
@@ -552,6 +557,8 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
     struct jnl_stats js;          /* a fresh journal is numbered from the clock: the lag
                                      counts from its first LSN, not from 0 */
     jnl_get_stats(w->j, &js);
+    struct pgws_opts so = { .nwriters = c->storage.writers, .partition_of = partition_of,
+                            .pctx = w };
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .flush_interval_ms = c->storage.flush_interval_ms,
@@ -560,7 +567,8 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
         .part_window_lsn = s->part_window_lsn, .lsn_floor = js.first_lsn,
         .on_commit = on_commit, .ctx = w,
     };
-    int rc = pgw_start(&w->writer, &o);
+    so.w = o;
+    int rc = pgws_start(&w->writers, &so);
     if (rc == 0) {
         pthread_mutex_lock(&w->mu);
         w->st.have_writer = 1;
@@ -587,7 +595,7 @@ static void serve_flushes(struct ga_engine_worker *w)
     int ready = 0;
     pthread_mutex_lock(&w->mu);
     for (struct flush_req *f = w->flushes; f && !ready; f = f->next)
-        ready = w->processed_lsn >= f->target && w->writer;
+        ready = w->processed_lsn >= f->target && w->writers;
     pthread_mutex_unlock(&w->mu);
     if (ready)
         snapshot_parts(w, 0, w->processed_lsn);
@@ -595,12 +603,12 @@ static void serve_flushes(struct ga_engine_worker *w)
     struct flush_req **pp = &w->flushes;
     while (*pp) {
         struct flush_req *f = *pp;
-        if (w->processed_lsn < f->target || !w->writer) {
+        if (w->processed_lsn < f->target || !w->writers) {
             pp = &f->next;
             continue;
         }
         *pp = f->next;
-        if (pgw_flush(w->writer, flush_done, f) < 0) {
+        if (pgws_flush(w->writers, flush_done, f) < 0) {
             f->cb(f->ctx, GA_ESHUTDOWN);
             free(f);
         }
@@ -634,8 +642,8 @@ static void take_reload(struct ga_engine_worker *w)
     if (next) {
         free(w->cfg);
         w->cfg = next;
-        if (w->writer)
-            pgw_set_tuning(w->writer, next->storage.flush_rows, next->storage.flush_interval_ms, 0, 0);
+        if (w->writers)
+            pgws_set_tuning(w->writers, next->storage.flush_rows, next->storage.flush_interval_ms);
     }
 }
 
@@ -759,8 +767,8 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     w->stop = 1;
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
-    if (w->writer) {
-        int rc = pgw_stop(w->writer, timeout_ms);
+    if (w->writers) {
+        int rc = pgws_stop(w->writers, timeout_ms);
         if (rc < 0)
             ga_log(GA_LOG_WARN, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
                    "stays in the journal and is replayed at the next start\"", ga_strerror(rc));
@@ -795,5 +803,5 @@ void ew_get_status(struct ga_engine_worker *w, struct ew_status *st)
     *st = w->st;
     pthread_mutex_unlock(&w->mu);
     if (st->have_writer)
-        pgw_get_status(w->writer, &st->writer);
+        pgws_get_status(w->writers, &st->writer);
 }

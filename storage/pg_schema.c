@@ -382,6 +382,22 @@ static const char schema_v5[] =
     "INSERT INTO partitions (id, window_lsn)\n"
     "SELECT p, (SELECT window_lsn FROM checkpoints WHERE id = 1) FROM generate_series(0, 63) p;\n";
 
+/* v6: several writer connections, each owning some partitions: the
+ * committed position and the last batch tag move from the single
+ * checkpoints row (which every writer would have had to update, one after
+ * the other) to each partition's row; checkpoints becomes a view of the
+ * lowest positions. */
+static const char schema_v6[] =
+    "ALTER TABLE partitions ADD COLUMN committed_lsn bigint NOT NULL DEFAULT 0,\n"
+    "                       ADD COLUMN last_batch bigint NOT NULL DEFAULT 0;\n"
+    "UPDATE partitions SET committed_lsn = c.committed_lsn, last_batch = c.last_batch\n"
+    "  FROM checkpoints c WHERE c.id = 1;\n"
+    "DROP TABLE checkpoints;\n"
+    "CREATE VIEW checkpoints AS\n"
+    "    SELECT 1::smallint AS id, min(committed_lsn) AS committed_lsn,\n"
+    "           min(window_lsn) AS window_lsn, max(updated) AS updated\n"
+    "      FROM partitions;\n";
+
 _Static_assert(GA_PARTITIONS == 64, "migration 5 creates 64 partitions");
 
 struct step {
@@ -397,6 +413,7 @@ static const struct step steps[] = {
     { 3, "the measures view truncates each series to its timespan", schema_v3, NULL },
     { 4, "one row per bucket, partitions per archive", schema_v4, NULL },
     { 5, "window checkpoints per partition of the metric space", schema_v5, NULL },
+    { 6, "committed positions per partition, for parallel writers", schema_v6, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

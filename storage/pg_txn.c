@@ -68,10 +68,11 @@ static const char partitions_sql[] =
     "UPDATE partitions p SET window_lsn = greatest(p.window_lsn, u.l), updated = now()\n"
     "FROM unnest($1::int4[], $2::int8[]) u(id, l) WHERE p.id = u.id";
 
+/* this connection's partitions: every unit up to $1 is committed */
 static const char checkpoint_sql[] =
-    "UPDATE checkpoints SET committed_lsn = greatest(committed_lsn, $1::bigint),\n"
-    "    window_lsn = greatest(window_lsn, $2::bigint), last_batch = $3::bigint, updated = now()\n"
-    "WHERE id = 1";
+    "UPDATE partitions SET committed_lsn = greatest(committed_lsn, $1::bigint),\n"
+    "    last_batch = $3::bigint, updated = now()\n"
+    "WHERE id = ANY ($2::int4[])";
 
 static double ms_since(int64_t t0)
 {
@@ -95,27 +96,17 @@ void pgt_close(struct pgt_conn *tc)
     memset(tc, 0, sizeof *tc);
 }
 
+static int owns(const struct pgt_conn *tc, int p)
+{
+    return !tc->own_parts || (tc->own_parts >> p & 1);
+}
+
 int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen)
 {
     PGresult *r = PQexecParams(tc->c,
-                               "SELECT committed_lsn, window_lsn, last_batch FROM checkpoints "
-                               "WHERE id = 1",
+                               "SELECT id, window_lsn, committed_lsn, last_batch FROM partitions",
                                0, NULL, NULL, NULL, NULL, 1);
     int rc = 0;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        pgu_result_error(err, errlen, tc->c, r);
-        if (PQresultStatus(r) == PGRES_TUPLES_OK)
-            snprintf(err, errlen, "checkpoints has %d rows, expected 1", PQntuples(r));
-        rc = fail_code(tc->c);
-    } else {
-        cp->committed_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 0));
-        cp->window_lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
-        cp->last_batch = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 2));
-    }
-    PQclear(r);
-    if (rc)
-        return rc;
-    r = PQexecParams(tc->c, "SELECT id, window_lsn FROM partitions", 0, NULL, NULL, NULL, NULL, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != GA_PARTITIONS) {
         pgu_result_error(err, errlen, tc->c, r);
         if (PQresultStatus(r) == PGRES_TUPLES_OK)
@@ -123,21 +114,72 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
                      GA_PARTITIONS);
         rc = fail_code(tc->c);
     } else {
+        memset(cp, 0, sizeof *cp);
+        int first = 1, low = GA_PARTITIONS;
         for (int i = 0; i < GA_PARTITIONS; i++) {
             int32_t id = pgu_get_i32(PQgetvalue(r, i, 0));
-            if (id >= 0 && id < GA_PARTITIONS)
-                cp->part_lsn[id] = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 1));
+            if (id < 0 || id >= GA_PARTITIONS)
+                continue;
+            uint64_t wl = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 1));
+            uint64_t cl = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 2));
+            cp->part_lsn[id] = wl;
+            if (!owns(tc, id))
+                continue;
+            /* what this connection's partitions all have */
+            cp->committed_lsn = first || cl < cp->committed_lsn ? cl : cp->committed_lsn;
+            cp->window_lsn = first || wl < cp->window_lsn ? wl : cp->window_lsn;
+            first = 0;
+            if (id < low) {
+                low = id;
+                cp->last_batch = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 3));
+            }
         }
     }
     PQclear(r);
     return rc;
 }
 
-int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *cp, char *err,
-             size_t errlen)
+/* Hold the advisory lock of every partition this connection owns, for the
+ * session: a second daemon's writer of the same partition waits here, and
+ * a writer whose session is gone can no longer commit its partitions'
+ * rows.  GA_EBUSY naming the holder when not granted within timeout_ms. */
+static int lock_partitions(struct pgt_conn *tc, int timeout_ms, char *err, size_t errlen)
+{
+    char sql[1024], ignore[128];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(" PGT_PART_LOCK_CLASS
+                                                 ", p) FROM unnest('{");
+    for (int p = 0, k = 0; p < GA_PARTITIONS; p++)
+        if (owns(tc, p))
+            o += (size_t)snprintf(sql + o, sizeof sql - o, "%s%d", k++ ? "," : "", p);
+    snprintf(sql + o, sizeof sql - o, "}'::int4[]) p");
+    char to[64];
+    snprintf(to, sizeof to, "SET lock_timeout = %d", timeout_ms);
+    int rc = pgu_exec(tc->c, to, err, errlen);
+    if (rc == 0)
+        rc = pgu_exec(tc->c, sql, err, errlen);
+    pgu_exec(tc->c, "SET lock_timeout = 0", ignore, sizeof ignore);
+    if (rc == 0)
+        return 0;
+    PGresult *r = PQexec(tc->c, "SELECT a.pid, coalesce(a.application_name, ''), l.objid "
+                                "FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
+                                "AND l.classid = " PGT_PART_LOCK_CLASS " AND a.pid <> pg_backend_pid()");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        snprintf(err, errlen, "partition %s is written by another gpuaggd (backend pid %s, %s); "
+                 "waiting for it to end", PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 0),
+                 PQgetvalue(r, 0, 1));
+    else if (rc != GA_ENOMEM)
+        snprintf(err, errlen, "the partition locks were not granted within %d ms", timeout_ms);
+    PQclear(r);
+    return GA_EBUSY;
+}
+
+int pgt_open(struct pgt_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
+             struct pgt_checkpoint *cp, char *err, size_t errlen)
 {
     int rc;
     memset(tc, 0, sizeof *tc);
+    tc->own_parts = parts;
     tc->c = pgu_connect(conninfo, "gpuaggd-writer");
     if (!tc->c) {
         snprintf(err, errlen, "out of memory");
@@ -148,8 +190,9 @@ int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *c
         rc = GA_EIO;
         goto fail;
     }
-    if ((rc = pgu_instance_lock(tc->c, 10000, err, errlen)) < 0 ||
+    if ((instance_lock && (rc = pgu_instance_lock(tc->c, 10000, err, errlen)) < 0) ||
         (rc = pgs_migrate(tc->c, err, errlen)) < 0 ||
+        (rc = lock_partitions(tc, 10000, err, errlen)) < 0 ||
         (rc = pgu_exec(tc->c, session_sql, err, errlen)) < 0 ||
         (rc = pgt_read_checkpoint(tc, cp, err, errlen)) < 0)
         goto fail;
@@ -548,8 +591,13 @@ static int send_step(PGconn *c, struct step *s)
 }
 
 /* Build the steps for b; returns their count. */
+static int nparts(uint64_t parts)
+{
+    return parts ? __builtin_popcountll(parts) : GA_PARTITIONS;
+}
+
 static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch_id,
-                       struct step *st)
+                       uint64_t parts, struct step *st)
 {
     int n = 0;
     char def[4096], methods[4096];
@@ -640,7 +688,10 @@ static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch
     struct step *s = &st[n++];
     *s = (struct step){ .what = "advance checkpoint", .sql = checkpoint_sql, .nparams = 3 };
     step_text(s, 0, "%" PRIu64, b->lsn);
-    step_text(s, 1, "%" PRIu64, b->window_lsn);
+    pgu_array_begin(&s->p[1], PGU_INT4OID, (size_t)nparts(parts));
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if (!parts || (parts >> p & 1))
+            pgu_array_i32(&s->p[1], p);
     step_text(s, 2, "%" PRId64, batch_id & INT64_MAX);
     st[n++] = (struct step){ .what = "commit", .sql = "COMMIT" };
     return n;
@@ -648,8 +699,8 @@ static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch
 
 /* Send the steps in one pipeline and read every result.  Returns 0 when all
  * succeeded (the transaction is committed). */
-static int run_pipeline(PGconn *c, struct step *st, int n, int64_t t0, struct pgt_timing *t,
-                        char *err, size_t errlen)
+static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0,
+                        struct pgt_timing *t, char *err, size_t errlen)
 {
     int rc = 0, failed = 0;
     if (PQenterPipelineMode(c) != 1) {
@@ -679,8 +730,9 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int64_t t0, struct pg
             snprintf(err, errlen, "%s: %s", st[i].what, why);
             failed = 1;
         } else if (es == PGRES_COMMAND_OK && st[i].sql == checkpoint_sql &&
-                   strcmp(PQcmdTuples(r), "1") != 0 && !failed) {
-            snprintf(err, errlen, "advance checkpoint: the checkpoints row is missing");
+                   atoi(PQcmdTuples(r)) != owned && !failed) {
+            snprintf(err, errlen, "advance checkpoint: %s of %d partitions rows", PQcmdTuples(r),
+                     owned);
             failed = 1;
         }
         PQclear(r);
@@ -772,8 +824,8 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
         goto fail;
     t->copy_ms = ms_since(t1);
     t->rows = nfresh + nstaged;
-    n = build_steps(b, nstaged, batch_id, st);
-    rc = run_pipeline(c, st, n, ga_now_mono_ns(), t, err, errlen);
+    n = build_steps(b, nstaged, batch_id, tc->own_parts, st);
+    rc = run_pipeline(c, st, n, nparts(tc->own_parts), ga_now_mono_ns(), t, err, errlen);
     if (rc == 0)
         goto out;
 fail:

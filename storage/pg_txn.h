@@ -25,18 +25,24 @@ struct pgt_mset {
     ga_method_t *m;                  /* ascending, owned */
 };
 
+/* advisory lock class of the partitions (with the partition as second key) */
+#define PGT_PART_LOCK_CLASS "745263746"
+
 struct pgt_conn {
     PGconn *c;                       /* NULL when not connected */
+    uint64_t own_parts;              /* partitions this connection writes (bit p); 0 = all */
     struct pgs_part *parts;          /* partitions known to exist, sorted */
     size_t nparts, cap_parts;
     struct pgt_mset *msets;          /* method sets known, by id lookup (few) */
     size_t nmsets, cap_msets;
 };
 
-/* The database's checkpoint row. */
+/* Where this connection's partitions stand (table partitions): the lowest
+ * committed_lsn and window_lsn of those it owns, the last_batch they were
+ * written by, and every partition's window_lsn. */
 struct pgt_checkpoint {
     uint64_t committed_lsn, window_lsn, last_batch;
-    uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn */
+    uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn, every partition */
 };
 
 struct pgt_timing {
@@ -47,21 +53,23 @@ struct pgt_timing {
     int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
 };
 
-/* Connect to conninfo as application_name "gpuaggd-writer", migrate the
- * schema, prepare the session and read the checkpoint into *cp.  Returns 0,
- * or GA_EDB / GA_EPROTO / GA_ENOMEM with the reason in err (tc is left
- * closed). */
-int pgt_open(struct pgt_conn *tc, const char *conninfo, struct pgt_checkpoint *cp, char *err,
-             size_t errlen);
+/* Connect to conninfo as application_name "gpuaggd-writer", take the
+ * instance lock (when instance_lock) and the advisory lock of every
+ * partition in parts (0 = all) for the session, migrate the schema, prepare
+ * the session and read the checkpoint into *cp.  Returns 0, or GA_EDB /
+ * GA_EPROTO / GA_ENOMEM / GA_EBUSY (another daemon holds a lock) with the
+ * reason in err (tc is left closed). */
+int pgt_open(struct pgt_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
+             struct pgt_checkpoint *cp, char *err, size_t errlen);
 
 /* Close the connection (if any) and free the cache; tc can be reopened. */
 void pgt_close(struct pgt_conn *tc);
 
-/* Read the checkpoint row.  0 or GA_EDB (err). */
+/* Read where the partitions stand.  0 or GA_EDB (err). */
 int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen);
 
-/* Write b (sorted with pgb_sort) as one transaction and set
- * checkpoints.last_batch = batch_id (a unique non-zero tag that tells,
+/* Write b (sorted with pgb_sort) as one transaction and set the owned
+ * partitions' last_batch = batch_id (a unique non-zero tag that tells,
  * after a lost connection, whether the commit happened).  Creates the
  * partitions it needs first (committed on their own).  Returns 0 once
  * committed; GA_EDB (rolled back, the connection still usable) or GA_EIO

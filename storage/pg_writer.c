@@ -119,11 +119,18 @@ static int next_backoff(struct pgw *w)
     return w->backoff_ms;
 }
 
-static uint64_t lowest(const uint64_t *v)
+static uint64_t owned(const struct pgw *w)
 {
-    uint64_t m = v[0];
-    for (int p = 1; p < GA_PARTITIONS; p++)
-        m = v[p] < m ? v[p] : m;
+    return w->o.parts ? w->o.parts : ~0ULL;
+}
+
+/* The lowest of v over the partitions w owns. */
+static uint64_t lowest(const struct pgw *w, const uint64_t *v)
+{
+    uint64_t m = UINT64_MAX;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if ((owned(w) >> p & 1) && v[p] < m)
+            m = v[p];
     return m;
 }
 
@@ -138,7 +145,8 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     pthread_mutex_lock(&w->mu);
     set_state_locked(w, w->st.connects ? PGC_CONNECTING : w->st.state);
     pthread_mutex_unlock(&w->mu);
-    int rc = pgt_open(&w->tc, w->conninfo, &cp, err, sizeof err);
+    int rc = pgt_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
+                      sizeof err);
     if (rc == 0) {
         w->backoff_ms = 0;
         w->next_maint_mono = 0;
@@ -150,7 +158,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         for (int p = 0; p < GA_PARTITIONS; p++)
             if (cp.part_lsn[p] > w->st.part_window_lsn[p])
                 w->st.part_window_lsn[p] = w->skip_part[p] = cp.part_lsn[p];
-        w->st.window_lsn = lowest(w->st.part_window_lsn);
+        w->st.window_lsn = lowest(w, w->st.part_window_lsn);
         set_state_locked(w, PGC_CONNECTED);
         pthread_mutex_unlock(&w->mu);
         ga_log(GA_LOG_INFO, "storage_writer_connected", "committed_lsn=%" PRIu64 " window_lsn=%" PRIu64,
@@ -226,7 +234,7 @@ static int write_batch(struct pgw *w)
         after[p] = w->flushing.part_lsn[p] > w->st.part_window_lsn[p] ? w->flushing.part_lsn[p]
                                                                        : w->st.part_window_lsn[p];
     pthread_mutex_unlock(&w->mu);
-    w->flushing.window_lsn = lowest(after);
+    w->flushing.window_lsn = lowest(w, after);
     for (;;) {
         struct pgt_checkpoint cp = { 0 };
         int rc = ensure_conn(w, &cp);
@@ -290,7 +298,7 @@ static int write_batch(struct pgw *w)
     for (int p = 0; p < GA_PARTITIONS; p++)
         if (w->flushing.part_lsn[p] > st->part_window_lsn[p])
             st->part_window_lsn[p] = w->flushing.part_lsn[p];
-    st->window_lsn = lowest(st->part_window_lsn);
+    st->window_lsn = lowest(w, st->part_window_lsn);
     set_state_locked(w, PGC_CONNECTED);
     pthread_mutex_unlock(&w->mu);
     ga_log(GA_LOG_DEBUG, "storage_commit",
@@ -484,7 +492,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
     for (int p = 0; p < GA_PARTITIONS; p++)
         w->skip_part[p] = w->st.part_window_lsn[p] =
             o->part_window_lsn ? o->part_window_lsn[p] : o->window_lsn;
-    w->st.window_lsn = lowest(w->st.part_window_lsn);
+    w->st.window_lsn = lowest(w, w->st.part_window_lsn);
     w->st.state = PGC_CONNECTING;
     w->st.since_real_ns = ga_now_real_ns();
     pthread_mutex_init(&w->mu, NULL);
@@ -526,11 +534,13 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
     int skip_rows = u->lsn && u->lsn <= w->skip_lsn;
     /* a window set is dropped when every partition it covers has a newer one
      * in the database (where some do, the update keeps the newer position) */
+    struct pgw_unit own = *u;        /* a window set covers the partitions this writer owns */
+    own.window_parts = (u->window_parts ? u->window_parts : ~0ULL) & owned(w);
     int skip_windows = u->window_lsn != 0;
     for (int p = 0; skip_windows && p < GA_PARTITIONS; p++)
-        if ((!u->window_parts || (u->window_parts >> p & 1)) && u->window_lsn > w->skip_part[p])
+        if ((own.window_parts >> p & 1) && u->window_lsn > w->skip_part[p])
             skip_windows = 0;
-    rc = pgb_merge(&w->filling, u, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
+    rc = pgb_merge(&w->filling, &own, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
     if (rc < 0)
         goto out;
     w->seq++;

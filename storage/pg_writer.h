@@ -105,6 +105,10 @@ struct pgw_opts {
     uint64_t window_lsn;              /* the lowest of part_window_lsn */
     const uint64_t *part_window_lsn;  /* GA_PARTITIONS loaded window checkpoints; NULL: all
                                          window_lsn */
+    uint64_t parts;                   /* the partitions this writer owns (bit p; 0 = all):
+                                         it holds their advisory locks and moves their rows
+                                         of `partitions`; units carry only their metrics */
+    int no_instance_lock;             /* another writer of the daemon holds the instance lock */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */

@@ -150,7 +150,7 @@ static void test_backend_killed_mid_transaction(void)
     /* Hold the checkpoint row: the writer's next transaction does all its
      * inserts and then waits on the lock, half-way. */
     PGconn *locker = pgenv_connect(&env), *c = pgenv_connect(&env);
-    CHECK_INT(pg_cmd(locker, "BEGIN; LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE"), 0);
+    CHECK_INT(pg_cmd(locker, "BEGIN; LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE"), 0);
     submit(w, 1);
     struct done d = { PTHREAD_MUTEX_INITIALIZER, -2 };
     CHECK_INT(pgw_flush(w, flushed, &d), 0);
@@ -164,7 +164,7 @@ static void test_backend_killed_mid_transaction(void)
     /* its rows are in, uncommitted: invisible to us */
     long long before = pg_scalar(c, "SELECT count(*) FROM aggregates");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                           "'gpuaggd-writer' AND state = 'active' AND query LIKE 'UPDATE checkpoints%'"), 1);
+                           "'gpuaggd-writer' AND state = 'active' AND query LIKE 'UPDATE partitions SET committed_lsn%'"), 1);
     CHECK_INT(pg_scalar(c, "WITH w AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE "
                            "application_name = 'gpuaggd-writer') "
                            "SELECT count(*) FROM w WHERE pg_terminate_backend(pid)"), 1);

@@ -248,7 +248,7 @@ static void test_partitions_ahead(void)
     uint64_t s = seed;
     PGconn *c = pgenv_connect(&env);
     reset_db(c);
-    CHECK_INT(pgt_open(&tc, env.conninfo, &cp, err, sizeof err), 0);
+    CHECK_INT(pgt_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
     int created, dropped;
     int64_t now = ga_now_real_ns();
     /* nothing written yet: no archive to create partitions for */
@@ -260,7 +260,7 @@ static void test_partitions_ahead(void)
     ga_policy_add_def(&p, 60LL * 1000000000, 30 * DAY_NS, 0, NULL);
     ga_policy_methods_from_list(&p, mean, 1, NULL);
     write_days(&p, 0, "m", now / DAY_NS, 1, &s);
-    CHECK_INT(pgt_open(&tc, env.conninfo, &cp, err, sizeof err), 0);
+    CHECK_INT(pgt_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
     CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
     CHECK_INT(created, 3);
     CHECK_INT(dropped, 0);

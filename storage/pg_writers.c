@@ -1,0 +1,344 @@
+/* pg_writers.c — writers side by side, one per group of partitions (see
+ * pg_writers.h). */
+#include "storage/pg_writers.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/ga_err.h"
+
+/* One writer's share of a unit being split. */
+struct share {
+    struct ga_agg *aggs;
+    size_t naggs, cap_aggs;
+    struct ga_late *late;
+    size_t nlate, cap_late;
+    struct pgw_metric_def *defs;
+    size_t ndefs, cap_defs;
+    struct pgw_count *counts;
+    size_t ncounts, cap_counts;
+    struct pgw_window *windows;
+    size_t nwindows, cap_windows;
+};
+
+struct slot {
+    struct pgws *s;
+    int i;
+};
+
+struct pgws {
+    int n;
+    struct pgw **w;
+    struct slot *slots;
+    struct share *share;
+    uint64_t *parts;                  /* per writer: the partitions it owns */
+    int (*partition_of)(void *ctx, uint32_t metric);
+    void *pctx;
+    void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
+    void *ctx;
+    pthread_mutex_t mu;               /* guards committed, window */
+    int mu_ok;
+    uint64_t *committed, *window;
+};
+
+static uint64_t lowest(const uint64_t *v, int n)
+{
+    uint64_t m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* A writer committed: the journal may go up to the lowest of all. */
+static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
+{
+    struct slot *sl = ctx;
+    struct pgws *s = sl->s;
+    pthread_mutex_lock(&s->mu);
+    s->committed[sl->i] = committed_lsn;
+    s->window[sl->i] = window_lsn;
+    uint64_t c = lowest(s->committed, s->n), wl = lowest(s->window, s->n);
+    pthread_mutex_unlock(&s->mu);
+    if (s->on_commit)
+        s->on_commit(s->ctx, c, wl);
+}
+
+int pgws_start(struct pgws **out, const struct pgws_opts *o)
+{
+    if (o->nwriters < 1 || o->nwriters > GA_PARTITIONS || (o->nwriters > 1 && !o->partition_of))
+        return GA_EINVAL;
+    struct pgws *s = calloc(1, sizeof *s);
+    if (!s)
+        return GA_ENOMEM;
+    int n = o->nwriters;
+    s->n = n;
+    s->partition_of = o->partition_of;
+    s->pctx = o->pctx;
+    s->on_commit = o->w.on_commit;
+    s->ctx = o->w.ctx;
+    s->w = calloc((size_t)n, sizeof *s->w);
+    s->slots = calloc((size_t)n, sizeof *s->slots);
+    s->share = calloc((size_t)n, sizeof *s->share);
+    s->parts = calloc((size_t)n, sizeof *s->parts);
+    s->committed = calloc((size_t)n, sizeof *s->committed);
+    s->window = calloc((size_t)n, sizeof *s->window);
+    if (!s->w || !s->slots || !s->share || !s->parts || !s->committed || !s->window) {
+        pgws_stop(s, 0);
+        return GA_ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->mu_ok = 1;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        s->parts[p % n] |= 1ULL << p;
+    for (int i = 0; i < n; i++) {
+        struct pgw_opts wo = o->w;
+        s->slots[i] = (struct slot){ s, i };
+        wo.parts = n > 1 ? s->parts[i] : 0;
+        wo.no_instance_lock = i > 0;        /* the first writer holds it */
+        if (i > 0)
+            wo.maintenance_interval_ms = -1; /* partitions ahead and retention: the first */
+        wo.on_commit = on_commit;
+        wo.ctx = &s->slots[i];
+        s->committed[i] = o->w.committed_lsn;
+        s->window[i] = o->w.window_lsn;
+        int rc = pgw_start(&s->w[i], &wo);
+        if (rc < 0) {
+            pgws_stop(s, 0);
+            return rc;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < need)
+        c *= 2;
+    void *np = realloc(*p, c * elem);
+    if (!np)
+        return GA_ENOMEM;
+    *p = np;
+    *cap = c;
+    return 0;
+}
+
+#define PUT(sh, field, val)                                                                  \
+    (grow((void **)&(sh)->field, &(sh)->cap_##field, (sh)->n##field + 1, sizeof *(sh)->field) \
+         ? GA_ENOMEM                                                                          \
+         : ((sh)->field[(sh)->n##field++] = (val), 0))
+
+static int split(struct pgws *s, const struct pgw_unit *u)
+{
+    for (int i = 0; i < s->n; i++) {
+        struct share *sh = &s->share[i];
+        sh->naggs = sh->nlate = sh->ndefs = sh->ncounts = sh->nwindows = 0;
+    }
+    for (size_t i = 0; i < u->naggs;) {
+        size_t span = ga_agg_span(&u->aggs[i]);
+        if (span > u->naggs - i)
+            break;                          /* cut short: no writer would read it either */
+        struct share *sh = &s->share[s->partition_of(s->pctx, u->aggs[i].metric) % s->n];
+        if (grow((void **)&sh->aggs, &sh->cap_aggs, sh->naggs + span, sizeof *sh->aggs))
+            return GA_ENOMEM;
+        memcpy(sh->aggs + sh->naggs, &u->aggs[i], span * sizeof *sh->aggs);
+        sh->naggs += span;
+        i += span;
+    }
+    for (size_t i = 0; i < u->nlate; i++)
+        if (PUT(&s->share[s->partition_of(s->pctx, u->late[i].metric) % s->n], late, u->late[i]))
+            return GA_ENOMEM;
+    for (size_t i = 0; i < u->ndefs; i++)
+        if (PUT(&s->share[s->partition_of(s->pctx, u->defs[i].id) % s->n], defs, u->defs[i]))
+            return GA_ENOMEM;
+    for (size_t i = 0; i < u->ncounts; i++)
+        if (PUT(&s->share[s->partition_of(s->pctx, u->counts[i].metric) % s->n], counts,
+                u->counts[i]))
+            return GA_ENOMEM;
+    for (size_t i = 0; i < u->nwindows; i++)
+        if (PUT(&s->share[s->partition_of(s->pctx, u->windows[i].metric) % s->n], windows,
+                u->windows[i]))
+            return GA_ENOMEM;
+    return 0;
+}
+
+int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx), void *sctx)
+{
+    if (s->n > 1 && split(s, u) < 0)
+        return GA_ENOMEM;
+    for (int i = 0; i < s->n; i++) {
+        struct pgw_unit part = *u;
+        if (s->n > 1) {
+            const struct share *sh = &s->share[i];
+            part = (struct pgw_unit){
+                .aggs = sh->aggs, .naggs = sh->naggs, .late = sh->late, .nlate = sh->nlate,
+                .defs = sh->defs, .ndefs = sh->ndefs, .counts = sh->counts,
+                .ncounts = sh->ncounts, .windows = sh->windows, .nwindows = sh->nwindows,
+                .lsn = u->lsn,
+            };
+            uint64_t cover = (u->window_parts ? u->window_parts : ~0ULL) & s->parts[i];
+            if (u->window_lsn && cover) {
+                part.window_lsn = u->window_lsn;
+                part.window_parts = cover;
+            }
+        }
+        for (;;) {
+            int rc = pgw_submit(s->w[i], &part);
+            if (rc != GA_EBUSY) {
+                if (rc < 0)
+                    return rc;
+                break;
+            }
+            if (stop && stop(sctx))
+                return GA_ESHUTDOWN;        /* still in the journal: replayed at the next start */
+            struct timespec ts = { 0, 20 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    return 0;
+}
+
+struct fan_in {
+    pthread_mutex_t mu;
+    int left, rc;
+    uint64_t lsn;
+    void (*cb)(void *ctx, int rc, uint64_t committed_lsn);
+    void *ctx;
+};
+
+static void one_flushed(void *ctx, int rc, uint64_t committed_lsn)
+{
+    struct fan_in *f = ctx;
+    pthread_mutex_lock(&f->mu);
+    if (rc < 0 && f->rc == 0)
+        f->rc = rc;
+    if (committed_lsn < f->lsn)
+        f->lsn = committed_lsn;
+    int last = --f->left == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (!last)
+        return;
+    f->cb(f->ctx, f->rc, f->rc ? 0 : f->lsn);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+int pgws_flush(struct pgws *s, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
+{
+    struct fan_in *f = calloc(1, sizeof *f);
+    if (!f)
+        return GA_ENOMEM;
+    pthread_mutex_init(&f->mu, NULL);
+    f->left = s->n;
+    f->lsn = UINT64_MAX;
+    f->cb = cb;
+    f->ctx = ctx;
+    for (int i = 0; i < s->n; i++)
+        if (pgw_flush(s->w[i], one_flushed, f) < 0)
+            one_flushed(f, GA_ESHUTDOWN, 0);
+    return 0;
+}
+
+void pgws_set_tuning(struct pgws *s, int flush_rows, int flush_interval_ms)
+{
+    for (int i = 0; i < s->n; i++)
+        pgw_set_tuning(s->w[i], flush_rows, flush_interval_ms, 0, 0);
+}
+
+/* How bad a state is, for picking the one to show. */
+static int badness(enum pgc_state st)
+{
+    return st == PGC_CONNECTED ? 0 : st == PGC_STOPPED ? 1 : st == PGC_CONNECTING ? 2 : 3;
+}
+
+void pgws_get_status(struct pgws *s, struct pgw_status *st)
+{
+    pgw_get_status(s->w[0], st);
+    for (int i = 1; i < s->n; i++) {
+        struct pgw_status o;
+        pgw_get_status(s->w[i], &o);
+        if (badness(o.state) > badness(st->state) || (!st->last_error[0] && o.last_error[0])) {
+            st->state = o.state;
+            st->since_real_ns = o.since_real_ns;
+            memcpy(st->last_error, o.last_error, sizeof st->last_error);
+        }
+#define MIN_(f) st->f = o.f < st->f ? o.f : st->f
+#define MAX_(f) st->f = o.f > st->f ? o.f : st->f
+#define SUM_(f) st->f += o.f
+        MIN_(committed_lsn);
+        MIN_(window_lsn);
+        MAX_(submitted_lsn);
+        MAX_(lag_s);
+        MAX_(lag_lsn);
+        SUM_(pending_rows);
+        SUM_(pending_units);
+        SUM_(rows_committed);
+        SUM_(buckets_committed);
+        SUM_(late_committed);
+        SUM_(windows_committed);
+        SUM_(defs_committed);
+        SUM_(transactions);
+        SUM_(retries);
+        SUM_(connects);
+        SUM_(units_skipped);
+        SUM_(busy_refusals);
+        SUM_(partitions_created);
+        SUM_(partitions_dropped);
+        SUM_(rows_fresh);
+        SUM_(fresh_fallbacks);
+        SUM_(last_rows);
+        MAX_(last_flush_ms);
+        MAX_(last_copy_ms);
+        MAX_(last_upsert_ms);
+        MAX_(last_commit_ms);
+        MAX_(last_fresh_ms);
+#undef MIN_
+#undef MAX_
+#undef SUM_
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            if (s->parts[i] >> p & 1)
+                st->part_window_lsn[p] = o.part_window_lsn[p];
+    }
+}
+
+static void ignore_flushed(void *ctx, int rc, uint64_t committed_lsn)
+{
+}
+
+int pgws_stop(struct pgws *s, int timeout_ms)
+{
+    if (!s)
+        return 0;
+    int rc = 0;
+    /* let every writer commit at once, then stop them one by one */
+    for (int i = 0; s->w && i < s->n; i++)
+        if (s->w[i])
+            pgw_flush(s->w[i], ignore_flushed, NULL);
+    for (int i = 0; s->w && i < s->n; i++) {
+        int r = s->w[i] ? pgw_stop(s->w[i], timeout_ms) : 0;
+        rc = rc ? rc : r;
+    }
+    for (int i = 0; s->share && i < s->n; i++) {
+        struct share *sh = &s->share[i];
+        free(sh->aggs);
+        free(sh->late);
+        free(sh->defs);
+        free(sh->counts);
+        free(sh->windows);
+    }
+    if (s->mu_ok)
+        pthread_mutex_destroy(&s->mu);
+    free(s->w);
+    free(s->slots);
+    free(s->share);
+    free(s->parts);
+    free(s->committed);
+    free(s->window);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* pg_writers.h — several storage writers side by side, one per group of
+ * partitions (proto/ga_partition.h), behind the single-writer interface.
+ *
+ * One PostgreSQL backend applies rows at a fixed rate however many cores
+ * the server has; N writers (storage.writers) each own the partitions p
+ * with p % N == their index, hold those partitions' advisory locks on their
+ * own connection, and commit their rows, window sets and positions in
+ * their own transactions (pg_writer.h).  pgws_submit splits a unit by the
+ * partition of each metric and gives every writer its part, and every
+ * writer the unit's LSN (so that each one's committed position moves with
+ * the journal); the on_commit callback sees the lowest committed and window
+ * positions over the writers, which is what the journal may let go of.
+ *
+ * Thread-safety: pgws_submit from one thread at a time (the engine
+ * worker); the others from any thread, pgws_stop once. */
+#ifndef GA_PG_WRITERS_H
+#define GA_PG_WRITERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/pg_writer.h"
+
+struct pgws;
+
+struct pgws_opts {
+    struct pgw_opts w;                /* for every writer; parts, no_instance_lock and the
+                                         callbacks are set here per writer */
+    int nwriters;                     /* 1..GA_PARTITIONS */
+    /* the partition of a metric id; called on the thread of pgws_submit */
+    int (*partition_of)(void *ctx, uint32_t metric);
+    void *pctx;
+};
+
+/* Start the writers.  Returns 0 and *out, GA_EINVAL or GA_ENOMEM. */
+int pgws_start(struct pgws **out, const struct pgws_opts *o);
+
+/* Split u and hand each writer its part, waiting (20 ms steps) while one
+ * is full, until stop(sctx) says to give up (GA_ESHUTDOWN; the writers
+ * before it have their part: every part is idempotent but for counters,
+ * which travel in window sets, each whole in one writer).  Other errors as
+ * pgw_submit. */
+int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx), void *sctx);
+
+/* pgw_flush on every writer; cb once all have answered (the first error,
+ * or 0 and the lowest committed LSN). */
+int pgws_flush(struct pgws *s, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx);
+
+void pgws_set_tuning(struct pgws *s, int flush_rows, int flush_interval_ms);
+
+/* The writers' status as one: counters summed, positions the lowest, lag
+ * the largest, the state and last error of the worst writer. */
+void pgws_get_status(struct pgws *s, struct pgw_status *st);
+
+/* pgw_stop on every writer (in parallel deadlines); the first error.  NULL:
+ * no-op. */
+int pgws_stop(struct pgws *s, int timeout_ms);
+
+#endif
