@@ -52,7 +52,7 @@ static void usage(FILE *f)
 "  --rate R              offered points/s (default M / interval: data time runs at wall time)\n"
 "  --duration S          seconds of load (default 120)\n"
 "  --connections N       ingest connections (default 2)\n"
-"  --batch B             points per batch (default 5000)\n"
+"  --batch B             points per batch, at most metrics / connections (default 5000)\n"
 "  --inflight N          unacknowledged batches per connection (default 8)\n"
 "  --backend cpu|gpu     gpu.devices none | all (default cpu)\n"
 "  --out DIR             config, logs, samples.tsv, the PostgreSQL cluster (default bench-capacity)\n"
@@ -167,6 +167,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (!o->rate)
         o->rate = o->metrics / o->interval_s;
+    /* A batch holds at most one point of each metric of its connection:
+     * a bigger one would carry several intervals, and --realtime would
+     * hold it back until the last of them. */
+    uint32_t per_conn = (o->metrics + o->connections - 1) / o->connections;
+    if (o->batch > per_conn) {
+        fprintf(stderr, "bench_capacity: --batch %u lowered to %u, the metrics of one connection\n", o->batch,
+                per_conn);
+        o->batch = per_conn;
+    }
     if (!o->copy_sessions) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         o->copy_sessions = n < 1 ? 1 : n > 64 ? 64 : (int)n;

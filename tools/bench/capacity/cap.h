@@ -97,7 +97,7 @@ struct cap_ceiling {
 };
 
 /* Copy every row of table (as the SQL names it, e.g. "aggregates") out to
- * the binary COPY file path, create a fresh table of the same shape
+ * the binary COPY file path, in primary-key order, create a fresh table of the same shape
  * (partitions, defaults, constraints, indexes, storage parameters), load
  * the rows back through `sessions` connections in parallel, each with one
  * COPY FROM STDIN, and time that load.  keep: leave the file and the fresh

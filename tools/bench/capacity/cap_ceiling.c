@@ -1,15 +1,16 @@
 /* cap_ceiling.c — PostgreSQL's own ceiling for the rows the daemon wrote
  * (cap.h).
  *
- *   1. COPY (SELECT * FROM <table>) TO STDOUT (FORMAT binary) into a file;
+ *   1. COPY (SELECT * FROM <table> ORDER BY <its primary key>) TO STDOUT
+ *      (FORMAT binary) into a file: key order, as the writer sends rows;
  *   2. a fresh table of the same shape: CREATE TABLE … (LIKE <table>
  *      INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES), with the
  *      same storage parameters and, for a partitioned table, the same
  *      partition key and one partition for each of the original's (bounds
  *      and storage parameters copied);
- *   3. the file cut at row boundaries into `sessions` parts, each sent by
- *      its own connection as one COPY … FROM STDIN (FORMAT binary), all
- *      released together; the time is from the start to the last commit
+ *   3. the file cut at row boundaries into `sessions` parts (key ranges),
+ *      each sent by its own connection as one COPY … FROM STDIN (FORMAT
+ *      binary), all released together; the time is from the start to the last commit
  *      (each COPY is its own transaction).  Connections are opened first. */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,10 +77,12 @@ static int query1(PGconn *c, const char *sql, int n, const char *const *params, 
     return rc;
 }
 
-static int export_rows(PGconn *c, const char *qname, const char *path, uint64_t *bytes, char *err, size_t errlen)
+static int export_rows(PGconn *c, const char *qname, const char *order, const char *path, uint64_t *bytes,
+                       char *err, size_t errlen)
 {
-    char sql[1024];
-    snprintf(sql, sizeof sql, "COPY (SELECT * FROM %s) TO STDOUT (FORMAT binary)", qname);
+    char sql[2048];
+    snprintf(sql, sizeof sql, "COPY (SELECT * FROM %s%s%s) TO STDOUT (FORMAT binary)", qname,
+             order[0] ? " ORDER BY " : "", order);
     FILE *f = fopen(path, "w");
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
@@ -327,7 +330,7 @@ int cap_ceiling_run(const char *conninfo, const char *table, const char *path, i
     uint8_t *d = MAP_FAILED;
     size_t *off = NULL, dlen = 0, hdr = 0;
     int fd = -1, rc = -1;
-    char oid[32], qname[512], count[32];
+    char oid[32], qname[512], count[32], order[1024];
     const char *p[1] = { table };
     if (PQstatus(c) != CONNECTION_OK) {
         fail(err, errlen, "connect: %s", PQerrorMessage(c));
@@ -342,8 +345,14 @@ int cap_ceiling_run(const char *conninfo, const char *table, const char *path, i
     p[0] = oid;
     if (query1(c, "SELECT $1::oid::regclass::text", 1, p, qname, sizeof qname, err, errlen) < 0)
         goto out;
+    /* In primary-key order, as the writer sends its rows (none: as stored). */
+    if (query1(c, "SELECT coalesce(string_agg(quote_ident(a.attname), ', ' ORDER BY k.n), '') "
+                  "FROM pg_index i, unnest(i.indkey) WITH ORDINALITY k(att, n), pg_attribute a "
+                  "WHERE i.indrelid = $1::oid AND i.indisprimary AND a.attrelid = i.indrelid AND a.attnum = k.att",
+               1, p, order, sizeof order, err, errlen) < 0)
+        goto out;
     double t0 = cap_now();
-    if (export_rows(c, qname, path, &res->bytes, err, errlen) < 0)
+    if (export_rows(c, qname, order, path, &res->bytes, err, errlen) < 0)
         goto out;
     res->export_s = cap_now() - t0;
     if (create_clone(c, oid, qname, &res->partitions, err, errlen) < 0)
