@@ -207,6 +207,8 @@ struct run {
     double t_load_end, drain_s, rss_base_kib;
     int load_rc, drained;
     uint64_t acked_final, rows_final, db_points, db_rows;
+    uint64_t stats[8];              /* the stats_names at the end of the drain */
+    int have_stats;
     struct cap_ceiling ceil;
     int ceil_ok;
 };
@@ -569,6 +571,25 @@ static int drive(struct run *r)
     return r->load_rc == 0 && !interrupted ? 0 : -1;
 }
 
+/* Counters of `stats` that say where the time went (docs/COUNTERS.md). */
+static const char *const stats_names[8] = {
+    "storage.transactions", "storage.rows_fresh", "storage.fresh_fallbacks", "storage.retries",
+    "pipeline.journal_only_batches", "pipeline.journal_full_waits", "ingest.backpressure_pauses",
+    "engine.late_points",
+};
+
+static void read_stats(struct run *r)
+{
+    struct ctl_reply rep;
+    char err[256];
+    if (ctl_client_call(&r->ctl, "stats", NULL, 0, &rep, err, sizeof err) < 0 || !rep.ok)
+        return;
+    for (int i = 0; i < 8; i++)
+        if (mp_get_uint(rep.result, stats_names[i], &r->stats[i]) < 0)
+            return;
+    r->have_stats = 1;
+}
+
 /* ---- the summary ---- */
 
 static const char *yes(int v)
@@ -613,6 +634,11 @@ static void summary(struct run *r, int completed)
                cap_lag_quantile(se, o->warmup_s, tl, 1, 0));
     printf("| engine lag over the load | p99 %.2f s, max %.2f s (processed_lsn behind durable_lsn) |\n", ep99, emx);
     printf("| writer's oldest pending unit | max %.2f s (storage.lag_s) |\n", wmax);
+    if (r->have_stats) {
+        printf("| counters at the end |");
+        for (int i = 0; i < 8; i++)
+            printf(" %s %llu%s", stats_names[i], (unsigned long long)r->stats[i], i < 7 ? "," : " |\n");
+    }
     if (r->drained)
         printf("| drain | %.2f s from the load's end to committed = acked |\n", r->drain_s);
     else
@@ -719,6 +745,8 @@ int main(int argc, char **argv)
              start_daemon(&r) == 0;
     if (ok)
         ok = drive(&r) == 0;
+    if (r.daemon > 0)
+        read_stats(&r);
     ctl_client_close(&r.ctl);
     stop_daemon(&r);
     if (r.pg_started || o.conninfo) {
