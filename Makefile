@@ -78,7 +78,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install clean deps fuzz bench
+.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -102,6 +102,12 @@ $(BUILD)/bin/gpuagg-load: $(LOAD_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 $(BUILD)/bench/wait_cost: tools/gpu-host/wait_cost.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -cudart static $< -o $@
+# bench_capacity: its modules in tools/bench/capacity/ and gpuaggctl's
+# control client.
+CAP_SRC := $(wildcard tools/bench/capacity/*.c) tools/gpuaggctl/client.c
+$(BUILD)/bench/bench_capacity: $(BUILD)/obj/tools/bench/bench_capacity.o $(CAP_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -128,6 +134,14 @@ tsan:
 	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 $(BUILD)/tests-stamp: $(TEST_BIN)
 	@touch $@
+
+# The capacity benchmark (docs/PERFORMANCE.md, "Capacity (socket to
+# committed rows)"): the real daemon and a private PostgreSQL under
+# build/bench-capacity; BENCH_ARGS overrides the workload (default: the
+# 2-core goal, 100,000 metrics at 0.5 points/s, policy medium, 2 minutes).
+BENCH_ARGS ?= --metrics 100000 --interval 2s --policy medium --duration 120 --backend cpu
+bench-capacity: all
+	$(BUILD)/bench/bench_capacity --out $(BUILD)/bench-capacity $(BENCH_ARGS)
 
 install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1 \

@@ -3,13 +3,17 @@
 # only through a Unix socket in DIR/sock (no TCP), trust auth, database gpuagg.
 #   tools/pg-private.sh start DIR    prints the libpq conninfo on stdout
 #   tools/pg-private.sh stop DIR
-# initdb refuses root, so as root the cluster belongs to the postgres user.
+# initdb refuses root, so as root the cluster belongs to the postgres user
+# (nobody where there is none, as on the GPU host).  The server binaries are
+# Debian's newest, or those in $PG_BINDIR (the GPU bundle's own).
 set -eu
 cmd=$1; dir=$2
-bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-[ -n "$bindir" ] || { echo "pg-private: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 1; }
+bindir=${PG_BINDIR:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+[ -n "$bindir" ] && [ -x "$bindir/pg_ctl" ] || { echo "pg-private: PostgreSQL server binaries not found (apt-get install postgresql, or set PG_BINDIR)" >&2; exit 1; }
+pguser=postgres
+id -u postgres >/dev/null 2>&1 || pguser=nobody
 as_pg() {
-    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    if [ "$(id -u)" = 0 ]; then runuser -u $pguser -- "$@"; else "$@"; fi
 }
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -21,10 +25,10 @@ PERF_OPTS="-c shared_buffers=1GB -c wal_buffers=64MB -c max_wal_size=4GB -c chec
 case "$cmd" in
 start)
     if [ "$(id -u)" = 0 ]; then
-        chown postgres:postgres "$dir"
+        chown "$pguser" "$dir"
         # postgres must be able to reach DIR; a parent like /root (0700) stops it.
-        if ! runuser -u postgres -- test -w "$dir"; then
-            echo "pg-private: the postgres user cannot reach $dir" >&2; exit 1
+        if ! runuser -u $pguser -- test -w "$dir"; then
+            echo "pg-private: the $pguser user cannot reach $dir" >&2; exit 1
         fi
     fi
     if [ ! -f "$dir/data/PG_VERSION" ]; then

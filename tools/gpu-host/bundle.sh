@@ -6,7 +6,8 @@
 # paths resolve.  Output: build-bundle/gpuagg-bundle.tar.xz; carry
 # build-bundle and run tools/gpu-host/e2e.sh (or bench_host.sh: it also
 # needs build/bench/gen_points_csv and a pure-Python msgpack, both packed
-# here) there.
+# here) there; `root/bench_capacity` (tools/gpu-host/bench_capacity.sh) runs
+# the capacity benchmark with the bundle's PostgreSQL.
 set -eu
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
@@ -16,7 +17,8 @@ root="$out/root"
 pgv=15
 pgbin=/usr/lib/postgresql/$pgv/bin
 mkdir -p "$root/usr/lib/postgresql/$pgv/bin" "$root/usr/lib/postgresql/$pgv/lib" "$root/usr/share/postgresql"
-cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load build/bench/gen_points_csv "$root/bin/"
+cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load build/bench/gen_points_csv \
+   build/bench/bench_capacity "$root/bin/"
 for b in postgres initdb pg_ctl psql createdb; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
 for l in plpgsql.so dict_snowball.so; do cp "/usr/lib/postgresql/$pgv/lib/$l" "$root/usr/lib/postgresql/$pgv/lib/"; done
 cp -r /usr/share/postgresql/$pgv "$root/usr/share/postgresql/"
@@ -30,7 +32,8 @@ done | sort -u | while read -r lib; do
         *) cp -L "$lib" "$root/lib/" ;;
     esac
 done
-cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py "$root/"
+cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/pg-private.sh "$root/"
+cp tools/gpu-host/bench_capacity.sh "$root/bench_capacity"
 # msgpack for visprobe.py (the host's python3 has none): Debian's package,
 # pure Python only -- its C extension is built for another Python version,
 # and msgpack falls back to msgpack/fallback.py without it.

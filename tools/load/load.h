@@ -38,6 +38,8 @@ struct load_opts {
     uint64_t seed;
     int64_t step_ns;              /* timestamp step per metric */
     int64_t start_ns;             /* first timestamp of every metric */
+    int realtime;                 /* send no point before its timestamp's offset from
+                                     start_ns has passed on the clock since the start */
     double late;                  /* fraction of points stamped in the past */
     uint32_t late_steps;          /* how far back a late point goes, in steps */
     const char *token;            /* hello token, NULL = none */
@@ -98,6 +100,9 @@ void load_gen_free(struct load_gen *g);
 int load_gen_batch(struct load_gen *g, const struct load_opts *o, struct load_batch *b,
                    uint64_t seq, size_t n);
 void load_batch_free(struct load_batch *b);
+/* The newest regular timestamp (late points aside) that the next batch of n
+ * points from g would carry, without drawing it: what --realtime waits for. */
+int64_t load_gen_newest_ts(const struct load_gen *g, const struct load_opts *o, size_t n);
 
 /* ---- load_conn.c ---- */
 

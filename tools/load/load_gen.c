@@ -154,6 +154,22 @@ static int64_t next_ts(struct load_gen *g, const struct load_opts *o, uint32_t k
     return ts;
 }
 
+int64_t load_gen_newest_ts(const struct load_gen *g, const struct load_opts *o, size_t n)
+{
+    size_t groups = (n + o->ppm - 1) / o->ppm, k = 0;
+    int64_t newest = INT64_MIN;
+    for (size_t gi = 0; gi < groups; gi++) {
+        size_t pos = g->cursor + gi;
+        uint32_t m = (uint32_t)(pos % g->nmetrics);
+        int64_t wraps = (int64_t)(pos / g->nmetrics);      /* the metric comes back in this batch */
+        uint32_t cnt = (uint32_t)(n - k < o->ppm ? n - k : o->ppm);
+        int64_t ts = g->next_ts[m] + (wraps * o->ppm + cnt - 1) * o->step_ns;
+        newest = ts > newest ? ts : newest;
+        k += cnt;
+    }
+    return newest;
+}
+
 int load_gen_batch(struct load_gen *g, const struct load_opts *o, struct load_batch *b,
                    uint64_t seq, size_t n)
 {

@@ -2,7 +2,8 @@
  *
  * Each turn: every connection with room (fewer than --inflight batches
  * unacked, the previous batch fully written) gets new batches while the
- * rate allows; then poll for acks and writable sockets.  When the duration
+ * rate allows (and, with --realtime, while the batch's newest timestamp is
+ * no further from --start than the clock is from the first batch); then poll for acks and writable sockets.  When the duration
  * or the point count is reached, or a connection fails, sending stops and
  * the loop waits up to --drain seconds for the outstanding acks. */
 #include <poll.h>
@@ -69,6 +70,16 @@ static int fill(struct run *r, struct load_conn *c, int *wait_ms)
             if ((double)(r->t.points_sent + n) > allowed) {
                 double ms = ((double)(r->t.points_sent + n) - allowed) / o->rate * 1e3;
                 int w = ms < 1 ? 1 : ms > IDLE_WAIT_MS ? IDLE_WAIT_MS : (int)ms;
+                *wait_ms = w < *wait_ms ? w : *wait_ms;
+                return 0;
+            }
+        }
+        if (o->realtime) {
+            int64_t ahead = load_gen_newest_ts(&c->gen, o, (size_t)n) - o->start_ns -
+                            (r->now - r->t.t_start_ns);
+            if (ahead > 0) {
+                int64_t ms = ahead / 1000000 + 1;
+                int w = ms > IDLE_WAIT_MS ? IDLE_WAIT_MS : (int)ms;
                 *wait_ms = w < *wait_ms ? w : *wait_ms;
                 return 0;
             }

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 "  -s, --seed N            random seed (default 1)\n"
 "      --step DUR          timestamp step per metric: 1s, 250ms, 10us, 100ns (default 1s)\n"
 "      --start TS          first timestamp: ns since the epoch, RFC 3339, or now (default)\n"
+"      --realtime          send no point before its time: point j of a metric waits\n"
+"                          until j steps have passed since the start\n"
 "      --late F            fraction 0..1 of points stamped in the past (default 0)\n"
 "      --late-steps N      how many steps back a late point may go (default 10)\n"
 "      --token T           token for the hello (TCP listeners with listen.token)\n"
@@ -111,13 +113,14 @@ int main(int argc, char **argv)
         .prefix = "load.", .drain_s = 30, .connect_timeout_s = 10,
     };
     enum { O_INDEX = 256, O_TSFORM, O_STEP, O_START, O_LATE, O_LATE_STEPS, O_TOKEN, O_PREFIX,
-           O_RECORD, O_UNACKED, O_DRAIN, O_JSON, O_VERSION };
+           O_RECORD, O_UNACKED, O_DRAIN, O_JSON, O_VERSION, O_REALTIME };
     static const struct option lo[] = {
         { "connect", 1, 0, 'c' }, { "connections", 1, 0, 'n' }, { "form", 1, 0, 'f' },
         { "index", 0, 0, O_INDEX }, { "ts-form", 1, 0, O_TSFORM }, { "batch", 1, 0, 'b' },
         { "metrics", 1, 0, 'm' }, { "points-per-metric", 1, 0, 'k' }, { "rate", 1, 0, 'r' },
         { "duration", 1, 0, 'd' }, { "points", 1, 0, 'p' }, { "inflight", 1, 0, 'i' },
         { "seed", 1, 0, 's' }, { "step", 1, 0, O_STEP }, { "start", 1, 0, O_START },
+        { "realtime", 0, 0, O_REALTIME },
         { "late", 1, 0, O_LATE }, { "late-steps", 1, 0, O_LATE_STEPS }, { "token", 1, 0, O_TOKEN },
         { "prefix", 1, 0, O_PREFIX }, { "record", 1, 0, O_RECORD }, { "unacked", 1, 0, O_UNACKED },
         { "drain", 1, 0, O_DRAIN }, { "json", 0, 0, O_JSON }, { "help", 0, 0, 'h' },
@@ -166,6 +169,7 @@ int main(int argc, char **argv)
             break;
         case O_STEP: if (parse_dur_ns(optarg, &o.step_ns) < 0 || o.step_ns < 1) return bad("--step", optarg); break;
         case O_START: if (parse_start(optarg, &o.start_ns) < 0) return bad("--start", optarg); have_start = 1; break;
+        case O_REALTIME: o.realtime = 1; break;
         case O_LATE:
             o.late = strtod(optarg, &end);
             if (end == optarg || *end || !(o.late >= 0 && o.late <= 1)) return bad("--late", optarg);
