@@ -540,9 +540,14 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
     for (int p = 0; skip_windows && p < GA_PARTITIONS; p++)
         if ((own.window_parts >> p & 1) && u->window_lsn > w->skip_part[p])
             skip_windows = 0;
+    int was_empty = pgb_empty(&w->filling);
     rc = pgb_merge(&w->filling, &own, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
     if (rc < 0)
         goto out;
+    /* a writer idle on an empty batch sleeps its idle check: the first unit
+     * starts the flush interval, so wake it to set its deadline */
+    if (was_empty)
+        pthread_cond_signal(&w->wake);
     w->seq++;
     w->st.units_skipped += (uint64_t)skip_rows;
     if (u->lsn > w->st.submitted_lsn)

@@ -595,6 +595,37 @@ static void test_partition_window_sets(void)
     PQfinish(c);
 }
 
+/* A writer idle on an empty batch wakes for the first unit and commits it
+ * within the flush interval (200 ms), not at its next idle check (5 s). */
+static void test_idle_writer_wakes(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_status st;
+    for (int i = 0; i < 500; i++) {          /* connected, batch empty: idle */
+        pgw_get_status(w, &st);
+        if (st.state == PGC_CONNECTED)
+            break;
+        usleep(10000);
+    }
+    usleep(300000);
+    struct pgw_unit u = { .lsn = 7 };
+    int64_t t0 = ga_now_mono_ns();
+    CHECK_INT(pgw_submit(w, &u), 0);
+    for (int i = 0; i < 1000; i++) {
+        pgw_get_status(w, &st);
+        if (st.committed_lsn == 7)
+            break;
+        usleep(5000);
+    }
+    double s = (double)(ga_now_mono_ns() - t0) / 1e9;
+    CHECK_INT(st.committed_lsn, 7);
+    CHECK(s < 2.0);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -609,6 +640,7 @@ void run_tests(void)
     if (!env_ok)
         return;
     RUN(test_partition_window_sets);
+    RUN(test_idle_writer_wakes);
     RUN(test_round_trip_random);
     RUN(test_coalesce_later_wins);
     RUN(test_late_points_and_counters);
