@@ -65,8 +65,10 @@ int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
         const struct ga_agg *a = &aggs[k];
         struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
         if (e) {
-            if (a->ts > e->hi)
+            if (a->ts > e->hi) {
                 e->hi = a->ts;
+                e->mset = -1;
+            }
             continue;
         }
         if (m->n >= PGF_MAX_PAIRS)
@@ -77,10 +79,24 @@ int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
         while (m->e[i].used)
             i = (i + 1) & (m->cap - 1);
         m->e[i] = (struct pgf_ent){ .metric = a->metric, .used = 1,
-                                    .granularity_ns = a->granularity_ns, .hi = a->ts };
+                                    .granularity_ns = a->granularity_ns, .hi = a->ts,
+                                    .mset = -1 };
         m->n++;
     }
     return 0;
+}
+
+int32_t pgf_mset(const struct pgf_map *m, const struct ga_agg *a)
+{
+    const struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+    return e && e->hi == a->ts ? e->mset : -1;
+}
+
+void pgf_set_mset(struct pgf_map *m, const struct ga_agg *a, int32_t mset)
+{
+    struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+    if (e && e->hi == a->ts)
+        e->mset = mset;
 }
 
 void pgf_clear(struct pgf_map *m)

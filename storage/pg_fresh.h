@@ -24,6 +24,7 @@
 struct pgf_ent {
     uint32_t metric, used;
     int64_t granularity_ns, hi;
+    int32_t mset;                    /* method set of the row at hi, -1 unknown */
 };
 
 struct pgf_map {
@@ -32,7 +33,7 @@ struct pgf_map {
 };
 
 /* Above this many pairs the map forgets everything (every pair is then
- * "not fresh" until committed again): bounds memory at 24 bytes × 2 × this. */
+ * "not fresh" until committed again): bounds memory at 32 bytes × 2 × this. */
 #define PGF_MAX_PAIRS ((size_t)1 << 22)
 
 /* 1 if a's bucket starts after the high water of its pair, else 0. */
@@ -45,6 +46,15 @@ int pgf_known(const struct pgf_map *m, const struct ga_agg *a);
  * aggs[0..n) (any order).  GA_ENOMEM leaves the map valid (some pairs not
  * raised: only slower, never wrong). */
 int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n);
+
+/* The method set (method_sets id) of the stored row of a's pair at the
+ * high water, if a's bucket is that one and it is known; else -1.  The
+ * writer rewrites the open bucket with a plain replacement when its new
+ * set holds every method of that one, and merges otherwise. */
+int32_t pgf_mset(const struct pgf_map *m, const struct ga_agg *a);
+/* Note the method set of the row just committed for a's bucket, if it is
+ * its pair's high water. */
+void pgf_set_mset(struct pgf_map *m, const struct ga_agg *a, int32_t mset);
 
 void pgf_clear(struct pgf_map *m);
 void pgf_free(struct pgf_map *m);

@@ -13,22 +13,29 @@
 #include "storage/pg_util.h"
 
 #define COPY_CHUNK (1u << 20)
-#define MAX_STEPS 9
+#define MAX_STEPS 10
 
 static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
     "CREATE TEMP TABLE gpuagg_stage_buckets (\n"
     "    metric integer, mset integer, granularity bigint, ts bigint,\n"
-    "    vals double precision[]) ON COMMIT DELETE ROWS";
+    "    vals double precision[], merge boolean) ON COMMIT DELETE ROWS";
 
-/* A bucket stored with another method set (a rate:-only update of the
- * bucket after a new point, a first point without std, a policy that
- * changed) is merged: the union of the sets, new values winning
- * (gpuagg_merge, migration 4).  The common case, the same set, is a plain
- * replacement. */
+/* Rewritten buckets.  The writer knows the method set of the row it last
+ * committed at each (metric, granularity)'s newest bucket (pg_fresh.h);
+ * where the new set holds all of its methods (the same set; a second point
+ * that brings std) the row is replaced outright.  Every other rewrite (a
+ * rate:-only update of the bucket after a new point, an older bucket, a
+ * set the writer does not know) is merged: the union of the two sets, new
+ * values winning (gpuagg_merge, migration 4), as Gnocchi merges splits. */
 static const char upsert_aggs_sql[] =
     "INSERT INTO buckets AS b (metric, mset, granularity, ts, vals)\n"
-    "SELECT metric, mset, granularity, ts, vals FROM gpuagg_stage_buckets\n"
+    "SELECT metric, mset, granularity, ts, vals FROM gpuagg_stage_buckets WHERE NOT merge\n"
+    "ON CONFLICT (metric, granularity, ts) DO UPDATE SET mset = EXCLUDED.mset, vals = EXCLUDED.vals";
+
+static const char merge_aggs_sql[] =
+    "INSERT INTO buckets AS b (metric, mset, granularity, ts, vals)\n"
+    "SELECT metric, mset, granularity, ts, vals FROM gpuagg_stage_buckets WHERE merge\n"
     "ON CONFLICT (metric, granularity, ts) DO UPDATE SET\n"
     "    mset = CASE WHEN b.mset = EXCLUDED.mset THEN b.mset\n"
     "                ELSE (gpuagg_merge(b.mset, b.vals, EXCLUDED.mset, EXCLUDED.vals)).mset END,\n"
@@ -90,6 +97,8 @@ void pgt_close(struct pgt_conn *tc)
     if (tc->c)
         PQfinish(tc->c);
     free(tc->parts);
+    free(tc->merged);
+    free(tc->prev_mset);
     for (size_t i = 0; i < tc->nmsets; i++)
         free(tc->msets[i].m);
     free(tc->msets);
@@ -295,10 +304,49 @@ static size_t bucket_end(const struct pgb_batch *b, size_t i)
 
 static uint64_t mset_hash(const struct ga_agg *a, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = 1469598103934665603ULL;       /* as mset_hash_m over the methods */
     for (size_t i = 0; i < n; i++)
         h = (h ^ a[i].method) * 1099511628211ULL;
     return h ^ n;
+}
+
+static uint64_t mset_hash_m(const ga_method_t *m, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ m[i]) * 1099511628211ULL;
+    return h ^ n;
+}
+
+static const struct pgt_mset *mset_by_id(const struct pgt_conn *tc, int32_t id)
+{
+    for (size_t i = 0; i < tc->nmsets; i++)
+        if (tc->msets[i].id == id)
+            return &tc->msets[i];
+    return NULL;
+}
+
+/* The id of the union of sets a and b where this connection knows it,
+ * else -1. */
+static int32_t mset_union(const struct pgt_conn *tc, int32_t a, int32_t b)
+{
+    const struct pgt_mset *x = mset_by_id(tc, a), *y = mset_by_id(tc, b);
+    if (!x || !y || x->n + y->n > 2 * GA_POLICY_MAX_METHODS)
+        return -1;
+    ga_method_t u[2 * GA_POLICY_MAX_METHODS];
+    size_t n = 0, i = 0, k = 0;
+    while (i < x->n || k < y->n) {
+        ga_method_t m = k == y->n || (i < x->n && x->m[i] < y->m[k]) ? x->m[i] : y->m[k];
+        i += i < x->n && x->m[i] == m;
+        k += k < y->n && y->m[k] == m;
+        u[n++] = m;
+    }
+    uint64_t h = mset_hash_m(u, n);
+    for (size_t j = 0; j < tc->nmsets; j++)
+        if (tc->msets[j].hash == h && tc->msets[j].n == n &&
+            !memcmp(tc->msets[j].m, u, n * sizeof *u))
+            return tc->msets[j].id;
+    return -1;
 }
 
 /* The id of the method set of rows a[0..n), or -1 when not known. */
@@ -441,9 +489,10 @@ out:
 
 /* One bucket row: rows a[0..n) of one (metric, granularity, ts), their
  * values as a float8[] in the order of method set mset. */
-static void copy_bucket(struct pgu_buf *cb, const struct ga_agg *a, size_t n, int32_t mset)
+static void copy_bucket(struct pgu_buf *cb, const struct ga_agg *a, size_t n, int32_t mset,
+                        int merge)
 {
-    pgu_put_i16(cb, 5);
+    pgu_put_i16(cb, merge < 0 ? 5 : 6);
     pgu_put_i32(cb, 4);
     pgu_put_i32(cb, (int32_t)a->metric);
     pgu_put_i32(cb, 4);
@@ -462,6 +511,27 @@ static void copy_bucket(struct pgu_buf *cb, const struct ga_agg *a, size_t n, in
         pgu_put_i32(cb, 8);
         pgu_put_f64(cb, a[k].value);
     }
+    if (merge >= 0) {
+        pgu_put_i32(cb, 1);
+        uint8_t m = (uint8_t)merge;
+        pgu_put(cb, &m, 1);
+    }
+}
+
+/* 1 if method set sup holds every method of set sub (both known here). */
+static int mset_holds(const struct pgt_conn *tc, int32_t sup, int32_t sub)
+{
+    const struct pgt_mset *a = mset_by_id(tc, sup), *b = mset_by_id(tc, sub);
+    if (!a || !b)
+        return 0;
+    size_t i = 0;
+    for (size_t k = 0; k < b->n; k++) {            /* both ascending */
+        while (i < a->n && a->m[i] < b->m[k])
+            i++;
+        if (i == a->n || a->m[i] != b->m[k])
+            return 0;
+    }
+    return 1;
 }
 
 static const char copy_stage_sql[] = "COPY gpuagg_stage_buckets FROM STDIN (FORMAT binary)";
@@ -473,8 +543,8 @@ static const char copy_fresh_sql[] =
  * gets the bucket rows sent.  *unique is set when the COPY failed on a
  * primary-key violation (SQLSTATE 23505). */
 static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batch *b,
-                     const uint8_t *fresh, uint8_t want, size_t *nrows, int *unique, char *err,
-                     size_t errlen)
+                     const uint8_t *fresh, uint8_t want, const struct pgf_map *hw, size_t *nrows,
+                     size_t *nmerge, int *unique, char *err, size_t errlen)
 {
     static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
     PGconn *c = tc->c;
@@ -504,7 +574,15 @@ static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batc
                 goto drain;
             }
             last_id = id, last_h = h, last_n = j - i;
-            copy_bucket(&cb, &b->aggs[i], j - i, id);
+            int merge = -1;                 /* the fresh COPY has no such column */
+            if (nmerge) {
+                int32_t old = hw ? pgf_mset(hw, &b->aggs[i]) : -1;
+                merge = !(old >= 0 && (old == id || mset_holds(tc, id, old)));
+                *nmerge += (size_t)merge;
+                tc->merged[i] = (uint8_t)merge;
+                tc->prev_mset[i] = old;
+            }
+            copy_bucket(&cb, &b->aggs[i], j - i, id, merge);
             (*nrows)++;
         }
         if (cb.len >= COPY_CHUNK || j == b->naggs) {
@@ -596,13 +674,15 @@ static int nparts(uint64_t parts)
     return parts ? __builtin_popcountll(parts) : GA_PARTITIONS;
 }
 
-static int build_steps(const struct pgb_batch *b, size_t nstaged, uint64_t batch_id,
-                       uint64_t parts, struct step *st)
+static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge,
+                       uint64_t batch_id, uint64_t parts, struct step *st)
 {
     int n = 0;
     char def[4096], methods[4096];
-    if (nstaged)
-        st[n++] = (struct step){ .what = "upsert aggregates", .sql = upsert_aggs_sql };
+    if (nreplace)
+        st[n++] = (struct step){ .what = "upsert buckets", .sql = upsert_aggs_sql };
+    if (nmerge)
+        st[n++] = (struct step){ .what = "merge buckets", .sql = merge_aggs_sql };
     if (b->npolicies) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "upsert policies", .sql = upsert_policy_sql, .nparams = 4 };
@@ -768,7 +848,7 @@ static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *f
     int64_t t0 = ga_now_mono_ns();
     if ((rc = pgu_exec(c, "SAVEPOINT gpuagg_fresh", err, errlen)) < 0)
         return rc;
-    rc = copy_aggs(tc, copy_fresh_sql, b, fresh, 1, nfresh, &unique, err, errlen);
+    rc = copy_aggs(tc, copy_fresh_sql, b, fresh, 1, NULL, nfresh, NULL, &unique, err, errlen);
     if (rc == 0) {
         rc = pgu_exec(c, "RELEASE SAVEPOINT gpuagg_fresh", err, errlen);
     } else if (unique && PQstatus(c) == CONNECTION_OK) {
@@ -793,7 +873,7 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
     int n = 0, rc, unique;
     int64_t t0 = ga_now_mono_ns(), t1;
     uint8_t *fresh = NULL;
-    size_t nfresh = 0, nstaged = 0, fresh_rows = 0;
+    size_t nfresh = 0, nstaged = 0, nmerge = 0, fresh_rows = 0;
     memset(t, 0, sizeof *t);
     if (!c) {
         snprintf(err, errlen, "not connected");
@@ -803,6 +883,21 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
         (rc = ensure_msets(tc, b, err, errlen)) < 0)
         goto out;
     t->partitions_ms = ms_since(t0);
+    tc->merged_batch = 0;
+    if (b->naggs > tc->cap_merged) {
+        uint8_t *m = realloc(tc->merged, b->naggs);
+        int32_t *pm = m ? realloc(tc->prev_mset, b->naggs * sizeof *pm) : NULL;
+        tc->merged = m ? m : tc->merged;
+        if (!pm) {
+            snprintf(err, errlen, "out of memory");
+            rc = GA_ENOMEM;
+            goto out;
+        }
+        tc->prev_mset = pm;
+        tc->cap_merged = b->naggs;
+    }
+    if (b->naggs)
+        memset(tc->merged, 0, b->naggs);
     if (hw && hw->n && b->naggs) {
         if (!(fresh = malloc(b->naggs))) {
             snprintf(err, errlen, "out of memory");
@@ -819,15 +914,18 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
     t->rows_fresh = nfresh;
     t1 = ga_now_mono_ns();
     if (b->naggs && (!fresh_rows || t->fresh_fallback || fresh_rows < b->naggs) &&
-        (rc = copy_aggs(tc, copy_stage_sql, b, nfresh ? fresh : NULL, 0, &nstaged, &unique, err,
-                        errlen)) < 0)
+        (rc = copy_aggs(tc, copy_stage_sql, b, nfresh ? fresh : NULL, 0, hw, &nstaged, &nmerge,
+                        &unique, err, errlen)) < 0)
         goto fail;
     t->copy_ms = ms_since(t1);
     t->rows = nfresh + nstaged;
-    n = build_steps(b, nstaged, batch_id, tc->own_parts, st);
+    t->rows_merged = nmerge;
+    n = build_steps(b, nstaged - nmerge, nmerge, batch_id, tc->own_parts, st);
     rc = run_pipeline(c, st, n, nparts(tc->own_parts), ga_now_mono_ns(), t, err, errlen);
-    if (rc == 0)
+    if (rc == 0) {
+        tc->merged_batch = batch_id;
         goto out;
+    }
 fail:
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
         char why[256];
@@ -849,8 +947,8 @@ out:
 }
 
 static const char high_water_sql[] =
-    "SELECT u.m, u.g, x.ts FROM unnest($1::int4[], $2::int8[]) u(m, g),\n"
-    "LATERAL (SELECT ts FROM buckets b WHERE b.metric = u.m AND b.granularity = u.g\n"
+    "SELECT u.m, u.g, x.ts, x.mset FROM unnest($1::int4[], $2::int8[]) u(m, g),\n"
+    "LATERAL (SELECT ts, mset FROM buckets b WHERE b.metric = u.m AND b.granularity = u.g\n"
     "         ORDER BY ts DESC LIMIT 1) x";
 
 int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs, struct pgf_map *hw,
@@ -899,6 +997,8 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs,
                                 .granularity_ns = pgu_get_i64(PQgetvalue(r, i, 1)),
                                 .ts = pgu_get_i64(PQgetvalue(r, i, 2)) };
             rc = pgf_note(hw, &a, 1);
+            if (!rc)
+                pgf_set_mset(hw, &a, pgu_get_i32(PQgetvalue(r, i, 3)));
         }
     }
     PQclear(r);
@@ -906,6 +1006,19 @@ out:
     for (int i = 0; i < 2; i++)
         pgu_buf_free(&p[i]);
     return rc;
+}
+
+void pgt_note_msets(const struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
+                    struct pgf_map *hw)
+{
+    int ours = tc->merged_batch == batch_id && tc->cap_merged >= b->naggs;
+    for (size_t i = 0, j; i < b->naggs; i = j) {
+        j = bucket_end(b, i);
+        int32_t id = ours ? mset_find(tc, mset_hash(&b->aggs[i], j - i), &b->aggs[i], j - i) : -1;
+        if (ours && tc->merged[i])                /* stored: the union with what was there */
+            id = id >= 0 && tc->prev_mset[i] >= 0 ? mset_union(tc, tc->prev_mset[i], id) : -1;
+        pgf_set_mset(hw, &b->aggs[i], id);
+    }
 }
 
 int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,

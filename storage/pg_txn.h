@@ -35,6 +35,11 @@ struct pgt_conn {
     size_t nparts, cap_parts;
     struct pgt_mset *msets;          /* method sets known, by id lookup (few) */
     size_t nmsets, cap_msets;
+    uint8_t *merged;                 /* per row of the last written batch: its bucket
+                                        was merged (the stored set is the union) */
+    int32_t *prev_mset;              /* per row: the set stored before, where merged */
+    size_t cap_merged;
+    uint64_t merged_batch;           /* the batch_id merged[] belongs to */
 };
 
 /* Where this connection's partitions stand (table partitions): the lowest
@@ -50,6 +55,7 @@ struct pgt_timing {
     int partitions_created;
     size_t rows;                     /* bucket rows written */
     size_t rows_fresh;               /* of which COPYed straight into buckets */
+    size_t rows_merged;              /* of which merged with another method set */
     int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
 };
 
@@ -91,6 +97,14 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t n, str
 /* Maintenance: create the partitions for today (now_ns) and ahead_days
  * after it, then drop the partitions past every policy's reach.  Returns
  * 0 and the counts, or GA_EDB / GA_EIO (err). */
+/* After b (written as batch_id) committed: note the method set now stored
+ * for each of its buckets that is its pair's high water (pg_fresh.h), for
+ * the next rewrites: the batch's own set where the row was inserted or
+ * replaced, unknown where it was merged (the union) or where the commit was
+ * confirmed on another connection. */
+void pgt_note_msets(const struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
+                    struct pgf_map *hw);
+
 int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
                  char *err, size_t errlen);
 

@@ -272,6 +272,8 @@ static int write_batch(struct pgw *w)
     w->backoff_ms = 0;
     if (pgf_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
         pgf_clear(&w->hw);                  /* out of memory: forget (only slower) */
+    else
+        pgt_note_msets(&w->tc, &w->flushing, id, &w->hw);
     if (t.fresh_fallback && w->tc.c &&
         pgt_high_water(&w->tc, w->flushing.aggs, w->flushing.naggs, &w->hw, err, sizeof err))
         ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
@@ -286,6 +288,7 @@ static int write_batch(struct pgw *w)
     st->partitions_created += (uint64_t)t.partitions_created;
     st->last_rows = w->flushing.naggs;
     st->rows_fresh += t.rows_fresh;
+    st->rows_merged += t.rows_merged;
     st->fresh_fallbacks += (uint64_t)t.fresh_fallback;
     st->last_fresh_ms = t.fresh_ms;
     st->last_flush_ms = t.total_ms;

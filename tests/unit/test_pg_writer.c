@@ -626,6 +626,51 @@ static void test_idle_writer_wakes(void)
     CHECK_INT(pgw_stop(w, 10000), 0);
 }
 
+/* Rewrites of the open bucket: a set holding the stored one replaces it;
+ * a smaller set merges (the union stays), and keeps merging after a merge
+ * (the stored set is then the union, not the last written one). */
+static void test_replace_or_merge(void)
+{
+    reset_db();
+    struct pgw_metric_def defs[1];
+    char names[1][32];
+    make_defs(defs, names, 1);
+    defs[0].policy = pols[1];
+    int64_t g = pols[1]->defs[0].granularity_ns, ts = ga_now_real_ns() / g * g;
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.flush_interval_ms = 60000;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct { int n; ga_method_t m[3]; double v; int merged; } steps[] = {
+        { 2, { GA_M_MEAN, GA_M_SUM }, 1, 0 },          /* new bucket */
+        { 2, { GA_M_MEAN, GA_M_SUM }, 2, 0 },          /* same set: replace */
+        { 1, { GA_M_SUM }, 3, 1 },                     /* smaller: merge */
+        { 1, { GA_M_SUM }, 4, 1 },                     /* stored is the union: merge again */
+        { 3, { GA_M_MEAN, GA_M_SUM, GA_M_MAX }, 5, 0 } /* holds it: replace */
+    };
+    PGconn *c = pgenv_connect(&env);
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        struct ga_agg a[3];
+        for (int i = 0; i < steps[k].n; i++)
+            a[i] = (struct ga_agg){ 0, steps[k].m[i], 0, g, ts, steps[k].v };
+        struct pgw_unit u = { .aggs = a, .naggs = (size_t)steps[k].n, .defs = defs,
+                              .ndefs = k == 0, .lsn = 10 + k };
+        struct pgw_status before, after;
+        pgw_get_status(w, &before);
+        CHECK_INT(pgw_submit(w, &u), 0);
+        CHECK_INT(pgw_flush_sync(w, 20000), 0);
+        pgw_get_status(w, &after);
+        CHECK_INT(after.rows_merged - before.rows_merged, steps[k].merged);
+        char q[256];
+        snprintf(q, sizeof q, "SELECT value * 10 FROM aggregates WHERE method = %d", GA_M_MEAN);
+        /* mean keeps its last written value through the sum-only rewrites */
+        CHECK_INT(pg_scalar(c, q), k < 2 ? (long long)(steps[k].v * 10) : k < 4 ? 20 : 50);
+    }
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 3);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    PQfinish(c);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -641,6 +686,7 @@ void run_tests(void)
         return;
     RUN(test_partition_window_sets);
     RUN(test_idle_writer_wakes);
+    RUN(test_replace_or_merge);
     RUN(test_round_trip_random);
     RUN(test_coalesce_later_wins);
     RUN(test_late_points_and_counters);

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 "  --out DIR             config, logs, samples.tsv, the PostgreSQL cluster (default bench-capacity)\n"
 "  --conninfo STR        use this PostgreSQL database (empty) instead of a private one\n"
 "  --pg-dir DIR          where the private PostgreSQL lives (default OUT/pg)\n"
-"  --table T             the daemon's aggregate table, for the ceiling (default aggregates)\n"
+"  --table T             the daemon's aggregate table, for the ceiling (default buckets)\n"
 "  --copy-sessions N     parallel COPY sessions of the ceiling (default: online CPUs)\n"
 "  --flush-rows N        storage.flush_rows (default: the daemon's)\n"
 "  --flush-interval-ms N storage.flush_interval_ms (default: the daemon's)\n"
@@ -730,7 +730,7 @@ int main(int argc, char **argv)
     struct opts o = {
         .metrics = 100000, .connections = 2, .batch = 5000, .inflight = 8, .interval_s = 2,
         .duration_s = 120, .sample_s = 0.2, .report_s = 5, .drain_timeout_s = 300, .warmup_s = 10, .policy = "medium",
-        .backend = "cpu", .out = "bench-capacity", .table = "aggregates", .log_level = "info",
+        .backend = "cpu", .out = "bench-capacity", .table = "buckets", .log_level = "info",
     };
     int rc = parse_opts(argc, argv, &o);
     if (rc)

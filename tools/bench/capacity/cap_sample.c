@@ -43,7 +43,7 @@ int cap_read_sample(struct ctl_client *c, pid_t pid, double t, struct cap_sample
     const msgpack_object *res = r.result;
     if (get_u(res, "journal", "durable_lsn", &s->durable_lsn, err, errlen) < 0 ||
         get_u(res, "storage", "committed_lsn", &s->committed_lsn, err, errlen) < 0 ||
-        get_u(res, "storage", "rows_committed", &s->rows, err, errlen) < 0 ||
+        get_u(res, "storage", "buckets_committed", &s->rows, err, errlen) < 0 ||
         get_u(res, "storage", "pending_rows", &s->pending_rows, err, errlen) < 0 ||
         get_u(res, "engine", "processed_lsn", &s->processed_lsn, err, errlen) < 0 ||
         get_u(res, "engine", "points", &s->engine_points, err, errlen) < 0 ||
