@@ -523,6 +523,21 @@ int64_t pgs_partition_width(int64_t granularity_ns)
     return PGS_DAY_NS * (days < 1 ? 1 : days > 32 ? 32 : days);
 }
 
+/* The count of partitions a "SELECT count(*) FILTER (WHERE
+ * gpuagg_ensure_partition(…))" created; clears r.  Or GA_EDB (err). */
+static int created(PGconn *c, PGresult *r, char *err, size_t errlen)
+{
+    int rc;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        rc = atoi(PQgetvalue(r, 0, 0));
+    } else {
+        pgu_result_error(err, errlen, c, r);
+        rc = GA_EDB;
+    }
+    PQclear(r);
+    return rc;
+}
+
 int pgs_ensure_partitions(PGconn *c, const struct pgs_part *parts, size_t n, char *err,
                           size_t errlen)
 {
@@ -541,18 +556,12 @@ int pgs_ensure_partitions(PGconn *c, const struct pgs_part *parts, size_t n, cha
     }
     const char *vals[] = { (const char *)b[0].p, (const char *)b[1].p };
     int lens[] = { (int)b[0].len, (int)b[1].len }, fmts[] = { 1, 1 };
-    PGresult *r = PQexecParams(c,
-                               "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(g, p)) "
-                               "FROM unnest($1::int8[], $2::int8[]) u(g, p)",
-                               2, NULL, vals, lens, fmts, 0);
-    int rc;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-        rc = atoi(PQgetvalue(r, 0, 0));
-    } else {
-        pgu_result_error(err, errlen, c, r);
-        rc = GA_EDB;
-    }
-    PQclear(r);
+    int rc = created(c,
+                     PQexecParams(c,
+                                  "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(g, p)) "
+                                  "FROM unnest($1::int8[], $2::int8[]) u(g, p)",
+                                  2, NULL, vals, lens, fmts, 0),
+                     err, errlen);
     pgu_buf_free(&b[0]);
     pgu_buf_free(&b[1]);
     return rc;
@@ -564,21 +573,14 @@ int pgs_ensure_ahead(PGconn *c, int64_t now_ns, int64_t ahead_ns, char *err, siz
     snprintf(now, sizeof now, "%" PRId64, now_ns);
     snprintf(end, sizeof end, "%" PRId64, now_ns + ahead_ns);
     const char *vals[] = { now, end };
-    PGresult *r = PQexecParams(c,
-                               "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(g, p))\n"
-                               "  FROM (SELECT DISTINCT granularity AS g FROM bucket_partitions) gs,\n"
-                               "  LATERAL generate_series($1::int8 / gpuagg_partition_width(g),\n"
-                               "                          $2::int8 / gpuagg_partition_width(g)) p",
-                               2, NULL, vals, NULL, NULL, 0);
-    int rc;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-        rc = atoi(PQgetvalue(r, 0, 0));
-    } else {
-        pgu_result_error(err, errlen, c, r);
-        rc = GA_EDB;
-    }
-    PQclear(r);
-    return rc;
+    return created(c,
+                   PQexecParams(c,
+                                "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(g, p))\n"
+                                "  FROM (SELECT DISTINCT granularity AS g FROM bucket_partitions) gs,\n"
+                                "  LATERAL generate_series($1::int8 / gpuagg_partition_width(g),\n"
+                                "                          $2::int8 / gpuagg_partition_width(g)) p",
+                                2, NULL, vals, NULL, NULL, 0),
+                   err, errlen);
 }
 
 int pgs_retention(PGconn *c, int64_t now_ns, char *err, size_t errlen)

@@ -112,8 +112,8 @@ def test_good_points_committed_and_queryable():
     assert S.pg.sql("SELECT count(*) FROM aggregates WHERE ts > %d" % TS_MAX) == [["0"]]
     rows = S.pg.sql("SELECT metric, ts_ns FROM gpuagg_measures WHERE ts_ns >= %d" % TS_MAX)
     assert sorted(set(map(tuple, rows))) == [("tsr.b", str(TS_MAX)), ("tsr.c", str(TS_MAX))], rows
-    assert S.pg.sql("SELECT count(*) FROM aggregate_partitions WHERE from_ns <= %d AND to_ns > %d"
-                    % (TS_MAX, TS_MAX)) == [["1"]]
+    assert S.pg.sql("SELECT count(*) FROM bucket_partitions WHERE granularity = %d AND "
+                    "from_ns <= %d AND to_ns > %d" % (G_NS, TS_MAX, TS_MAX)) == [["1"]]
 
 
 def test_ceilometer_vector_2262_refused():
