@@ -218,8 +218,8 @@ static const char schema_v3[] =
 
 /* v4: one row per bucket.  A row holds every method value of one
  * (metric, granularity, bucket) — those the bucket has — as a float8[]
- * whose order method_sets names (ascending method ids).  Flushing rewrote
- * 6-12 rows a point for Gnocchi's `medium` policy; now 2.  Partitions are
+ * whose order method_sets names (ascending method ids): 2 rows a point for
+ * Gnocchi's `medium` policy where a row per method is 12.  Partitions are
  * ranges of (granularity, ts): each archive gets its own, as wide as
  * gpuagg_partition_width(granularity), so retention drops a fine archive's
  * old rows after its own timespan rather than the policy's longest.  The
