@@ -289,6 +289,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.rows_fresh", w->rows_fresh);
     KV("storage.rows_merged", w->rows_merged);
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
+    KV("storage.rows_updated", w->rows_updated);
+    KV("storage.update_fallbacks", w->update_fallbacks);
     KV("storage.late_committed", w->late_committed);
     KV("storage.transactions", w->transactions);
     KV("storage.retries", w->retries);

@@ -290,6 +290,8 @@ static int write_batch(struct pgw *w)
     st->rows_fresh += t.rows_fresh;
     st->rows_merged += t.rows_merged;
     st->fresh_fallbacks += (uint64_t)t.fresh_fallback;
+    st->rows_updated += t.rows_updated;
+    st->update_fallbacks += (uint64_t)t.update_fallback;
     st->last_fresh_ms = t.fresh_ms;
     st->last_flush_ms = t.total_ms;
     st->last_copy_ms = t.copy_ms;

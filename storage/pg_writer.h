@@ -140,6 +140,8 @@ struct pgw_status {
     double last_fresh_ms;             /* its direct COPY of fresh buckets */
     uint64_t rows_fresh;              /* bucket rows COPYed straight into buckets */
     uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
+    uint64_t rows_updated;            /* bucket rows replaced by a plain UPDATE */
+    uint64_t update_fallbacks;        /* flushes whose rows to replace were missing */
     uint64_t rows_merged;             /* bucket rows merged with another stored method set */
 };
 

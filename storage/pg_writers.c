@@ -291,6 +291,8 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         SUM_(partitions_dropped);
         SUM_(rows_fresh);
         SUM_(fresh_fallbacks);
+        SUM_(rows_updated);
+        SUM_(update_fallbacks);
         SUM_(rows_merged);
         SUM_(last_rows);
         MAX_(last_flush_ms);

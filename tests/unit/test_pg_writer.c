@@ -464,6 +464,10 @@ static void test_fresh_buckets_and_fallback(void)
     pgw_get_status(w, &st);
     CHECK_INT(st.rows_fresh, 0);
     CHECK_INT(st.fresh_fallbacks, 0);
+    /* 20 is each pair's newest stored bucket, its method set read with it:
+     * replaced by the plain UPDATE; 3 (older) was merged by the upsert */
+    CHECK_INT(st.rows_updated, n / 3);
+    CHECK_INT(st.rows_merged, n / 3);
     /* a row written behind its back: bucket 30 of metric 7 */
     PGconn *c = pgenv_connect(&env);
     char q[512];
@@ -484,6 +488,23 @@ static void test_fresh_buckets_and_fallback(void)
     CHECK_INT(st.fresh_fallbacks, 1);
     CHECK_INT(st.rows_fresh, n / 3);
     CHECK_INT(st.committed_lsn, 34);
+    /* 31, the newest, rewritten: the UPDATE path; then one of its rows is
+     * deleted behind the writer's back and the next rewrite finds one row
+     * short: rolled back, upserted, nothing lost */
+    n = step_rows(a, NM, 31, 650.0);
+    CHECK_INT(submit_flush(w, a, n, 35, NULL, 0), 0);
+    pgw_get_status(w, &st);
+    CHECK_INT(st.rows_updated, 2 * n / 3);
+    CHECK_INT(st.update_fallbacks, 0);
+    snprintf(q, sizeof q, "DELETE FROM buckets WHERE metric = 7 AND granularity = %lld AND ts = %lld",
+             (long long)g, (long long)(day0 + 31 * g));
+    pg_cmd(c, q);
+    n = step_rows(a, NM, 31, 600.0);
+    CHECK_INT(submit_flush(w, a, n, 36, NULL, 0), 0);
+    pgw_get_status(w, &st);
+    CHECK_INT(st.update_fallbacks, 1);
+    CHECK_INT(st.rows_updated, 2 * n / 3);
+    CHECK_INT(st.committed_lsn, 36);
     CHECK_INT(pgw_stop(w, 10000), 0);
 
     /* every bucket holds its latest value, exactly once */
@@ -498,7 +519,7 @@ static void test_fresh_buckets_and_fallback(void)
         /* per metric: 3 methods, base + m + {0, .125, .25}: sum over m of (3 base + .375) */
         CHECK_INT(pg_scalar(c, q), (long long)(NM * (3 * want[k].v + 0.375) * 1000 + 0.5));
     }
-    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 34);
+    CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 36);
     /* partitions leave half of each page for HOT rewrites */
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class c JOIN bucket_partitions p ON p.name = "
                            "c.relname WHERE 'fillfactor=50' = ANY (c.reloptions)"),
