@@ -290,6 +290,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.rows_merged", w->rows_merged);
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
     KV("storage.rows_updated", w->rows_updated);
+    KV("storage.pairs_asked", w->pairs_asked);
+    KV("storage.pairs_new", w->pairs_new);
     KV("storage.update_fallbacks", w->update_fallbacks);
     KV("storage.late_committed", w->late_committed);
     KV("storage.transactions", w->transactions);

@@ -106,6 +106,12 @@ static int map_reserve(struct pgb_map *m, size_t more)
     return 0;
 }
 
+int pgb_has_def(const struct pgb_batch *b, uint32_t id)
+{
+    size_t slot;
+    return b->def_ix.cap && map_find(&b->def_ix, id, &slot) >= 0;
+}
+
 static void map_put(struct pgb_map *m, size_t slot, uint32_t key, size_t index)
 {
     m->keys[slot] = key;

@@ -71,6 +71,10 @@ struct pgb_batch {
 int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
               uint64_t seq, int64_t now_mono_ns);
 
+/* 1 if b carries the definition of metric id (a metric new to this
+ * process: it has no rows in the database yet). */
+int pgb_has_def(const struct pgb_batch *b, uint32_t id);
+
 /* 1 if b holds nothing to write (no rows, late, defs, counts, windows, and
  * no LSN to advance). */
 int pgb_empty(const struct pgb_batch *b);

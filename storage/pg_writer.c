@@ -57,6 +57,7 @@ struct pgw {
     struct pgb_batch flushing;
     struct pgt_conn tc;
     struct pgf_map hw;                /* committed high water (pg_fresh.h) */
+    uint64_t pairs_new;               /* pairs noted empty: their metric is new */
     int backoff_ms;
     int64_t next_maint_mono, last_activity_mono;
     int stop_rc;
@@ -184,9 +185,12 @@ static uint64_t new_batch_id(void)
 
 /* Before the first flush of (metric, granularity) pairs this process has
  * not committed: their high water from the database (-1 where it has no
- * bucket), so their new buckets are COPYed too (pg_fresh.h).  A failure
- * forgets every pair (only slower; the connection error shows in the
- * flush that follows). */
+ * bucket), so their new buckets are COPYed too (pg_fresh.h).  A metric
+ * whose definition travels in this batch was created by this process and
+ * has no rows yet: its pairs are noted empty without asking (registering a
+ * million new metrics would otherwise cost an index descent per partition
+ * of each pair).  A failure forgets every pair (only slower; the
+ * connection error shows in the flush that follows). */
 static void learn_pairs(struct pgw *w)
 {
     const struct pgb_batch *b = &w->flushing;
@@ -196,10 +200,28 @@ static void learn_pairs(struct pgw *w)
     for (size_t i = 0; i < b->naggs; i++) {
         if (pgf_known(&w->hw, &b->aggs[i]))
             continue;
+        if (b->ndefs && pgb_has_def(b, b->aggs[i].metric)) {
+            struct ga_agg none = b->aggs[i];
+            none.ts = -1;
+            if (pgf_note(&w->hw, &none, 1)) {
+                pgf_clear(&w->hw);
+                free(u);
+                return;
+            }
+            w->pairs_new++;
+            continue;
+        }
+        if (n && u[n - 1].metric == b->aggs[i].metric &&
+            u[n - 1].granularity_ns == b->aggs[i].granularity_ns)
+            continue;                       /* sorted: a pair's rows are adjacent */
         if (!u && !(u = malloc(b->naggs * sizeof *u)))
             return;
         u[n++] = b->aggs[i];
     }
+    pthread_mutex_lock(&w->mu);
+    w->st.pairs_asked += n;
+    w->st.pairs_new = w->pairs_new;
+    pthread_mutex_unlock(&w->mu);
     if (!n)
         return;
     for (size_t i = 0; i < n; i++) {

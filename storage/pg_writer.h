@@ -141,6 +141,8 @@ struct pgw_status {
     uint64_t rows_fresh;              /* bucket rows COPYed straight into buckets */
     uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
     uint64_t rows_updated;            /* bucket rows replaced by a plain UPDATE */
+    uint64_t pairs_asked;             /* (metric, granularity) high waters read from the database */
+    uint64_t pairs_new;               /* pairs of metrics new to this process: not asked */
     uint64_t update_fallbacks;        /* flushes whose rows to replace were missing */
     uint64_t rows_merged;             /* bucket rows merged with another stored method set */
 };

@@ -292,6 +292,8 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         SUM_(rows_fresh);
         SUM_(fresh_fallbacks);
         SUM_(rows_updated);
+        SUM_(pairs_asked);
+        SUM_(pairs_new);
         SUM_(update_fallbacks);
         SUM_(rows_merged);
         SUM_(last_rows);

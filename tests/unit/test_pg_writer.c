@@ -439,6 +439,8 @@ static void test_fresh_buckets_and_fallback(void)
     CHECK_INT(submit_flush(w, a, n, 10, defs, NM), 0);
     pgw_get_status(w, &st);
     CHECK_INT(st.rows_fresh, n / 3);             /* the database had none: COPYed (a row a bucket) */
+    CHECK_INT(st.pairs_new, NM);                 /* new metrics: not asked for their newest bucket */
+    CHECK_INT(st.pairs_asked, 0);
     for (int b = 1; b <= 4; b++) {
         n = step_rows(a, NM, b, 1.0);
         CHECK_INT(submit_flush(w, a, n, 10 + (uint64_t)b, NULL, 0), 0);
@@ -464,6 +466,8 @@ static void test_fresh_buckets_and_fallback(void)
     pgw_get_status(w, &st);
     CHECK_INT(st.rows_fresh, 0);
     CHECK_INT(st.fresh_fallbacks, 0);
+    CHECK_INT(st.pairs_asked, NM);               /* known metrics: asked once each */
+    CHECK_INT(st.pairs_new, 0);
     /* 20 is each pair's newest stored bucket, its method set read with it:
      * replaced by the plain UPDATE; 3 (older) was merged by the upsert */
     CHECK_INT(st.rows_updated, n / 3);
