@@ -10,6 +10,7 @@
 
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
+#include "daemon/http/ceilo_resources.h"
 #include "daemon/http/http_server.h"
 #include "daemon/ingest.h"
 #include "daemon/job_kinds.h"
@@ -163,6 +164,13 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     if (rc < 0) {
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
         return rc;
+    }
+    if (c->listen.http[0]) {
+        if ((rc = cres_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
+            snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
+            return rc;
+        }
+        pl_set_udp_sink(d->pipeline, cres_sample, d->resources);
     }
     struct ga_engine *engine;
     if ((rc = open_engine(d, &engine)) < 0 ||
@@ -460,6 +468,7 @@ out:
     pgc_stop(d->storage);
     pgq_close(d->query);                 /* the control server's threads are gone */
     pgq_close(d->http_query);            /* the HTTP server's threads are gone */
+    cres_stop(d->resources);             /* the decode workers are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

@@ -334,6 +334,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct http_resp *res
         MHD_add_response_header(m, "Content-Type", resp->content_type);
     if (resp->location[0])
         MHD_add_response_header(m, "Location", resp->location);
+    if (resp->link[0])
+        MHD_add_response_header(m, "Link", resp->link);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)resp->status, m);
     MHD_destroy_response(m);
     return rc;

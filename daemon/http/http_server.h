@@ -64,6 +64,7 @@ struct http_resp {
     size_t len;
     const char *content_type;         /* static string */
     char location[256];               /* Location header when set */
+    char link[1024];                  /* Link header when set (pagination) */
 };
 
 /* A route: method, pattern, handler and whether it needs credentials. */
