@@ -528,8 +528,7 @@ void http_server_stop(struct http_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->mhd);
-    close(s->fd);
+    MHD_stop_daemon(s->mhd);             /* closes the listening socket too */
     free(s);
 }
 

@@ -276,6 +276,33 @@ def test_aggregates_search_groupby():
         assert "Metrics not found" in str(e.message), e.message
 
 
+def test_legacy_aggregation_reads():
+    """The /v1/aggregation/... reads Grafana's Gnocchi data source uses."""
+    h = {"X-User-Id": USER, "X-Project-Id": P1, "X-Roles": "admin",
+         "Content-Type": "application/json"}
+    a, b = metric_id("apitest/a"), metric_id("apitest/b")
+    st, j = E.d.get_json("/v1/aggregation/metric?metric=%s&metric=%s&aggregation=max&granularity=60"
+                         "&needed_overlap=0" % (a, b), headers=h)
+    assert st == 200, (st, j)
+    ra = dict((t, v) for t, _, v in ctl_query("apitest/a", "max"))
+    rb = dict((t, v) for t, _, v in ctl_query("apitest/b", "max"))
+    assert [r[0] for r in j] == sorted(set(ra) | set(rb)), j[:3]
+    for t, g, v in j:
+        xs = [x[t] for x in (ra, rb) if t in x]
+        assert v == max(xs), (t, v, xs)            # reaggregation defaults to aggregation
+    st, j = E.d.get_json("/v1/aggregation/resource/instance/metric/cpu_util?aggregation=mean"
+                         "&reaggregation=max&granularity=60&needed_overlap=0", headers=h,
+                         method="POST", body={"=": {"project_id": P2}})
+    rid = [k for k, p in INST.items() if p == P2][0]
+    assert st == 200, (st, j)
+    # without the admin role, project P1 does not see P2's resources
+    del h["X-Roles"]
+    st2, j2 = E.d.get_json("/v1/aggregation/resource/instance/metric/cpu_util?granularity=60",
+                           headers=h, method="POST", body={"=": {"project_id": P2}})
+    assert st2 == 400 and j2["description"]["cause"] == "Metrics not found", (st2, j2)
+    assert [tuple(r) for r in j] == ctl_query(rid + "/cpu_util"), j[:3]
+
+
 def test_cli():
     env = dict(os.environ, OS_AUTH_TYPE="gnocchi-noauth", GNOCCHI_ENDPOINT=E.d.url,
                GNOCCHI_USER_ID=USER, GNOCCHI_PROJECT_ID=P1)
@@ -342,7 +369,7 @@ def main():
             R.run(setup_data)
             for t in (test_metric_list_and_get, test_measures_match_gpuaggctl, test_resources,
                       test_resource_metric_measures, test_aggregates_by_metrics,
-                      test_aggregates_search_groupby, test_cli, test_errors_and_ingest_unaffected):
+                      test_aggregates_search_groupby, test_legacy_aggregation_reads, test_cli, test_errors_and_ingest_unaffected):
                 R.run(t)
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     finally:

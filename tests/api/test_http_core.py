@@ -29,6 +29,15 @@ def test_method_not_allowed():
     assert st == 405 and "DELETE" in j["description"], j
 
 
+def test_basic_auth():
+    st, j = D.get_json("/v1/capabilities")
+    assert st == 401 and "basic" in j["description"], (st, j)
+    st, j = D.get_json("/v1/capabilities", headers={"Authorization": "Basic YWRtaW46"})  # admin:
+    assert st == 200 and "mean" in j["aggregation_methods"], (st, j)
+    st, j = D.get_json("/v1/capabilities", headers={"Authorization": "Basic !!!"})
+    assert st == 401, (st, j)
+
+
 def test_body_too_big():
     st, j = D.get_json("/", method="POST", body="x" * 5000)
     assert st == 413 and "max_body_bytes" in j["description"], j
@@ -70,7 +79,8 @@ def test_connection_limit():
 try:
     D.start()
     D.wait_http()
-    for t in (test_versions, test_not_found_shape, test_method_not_allowed, test_body_too_big,
+    for t in (test_versions, test_not_found_shape, test_method_not_allowed, test_basic_auth,
+              test_body_too_big,
               test_slow_client_closed, test_connection_limit):
         R.run(t)
     assert D.stop() == 0
