@@ -76,6 +76,21 @@ def test_connection_limit():
     assert D.call("ping")["ok"]                        # the control socket never waited
 
 
+def test_remoteuser_mode():
+    d = HttpDaemon(http="auth: remoteuser")
+    try:
+        d.start()
+        d.wait_http()
+        st, j = d.get_json("/v1/capabilities")
+        assert st == 401 and "X-Remote-User" in j["description"], (st, j)
+        st, j = d.get_json("/v1/capabilities", headers={"X-Remote-User": "alice"})
+        assert st == 200, (st, j)
+        assert d.stop() == 0
+    finally:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+
+
 try:
     D.start()
     D.wait_http()
@@ -84,6 +99,7 @@ try:
               test_slow_client_closed, test_connection_limit):
         R.run(t)
     assert D.stop() == 0
+    R.run(test_remoteuser_mode)
 finally:
     if D.proc and D.proc.poll() is None:
         D.proc.kill()
