@@ -573,7 +573,7 @@ static int compute(struct http_req *req, struct http_resp *resp, const json_t *o
             grans[b - 1] = t;
         }
     int max_points = http_server_config(req->srv)->http.max_points;
-    size_t budget = (size_t)max_points;
+    size_t budget = (size_t)max_points, used = 0;  /* points over every granularity */
     json_t *res = json_object();
     json_t *aggregated = NULL;
     int status = 0;
@@ -612,13 +612,14 @@ static int compute(struct http_req *req, struct http_resp *resp, const json_t *o
             }
             total += ns[c];
             nin++;
-            if (total > budget) {
+            if (total > budget - used) {
                 http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop, "
                            "give a granularity or fewer metrics", max_points);
                 status = 400;
                 goto next;
             }
         }
+        used += total;
         if (!nin)
             goto next;
         /* union of the times (merge of sorted lists) */
@@ -648,6 +649,14 @@ static int compute(struct http_req *req, struct http_resp *resp, const json_t *o
             for (size_t a = 0; a < na; a++)
                 if (!nu || all[nu - 1] != all[a])
                     all[nu++] = all[a];
+            if ((double)nu * nin > 4.0 * max_points) {
+                free(all);
+                http_error(resp, 400, "%zu timestamps x %d series is over 4 x http.max_points "
+                           "(%d) cells: narrow start/stop, give a granularity or fewer metrics",
+                           nu, nin, max_points);
+                status = 400;
+                goto next;
+            }
             if (grid_alloc(&grid, nu, nin) < 0) {
                 free(all);
                 http_error(resp, 500, "out of memory");
