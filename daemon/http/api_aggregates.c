@@ -63,7 +63,10 @@ static json_t *sexp(const char **s, int depth, char *why, size_t wl)
             return NULL;
         }
         *s = e + 1;
-        return json_stringn(b + 1, (size_t)(e - b - 1));
+        json_t *str = json_stringn(b + 1, (size_t)(e - b - 1));
+        if (!str)
+            snprintf(why, wl, "a string that is not valid UTF-8");
+        return str;
     }
     while (**s && !isspace((unsigned char)**s) && **s != '(' && **s != ')')
         (*s)++;
@@ -77,9 +80,12 @@ static json_t *sexp(const char **s, int depth, char *why, size_t wl)
     tok[n] = '\0';
     char *end;
     double v = strtod(tok, &end);
-    if (*end == '\0' && end != tok)
+    if (*end == '\0' && end != tok && isfinite(v))
         return json_real(v);
-    return json_string(tok);
+    json_t *str = json_string(tok);
+    if (!str)
+        snprintf(why, wl, "a word that is not valid UTF-8");
+    return str;
 }
 
 /* ---- references ---------------------------------------------------------------- */
