@@ -501,8 +501,10 @@ int http_server_start(struct http_server **out, const struct ga_config *cfg, str
         free(s);
         return rc;
     }
+    /* poll(), not select(): the daemon's descriptors (ingest connections,
+     * journal, PostgreSQL) may number past FD_SETSIZE */
     s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                  MHD_USE_ERROR_LOG,
+                                  MHD_USE_POLL | MHD_USE_ERROR_LOG,
                               0, NULL, NULL, on_request, s,
                               MHD_OPTION_LISTEN_SOCKET, s->fd,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http.max_connections,
