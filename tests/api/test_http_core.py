@@ -43,6 +43,26 @@ def test_body_too_big():
     assert st == 413 and "max_body_bytes" in j["description"], j
 
 
+def test_huge_headers():
+    s = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    try:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert data == b"" or data.split(b" ")[1][:1] == b"4", data[:200]
+    assert D.get_json("/")[0] == 200
+
+
 def test_slow_client_closed():
     s = socket.create_connection(("127.0.0.1", D.port), timeout=5)
     s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")       # never finishes the headers
@@ -95,7 +115,7 @@ try:
     D.start()
     D.wait_http()
     for t in (test_versions, test_not_found_shape, test_method_not_allowed, test_basic_auth,
-              test_body_too_big,
+              test_body_too_big, test_huge_headers,
               test_slow_client_closed):
         R.run(t)
     assert D.stop() == 0
