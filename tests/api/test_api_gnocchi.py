@@ -136,6 +136,25 @@ def metric_id(name):
     return str(uuid.uuid3(METRIC_NS, name))
 
 
+def test_meta():
+    c = client()
+    caps = c.capabilities.list()
+    assert "mean" in caps["aggregation_methods"] and "rate:max" in caps["aggregation_methods"], caps
+    st = c.status.get()
+    assert st["gpuagg"]["metrics"] >= 5 and st["storage"]["summary"]["measures"] is None, st
+    pols = {p["name"]: p for p in c.archive_policy.list()}
+    assert pols["apitest"]["definition"][0] == {"granularity": "0:01:00", "points": 1440,
+                                                 "timespan": "1 day, 0:00:00"}, pols["apitest"]
+    assert c.archive_policy.get("apitest")["back_window"] == 0
+    try:
+        c.archive_policy.get("nope")
+        raise AssertionError("unknown policy answered")
+    except gexc.ArchivePolicyNotFound:
+        pass
+    assert "instance" in [t["name"] for t in c.resource_type.list()]
+    assert c.resource_type.get("instance_disk")["state"] == "active"
+
+
 def test_metric_list_and_get():
     c = client()
     ms = {m["id"]: m for m in c.metric.list()}
@@ -367,7 +386,7 @@ def main():
         with E.d:
             E.d.wait_http()
             R.run(setup_data)
-            for t in (test_metric_list_and_get, test_measures_match_gpuaggctl, test_resources,
+            for t in (test_meta, test_metric_list_and_get, test_measures_match_gpuaggctl, test_resources,
                       test_resource_metric_measures, test_aggregates_by_metrics,
                       test_aggregates_search_groupby, test_legacy_aggregation_reads, test_cli, test_errors_and_ingest_unaffected):
                 R.run(t)
