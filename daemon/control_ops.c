@@ -12,6 +12,8 @@
 #include "daemon/control_ops_jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
+#include "daemon/http/ceilo_resources.h"
+#include "daemon/http/http_server.h"
 #include "daemon/ingest.h"
 #include "daemon/pipeline.h"
 #include "storage/journal.h"
@@ -186,7 +188,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
-    msgpack_pack_map(pk, 15);
+    msgpack_pack_map(pk, 16);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -203,6 +205,11 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     pack_ingest(d, &snap, pk);
     mp_pack_cstr(pk, "journal");
     pack_journal(d, &snap, pk);
+    mp_pack_cstr(pk, "http");
+    msgpack_pack_map(pk, 3);
+    mp_pack_kv_str(pk, "listen", d->cfg->listen.http);
+    mp_pack_kv_int(pk, "port", d->http ? http_server_port(d->http) : 0);
+    mp_pack_kv_str(pk, "auth", d->cfg->http.auth);
     mp_pack_cstr(pk, "queues");
     msgpack_pack_map(pk, 5);
     mp_pack_kv_int(pk, "control_connections", ga_control_connections(d->control));
@@ -301,6 +308,22 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.partitions_created", w->partitions_created);
     KV("storage.partitions_dropped", w->partitions_dropped);
     KV("gpu.devices", d->ngpus);
+    struct http_stats hs = { 0 };
+    struct cres_stats rs = { 0 };
+    if (d->http)
+        http_get_stats(d->http, &hs);
+    if (d->resources)
+        cres_get_stats(d->resources, &rs);
+    KV("http.connections_open", hs.connections);
+    KV("http.requests", hs.requests);
+    KV("http.errors_4xx", hs.errors_4xx);
+    KV("http.errors_5xx", hs.errors_5xx);
+    KV("http.too_big", hs.too_big);
+    KV("http.unauthorized", hs.unauthorized);
+    KV("resources.samples_seen", rs.seen);
+    KV("resources.recorded", rs.recorded);
+    KV("resources.dropped", rs.dropped);
+    KV("resources.errors", rs.errors);
     return n + ctlj_pack_stats(d, pk);
 }
 

@@ -6,7 +6,9 @@
 # the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed".
 #
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
-# (proto/ is self-contained: the wire format needs nothing else).  New inputs
+# (proto/ is self-contained: the wire format needs nothing else); a target
+# that compiles other sources in names the libraries they need in a
+# " * fuzz-libs: -lX" line of its header comment (fuzz_api.c).  New inputs
 # the fuzzer finds go to build-fuzz/corpus/NAME/ (not into the repository);
 # a crashing input is kept as build-fuzz/artifacts/NAME-crash-* — add it to
 # the seed corpus once fixed, so it stays a regression test.
@@ -35,7 +37,7 @@ fi
 
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter
         -DGA_VERSION=\"fuzz\" -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        $(pkg-config --cflags msgpack 2>/dev/null)"
+        $(pkg-config --cflags msgpack libpq jansson 2>/dev/null)"
 LIBS="$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -lm -lpthread"
 mkdir -p "$out/obj/proto" "$out/corpus" "$out/artifacts" "$out/logs"
 
@@ -67,8 +69,10 @@ for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     name=${name#fuzz_}
     case "$only" in ""|"$name") ;; *) continue ;; esac
+    # a target that needs more libraries names them in a " * fuzz-libs: ..." comment line
+    extra=$(sed -n 's/^ \* fuzz-libs: \(.*\)$/\1/p' "$src" | sed 's/ \*\/$//')
     # shellcheck disable=SC2086
-    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS -o "$out/fuzz_$name.$$" \
+    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS $extra -o "$out/fuzz_$name.$$" \
             >"$out/logs/$name.build.log" 2>&1 && mv -f "$out/fuzz_$name.$$" "$out/fuzz_$name"; then
         targets="$targets $name"
     else
