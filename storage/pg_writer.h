@@ -4,7 +4,8 @@
  * cover.
  *
  * The daemon submits units of work (pgw_submit, any thread).  Units are
- * copied and coalesced at once into the pending batch: for the same
+ * copied at once (windows encoded) and coalesced on the writer's own
+ * thread into the pending batch: for the same
  * (metric, granularity, method, ts) the later value wins, the latest window
  * snapshot of a metric wins, point counters add up.  A dedicated thread
  * with its own connection flushes the pending batch when it holds
@@ -127,7 +128,7 @@ struct pgw_status {
     uint64_t submitted_lsn;           /* highest unit.lsn submitted */
     double lag_s;                     /* age of the oldest uncommitted unit, 0 if none */
     uint64_t lag_lsn;                 /* submitted_lsn - max(committed_lsn, lsn_floor) */
-    uint64_t pending_rows;            /* coalesced rows not yet committed */
+    uint64_t pending_rows;            /* rows not yet committed (coalesced once taken) */
     uint64_t pending_units;
     uint64_t rows_committed;          /* method values (one per method of a bucket) */
     uint64_t buckets_committed;       /* bucket rows written (each holds several values) */
@@ -151,9 +152,10 @@ struct pgw_status {
  * 0 and *out, or GA_EINVAL (bad options) / GA_ENOMEM. */
 int pgw_start(struct pgw **out, const struct pgw_opts *o);
 
-/* Copy and coalesce a unit into the pending batch.  Returns 0; GA_EBUSY
- * when the rows of the batch being filled plus the unit's rows (before
- * coalescing) would pass queue_max_rows (nothing taken: retry later; a
+/* Copy a unit for the writer thread, which coalesces it into the pending
+ * batch.  Returns 0; GA_EBUSY when the rows pending (units not yet taken
+ * by the writer count before coalescing) plus the unit's rows would pass
+ * queue_max_rows (nothing taken: retry later; a
  * unit alone larger than the cap is taken when nothing is pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
  * strictly increasing, a name too long, an LSN above INT64_MAX or lower
  * than the previous unit's; GA_ENOMEM. */
