@@ -65,8 +65,15 @@ def source_stats_names():
     reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
                if r != "ok"]
     assert reasons, "no reject names found in proto/ceilometer.c"
+    bad = re.search(r'ic_ctcp_bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}', read("daemon/ingest_ceilo_tcp.c"))
+    assert bad, "no bad-frame names found in daemon/ingest_ceilo_tcp.c"
+    bad = re.findall(r'"([a-z_]+)"', bad.group(1))
     for t in templates:
-        assert t == "udp.rejected.%s", "pack_stats builds names from %r: teach this test how" % t
+        if t == "ceilometer_tcp.bad_frames.%s":
+            names |= {t % r for r in bad}
+            continue
+        assert t in ("udp.rejected.%s", "ceilometer_tcp.rejected.%s"), \
+            "pack_stats builds names from %r: teach this test how" % t
         names |= {t % r for r in reasons}
     names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "op_stats")))
     jobs = function_body(read("daemon/control_ops_jobs_pack.c"), "ctlj_pack_stats")
