@@ -141,6 +141,11 @@ static const struct range ranges[] = {
     { "jobs.max_queued", 1, 1000000, "jobs" },
     { "jobs.workers", 1, 256, "workers" },
     { "jobs.result_ttl_s", 1, 30 * 86400, "seconds" },
+    { "http.max_connections", 1, 65536, "connections" },
+    { "http.timeout_s", 1, 86400, "seconds" },
+    { "http.max_body_bytes", 1024, 1 * GiB, "bytes" },
+    { "http.pool_size", 1, 64, "connections" },
+    { "http.max_points", 1, 100000000, "points" },
 };
 
 static int64_t field_value(const struct ga_config *c, const struct ga_config_key *kd)
@@ -224,7 +229,14 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
         return verr(c, err, errlen, "listen.unix", "same path as control.socket");
     if ((rc = check_inet(c, "listen.tcp", c->listen.tcp, err, errlen)) < 0 ||
         (rc = check_inet(c, "listen.udp", c->listen.udp, err, errlen)) < 0 ||
-        (rc = check_inet(c, "listen.ceilometer_tcp", c->listen.ceilometer_tcp, err, errlen)) < 0)
+        (rc = check_inet(c, "listen.ceilometer_tcp", c->listen.ceilometer_tcp, err, errlen)) < 0 ||
+        (rc = check_inet(c, "listen.http", c->listen.http, err, errlen)) < 0)
+        return rc;
+    if (strcmp(c->http.auth, "basic") != 0 && strcmp(c->http.auth, "remoteuser") != 0 &&
+        strcmp(c->http.auth, "noauth") != 0)
+        return verr(c, err, errlen, "http.auth", "unknown mode \"%s\" (basic, remoteuser or noauth)",
+                    c->http.auth);
+    if ((rc = check_ranges(c, "http.", err, errlen)) < 0)
         return rc;
     if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0] && !c->listen.ceilometer_tcp[0])
         return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, "

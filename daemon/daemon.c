@@ -10,6 +10,7 @@
 
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
+#include "daemon/http/http_server.h"
 #include "daemon/ingest.h"
 #include "daemon/job_kinds.h"
 #include "daemon/log.h"
@@ -213,6 +214,8 @@ static void on_closed_noop(uv_handle_t *h)
 /* The last drain stage: nothing of ours is left on the loop. */
 static void close_loop_handles(struct ga_daemon *d)
 {
+    http_server_stop(d->http);           /* waits for running handlers */
+    d->http = NULL;
     ga_control_stop(d->control);
     d->control = NULL;
     uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
@@ -420,6 +423,18 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     ga_log(GA_LOG_INFO, "control_listen", "socket=%s mode=%04o", cfg->control.socket,
            cfg->control.mode);
 
+    if (cfg->listen.http[0] &&
+        ((rc = pgq_open(&d->http_query, cfg->storage.conninfo, cfg->http.pool_size)) < 0 ||
+         (rc = http_server_start(&d->http, cfg, d, d->http_query, err, sizeof err)) < 0)) {
+        if (!d->http_query)
+            snprintf(err, sizeof err, "http query pool: %s", ga_strerror(rc));
+        ga_log(GA_LOG_ERROR, "http_listen", "error=\"%s\"", err);
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "startup failure");
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+
     d->watchdog_usec = ga_notify_watchdog_usec();
     if (d->watchdog_usec) {
         uint64_t half_ms = d->watchdog_usec / 2000;
@@ -444,6 +459,7 @@ out:
     ga_job_service_stop(d);              /* the control server's threads are gone */
     pgc_stop(d->storage);
     pgq_close(d->query);                 /* the control server's threads are gone */
+    pgq_close(d->http_query);            /* the HTTP server's threads are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

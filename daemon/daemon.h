@@ -35,6 +35,7 @@ struct ga_engine_worker;
 struct pgq;
 struct ga_jobs;
 struct ctlj_waiters;
+struct http_server;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -59,6 +60,8 @@ struct ga_daemon {
     struct pgq *query;                   /* read queries of the control ops; blocking */
     struct ga_jobs *jobs;                /* the job manager (daemon/job_kinds.h) */
     struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
+    struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
+    struct pgq *http_query;              /* the HTTP handlers' own query pool */
 
     int ngpus;                           /* devices found, usable or not */
     struct ga_gpu_info gpus[GA_GPU_MAX];
