@@ -49,6 +49,9 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 # (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c daemon/http/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
+# Generated at build time: the documented counters (docs/COUNTERS.md) for
+# /metrics' HELP and TYPE lines (daemon/ops_render.h).
+LIB_SRC += $(BUILD)/gen/counters_doc.c
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L
 # flags it would link with), since nvcc may be a wrapper script outside the
@@ -84,6 +87,9 @@ all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/gen/counters_doc.c: docs/COUNTERS.md tools/gen/counters_doc.sh
+	@mkdir -p $(@D)
+	sh tools/gen/counters_doc.sh docs/COUNTERS.md > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
