@@ -317,8 +317,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     return n + ctlj_pack_stats(d, pk);
 }
 
-static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
-                   msgpack_packer *pk, char *err, size_t errlen)
+void ga_ctl_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
@@ -329,6 +328,12 @@ static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     msgpack_pack_map(pk, (size_t)n + 1);
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
     pack_stats(d, &snap, pk);
+}
+
+static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
+{
+    ga_ctl_pack_stats(d, pk);
     return 0;
 }
 

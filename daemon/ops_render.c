@@ -218,16 +218,18 @@ int ops_health_render(const struct ops_health *h, char **json)
         return GA_ENOMEM;
     }
     char why[160];
+    int ok = h->loop_ok || h->draining;
     if (!h->loop_ok) {
-        snprintf(why, sizeof why, "the event loop did not run a request within %.0f ms", h->limit_ms);
+        snprintf(why, sizeof why, "the event loop did not run a request within %.0f ms%s", h->limit_ms,
+                 h->draining ? " (expected while draining: the final commit holds it)" : "");
         json_array_append_new(reasons, json_string(why));
     }
     json_object_set_new(root, "checks",
-                        json_pack("{s:{s:b, s:f, s:f}}", "loop", "ok", h->loop_ok, "round_trip_ms",
-                                  h->loop_ms, "limit_ms", h->limit_ms));
+                        json_pack("{s:{s:b, s:f, s:f}, s:b}", "loop", "ok", h->loop_ok, "round_trip_ms",
+                                  h->loop_ms, "limit_ms", h->limit_ms, "draining", h->draining));
     json_object_set_new(root, "uptime_s", json_real(h->uptime_s));
     json_object_set_new(root, "version", json_string(h->version ? h->version : ""));
-    return finish(root, reasons, h->loop_ok, "ok", "fail", json);
+    return finish(root, reasons, ok, "ok", "fail", json);
 }
 
 int ops_ready_render(const struct ops_ready *r, char **json)
@@ -240,8 +242,9 @@ int ops_ready_render(const struct ops_ready *r, char **json)
         return GA_ENOMEM;
     }
     char why[768];
-    int storage_ok = r->storage_connected;
-    int journal_ok = r->journal_retained_bytes + r->journal_segment_bytes <= r->journal_max_bytes;
+    int storage_ok = r->unread || r->storage_connected;
+    int journal_ok = r->unread ||
+                     r->journal_retained_bytes + r->journal_segment_bytes <= r->journal_max_bytes;
     int drain_ok = !r->draining;
     if (!storage_ok) {
         snprintf(why, sizeof why, "storage (PostgreSQL) is %s%s%s", r->storage_state,
@@ -258,14 +261,26 @@ int ops_ready_render(const struct ops_ready *r, char **json)
     }
     if (!drain_ok)
         json_array_append_new(reasons, json_string("draining: the daemon is shutting down"));
-    json_t *checks = json_pack("{s:{s:b, s:s, s:s}, s:{s:b, s:I, s:I, s:I}, s:{s:b, s:s}}",
-                               "storage", "ok", storage_ok, "state", r->storage_state,
-                               "last_error", r->storage_error ? r->storage_error : "",
-                               "journal", "ok", journal_ok,
-                               "retained_bytes", (json_int_t)r->journal_retained_bytes,
-                               "max_bytes", (json_int_t)r->journal_max_bytes,
-                               "segment_bytes", (json_int_t)r->journal_segment_bytes,
-                               "draining", "ok", drain_ok, "state", r->state);
+    json_t *checks;
+    if (r->unread) {
+        static const char unread[] = "not read: the event loop is busy with the drain's final commit";
+        checks = json_pack("{s:{s:n, s:s}, s:{s:n, s:s}, s:{s:b, s:s}}", "storage", "ok", "why", unread,
+                           "journal", "ok", "why", unread, "draining", "ok", drain_ok, "state", r->state);
+    } else {
+        checks = json_pack("{s:{s:b, s:s, s:s}, s:{s:b, s:I, s:I, s:I}, s:{s:b, s:s}}",
+                           "storage", "ok", storage_ok, "state", r->storage_state,
+                           "last_error", r->storage_error ? r->storage_error : "",
+                           "journal", "ok", journal_ok,
+                           "retained_bytes", (json_int_t)r->journal_retained_bytes,
+                           "max_bytes", (json_int_t)r->journal_max_bytes,
+                           "segment_bytes", (json_int_t)r->journal_segment_bytes,
+                           "draining", "ok", drain_ok, "state", r->state);
+    }
+    if (!checks) {
+        json_decref(root);
+        json_decref(reasons);
+        return GA_ENOMEM;
+    }
     json_object_set_new(root, "checks", checks);
     return finish(root, reasons, storage_ok && journal_ok && drain_ok, "ready", "not ready", json);
 }

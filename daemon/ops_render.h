@@ -56,6 +56,7 @@ int ops_prom_render(const msgpack_object *stats, const struct ops_counter_doc *d
 /* /healthz input: whether the event loop answered, and how fast. */
 struct ops_health {
     int loop_ok;             /* the loop ran a request within the limit */
+    int draining;            /* the drain began: a busy loop is expected, not a failure */
     double loop_ms;          /* its round trip, ms (or the limit, when not) */
     double limit_ms;
     double uptime_s;
@@ -64,6 +65,8 @@ struct ops_health {
 
 /* /readyz input, read on the loop thread. */
 struct ops_ready {
+    int unread;                      /* 1: the loop was busy draining; only state and
+                                        draining are set, storage and journal not read */
     const char *state;               /* ga_state_name(): "running", "draining", ... */
     int draining;
     int storage_connected;
@@ -77,12 +80,16 @@ struct ops_ready {
 /* JSON bodies: *json malloc'ed, NUL-terminated; returns the HTTP status
  * (200 healthy/ready, 503 not), or GA_ENOMEM with *json NULL.
  *   /healthz  {"status": "ok"|"fail", "checks": {"loop": {"ok": b,
- *              "round_trip_ms": x, "limit_ms": x}}, "uptime_s": x,
- *              "version": s, "reasons": [s...]}
+ *              "round_trip_ms": x, "limit_ms": x}, "draining": b},
+ *              "uptime_s": x, "version": s, "reasons": [s...]}
+ *             A loop that does not answer while draining is expected (the
+ *             final commit holds it): still "ok", with the reason listed.
  *   /readyz   {"status": "ready"|"not ready", "checks": {"storage":
  *              {"ok", "state", "last_error"}, "journal": {"ok",
  *              "retained_bytes", "max_bytes", "segment_bytes"},
  *              "draining": {"ok", "state"}}, "reasons": [s...]}
+ *             With unread, "storage" and "journal" are {"ok": null,
+ *             "why": "not read: ..."}.
  * The journal counts as full when less than one segment of room is left
  * (retained_bytes + segment_bytes > max_bytes): the next segment cannot be
  * started and appends are about to be refused until storage catches up.

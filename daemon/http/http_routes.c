@@ -7,5 +7,8 @@
 const struct http_route http_routes[] = {
     /* method  pattern  handler  public */
     { "GET", "/", http_versions, 1 },
+    { "GET", "/metrics", http_metrics, 1 },
+    { "GET", "/healthz", http_healthz, 1 },
+    { "GET", "/readyz", http_readyz, 1 },
 };
 const int http_nroutes = (int)(sizeof http_routes / sizeof http_routes[0]);

@@ -8,4 +8,9 @@
 /* http_meta.c: GET / (versions) */
 void http_versions(struct http_req *req, struct http_resp *resp);
 
+/* http_ops.c: GET /metrics (Prometheus text), /healthz, /readyz (JSON) */
+void http_metrics(struct http_req *req, struct http_resp *resp);
+void http_healthz(struct http_req *req, struct http_resp *resp);
+void http_readyz(struct http_req *req, struct http_resp *resp);
+
 #endif

@@ -137,22 +137,28 @@ static void test_generated_docs(void)
 static void test_health(void)
 {
     char *j = NULL;
-    struct ops_health h = { 1, 0.25, 2000, 10.5, "1.2.3" };
+    struct ops_health h = { 1, 0, 0.25, 2000, 10.5, "1.2.3" };
     CHECK_INT(ops_health_render(&h, &j), 200);
-    CHECK_STR(j, "{\"checks\":{\"loop\":{\"ok\":true,\"round_trip_ms\":0.25,\"limit_ms\":2000.0}},"
+    CHECK_STR(j, "{\"checks\":{\"loop\":{\"ok\":true,\"round_trip_ms\":0.25,\"limit_ms\":2000.0},"
+                 "\"draining\":false},"
                  "\"uptime_s\":10.5,\"version\":\"1.2.3\",\"status\":\"ok\",\"reasons\":[]}");
     free(j);
     h.loop_ok = 0;
     CHECK_INT(ops_health_render(&h, &j), 503);
     CHECK_CONTAINS(j, "\"status\":\"fail\"");
-    CHECK_CONTAINS(j, "the event loop did not run a request within 2000 ms");
+    CHECK_CONTAINS(j, "the event loop did not run a request within 2000 ms\"");
+    free(j);
+    h.draining = 1;                               /* the drain's final commit holds the loop */
+    CHECK_INT(ops_health_render(&h, &j), 200);
+    CHECK_CONTAINS(j, "\"status\":\"ok\"");
+    CHECK_CONTAINS(j, "within 2000 ms (expected while draining");
     free(j);
 }
 
 static void test_ready(void)
 {
     char *j = NULL;
-    struct ops_ready r = { "running", 0, 1, "connected", "", 1000, 4000, 1000 };
+    struct ops_ready r = { 0, "running", 0, 1, "connected", "", 1000, 4000, 1000 };
     CHECK_INT(ops_ready_render(&r, &j), 200);
     CHECK_CONTAINS(j, "\"status\":\"ready\"");
     CHECK_CONTAINS(j, "\"reasons\":[]");
@@ -173,6 +179,11 @@ static void test_ready(void)
     CHECK_CONTAINS(j, "storage (PostgreSQL) is down: could not connect: \\\"quoted\\\"");
     CHECK_CONTAINS(j, "draining: the daemon is shutting down");
     CHECK_CONTAINS(j, "\"draining\":{\"ok\":false,\"state\":\"draining\"}");
+    free(j);
+    struct ops_ready busy = { .unread = 1, .state = "draining", .draining = 1 };
+    CHECK_INT(ops_ready_render(&busy, &j), 503);
+    CHECK_CONTAINS(j, "\"storage\":{\"ok\":null,\"why\":\"not read:");
+    CHECK_CONTAINS(j, "\"reasons\":[\"draining: the daemon is shutting down\"]");
     free(j);
 }
 
