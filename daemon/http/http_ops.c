@@ -110,8 +110,9 @@ void http_healthz(struct http_req *req, struct http_resp *resp)
         .uptime_s = (double)(t1 - d->start_mono_ns) / 1e9,
         .version = GA_VERSION,
     };
-    char *json;
-    send_json(resp, ops_health_render(&h, &json), json);
+    char *json = NULL;
+    int status = ops_health_render(&h, &json);
+    send_json(resp, status, json);
 }
 
 /* ---- /readyz ----------------------------------------------------------------- */
@@ -169,6 +170,7 @@ void http_readyz(struct http_req *req, struct http_resp *resp)
         c.r.draining = 1;
         c.r.unread = 1;
     }
-    char *json;
-    send_json(resp, ops_ready_render(&c.r, &json), json);
+    char *json = NULL;
+    int status = ops_ready_render(&c.r, &json);
+    send_json(resp, status, json);
 }
