@@ -215,6 +215,66 @@ def test_bad_frames_close_only_their_connection():
         assert d.stop() == 0
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_backpressure_blocks_the_sender():
+    """journal.max_bytes 2 MiB and no PostgreSQL: the journal fills, ingest
+    goes into backpressure and stops reading the Ceilometer connection, so
+    the publisher's send blocks; nothing read is dropped, memory stays put."""
+    import msgpack
+    import threading
+    why = gen_vectors.ensure_ceilometer()
+    assert why is None, why
+    from ceilometer.publisher import utils
+    body = msgpack.dumps(utils.meter_message_from_counter(
+        samples_for("bp-vm", "cpu", "cumulative", int(time.time()), [1.0])[0], ""), use_bin_type=True)
+    chunk = frame(body) * 2000
+    with IngestDaemon(listen={"ceilometer_tcp": '"127.0.0.1:0"'},
+                      journal={"segment_bytes": "1MiB", "max_bytes": "2MiB"},
+                      limits={"queue_batches": 8}) as d:
+        s = socket.create_connection(("127.0.0.1", ctcp_port(d)))
+        sent, stop = [0], threading.Event()
+
+        def sender():
+            try:
+                while not stop.is_set():
+                    s.sendall(chunk)
+                    sent[0] += 2000
+            except OSError:
+                pass
+        th = threading.Thread(target=sender, daemon=True)
+        th.start()
+
+        def settled():                 # the daemon stopped reading: frames stand still
+            a = json_stats(d)["ceilometer_tcp.frames"]
+            time.sleep(1.5)
+            b = json_stats(d)
+            return b if a == b["ceilometer_tcp.frames"] and a > 0 else None
+        st = wait_for(settled, timeout=40, step=0)
+        assert st, json_stats(d)
+        rss0, n0 = rss_kib(d.proc.pid), sent[0]
+        time.sleep(2)                  # the sender is still trying
+        st = json_stats(d)
+        assert sent[0] == n0 and th.is_alive(), (n0, sent[0])      # blocked in send
+        assert rss_kib(d.proc.pid) - rss0 < 32 * 1024
+        assert st["ingest.backpressure_active"] == 1, st
+        assert st["pipeline.journal_full_waits"] > 0 or st["journal.full_refusals"] > 0, st
+        assert st["ceilometer_tcp.frames"] < n0 + 2000, st        # what was sent is not all read
+        assert decided(st) == st["ceilometer_tcp.frames"], st          # every frame read is decoded
+        assert st["ceilometer_tcp.accepted"] == st["ceilometer_tcp.frames"], st
+        assert st["ceilometer_tcp.connections_open"] == 1, st     # still open, just not read
+        assert sum(v for k, v in st.items() if k.startswith("ceilometer_tcp.bad_frames.")) == 0, st
+        stop.set()
+        s.close()
+
+
 R.run(test_publisher_signed_forged_unsigned)
 R.run(test_bad_frames_close_only_their_connection)
+R.run(test_backpressure_blocks_the_sender)
 R.finish()
