@@ -11,7 +11,6 @@ queued is lost by a restart.  When the queue holds `max_queue` points, the
 oldest queued (never sent or failed in flight) are dropped and counted."""
 import collections
 import logging
-import math
 import re
 import socket
 import struct
@@ -121,7 +120,10 @@ class Client:
 
     def close(self, timeout=5.0):
         """Flush for up to timeout seconds, then stop the thread; returns the
-        number of points left unsent (also logged)."""
+        number of points left unsent (also logged).  Idempotent."""
+        with self._cv:
+            if self._closed:
+                return len(self._queue) + sum(len(b) for b in self._inflight.values())
         self.flush(timeout)
         with self._cv:
             self._closed = True
@@ -247,22 +249,29 @@ class Client:
                     self._cv.wait(backoff)
                 backoff = min(backoff * 2, self.backoff_max)
                 continue
-            backoff = self.backoff_initial
             with self._cv:
                 self.stats["reconnects"] += 1
-            self._serve(s, up, max_inflight, max_frame)
+            progressed = self._serve(s, up, max_inflight, max_frame)
             s.close()
             with self._cv:
                 self._requeue_inflight()
                 self._cv.notify_all()
+                if progressed:
+                    backoff = self.backoff_initial
+                elif self._queue and not self._closed:
+                    # accepted, then failed before any ack: do not spin
+                    self._cv.wait(backoff)
+                    backoff = min(backoff * 2, self.backoff_max)
 
     def _serve(self, s, up, max_inflight, max_frame):
-        """Send and read acks on one connection until it fails, or is idle and closing."""
+        """Send and read acks on one connection until it fails or the client
+        closes; returns whether any ack arrived."""
         last_progress = time.monotonic()
+        acked = False
         while True:
             with self._cv:
                 if self._closed:
-                    return
+                    return acked
                 out = []
                 while self._queue and len(self._inflight) < max_inflight:
                     k = min(self.batch, len(self._queue))
@@ -287,16 +296,17 @@ class Client:
                     if time.monotonic() - last_progress > self.timeout:
                         LOG.warning("gpuagg publisher: no ack from gpuaggd at %s for %.0f s; "
                                     "reconnecting", self._where(), self.timeout)
-                        return
+                        return acked
                     continue
                 if not data:
-                    return
+                    return acked
                 up.feed(data)
                 with self._cv:
                     for msg in up:
                         last_progress = time.monotonic()
+                        acked = acked or msg.get("type") == "ack"
                         if not self._handle(msg):
-                            return
+                            return acked
             except OSError as e:
                 LOG.info("gpuagg publisher: connection to %s lost: %s", self._where(), e)
-                return
+                return acked

@@ -18,6 +18,7 @@ Each sample becomes one point of the metric "<resource_id>/<counter_name>"
 timestamp.  publish_samples() only queues: a background thread sends,
 waits for acks and retries (gpuagg_ceilometer.client).  Samples without a
 usable timestamp or volume are dropped here, logged and counted."""
+import atexit
 import math
 import urllib.parse
 
@@ -69,6 +70,8 @@ class GpuaggPublisher(publisher.ConfigPublisherBase):
         address, opts = parse_url(parsed_url)
         self.dropped_invalid = 0
         self.client = Client(address, **opts)
+        # at exit, give what is queued a last chance (and log what is left)
+        atexit.register(self.client.close, min(self.client.timeout, 5.0))
         LOG.info("gpuagg publisher: sending to %s", self.client._where())
 
     def publish_samples(self, samples):
