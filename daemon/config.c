@@ -74,6 +74,7 @@ const struct ga_config_key ga_config_keys[] = {
     { "listen.unix", GA_K_SOCK, FLD(listen.unix_path), 0 },
     { "listen.tcp", GA_K_STR, FLD(listen.tcp), 0 },
     { "listen.udp", GA_K_STR, FLD(listen.udp), 0 },
+    { "listen.ceilometer_tcp", GA_K_STR, FLD(listen.ceilometer_tcp), 0 },
     { "listen.telemetry_secret", GA_K_STR, FLD(listen.telemetry_secret), 0 },
     { "listen.token", GA_K_STR, FLD(listen.token), 0 },
     { "listen.http", GA_K_STR, FLD(listen.http), 0 },

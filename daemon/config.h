@@ -43,6 +43,7 @@ struct ga_config {
         char unix_path[GA_SUN_PATH_MAX];    /* listen.unix, "" = off */
         char tcp[256];                      /* listen.tcp "host:port", "" = off, port 0 = any */
         char udp[256];                      /* listen.udp "host:port", "" = off */
+        char ceilometer_tcp[256];           /* listen.ceilometer_tcp "host:port", "" = off */
         char telemetry_secret[256];         /* listen.telemetry_secret, "" = unsigned accepted */
         char token[256];                    /* listen.token: TCP hello shared secret, "" = none */
         char http[256];                     /* listen.http "host:port", "" = off (daemon/http/) */

@@ -229,6 +229,7 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
         return verr(c, err, errlen, "listen.unix", "same path as control.socket");
     if ((rc = check_inet(c, "listen.tcp", c->listen.tcp, err, errlen)) < 0 ||
         (rc = check_inet(c, "listen.udp", c->listen.udp, err, errlen)) < 0 ||
+        (rc = check_inet(c, "listen.ceilometer_tcp", c->listen.ceilometer_tcp, err, errlen)) < 0 ||
         (rc = check_inet(c, "listen.http", c->listen.http, err, errlen)) < 0)
         return rc;
     if (strcmp(c->http.auth, "basic") != 0 && strcmp(c->http.auth, "remoteuser") != 0 &&
@@ -237,8 +238,9 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
                     c->http.auth);
     if ((rc = check_ranges(c, "http.", err, errlen)) < 0)
         return rc;
-    if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0])
-        return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, udp");
+    if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0] && !c->listen.ceilometer_tcp[0])
+        return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, "
+                    "udp, ceilometer_tcp");
     if (!c->storage.conninfo[0])
         return verr(c, err, errlen, "storage.conninfo", "must not be empty");
     if ((rc = check_ranges(c, "storage.", err, errlen)) < 0)

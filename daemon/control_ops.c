@@ -104,10 +104,11 @@ static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
 
 static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 8);
+    msgpack_pack_map(pk, 9);
     mp_pack_kv_str(pk, "unix", d->cfg->listen.unix_path);
     mp_pack_kv_int(pk, "tcp_port", ga_ingest_tcp_port(d->ingest));
     mp_pack_kv_int(pk, "udp_port", ga_ingest_udp_port(d->ingest));
+    mp_pack_kv_int(pk, "ceilometer_tcp_port", ga_ingest_ceilometer_tcp_port(d->ingest));
     mp_pack_kv_uint(pk, "connections", s->in.conns_open);
     mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
     mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
@@ -263,6 +264,22 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
         snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
         KV(key, s->in.udp_rejected[r]);
     }
+    KV("ceilometer_tcp.connections_open", s->in.ctcp_conns_open);
+    KV("ceilometer_tcp.connections_total", s->in.ctcp_conns_total);
+    KV("ceilometer_tcp.connections_refused", s->in.ctcp_conns_refused);
+    KV("ceilometer_tcp.bytes_in", s->in.ctcp_bytes_in);
+    KV("ceilometer_tcp.frames", s->in.ctcp_frames);
+    KV("ceilometer_tcp.accepted", s->in.ctcp_accepted);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
+        KV(key, s->in.ctcp_rejected[r]);
+    }
+    for (int r = 0; r < IC_CTCP_NBAD; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
+        KV(key, s->in.ctcp_bad_frames[r]);
+    }
     KV("journal.retained_bytes", s->jn.retained_bytes);
     KV("journal.segments", s->jn.segments);
     KV("journal.appends", s->jn.appends);
@@ -327,8 +344,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     return n + ctlj_pack_stats(d, pk);
 }
 
-static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
-                   msgpack_packer *pk, char *err, size_t errlen)
+void ga_ctl_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
@@ -339,6 +355,12 @@ static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     msgpack_pack_map(pk, (size_t)n + 1);
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
     pack_stats(d, &snap, pk);
+}
+
+static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
+{
+    ga_ctl_pack_stats(d, pk);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/ingest.h"
 #include "daemon/job_kinds.h"
 #include "daemon/log.h"
+#include "daemon/loop_call.h"
 #include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/ga_err.h"
@@ -222,6 +223,10 @@ static void on_closed_noop(uv_handle_t *h)
 /* The last drain stage: nothing of ours is left on the loop. */
 static void close_loop_handles(struct ga_daemon *d)
 {
+    /* First: HTTP handlers may be waiting in a loop call.  The pointer
+     * stays set (handlers may still read it until http_server_stop has
+     * joined them); the struct is freed on a later loop turn. */
+    ga_loop_call_close(d->loop_call);
     http_server_stop(d->http);           /* waits for running handlers */
     d->http = NULL;
     ga_control_stop(d->control);
@@ -281,6 +286,7 @@ void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
     if (d->state == GA_STATE_DRAINING)
         return;
     d->state = GA_STATE_DRAINING;
+    __atomic_store_n(&d->draining, 1, __ATOMIC_RELEASE);
     ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
     ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
     uv_signal_stop(&d->sig_hup);
@@ -379,6 +385,11 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     uv_timer_init(d->loop, &d->housekeeping);   /* first: every exit path closes it */
     d->housekeeping.data = d;
     uv_timer_start(&d->housekeeping, on_housekeeping, 1000, 1000);
+    if ((rc = ga_loop_call_open(&d->loop_call, d->loop)) < 0) {
+        ga_log(GA_LOG_ERROR, "loop_call", "error=\"%s\"", ga_strerror(rc));
+        d->exit_code = 1;
+        goto out;
+    }
     if ((rc = start_signals(d)) < 0) {
         ga_log(GA_LOG_ERROR, "signals", "error=\"%s\"", uv_strerror(rc));
         d->exit_code = 1;

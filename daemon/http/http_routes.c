@@ -26,5 +26,8 @@ const struct http_route http_routes[] = {
     { "GET",  "/v1/aggregation/metric",                         api_aggregation_metric,       0 },
     { "GET",  "/v1/aggregation/resource/{}/metric/{}",          api_aggregation_resource,     0 },
     { "POST", "/v1/aggregation/resource/{}/metric/{}",          api_aggregation_resource,     0 },
+    { "GET",  "/metrics",                                       http_metrics,                 1 },
+    { "GET",  "/healthz",                                       http_healthz,                 1 },
+    { "GET",  "/readyz",                                        http_readyz,                  1 },
 };
 const int http_nroutes = (int)(sizeof http_routes / sizeof http_routes[0]);

@@ -31,4 +31,9 @@ void api_aggregates_post(struct http_req *req, struct http_resp *resp);
 void api_aggregation_metric(struct http_req *req, struct http_resp *resp);
 void api_aggregation_resource(struct http_req *req, struct http_resp *resp);
 
+/* http_ops.c: GET /metrics (Prometheus text), /healthz, /readyz (JSON) */
+void http_metrics(struct http_req *req, struct http_resp *resp);
+void http_healthz(struct http_req *req, struct http_resp *resp);
+void http_readyz(struct http_req *req, struct http_resp *resp);
+
 #endif

@@ -411,7 +411,7 @@ static void test_v_listen_empty_disables_but_one_needed(void)
     CHECK_STR(cfg.listen.tcp, "");
     CHECK_STR(cfg.listen.udp, "");
     CHECK_FAILS("listen:\n  unix: \"\"\n  tcp: \"\"\n  udp: \"\"\n",
-                "t.yaml:1: listen: no ingest listener enabled: set at least one of unix, tcp, udp");
+                "t.yaml:1: listen: no ingest listener enabled: set at least one of unix, tcp, udp, ceilometer_tcp");
 }
 
 static void test_v_conninfo_non_empty(void)
