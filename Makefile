@@ -67,6 +67,17 @@ endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libgpuagg.a
+# tools/bench/cuda/: the lab's GPU code (kernel benchmarks, the sort and
+# search checks, the job benchmarks), kept out of libgpuagg.a: its own
+# archive, linked by the benchmarks and the unit tests.  Without CUDA its
+# *_nocuda.c stand-ins answer GA_ENOGPU.
+ifeq ($(CUDA),1)
+LAB_SRC := $(wildcard tools/bench/cuda/*.cu)
+else
+LAB_SRC := $(wildcard tools/bench/cuda/*_nocuda.c)
+endif
+LAB_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.o,$(LAB_SRC:%.c=$(BUILD)/obj/%.o))
+LAB_LIB := $(BUILD)/libgalab.a
 CTL_SRC := $(wildcard tools/gpuaggctl/*.c)
 LOAD_SRC := $(wildcard tools/load/*.c)
 BENCH_SRC := $(wildcard tools/bench/*.c)
@@ -89,6 +100,11 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(LAB_LIB): $(LAB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^
 $(BUILD)/bin/gpuaggd: $(BUILD)/obj/daemon/main.o $(LIB)
 	@mkdir -p $(@D)
@@ -108,10 +124,10 @@ CAP_SRC := $(wildcard tools/bench/capacity/*.c) tools/gpuaggctl/client.c
 $(BUILD)/bench/bench_capacity: $(BUILD)/obj/tools/bench/bench_capacity.o $(CAP_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LIB)
+$(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LAB_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LAB_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 

@@ -7,7 +7,7 @@
 #   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus,wait_cost}
 set -eu
 cd "$(dirname "$0")/../.."
-make -s build/libgpuagg.a build/obj/tests/unit/harness.o build/obj/tests/unit/test_cuda_backend.o \
+make -s build/libgpuagg.a build/libgalab.a build/obj/tests/unit/harness.o build/obj/tests/unit/test_cuda_backend.o \
      build/obj/tools/bench/bench_gpu.o build/obj/tools/bench/bench_engine_gpus.o >/dev/null
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 CUDA_HOME=${NVCC%/bin/nvcc}
@@ -15,8 +15,8 @@ OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_c
      build/obj/gpu/agg_cpu_regroup.o build/obj/gpu/agg_cpu_window.o build/obj/gpu/engine.o
      build/obj/gpu/engine_feed.o build/obj/gpu/engine_pool.o build/obj/gpu/engine_split.o
      build/obj/gpu/points_ts32.o build/obj/gpu/policy.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
-     build/obj/gpu/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
-     build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/gpu/cuda/sort_check.o build/obj/gpu/cuda/search_check.o
+     build/obj/tools/bench/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
+     build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/tools/bench/cuda/sort_check.o build/obj/tools/bench/cuda/search_check.o
      build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o
      build/obj/daemon/log.o"
 LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/bench_time.cuh"
+#include "tools/bench/cuda/bench_time.cuh"
 #include "gpu/jobs/dot.cuh"
 
 namespace {

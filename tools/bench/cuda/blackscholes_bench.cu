@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/bench_time.cuh"
+#include "tools/bench/cuda/bench_time.cuh"
 #include "gpu/jobs/blackscholes.cuh"
 #include "gpu/jobs/blackscholes_body.cuh"
 
