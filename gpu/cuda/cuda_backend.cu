@@ -95,10 +95,10 @@ struct cuda_backend {
     int dev, emu;
     gk_exec x;                    // x.s is s_comp
     gk_exec xr;                   // the next pool's rebuild, beside the bucket kernels
-    gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
+    gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
     int wide;                     // this feed's out reads wide records (want_wide)
-    gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
+    gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2], ev_merged, ev_rebuilt;
     cudaEvent_t ev_mark[2][NMARKS];  // per slot: stage boundaries on the compute stream (timed)
@@ -1499,31 +1499,9 @@ const struct ga_backend_ops cuda_ops = {
     cu_feed_start, cu_feed_wait, cu_prefetch,
 };
 
-/* How a host thread waits for this GPU: GA_CUDA_SYNC=spin, yield or block
- * (cudaDeviceSchedule*), for measuring several GPUs fed from one process;
- * unset or "auto": CUDA's default (spin while the process has fewer
- * contexts than cores).  Set before the device's context exists, else
- * ignored with a warning. */
-static void sync_mode(int dev)
-{
-    const char *e = getenv("GA_CUDA_SYNC");
-    if (!e || !*e || !strcmp(e, "auto"))
-        return;
-    unsigned f = !strcmp(e, "spin") ? cudaDeviceScheduleSpin
-               : !strcmp(e, "yield") ? cudaDeviceScheduleYield
-               : !strcmp(e, "block") ? cudaDeviceScheduleBlockingSync : 0;
-    cudaError_t r = f ? cudaSetDeviceFlags(f) : cudaSuccess;
-    if (!f || r != cudaSuccess) {
-        cudaGetLastError();
-        ga_log(GA_LOG_WARN, "cuda_sync", "device=%d value=\"%s\" msg=\"%s\"", dev, e,
-               f ? cudaGetErrorString(r) : "GA_CUDA_SYNC is auto, spin, yield or block");
-    }
-}
-
 int setup_gpu(cuda_backend *cb)
 {
     CUDA_CHECK(cudaSetDevice(cb->dev));
-    sync_mode(cb->dev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->x.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->xr.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_h2d, cudaStreamNonBlocking));
@@ -1568,25 +1546,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
         o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX || o->rows_long < -1 ||
         o->counts < GA_CUDA_COUNTS_DEFAULT || o->counts > GA_CUDA_COUNTS_COPY)
         return GA_EINVAL;
-    int counts = o->counts;
-    if (counts == GA_CUDA_COUNTS_DEFAULT) {       // read once, here
-        const char *e = getenv("GA_CUDA_COUNTS");
-        counts = e && !strcmp(e, "copy") ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED;
-        if (e && *e && strcmp(e, "copy") && strcmp(e, "mapped"))
-            ga_log(GA_LOG_WARN, "cuda_counts", "value=\"%s\" msg=\"GA_CUDA_COUNTS is mapped or "
-                   "copy; using mapped\"", e);
-    }
-    int rows_kernel = o->rows_kernel;
-    if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
-        const char *e = getenv("GA_CUDA_ROWS_KERNEL");
-        if (e && !strcmp(e, "warp"))
-            rows_kernel = GA_CUDA_ROWS_WARP;
-        else if (e && !strcmp(e, "tiled"))
-            rows_kernel = GA_CUDA_ROWS_TILED;
-        else if (e && *e && strcmp(e, "auto"))
-            ga_log(GA_LOG_WARN, "cuda_rows_kernel", "value=\"%s\" msg=\"GA_CUDA_ROWS_KERNEL is auto, "
-                   "tiled or warp; using auto\"", e);
-    }
+    int counts = o->counts == GA_CUDA_COUNTS_DEFAULT ? GA_CUDA_COUNTS_MAPPED : o->counts;
+    int rows_kernel = o->rows_kernel;             // GA_CUDA_ROWS_DEFAULT: auto, per launch
     if (!o->emulate) {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
@@ -1605,8 +1566,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->rows_cfg.warp = rows_kernel == GA_CUDA_ROWS_WARP;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
-    cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);   // reads GA_CUDA_ROWS_LONG when 0
-    cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);   // reads GA_CUDA_SORT_SMALL when 0
+    cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);
+    cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);
     cb->sort_cfg.read64 = sort_rd64;
     cb->sort_cfg.ctx = cb;
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;

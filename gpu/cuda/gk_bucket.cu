@@ -46,7 +46,7 @@ struct gather_f {
     }
 };
 
-// ---- The warp rows kernel (GA_CUDA_ROWS_KERNEL=warp; auto's pick below 3
+// ---- The warp rows kernel (ga_cuda_opts.rows_kernel GA_CUDA_ROWS_WARP; auto's pick below 3
 // rows a bucket) ----------------------------------------------------------
 //
 // One thread a task, as in the tiled kernel, but every warp on its own: no

@@ -182,7 +182,7 @@ struct gk_rows_cfg {
 #define GK_ROWS_LONG_MIN 1024u
 #define GK_ROWS_LONG_OFF 0xffffffffu
 // gk_rows_cfg.long_min for ga_cuda_opts.rows_long: n > 0 itself, -1 none,
-// 0 the environment's GA_CUDA_ROWS_LONG (a number, or "off"), else 0.
+// 0 the default (0: GK_ROWS_LONG_MIN).
 unsigned gk_rows_long_min(int rows_long);
 
 // Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies

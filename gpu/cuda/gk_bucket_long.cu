@@ -177,19 +177,7 @@ unsigned gk_rows_long_min(int rows_long)
 {
     if (rows_long)
         return rows_long < 0 ? GK_ROWS_LONG_OFF : (unsigned)rows_long;
-    const char *e = getenv("GA_CUDA_ROWS_LONG");
-    if (!e || !*e)
-        return 0;
-    if (!strcmp(e, "off"))
-        return GK_ROWS_LONG_OFF;
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v <= 0 || v >= (long)GK_ROWS_LONG_OFF) {
-        ga_log(GA_LOG_WARN, "cuda_rows_long", "value=\"%s\" msg=\"GA_CUDA_ROWS_LONG is a number "
-               "of points (1 or more) or off; using the default, %u\"", e, GK_ROWS_LONG_MIN);
-        return 0;
-    }
-    return (unsigned)v;
+    return 0;
 }
 
 int gk_rows_long_reset(gk_exec *x, unsigned long long *long_list)

@@ -86,9 +86,7 @@ int gk_bucket_sort(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t nt
                    void *scratch, const gk_sort_cfg *cfg, gk_sort_counts *counts);
 
 // small_max for a backend from ga_cuda_opts.sort_small: > 0 as is (at most
-// GK_SORT_SMALL_MAX), -1: 0 (CUB only), 0: the environment's
-// GA_CUDA_SORT_SMALL, read now ("auto", or 0..GK_SORT_SMALL_MAX, 0 meaning
-// CUB only), else GK_SORT_SMALL_AUTO (a bad value is logged as a warning).
+// GK_SORT_SMALL_MAX), -1: 0 (CUB only), 0: GK_SORT_SMALL_AUTO.
 unsigned gk_sort_small_max(int opt);
 
 static inline size_t gk_sort_scratch_bytes(size_t ntasks)

@@ -67,17 +67,6 @@ double ga_bs_l1_error(const float *call, const float *put, const double *rcall, 
 int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *S, const float *X, const float *T,
               float *call, float *put, char *err, size_t errlen);
 
-/* Benchmark support: options generated on the device, median of `reps` timed
- * runs of ours and of an SDK-style baseline (float, one option per thread,
- * grid-stride) in the same process; bytes = 20 per option (3 read, 2 written). */
-struct ga_bs_bench {
-    double ours_ms, sdk_ms;
-    double ours_gbs, sdk_gbs;        /* effective bandwidth */
-    double ours_gopts, sdk_gopts;    /* 1e9 options per second */
-    double ours_l1, sdk_l1;          /* L1 error against ga_bs_cpu */
-};
-int ga_bs_bench_run(int device, int64_t n, int reps, struct ga_bs_bench *out, char *err, size_t errlen);
-
 #ifdef __cplusplus
 }
 #endif

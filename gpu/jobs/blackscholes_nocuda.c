@@ -14,9 +14,3 @@ int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *S, const fl
     snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
     return GA_ENOGPU;
 }
-
-int ga_bs_bench_run(int device, int64_t n, int reps, struct ga_bs_bench *out, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
-    return GA_ENOGPU;
-}

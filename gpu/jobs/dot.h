@@ -48,17 +48,6 @@ int ga_dot_cpu(const struct ga_dot_params *p, const void *x, const void *y, doub
 int ga_dot_gpu(int device, const struct ga_dot_params *p, const void *x, const void *y,
                double *out, char *err, size_t errlen);
 
-/* Benchmark support (tools/bench/bench_jobs_a.c): one size, median of `reps`
- * timed runs each, data resident on the device.  GB/s count bytes read. */
-struct ga_dot_bench {
-    double ours_ms, cublas_ms, copy_ms;   /* cublas_ms < 0: cuBLAS not found */
-    double ours_gbs, cublas_gbs, copy_gbs; /* copy: D2D memcpy, read + written */
-    double ours_val, cublas_val, ref_val;  /* ref: ga_dot_cpu on the same data */
-    int block;                             /* block size used for `ours` */
-};
-int ga_dot_bench_run(int device, int dtype, int64_t n, int reps, int block,
-                     struct ga_dot_bench *out, char *err, size_t errlen);
-
 #ifdef __cplusplus
 }
 #endif

@@ -13,10 +13,3 @@ int ga_dot_gpu(int device, const struct ga_dot_params *p, const void *x, const v
     snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
     return GA_ENOGPU;
 }
-
-int ga_dot_bench_run(int device, int dtype, int64_t n, int reps, int block, struct ga_dot_bench *out,
-                     char *err, size_t errlen)
-{
-    snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
-    return GA_ENOGPU;
-}

@@ -107,20 +107,6 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
 int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const double *objs,
                   struct ga_kmeans_result *res, ga_kmeans_progress_fn fn, void *arg, char *err, size_t errlen);
 
-/* Benchmark support (p->kernel picks the kernel): lab dataset generated on
- * the device; times (median of reps) of the whole iteration loop with the data resident (events around the
- * enqueued loop, one host wait), of the generation, and of loading the same
- * objects from host memory (row-major copy + transpose).  centres: k*coords
- * doubles of the last run (may be NULL). */
-struct ga_kmeans_bench {
-    double iter_ms, per_iter_ms, gen_ms, load_ms;
-    int loops;
-    double delta;
-    int kernel;      /* the GA_KMEANS_KERNEL_* that ran (p->kernel resolved) */
-};
-int ga_kmeans_bench_run(int device, const struct ga_kmeans_params *p, int reps, struct ga_kmeans_bench *out,
-                        double *centres, char *err, size_t errlen);
-
 #ifdef __cplusplus
 }
 #endif

@@ -13,10 +13,3 @@ int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const double *ob
     snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
     return GA_ENOGPU;
 }
-
-int ga_kmeans_bench_run(int device, const struct ga_kmeans_params *p, int reps, struct ga_kmeans_bench *out,
-                        double *centres, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "built without CUDA (nvcc was not found at build time)");
-    return GA_ENOGPU;
-}

@@ -22,6 +22,7 @@
 #include "gpu/jobs/dot.h"
 #include "gpu/jobs/kmeans.h"
 #include "proto/ga_err.h"
+#include "tools/bench/cuda/bench_hooks.h"
 
 static double now_ms(void)
 {

@@ -12,6 +12,7 @@
 #include "tools/bench/cuda/bench_time.cuh"
 #include "gpu/jobs/blackscholes.cuh"
 #include "gpu/jobs/blackscholes_body.cuh"
+#include "tools/bench/cuda/bench_hooks.h"
 
 namespace {
 

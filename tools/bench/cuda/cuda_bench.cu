@@ -27,6 +27,7 @@
 #include "gpu/cuda/gk_bucket.cuh"
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
+#include "tools/bench/cuda/bench_hooks.h"
 
 #include <cub/block/block_scan.cuh>
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -916,7 +917,7 @@ int run(int device, struct ga_cuda_kbench *kb, kb_state *s)
     static const char *const sum[] = { "sum" };
     static const char *const srt[] = { "median", "90pct" };
     static const char *const rate[] = { "rate:mean", "rate:sum", "rate:std", "rate:max" };
-    // GA_CUDA_ROWS_LONG as the backend reads it (long buckets' kernel, or "off")
+    // long buckets' kernel as the backend opens it by default
     const gk_rows_cfg tiled = { 0, 0, gk_rows_long_min(0) }, warp = { 1, 0, gk_rows_long_min(0) };
     rc = gk_rows_tiled_info(0, &kb->tiled_smem, &kb->tiled_blocks_per_sm);
     if (rc)

@@ -10,6 +10,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/kmeans.cuh"
+#include "tools/bench/cuda/bench_hooks.h"
 
 namespace {
 

@@ -11,6 +11,7 @@
 
 #include "gpu/cuda.h"
 #include "gpu/cuda/gk.cuh"
+#include "tools/bench/cuda/bench_hooks.h"
 
 namespace {
 

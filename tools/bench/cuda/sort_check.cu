@@ -13,6 +13,7 @@
 #include "gpu/cuda.h"
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
+#include "tools/bench/cuda/bench_hooks.h"
 
 namespace {
 
