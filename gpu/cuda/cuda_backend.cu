@@ -30,14 +30,11 @@
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
-// Auto choice of rows kernel (docs/GPU.md "Rows kernel"; bench_gpu, both in
-// one run, H100, rows kernel alone at 30 points a bucket): the tiled kernel,
-// which stages rows and stores them coalesced, wins from about 3 rows a
-// bucket (basic 8 rows: 0.77 vs 2.4 ms; rate 4 rows: 0.70 vs 1.0 ms), the
-// warp kernel below (sum: 0.32 vs 0.53 ms; median+90pct: 0.34 vs 0.65 ms)
-// and for wide records, which both kernels store from the thread (basic as
-// records: 0.39 vs 0.77 ms).  So: warp when no policy writes 3 rows a
-// bucket besides its record, else per launch by its slots a bucket.
+// Auto choice of rows kernel (docs/GPU.md "Rows kernel" has the figures):
+// the tiled kernel, which stages rows and stores them coalesced, wins from
+// about 3 rows a bucket, the warp kernel below and for wide records, which
+// both kernels store from the thread.  So: warp when no policy writes 3
+// rows a bucket besides its record, else per launch by its slots a bucket.
 #define AUTO_TILED_ROWS 3
 #define RING_MAX 8
 #define ROW_CHUNKS 4
@@ -46,8 +43,8 @@
 // Rows of a feed in flight go to the host in pieces of at most this
 // (ga_cuda_opts.piece_bytes), one piece before each count the next feed
 // reads back: a count's copy queues behind the pieces already on the copy
-// engine, so each waits for one piece (about 0.3 ms at 55 GB/s), not for
-// the whole of the rows (docs/GPU.md).
+// engine, so each waits for one piece, not for the whole of the rows
+// (docs/GPU.md "What overlaps").
 #define PIECE_BYTES ((size_t)16 << 20)
 
 namespace {
@@ -162,7 +159,7 @@ double now_s(void)
 }
 
 // memcpy on several threads for big copies (pageable <-> pinned staging: one
-// core copies ~10 GB/s, below PCIe).
+// core copies slower than PCIe carries).
 struct pc_arg {
     char *d;
     const char *s;
@@ -665,7 +662,7 @@ int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
     fill(cb, &f);
     // A kernel, not a device-to-device cudaMemcpyAsync: that one goes to a
     // copy engine and waits behind the rows of the feed before on their way
-    // home (it held the rebuild up by ~0.9 ms a basic feed on an H100).
+    // home, and would hold the rebuild up behind them.
     TRY(gk_for(x, cb->nslots, copy_u64_f{ f.new_n, f.w_n }));
     TRY(zero_on(cb, x->s, f.new_n + cb->nslots, 8));
     TRY(zero_on(cb, x->s, f.slot_t, cb->nslots * 4));

@@ -18,8 +18,7 @@ namespace {
 // metric) is a chain of thousands of dependent additions.  One thread
 // reading it from global memory, as the tiled and warp kernels do with a
 // task too long to stage, waits about a DRAM latency a point; with few such
-// tasks in a feed nothing hides it (a 2.5 M-point feed of 2,500 metrics with
-// 3,600-point hour buckets spent ~2 ms of an H200's time on them).  Here a
+// tasks in a feed nothing hides it (docs/GPU.md "Long buckets").  Here a
 // warp takes each long task: its 32 lanes load the next LONG_CH values,
 // coalesced, while lane 0 runs the CPU's chains over the LONG_CH before them
 // from shared memory.  Every chain stays in one thread, in order: the same

@@ -44,9 +44,9 @@ struct gk_bits_differ_f {
 };
 
 // Auto: parts of up to this many values through the shared-memory kernel.
-// A guess until measured (bench_gpu prints both sorts at 6, 30 and 356
-// values a part, and which one wins): 512 keeps the 1 h buckets of 10 s
-// samples (360) on the shared-memory side.
+// bench_gpu prints both sorts at 6, 30 and 356 values a part (docs/GPU.md
+// "Small-bucket sort"); 512 keeps the 1 h buckets of 10 s samples (360) on
+// the shared-memory side.
 #define GK_SORT_SMALL_AUTO 512u
 // The most small_max may be (the kernel's shared memory grows with it).
 #define GK_SORT_SMALL_MAX 4096u

@@ -153,7 +153,7 @@ int apd_fit_launch(const struct apd_params *p, const double *d_series, const str
     case 16:
         apd_fit_kernel<16><<<grid, APD_THREADS, smem, stream>>>(*p, npow2, dlam, d_series, d_tab, w_first, d_out);
         break;
-    default:   // 20: fastest on an H100 (docs/PERFORMANCE.md), though ptxas spills a little
+    default:   // 20: the fastest measured (docs/PERFORMANCE.md), though ptxas spills a little
         apd_fit_kernel<20><<<grid, APD_THREADS, smem, stream>>>(*p, npow2, dlam, d_series, d_tab, w_first, d_out);
         break;
     }
