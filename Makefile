@@ -47,7 +47,7 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 # gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
 # the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
 # (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
-LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L

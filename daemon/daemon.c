@@ -12,7 +12,7 @@
 #include "daemon/engine_worker.h"
 #include "daemon/ingest.h"
 #include "daemon/job_kinds.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/ga_err.h"

@@ -18,7 +18,7 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/jobs/blackscholes.h"
 #include "gpu/jobs/dot.h"
 #include "proto/ga_err.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 #define PGC_CHECK_MS 2000

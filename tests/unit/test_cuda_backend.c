@@ -32,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/device.h"
 #include "gpu/engine.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
 #include "gpu/policy.h"
 #include "proto/ga_err.h"

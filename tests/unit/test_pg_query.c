@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
 #include "gpu/policy.h"
 #include "proto/ga_err.h"

@@ -22,7 +22,7 @@
 
 #include <libpq-fe.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
 #include "gpu/policy.h"
 #include "proto/ga_err.h"

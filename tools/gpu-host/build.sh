@@ -18,7 +18,7 @@ OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_c
      build/obj/tools/bench/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
      build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/tools/bench/cuda/sort_check.o build/obj/tools/bench/cuda/search_check.o
      build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o
-     build/obj/daemon/log.o"
+     build/obj/proto/base/log.o"
 LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm"
 mkdir -p build-gpu
 cc -o build-gpu/test_cuda_backend build/obj/tests/unit/test_cuda_backend.o build/obj/tests/unit/harness.o $OBJ $LIBS

@@ -1,5 +1,5 @@
 /* log.c — key=value event logger (see log.h). */
-#include "daemon/log.h"
+#include "proto/base/log.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
