@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_time.h"
 
 /* A batch of points, columnar.  Index order is arrival order.  The

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_writer.h"
 

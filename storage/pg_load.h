@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_partition.h"
 
 struct pgl_metric {

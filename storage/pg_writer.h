@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_conn.h"
 

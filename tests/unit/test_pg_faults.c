@@ -10,7 +10,7 @@
 
 #include "proto/base/log.h"
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 #include "storage/pg_load.h"
 #include "storage/pg_schema.h"

@@ -6,7 +6,7 @@
 
 #include "proto/base/log.h"
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_txn.h"

@@ -1,5 +1,5 @@
 /* policy.c — archive policies, methods, durations and rules (see policy.h). */
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 #include <ctype.h>
 #include <fnmatch.h>
