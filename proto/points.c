@@ -1,5 +1,5 @@
-/* points_ts32.c — a batch's timestamps as 32-bit offsets (engine.h). */
-#include "gpu/engine.h"
+/* points.c — a batch's timestamps as 32-bit offsets (points.h). */
+#include "proto/points.h"
 #include "proto/ga_err.h"
 
 /* t mod u in [0, u): the same for two ts a whole number of u apart, on

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
+#include "proto/agg.h"
 #include "proto/policy.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_writer.h"
