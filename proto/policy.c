@@ -17,52 +17,6 @@
 #define HOUR (60 * MIN)
 #define DAY  (24 * HOUR)
 
-static const char *const base_names[] = {
-    [GA_M_MEAN] = "mean", [GA_M_SUM] = "sum", [GA_M_MIN] = "min", [GA_M_MAX] = "max",
-    [GA_M_COUNT] = "count", [GA_M_FIRST] = "first", [GA_M_LAST] = "last",
-    [GA_M_STD] = "std", [GA_M_MEDIAN] = "median",
-};
-
-static int parse_base(const char *s)
-{
-    for (int i = GA_M_MEAN; i <= GA_M_MEDIAN; i++)
-        if (strcmp(s, base_names[i]) == 0)
-            return i;
-    /* "Npct", N in 1..99, no sign, no leading zero (Gnocchi's str(i)+'pct') */
-    size_t len = strlen(s);
-    if (len < 4 || len > 5 || strcmp(s + len - 3, "pct") != 0 || s[0] == '0')
-        return GA_EINVAL;
-    int n = 0;
-    for (size_t i = 0; i < len - 3; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return GA_EINVAL;
-        n = n * 10 + (s[i] - '0');
-    }
-    return n >= 1 && n <= 99 ? GA_M_PCT_BASE + n : GA_EINVAL;
-}
-
-int ga_method_parse(const char *name)
-{
-    if (strncmp(name, "rate:", 5) == 0) {
-        int b = parse_base(name + 5);
-        return b < 0 ? b : (b | GA_M_RATE);
-    }
-    return parse_base(name);
-}
-
-const char *ga_method_name(ga_method_t m, char *buf)
-{
-    const char *pre = GA_M_IS_RATE(m) ? "rate:" : "";
-    int b = GA_M_BASE(m);
-    if (b >= GA_M_MEAN && b <= GA_M_MEDIAN)
-        snprintf(buf, GA_METHOD_NAME_MAX, "%s%s", pre, base_names[b]);
-    else if (GA_M_IS_PCT(m))
-        snprintf(buf, GA_METHOD_NAME_MAX, "%s%dpct", pre, GA_M_PCT_N(m));
-    else
-        snprintf(buf, GA_METHOD_NAME_MAX, "?%u", (unsigned)m);
-    return buf;
-}
-
 /* Method sets as bitmaps over the 0x3ff id space, so +/- are trivial. */
 #define MSET_WORDS ((GA_M_RATE | 0xff) / 64 + 1)
 typedef struct { uint64_t w[MSET_WORDS]; } mset;

@@ -1,39 +1,19 @@
-/* policy.h — archive policies, aggregation methods and metric→policy rules.
+/* policy.h — archive policies and metric→policy rules.
  *
  * Semantics follow Gnocchi 4.4 (gnocchi/archive_policy.py).  A policy is a
  * back window, a set of definitions (granularity + timespan) and a set of
- * aggregation methods.  Methods are small integers (ga_method_t) so that
- * kernels, the wire and the database can carry them cheaply:
- *
- *   bits 0..7  base: GA_M_MEAN..GA_M_MEDIAN, or GA_M_PCT_BASE+N for "Npct"
- *   bit  9     GA_M_RATE: "rate:<base>" (aggregate of consecutive deltas)
- */
+ * aggregation methods (proto/method.h). */
 #ifndef GA_POLICY_H
 #define GA_POLICY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef uint16_t ga_method_t;
-
-enum {
-    GA_M_MEAN = 1, GA_M_SUM, GA_M_MIN, GA_M_MAX, GA_M_COUNT,
-    GA_M_FIRST, GA_M_LAST, GA_M_STD, GA_M_MEDIAN,
-    GA_M_PCT_BASE = 100,          /* GA_M_PCT_BASE + N, N in 1..99 */
-    GA_M_RATE = 0x200,
-    GA_M_WIDE = 0x400,            /* not a method: a wide record's header row (engine.h) */
-    GA_M_PACKED = 0x800,          /* not a method: a packed wide record's header (engine.h),
-                                     | its mask in bits 0..7 */
-};
-#define GA_M_BASE(m)   ((m) & 0xff)
-#define GA_M_IS_RATE(m) (((m) & GA_M_RATE) != 0)
-#define GA_M_IS_PCT(m) (GA_M_BASE(m) > GA_M_PCT_BASE && GA_M_BASE(m) < GA_M_PCT_BASE + 100)
-#define GA_M_PCT_N(m)  (GA_M_BASE(m) - GA_M_PCT_BASE)
+#include "proto/method.h"
 
 #define GA_POLICY_NAME_MAX 64
 #define GA_POLICY_MAX_DEFS 16
 #define GA_POLICY_MAX_METHODS 216   /* every valid method, rate: included */
-#define GA_METHOD_NAME_MAX 16       /* "rate:median" + NUL fits */
 
 struct ga_policy_def {
     int64_t granularity_ns;      /* > 0 */
@@ -49,13 +29,6 @@ struct ga_policy {
     int nmethods;
     ga_method_t methods[GA_POLICY_MAX_METHODS];      /* ascending, unique */
 };
-
-/* Parse a method name ("mean", "90pct", "rate:std").  Returns the method or
- * a negative GA_EINVAL for an unknown name. */
-int ga_method_parse(const char *name);
-/* Write a method's name into buf (at least GA_METHOD_NAME_MAX bytes);
- * returns buf. */
-const char *ga_method_name(ga_method_t m, char *buf);
 
 /* Apply one Gnocchi method-set entry to a policy: "mean" (add), "-std"
  * (remove), "+median" (add), "*" (all valid methods).  As in Gnocchi, a list

@@ -471,7 +471,7 @@ int wait_ev(cuda_backend *cb, cudaStream_t s, cudaEvent_t e)
 
 int grow_h(void **p, size_t *cap, size_t need, size_t elem)
 {
-    return agg_grow(p, cap, need, elem);
+    return ga_grow_zero(p, cap, need, elem, 64);
 }
 
 int intern_policy(cuda_backend *cb, const struct ga_policy *p)
@@ -490,7 +490,7 @@ int intern_policy(cuda_backend *cb, const struct ga_policy *p)
     cb->pols[cb->npols] = tmp;
     if (tmp.p.ndefs > cb->D)
         cb->D = tmp.p.ndefs;
-    if ((tmp.plain_need | tmp.rate_need) & AGG_NEED_SORT)
+    if ((tmp.plain_need | tmp.rate_need) & GA_NEED_SORT)
         cb->any_sort = 1;
     int rows = tmp.nplain + tmp.nrate, rest = rows - tmp.nwide;
     cb->narrow[0] = rows > cb->narrow[0] ? rows : cb->narrow[0];

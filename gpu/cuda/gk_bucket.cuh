@@ -132,8 +132,8 @@ __host__ __device__ static inline void gk_task_parts(const gk_view &v, const gk_
     const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
     uint64_t lo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
     *dlo = lo;
-    *np = tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_SORT) ? tk.hi - tk.lo : 0;
-    *nr = pol->nrate && (pol->rate_need & AGG_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
+    *np = tk.plain && pol->nplain && (pol->plain_need & GA_NEED_SORT) ? tk.hi - tk.lo : 0;
+    *nr = pol->nrate && (pol->rate_need & GA_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
 }
 
 // The values of part p of the tasks (p = 2 * task + 0 for the plain part, + 1

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build the GPU test and benchmark binaries as self-contained programs for a
-# GPU host that lacks libuv / msgpack / libpq (the lent H100 has only the
+# GPU host that lacks libuv / msgpack / libpq (a GPU host may have only the
 # CUDA toolkit): only the objects they need, the CUDA runtime linked
 # statically.  Run here (where nvcc and the build deps are), carry
 # build-gpu/ to the GPU host, run tools/gpu-host/all_in_one.sh there.
@@ -14,7 +14,7 @@ CUDA_HOME=${NVCC%/bin/nvcc}
 OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_cpu_pool.o
      build/obj/gpu/agg_cpu_regroup.o build/obj/gpu/agg_cpu_window.o build/obj/gpu/engine.o
      build/obj/gpu/engine_feed.o build/obj/gpu/engine_pool.o build/obj/gpu/engine_split.o
-     build/obj/proto/points.o build/obj/proto/agg.o build/obj/proto/policy.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
+     build/obj/proto/points.o build/obj/proto/agg.o build/obj/proto/method.o build/obj/proto/policy.o build/obj/gpu/pol.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
      build/obj/tools/bench/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
      build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/tools/bench/cuda/sort_check.o build/obj/tools/bench/cuda/search_check.o
      build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o

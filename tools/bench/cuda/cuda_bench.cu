@@ -614,7 +614,7 @@ int time_pass(kb_state *s, const struct ga_cuda_kbench *kb, const char *const *m
     if (rc)
         return rc;
     CUDA_CHECK(cudaMemcpy(s->pol, &hp, sizeof hp, cudaMemcpyHostToDevice));
-    int sort_needed = ((hp.plain_need | hp.rate_need) & AGG_NEED_SORT) != 0;
+    int sort_needed = ((hp.plain_need | hp.rate_need) & GA_NEED_SORT) != 0;
     cudaEvent_t a, b;
     pass_ev ev;
     CUDA_CHECK(cudaEventCreate(&a));
