@@ -16,6 +16,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/apd.cuh"
+#include "gpu/jobs/jb_cuda.cuh"
 #include "gpu/jobs/apd_priv.h"
 
 #define APD_THREADS 256
@@ -212,18 +213,8 @@ extern "C" int apd_fit_gpu(int device, const struct apd_params *p, const double 
     int rc = apd_check_input(p, series, n, err, errlen);
     if (rc)
         return rc;
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
-        return GA_ENOGPU;
-    }
-    if (device < 0 || device >= ndev) {
-        if (err && errlen)
-            snprintf(err, errlen, "device %d: this host has %d CUDA device(s)", device, ndev);
-        return GA_ENOGPU;
-    }
+    if ((rc = jb_device_check(device, err, errlen)))
+        return rc;
     struct apd_lam *tab = (struct apd_lam *)malloc((size_t)p->n_lambda * sizeof *tab);
     if (!tab)
         return GA_ENOMEM;

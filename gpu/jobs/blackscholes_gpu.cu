@@ -161,16 +161,8 @@ extern "C" int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *
         snprintf(err, errlen, "blackscholes: call and put must be given, and S, X, T all or none");
         return GA_EBADARG;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "no CUDA device");
-        return GA_ENOGPU;
-    }
-    if (device < 0 || device >= count) {
-        snprintf(err, errlen, "device must be in 0..%d, got %d", count - 1, device);
-        return GA_EBADARG;
-    }
+    if ((rc = jb_device_check(device, err, errlen)))
+        return rc;
     Run r;
     const float *in[3] = { S, X, T };
     float *out[2] = { call, put };

@@ -230,16 +230,8 @@ extern "C" int ga_dot_gpu(int device, const struct ga_dot_params *p, const void 
         snprintf(err, errlen, "dot: x, y and out must not be NULL");
         return GA_EBADARG;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "no CUDA device");
-        return GA_ENOGPU;
-    }
-    if (device < 0 || device >= count) {
-        snprintf(err, errlen, "device must be in 0..%d, got %d", count - 1, device);
-        return GA_EBADARG;
-    }
+    if ((rc = jb_device_check(device, err, errlen)))
+        return rc;
     Run r;
     rc = run_dot(&r, device, p, x, y, out);
     int frc = jb_dfree(r.dx) | jb_dfree(r.dy) | jb_dfree(r.ws) | jb_dfree(r.dout);

@@ -7,6 +7,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/gf820.cuh"
+#include "gpu/jobs/jb_cuda.cuh"
 #include "gpu/jobs/gf820_impl.h"
 
 #define GF_INNER_THREADS 128
@@ -158,18 +159,8 @@ extern "C" int gf820_gpu(int device, const struct gf820_contract *c, size_t n, d
     int rc = gf820_validate(c, n, err, errlen);
     if (rc)
         return rc;
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
-        return GA_ENOGPU;
-    }
-    if (device < 0 || device >= ndev) {
-        if (err && errlen)
-            snprintf(err, errlen, "device %d: this host has %d CUDA device(s)", device, ndev);
-        return GA_ENOGPU;
-    }
+    if ((rc = jb_device_check(device, err, errlen)))
+        return rc;
     size_t nt = 0;
     for (size_t i = 0; i < n; i++)
         nt += gf820_outer_points(&c[i]);

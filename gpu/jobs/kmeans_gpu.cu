@@ -775,16 +775,8 @@ extern "C" int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const
         snprintf(err, errlen, "kmeans: result centres must not be NULL");
         return GA_EBADARG;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        snprintf(err, errlen, "no CUDA device");
-        return GA_ENOGPU;
-    }
-    if (device < 0 || device >= count) {
-        snprintf(err, errlen, "device must be in 0..%d, got %d", count - 1, device);
-        return GA_EBADARG;
-    }
+    if ((rc = jb_device_check(device, err, errlen)))
+        return rc;
     ga_kmeans_dev *d = nullptr;
     cudaStream_t s = nullptr;
     if ((rc = ga_kmeans_dev_create(device, p, &d)))
