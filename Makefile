@@ -89,7 +89,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity
+.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity check-layout
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -137,13 +137,16 @@ deps:
 run: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-demo.sh
-test: deps
+test: deps check-layout
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
 	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 	@tests/run.sh
 unit: all
 	@tests/run.sh unit
+# No #include across a layer the wrong way (docs/LAYOUT.md).
+check-layout:
+	@tools/check-layout.sh
 asan:
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
 tsan:
