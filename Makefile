@@ -44,17 +44,18 @@ LDFLAGS += -fsanitize=thread
 endif
 TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_failover test_engine_multi)
 
-# gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
-# the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
-# (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
+# gpu/jobs/X/: a job kind's kernels.  X.c is the CPU reference (always
+# built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in
+# answering ENOGPU (CUDA=0); gpu/jobs/*.c are helpers the kinds share.  A .c
+# and a .cu must not share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
-           $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
+           $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L
 # flags it would link with), since nvcc may be a wrapper script outside the
 # toolkit (e.g. /usr/local/bin/nvcc -> exec /usr/local/cuda/bin/nvcc).
 CUDA_LIBDIRS := $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^\#\$$ LIBRARIES=//p' | tr -d '"')
-CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu)
+CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu gpu/jobs/*/*.cu)
 CU_C_SRC := $(wildcard gpu/cuda/*.c)
 NVFLAGS ?= -O3 -g -lineinfo
 NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-warnings -MMD -MP \
@@ -62,7 +63,7 @@ NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-war
 LDLIBS  += $(filter-out %/stubs,$(CUDA_LIBDIRS)) -lcudart_static -ldl -lrt -lstdc++
 else
 CU_SRC  :=
-CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c)
+CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c gpu/jobs/*/*_nocuda.c)
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)

@@ -17,7 +17,7 @@
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
 #include "proto/base/log.h"
-#include "gpu/jobs/apd.h"
+#include "gpu/jobs/apd/apd.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

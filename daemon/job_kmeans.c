@@ -16,7 +16,7 @@
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
 #include "proto/base/log.h"
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

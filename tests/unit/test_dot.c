@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "gpu/device.h"
-#include "gpu/jobs/dot.h"
+#include "gpu/jobs/dot/dot.h"
 #include "proto/ga_err.h"
 
 static uint64_t rng = 88172645463325252ull;

@@ -13,7 +13,7 @@ OUTD=$B/jobs_b
 NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 [ -n "$NVCC" ] || { echo "jobs_b_build: no nvcc" >&2; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
-objs="gpu/jobs/apd.o gpu/jobs/apd_gpu.o gpu/jobs/gf820.o gpu/jobs/gf820_gpu.o gpu/jobs/special_fn.o
+objs="gpu/jobs/apd/apd.o gpu/jobs/apd/apd_gpu.o gpu/jobs/gf820/gf820.o gpu/jobs/gf820/gf820_gpu.o gpu/jobs/special_fn.o
       gpu/jobs/jb_par.o proto/ga_err.o proto/base/log.o"
 mains="tests/unit/harness.o tests/unit/test_special_fn.o tests/unit/test_apd.o tests/unit/test_gf820.o tools/bench/bench_jobs_b.o"
 targets=""

@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 #include "gpu/cuda.h"
-#include "gpu/jobs/blackscholes.h"
-#include "gpu/jobs/dot.h"
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
+#include "gpu/jobs/dot/dot.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 
 #ifdef __cplusplus
 extern "C" {

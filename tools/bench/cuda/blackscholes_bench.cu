@@ -10,8 +10,8 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "tools/bench/cuda/bench_time.cuh"
-#include "gpu/jobs/blackscholes.cuh"
-#include "gpu/jobs/blackscholes_body.cuh"
+#include "gpu/jobs/blackscholes/blackscholes.cuh"
+#include "gpu/jobs/blackscholes/blackscholes_body.cuh"
 #include "tools/bench/cuda/bench_hooks.h"
 
 namespace {

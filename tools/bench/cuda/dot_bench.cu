@@ -11,7 +11,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "tools/bench/cuda/bench_time.cuh"
-#include "gpu/jobs/dot.cuh"
+#include "gpu/jobs/dot/dot.cuh"
 #include "tools/bench/cuda/bench_hooks.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/kmeans.cuh"
+#include "gpu/jobs/kmeans/kmeans.cuh"
 #include "tools/bench/cuda/bench_hooks.h"
 
 namespace {

@@ -14,8 +14,8 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/jb_cuda.cuh"
-#include "gpu/jobs/kmeans.cuh"
-#include "gpu/jobs/kmeans_model.h"
+#include "gpu/jobs/kmeans/kmeans.cuh"
+#include "gpu/jobs/kmeans/kmeans_model.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/apd.cuh"
+#include "gpu/jobs/apd/apd.cuh"
 #include "gpu/jobs/jb_cuda.cuh"
-#include "gpu/jobs/apd_priv.h"
+#include "gpu/jobs/apd/apd_priv.h"
 
 #define APD_THREADS 256
 #define APD_CHUNK_WINDOWS 8192   // windows per launch (progress granularity)

@@ -1,7 +1,7 @@
 /* kmeans_nocuda.c — the k-means GPU entry points in builds without CUDA. */
 #include <stdio.h>
 
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
 
 int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const double *objs,

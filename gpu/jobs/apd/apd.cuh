@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
-#include "gpu/jobs/apd_impl.h"
+#include "gpu/jobs/apd/apd_impl.h"
 
 // Fits windows [w_first, w_first + w_count) of the device series d_series
 // (window w starts at w * p->stride; the caller checked that they fit and

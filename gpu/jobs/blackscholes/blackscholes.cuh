@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpu/jobs/blackscholes.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
-#include "gpu/jobs/gf820.h"
+#include "gpu/jobs/gf820/gf820.h"
 
 // Device buffers of one GF820 job (all device pointers, owned by the caller).
 struct gf820_dev {

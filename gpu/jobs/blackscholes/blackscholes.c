@@ -1,5 +1,5 @@
 /* blackscholes.c — CPU reference of the Black-Scholes job (see blackscholes.h). */
-#include "gpu/jobs/blackscholes.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gpu/jobs/blackscholes_model.h"
+#include "gpu/jobs/blackscholes/blackscholes_model.h"
 #include "proto/ga_err.h"
 
 void ga_bs_params_default(struct ga_bs_params *p)

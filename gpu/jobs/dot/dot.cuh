@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpu/jobs/dot.h"
+#include "gpu/jobs/dot/dot.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
 #ifndef GA_APD_PRIV_H
 #define GA_APD_PRIV_H
 
-#include "gpu/jobs/apd_impl.h"
+#include "gpu/jobs/apd/apd_impl.h"
 
 #ifdef __cplusplus
 extern "C" {

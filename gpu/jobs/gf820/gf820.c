@@ -1,11 +1,11 @@
 /* gf820.c — GF820 validation, outer times and the CPU reference (see gf820.h). */
-#include "gpu/jobs/gf820.h"
+#include "gpu/jobs/gf820/gf820.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/gf820_impl.h"
+#include "gpu/jobs/gf820/gf820_impl.h"
 #include "proto/ga_err.h"
 
 #define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)

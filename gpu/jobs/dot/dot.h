@@ -7,7 +7,7 @@
  *   ga_dot_gpu       self-contained GPU run (allocate, copy, compute, copy back,
  *                    free); x and y may be host or device pointers.
  * The lower-level launcher on device pointers and a cudaStream_t is in
- * gpu/jobs/dot.cuh.  Both answers are doubles: float32 inputs are multiplied
+ * gpu/jobs/dot/dot.cuh.  Both answers are doubles: float32 inputs are multiplied
  * exactly in double and accumulated in double on both sides (docs/JOBS.md). */
 #ifndef GA_JOBS_DOT_H
 #define GA_JOBS_DOT_H

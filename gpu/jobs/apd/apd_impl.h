@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <math.h>
 
-#include "gpu/jobs/apd.h"
+#include "gpu/jobs/apd/apd.h"
 #include "gpu/jobs/special_fn_impl.h"
 
 /* Per grid λ, computed once on the host for both sides. */

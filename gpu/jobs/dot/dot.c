@@ -1,5 +1,5 @@
 /* dot.c — CPU reference of the dot job (see dot.h). */
-#include "gpu/jobs/dot.h"
+#include "gpu/jobs/dot/dot.h"
 
 #include <math.h>
 #include <pthread.h>

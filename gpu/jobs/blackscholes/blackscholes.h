@@ -9,7 +9,7 @@
  *                    i depends on (seed, i) only, and the GPU makes the same);
  *   ga_bs_cpu        double reference, multi-threaded;
  *   ga_bs_gpu        self-contained GPU run; lower-level launcher in
- *                    gpu/jobs/blackscholes.cuh. */
+ *                    gpu/jobs/blackscholes/blackscholes.cuh. */
 #ifndef GA_JOBS_BLACKSCHOLES_H
 #define GA_JOBS_BLACKSCHOLES_H
 

@@ -1,7 +1,7 @@
 /* gf820_nocuda.c — gf820_gpu in a build without CUDA: GA_ENOGPU. */
 #include <stdio.h>
 
-#include "gpu/jobs/gf820.h"
+#include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"
 
 int gf820_gpu(int device, const struct gf820_contract *c, size_t n, double *v0, double *table,

@@ -5,7 +5,7 @@
  * 0.0; the 256 lane sums meet in the block tree (tree256); tile partials of
  * one (cluster, coordinate) are summed by 256 "threads" (thread t takes tiles
  * t, t+256, ... in order) and the 256 results meet in tree256 again. */
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/jobs/kmeans_model.h"
+#include "gpu/jobs/kmeans/kmeans_model.h"
 #include "proto/ga_err.h"
 
 void ga_kmeans_params_default(struct ga_kmeans_params *p)

@@ -2,7 +2,7 @@
  * without CUDA. */
 #include <stdio.h>
 
-#include "gpu/jobs/blackscholes.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
 #include "proto/ga_err.h"
 
 int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *S, const float *X, const float *T,

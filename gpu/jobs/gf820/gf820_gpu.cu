@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/gf820.cuh"
+#include "gpu/jobs/gf820/gf820.cuh"
 #include "gpu/jobs/jb_cuda.cuh"
-#include "gpu/jobs/gf820_impl.h"
+#include "gpu/jobs/gf820/gf820_impl.h"
 
 #define GF_INNER_THREADS 128
 #define GF_CHUNK_T 4096          // outer times per launch (progress granularity)

@@ -5,7 +5,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/jb_cuda.cuh"
-#include "gpu/jobs/dot.cuh"
+#include "gpu/jobs/dot/dot.cuh"
 
 namespace {
 

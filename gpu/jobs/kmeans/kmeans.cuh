@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 
 #ifdef __cplusplus
 extern "C" {

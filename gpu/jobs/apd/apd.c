@@ -1,11 +1,11 @@
 /* apd.c — APD fit: parameters, validation and the CPU reference (see apd.h). */
-#include "gpu/jobs/apd.h"
+#include "gpu/jobs/apd/apd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/apd_priv.h"
+#include "gpu/jobs/apd/apd_priv.h"
 #include "gpu/jobs/special_fn.h"
 #include "proto/ga_err.h"
 

@@ -4,8 +4,8 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/jb_cuda.cuh"
-#include "gpu/jobs/blackscholes.cuh"
-#include "gpu/jobs/blackscholes_body.cuh"
+#include "gpu/jobs/blackscholes/blackscholes.cuh"
+#include "gpu/jobs/blackscholes/blackscholes_body.cuh"
 
 namespace {
 

@@ -18,7 +18,7 @@
  *   ga_kmeans_generate   the classic lab dataset (rand_r, seed = object index);
  *   ga_kmeans_cpu        the reference, multi-threaded (pthreads);
  *   ga_kmeans_gpu        self-contained GPU run, all iterations on the device;
- *                        lower-level launcher in gpu/jobs/kmeans.cuh. */
+ *                        lower-level launcher in gpu/jobs/kmeans/kmeans.cuh. */
 #ifndef GA_JOBS_KMEANS_H
 #define GA_JOBS_KMEANS_H
 

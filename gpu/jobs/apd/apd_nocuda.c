@@ -1,7 +1,7 @@
 /* apd_nocuda.c — apd_fit_gpu in a build without CUDA: GA_ENOGPU. */
 #include <stdio.h>
 
-#include "gpu/jobs/apd_priv.h"
+#include "gpu/jobs/apd/apd_priv.h"
 #include "proto/ga_err.h"
 
 int apd_fit_gpu(int device, const struct apd_params *p, const double *series, size_t n, struct apd_fit *out,

@@ -3,7 +3,7 @@
 // kernel and the benchmark's SDK-style baseline.
 #pragma once
 
-#include "gpu/jobs/blackscholes_model.h"
+#include "gpu/jobs/blackscholes/blackscholes_model.h"
 
 __device__ __forceinline__ float ga_bs_cndf(float d)
 {
