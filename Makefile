@@ -44,11 +44,12 @@ LDFLAGS += -fsanitize=thread
 endif
 TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_failover test_engine_multi)
 
-# gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
-# the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
-# (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
-LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c daemon/http/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
-           $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
+# gpu/jobs/X/: a job kind's kernels.  X.c is the CPU reference (always
+# built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in
+# answering ENOGPU (CUDA=0); gpu/jobs/*.c are helpers the kinds share.  A .c
+# and a .cu must not share a stem: both would be X.o.
+LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c daemon/http/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+           $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
 # Generated at build time: the documented counters (docs/COUNTERS.md) for
 # /metrics' HELP and TYPE lines (daemon/ops_render.h).
 LIB_SRC += $(BUILD)/gen/counters_doc.c
@@ -57,7 +58,7 @@ ifeq ($(CUDA),1)
 # flags it would link with), since nvcc may be a wrapper script outside the
 # toolkit (e.g. /usr/local/bin/nvcc -> exec /usr/local/cuda/bin/nvcc).
 CUDA_LIBDIRS := $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^\#\$$ LIBRARIES=//p' | tr -d '"')
-CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu)
+CU_SRC  := $(wildcard gpu/cuda/*.cu gpu/jobs/*.cu gpu/jobs/*/*.cu)
 CU_C_SRC := $(wildcard gpu/cuda/*.c)
 NVFLAGS ?= -O3 -g -lineinfo
 NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-warnings -MMD -MP \
@@ -65,11 +66,22 @@ NVFLAGS += -std=c++17 -I. -Xcompiler -Wall,-Wextra,-Werror,-fPIC -Werror all-war
 LDLIBS  += $(filter-out %/stubs,$(CUDA_LIBDIRS)) -lcudart_static -ldl -lrt -lstdc++
 else
 CU_SRC  :=
-CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c)
+CU_C_SRC := $(wildcard gpu/nocuda/*.c gpu/jobs/*_nocuda.c gpu/jobs/*/*_nocuda.c)
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libgpuagg.a
+# tools/bench/cuda/: the lab's GPU code (kernel benchmarks, the sort and
+# search checks, the job benchmarks), kept out of libgpuagg.a: its own
+# archive, linked by the benchmarks and the unit tests.  Without CUDA its
+# *_nocuda.c stand-ins answer GA_ENOGPU.
+ifeq ($(CUDA),1)
+LAB_SRC := $(wildcard tools/bench/cuda/*.cu)
+else
+LAB_SRC := $(wildcard tools/bench/cuda/*_nocuda.c)
+endif
+LAB_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.o,$(LAB_SRC:%.c=$(BUILD)/obj/%.o))
+LAB_LIB := $(BUILD)/libgalab.a
 CTL_SRC := $(wildcard tools/gpuaggctl/*.c)
 LOAD_SRC := $(wildcard tools/load/*.c)
 BENCH_SRC := $(wildcard tools/bench/*.c)
@@ -81,7 +93,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity
+.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity check-layout
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -95,6 +107,11 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(LAB_LIB): $(LAB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^
 $(BUILD)/bin/gpuaggd: $(BUILD)/obj/daemon/main.o $(LIB)
 	@mkdir -p $(@D)
@@ -114,10 +131,10 @@ CAP_SRC := $(wildcard tools/bench/capacity/*.c) tools/gpuaggctl/client.c
 $(BUILD)/bench/bench_capacity: $(BUILD)/obj/tools/bench/bench_capacity.o $(CAP_SRC:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LIB)
+$(BUILD)/bench/%: $(BUILD)/obj/tools/bench/%.o $(LAB_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LIB)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(LAB_LIB) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -127,13 +144,16 @@ deps:
 run: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-demo.sh
-test: deps
+test: deps check-layout
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
 	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 	@tests/run.sh
 unit: all
 	@tests/run.sh unit
+# No #include across a layer the wrong way (docs/LAYOUT.md).
+check-layout:
+	@tools/check-layout.sh
 asan:
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
 tsan:

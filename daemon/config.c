@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 #define KiB 1024LL

@@ -18,7 +18,7 @@
 
 #include <msgpack.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 #define GA_PATH_MAX 4096
 #define GA_SUN_PATH_MAX 108      /* sizeof(sockaddr_un.sun_path) */

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 static int pack_str(msgpack_packer *pk, const char *s)

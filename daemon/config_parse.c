@@ -16,7 +16,7 @@
 
 #include <yaml.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 static int is_section(const char *name)

@@ -14,7 +14,7 @@
 
 #include "daemon/control_priv.h"
 #include "daemon/daemon.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ctl_proto.h"
 #include "proto/ga_err.h"
 #include "proto/mp_frame.h"

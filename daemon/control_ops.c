@@ -17,7 +17,7 @@
 #include "daemon/ingest.h"
 #include "daemon/pipeline.h"
 #include "storage/journal.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/ceilometer.h"
 #include "proto/mp_util.h"

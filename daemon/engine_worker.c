@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "daemon/daemon.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "daemon/metrics.h"
 #include "daemon/pipeline.h"
 #include "proto/ga_err.h"

@@ -9,7 +9,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/ingest_priv.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_frame.h"
 #include "proto/sha256.h"

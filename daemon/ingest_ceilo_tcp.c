@@ -22,7 +22,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/ingest_priv.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ceilometer_tcp.h"
 #include "proto/ga_err.h"

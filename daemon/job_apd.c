@@ -16,8 +16,8 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "daemon/log.h"
-#include "gpu/jobs/apd.h"
+#include "proto/base/log.h"
+#include "gpu/jobs/apd/apd.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

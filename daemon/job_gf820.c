@@ -14,8 +14,8 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "daemon/log.h"
-#include "gpu/jobs/gf820.h"
+#include "proto/base/log.h"
+#include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

@@ -14,7 +14,7 @@
 
 #include "daemon/control_ops_jobs.h"
 #include "daemon/daemon.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 const struct ga_job_kind *const ga_job_kinds[] = {

@@ -15,8 +15,8 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "daemon/log.h"
-#include "gpu/jobs/kmeans.h"
+#include "proto/base/log.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

@@ -18,9 +18,9 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "daemon/log.h"
-#include "gpu/jobs/blackscholes.h"
-#include "gpu/jobs/dot.h"
+#include "proto/base/log.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
+#include "gpu/jobs/dot/dot.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

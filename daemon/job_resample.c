@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "daemon/job_kinds.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/resample.h"
 #include "proto/ga_err.h"

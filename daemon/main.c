@@ -7,7 +7,7 @@
 
 #include "daemon/config.h"
 #include "daemon/daemon.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 
 #define DEFAULT_CONFIG "/etc/gpuagg/gpuaggd.yaml"
 

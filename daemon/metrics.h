@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 #define GA_METRIC_NAME_MAX 255
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
 

@@ -24,22 +24,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-int agg_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return GA_ENOMEM;
-    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 int agg_scratch_reserve_pairs(struct agg_scratch *s, size_t n)
 {
     if (n <= s->cap_pairs)
@@ -83,56 +67,6 @@ void agg_scratch_free(struct agg_scratch *s)
     memset(s, 0, sizeof *s);
 }
 
-static unsigned need_of(const ga_method_t *ms, int n)
-{
-    unsigned need = 0;
-    for (int i = 0; i < n; i++) {
-        int b = GA_M_BASE(ms[i]);
-        if (b == GA_M_MEAN || b == GA_M_SUM || b == GA_M_STD)
-            need |= AGG_NEED_SUM;
-        else if (b == GA_M_MIN || b == GA_M_MAX)
-            need |= AGG_NEED_MINMAX;
-        else if (b == GA_M_MEDIAN || GA_M_IS_PCT(ms[i]))
-            need |= AGG_NEED_SORT;
-        else if (b == GA_M_FIRST || b == GA_M_LAST)
-            need |= AGG_NEED_POINT;
-    }
-    return need;
-}
-
-int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p)
-{
-    if (p->ndefs < 1 || p->ndefs > GA_POLICY_MAX_DEFS || p->nmethods < 1 ||
-        p->nmethods > GA_POLICY_MAX_METHODS || p->back_window < 0 ||
-        ga_policy_check_range(p, NULL) < 0)
-        return GA_EINVAL;
-    memset(pol, 0, sizeof *pol);
-    pol->p = *p;
-    for (int d = 0; d < p->ndefs; d++) {
-        if (p->defs[d].granularity_ns <= 0 || p->defs[d].timespan_ns < 0 ||
-            (d && p->defs[d].granularity_ns <= p->defs[d - 1].granularity_ns))
-            return GA_EINVAL;
-    }
-    for (int i = 0; i < p->nmethods; i++) {
-        ga_method_t m = p->methods[i];
-        int b = GA_M_BASE(m);
-        if ((m & ~(GA_M_RATE | 0xff)) || !((b >= GA_M_MEAN && b <= GA_M_MEDIAN) || GA_M_IS_PCT(m)))
-            return GA_EINVAL;
-        if (GA_M_IS_RATE(m))
-            pol->rate[pol->nrate++] = m;
-        else
-            pol->plain[pol->nplain++] = m;
-    }
-    pol->block = p->defs[p->ndefs - 1].granularity_ns;
-    pol->bw = p->back_window + (pol->nrate ? 1 : 0);
-    while (pol->nwide < pol->nplain && pol->plain[pol->nwide] <= GA_M_STD &&
-           (!pol->nwide || pol->plain[pol->nwide] > pol->plain[pol->nwide - 1]))
-        pol->nwide++;
-    pol->plain_need = need_of(pol->plain, pol->nplain);
-    pol->rate_need = need_of(pol->rate, pol->nrate);
-    return 0;
-}
-
 /* Index of an interned copy of p, adding one.  >= 0 or GA_E*. */
 static int intern_policy(struct cpu_backend *cb, const struct ga_policy *p)
 {
@@ -144,7 +78,7 @@ static int intern_policy(struct cpu_backend *cb, const struct ga_policy *p)
         if (memcmp(&cb->pols[i]->p, &tmp.p, sizeof tmp.p) == 0)
             return i;
     size_t cap = (size_t)cb->cap_pols;
-    if (agg_grow((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols))
+    if (ga_grow_zero((void **)&cb->pols, &cap, (size_t)cb->npols + 1, sizeof *cb->pols, 64))
         return GA_ENOMEM;
     cb->cap_pols = (int)cap;
     struct agg_pol *np = malloc(sizeof *np);
@@ -184,15 +118,15 @@ static int cpu_metric_add(struct ga_backend *b, uint32_t id, const struct ga_pol
         w->pol = (uint32_t)pi;
         return 0;
     }
-    if (agg_grow((void **)&cb->local, &cb->cap_local, (size_t)id + 1, sizeof *cb->local))
+    if (ga_grow_zero((void **)&cb->local, &cb->cap_local, (size_t)id + 1, sizeof *cb->local, 64))
         return GA_ENOMEM;
     uint32_t li;
     if (cb->nfree) {
         li = cb->free_slots[--cb->nfree];
     } else {
-        if (agg_grow((void **)&cb->wins, &cb->cap_wins, cb->nwins + 1, sizeof *cb->wins) ||
-            agg_grow((void **)&cb->cnt, &cb->cap_cnt, cb->nwins + 1, sizeof *cb->cnt) ||
-            agg_grow((void **)&cb->free_slots, &cb->cap_free, cb->nwins + 1, sizeof *cb->free_slots))
+        if (ga_grow_zero((void **)&cb->wins, &cb->cap_wins, cb->nwins + 1, sizeof *cb->wins, 64) ||
+            ga_grow_zero((void **)&cb->cnt, &cb->cap_cnt, cb->nwins + 1, sizeof *cb->cnt, 64) ||
+            ga_grow_zero((void **)&cb->free_slots, &cb->cap_free, cb->nwins + 1, sizeof *cb->free_slots, 64))
             return GA_ENOMEM;
         li = (uint32_t)cb->nwins++;
     }
@@ -318,8 +252,8 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
     if (pts->n >= UINT32_MAX)
         return GA_ETOOBIG;
     if (stage_reserve(&cb->st, pts->n) ||
-        agg_grow((void **)&cb->touched, &cb->cap_touched, cb->nwins, sizeof *cb->touched) ||
-        agg_grow((void **)&cb->jobs, &cb->cap_jobs, cb->nwins, sizeof *cb->jobs))
+        ga_grow_zero((void **)&cb->touched, &cb->cap_touched, cb->nwins, sizeof *cb->touched, 64) ||
+        ga_grow_zero((void **)&cb->jobs, &cb->cap_jobs, cb->nwins, sizeof *cb->jobs, 64))
         return GA_ENOMEM;
 
     size_t nunknown;

@@ -18,31 +18,10 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
+#include "gpu/pol.h"
+#include "proto/base/grow.h"
 
 struct agg_pool;
-
-/* What a method list needs computed per bucket.  AGG_NEED_POINT: first or
- * last (a point read directly); AGG_NEED_VALUES: any of the bits that read
- * the points themselves (count, median and Npct do not: count is the
- * length, median and Npct read the sorted copy). */
-enum { AGG_NEED_SUM = 1, AGG_NEED_MINMAX = 2, AGG_NEED_SORT = 4, AGG_NEED_POINT = 8 };
-#define AGG_NEED_VALUES (AGG_NEED_SUM | AGG_NEED_MINMAX | AGG_NEED_POINT)
-
-/* A policy as the backend uses it (interned: metrics share these). */
-struct agg_pol {
-    struct ga_policy p;
-    int64_t block;                /* max granularity, ns */
-    int64_t bw;                   /* back window in blocks, +1 with rate: */
-    int nplain, nrate;
-    ga_method_t plain[GA_POLICY_MAX_METHODS];   /* non-rate methods */
-    ga_method_t rate[GA_POLICY_MAX_METHODS];    /* rate: methods, bit kept */
-    unsigned plain_need, rate_need;             /* AGG_NEED_* */
-    int nwide;                    /* plain[0..nwide): basic (GA_M_MEAN..GA_M_STD),
-                                     ascending: what a wide record carries (engine.h) */
-};
-
-/* Fill the derived fields of pol from pol->p.  0 or GA_EINVAL. */
-int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p);
 
 /* One metric's raw window: sorted by ts, unique ts, all ts >= first block. */
 struct agg_win {
@@ -133,9 +112,6 @@ struct cpu_backend {
     struct agg_stage st;
 };
 
-/* Grow array *p of *cap elements to hold need; new elements are zeroed.
- * 0 or GA_ENOMEM (*p unchanged). */
-int agg_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Local index + 1 of engine metric id, 0 if the backend does not have it. */
 uint32_t agg_local_of(const struct cpu_backend *cb, uint32_t id);
 /* Regroup pts per metric into cb->st and fill cb->jobs (agg_cpu_regroup.c).

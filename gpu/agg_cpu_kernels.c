@@ -42,17 +42,17 @@ size_t agg_kern_bucket(const double *x, size_t n, int64_t min_pos, const ga_meth
                        struct ga_agg *rows)
 {
     double sum = 0.0, mn = x[0], mx = x[0];
-    if (need & AGG_NEED_SUM)
+    if (need & GA_NEED_SUM)
         for (size_t i = 0; i < n; i++)
             sum += x[i];
-    if (need & AGG_NEED_MINMAX) {
+    if (need & GA_NEED_MINMAX) {
         for (size_t i = 1; i < n; i++) {
             mn = x[i] < mn ? x[i] : mn;
             mx = x[i] > mx ? x[i] : mx;
         }
     }
     const double *s = NULL;
-    if (need & AGG_NEED_SORT) {
+    if (need & GA_NEED_SORT) {
         memcpy(sortbuf, x, n * sizeof *x);
         agg_sort_doubles(sortbuf, n);
         s = sortbuf;

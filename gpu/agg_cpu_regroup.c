@@ -136,7 +136,7 @@ size_t agg_regroup(struct cpu_backend *cb, const struct ga_points *pts, size_t *
 {
     size_t nchunks = (size_t)cb->nthreads < RG_MAX_CHUNKS ? (size_t)cb->nthreads : RG_MAX_CHUNKS;
     if (cb->nthreads > 1 && pts->n >= RG_MIN_POINTS && cb->nwins * nchunks <= pts->n / 2 &&
-        agg_grow((void **)&cb->ccnt, &cb->cap_ccnt, cb->nwins * nchunks, sizeof *cb->ccnt) == 0)
+        ga_grow_zero((void **)&cb->ccnt, &cb->cap_ccnt, cb->nwins * nchunks, sizeof *cb->ccnt, 64) == 0)
         return regroup_parallel(cb, pts, nunknown);
     return regroup_serial(cb, pts, nunknown);
 }

@@ -15,23 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 
 #define LATE_LOG_INTERVAL_NS (10 * 1000000000LL)
 
-static uint32_t hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
-
 static int backend_of(const struct ga_engine *e, uint32_t id)
 {
-    int b = e->nb == 1 ? 0 : (int)(hash32(id) % (uint32_t)e->nb);
+    int b = e->nb == 1 ? 0 : (int)(ga_hash_fmix32(id) % (uint32_t)e->nb);
     return e->failed[b] ? e->nb : b;  /* failed: the fallback */
 }
 

@@ -27,61 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/policy.h"
+#include "proto/agg.h"
 #include "proto/ga_time.h"
-
-/* A batch of points, columnar.  Index order is arrival order.  The
- * timestamps come one of two ways: ts, or (ts NULL) ts32 with ts_base and
- * ts_unit, point i at ts_base + ts32[i] * ts_unit, which
- * ga_points_pack_ts32 makes where a batch fits it: 16 bytes a point to
- * carry (and to upload to a GPU) instead of 20.  Every backend and the
- * engine's split take both; the engine refuses a batch of neither
- * (GA_EINVAL). */
-struct ga_points {
-    size_t n;
-    const uint32_t *metric;      /* engine metric ids (ga_engine_metric_add) */
-    const int64_t *ts;           /* ns since the Unix epoch; NULL: ts32 */
-    const double *value;
-    const uint32_t *ts32;        /* where ts is NULL */
-    int64_t ts_base, ts_unit;    /* ns; ts_unit > 0 */
-};
-
-static inline int64_t ga_points_ts(const struct ga_points *p, size_t i)
-{
-    return p->ts ? p->ts[i] : p->ts_base + (int64_t)p->ts32[i] * p->ts_unit;
-}
-
-/* ts[0..n) as 32-bit offsets into ts32: from their minimum (*base), in the
- * coarsest of 1 s, 1 ms, 1 us and 1 ns (*unit) that each one is a whole
- * number of and whose span fits 32 bits.  0, or GA_ERANGE where none fits
- * (ts32 then undefined: carry ts as it is).  n = 0: base 0, unit 1. */
-int ga_points_pack_ts32(const int64_t *ts, size_t n, uint32_t *ts32, int64_t *base, int64_t *unit);
-
-/* One bucket whose value changed (or appeared). */
-struct ga_agg {
-    uint32_t metric;
-    ga_method_t method;
-    uint16_t aux;                /* 0 in a row; a packed record's count (below) */
-    int64_t granularity_ns;
-    int64_t ts;                  /* bucket start, ns */
-    double value;
-};
-
-/* Why a point was not aggregated. */
-enum ga_late_reason {
-    GA_LATE_WINDOW = 1,          /* older than the metric's raw window */
-    GA_LATE_BEFORE_EPOCH,        /* ts < 0 */
-    GA_LATE_NONFINITE,           /* NaN or ±Inf value (docs/SEMANTICS.md) */
-    GA_LATE_UNKNOWN_METRIC,      /* id never added */
-    GA_LATE_OUT_OF_RANGE,        /* ts > GA_TS_MAX (proto/ga_time.h) */
-};
-
-struct ga_late {
-    uint32_t metric;
-    uint32_t reason;             /* enum ga_late_reason */
-    int64_t ts;
-    double value;
-};
+#include "proto/points.h"
+#include "proto/policy.h"
 
 /* Output of a feed.  The caller owns it, resets it with ga_result_reset()
  * between feeds (keeps the memory), frees it with ga_result_free().
@@ -102,49 +51,8 @@ struct ga_result {
     int want_wide;                /* the caller reads wide records (below) */
 };
 
-/* Wide records.  A caller that sets want_wide reads aggs with ga_agg_span
- * and ga_agg_unpack; a backend may then write a bucket's basic methods as
- * one record instead of a row each (the CUDA backend does; the CPU backend
- * writes rows, which read the same way).  The record carries the leading
- * methods of the policy while they are basic and ascending (every policy
- * from config or the wire has its methods ascending: all its basic ones);
- * the bucket's other methods follow as rows.  Unpacked, the rows are the
- * ones want_wide = 0 gives, in the same order, with the same values.  What
- * matters is the bytes when the rows come home over PCIe (docs/GPU.md):
- * 8 rows are 256 bytes, the records below 64 or 96.  mask: bit m - 1 for
- * each method m of GA_M_MEAN .. GA_M_STD the bucket has (1..8 bits).
- *
- * Packed (1 or 2 consecutive slots; written where the bucket has at most
- * 65,535 points, its granularity is a whole number of seconds below 2^32
- * and its start lies in [0, 2^32) seconds, i.e. before 2106):
- *   bytes 0..3    metric;
- *         4..5    method = GA_M_PACKED | mask;
- *         6..7    aux = the bucket's point count n (1..65535);
- *         8..11   granularity, seconds (uint32);
- *        12..15   bucket start, seconds since the epoch (uint32);
- *        16..     the values of the mask's methods in ascending order, as
- *                 doubles, but for count (it is n) and for mean when sum is
- *                 there (it is sum / n, the division every backend makes):
- *                 at most 6; unused ones to the end of the last slot 0.
- *   A slot for up to 2 values, two for up to 6: basic's 8 methods in 64
- *   bytes.
- * Wide (1 + ceil(k / 4) slots, the other buckets):
- *   slot 0:  metric, method GA_M_WIDE, granularity_ns and ts as the rows',
- *            value = mask (k = its bit count);
- *   slots 1..: the k values as doubles, in ascending method order, four a
- *            slot; unused ones in the last slot are 0. */
-#define GA_WIDE_MAX 8
-/* Slots the row or record at a takes: 1, 1 or 2 for a packed record,
- * 1 + ceil(k / 4) for a wide one (1 for a malformed header: mask 0 or past
- * 8 bits, or a packed one of count 0). */
-size_t ga_agg_span(const struct ga_agg *a);
-/* The rows of the row or record at a (avail slots from a on) into out:
- * their count, 1..GA_WIDE_MAX; 0 for a malformed record or one longer than
- * avail. */
-size_t ga_agg_unpack(const struct ga_agg *a, size_t avail, struct ga_agg out[GA_WIDE_MAX]);
-/* Rows that slots aggs[0..n) unpack to, by walking them (ga_result.nrows
- * keeps the count without a walk). */
-size_t ga_aggs_count(const struct ga_agg *aggs, size_t n);
+/* Wide records (proto/agg.h): with want_wide a backend may write a
+ * bucket's basic methods as one record; ga_result_narrow unpacks them. */
 /* Unpack the wide records among slots [from, naggs) in place (for callers
  * that want rows only from some point on).  0 or GA_ENOMEM (r unchanged). */
 int ga_result_narrow(struct ga_result *r, size_t from);
@@ -158,25 +66,6 @@ int ga_result_push_late(struct ga_result *r, const struct ga_late *l);
  * counts, so that a backend can fill them without failing half-way.  0 or
  * GA_ENOMEM (r unchanged but possibly with more capacity). */
 int ga_result_reserve(struct ga_result *r, size_t more_aggs, size_t more_late);
-/* "window", "before_epoch", "nonfinite", "unknown_metric", "out_of_range";
- * "?" otherwise.
- * Static storage. */
-const char *ga_late_reason_name(uint32_t reason);
-
-/* A metric's raw window, for moving a metric between backends and for
- * on-demand resampling.  Points sorted by ts, unique ts.  Owned by the
- * caller: free ts and value with free().  has_prev is reserved: carbonara's
- * window holds no point before its first block, so window_get returns 0 and
- * window_put refuses 1 (GA_EINVAL). */
-struct ga_window {
-    size_t n;
-    int64_t *ts;
-    double *value;
-    int has_prev;                /* rate: the point just before the window */
-    int64_t prev_ts;
-    double prev_value;
-};
-
 struct ga_backend;
 
 struct ga_backend_ops {

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
 
 #define SLOT_NONE UINT16_MAX              /* slot_of: id not added (or dropped) */

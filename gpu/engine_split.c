@@ -15,9 +15,8 @@
 #include "proto/ga_err.h"
 
 /* Ranges of at least this many points per thread, at most SPLIT_MAX_PARTS
- * ranges (and no more than the online cores).  On the 32-core host of two
- * H200s, 32 threads split 100 M points in 0.054 s, 16 in 0.068 s
- * (docs/PERFORMANCE.md). */
+ * ranges (and no more than the online cores); the split's cost by thread
+ * count is in docs/PERFORMANCE.md. */
 #define SPLIT_PART_MIN ((size_t)1 << 16)
 
 void eng_free_sub(struct eng_batch *b)

@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 /* What the roll-up asks for, as text (the CLI's options, the job's params). */
 struct ga_resample_spec {

@@ -8,25 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/base/grow.h"
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 #include "proto/ts_parse.h"
 
 #define NS_PER_SEC 1000000000LL
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 1024;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return GA_ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 static int fail(char *err, size_t errlen, size_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -80,14 +67,6 @@ static void trim(const char **s, size_t *len)
         (*len)--;
 }
 
-static uint64_t hash_str(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* Id of metric name s[0..len), adding it.  >= 0 or GA_ENOMEM. */
 static int64_t metric_id(struct csv_input *in, const char *s, size_t len)
 {
@@ -97,7 +76,7 @@ static int64_t metric_id(struct csv_input *in, const char *s, size_t len)
         if (!h)
             return GA_ENOMEM;
         for (size_t i = 0; i < in->nnames; i++) {
-            size_t at = hash_str(in->names[i], strlen(in->names[i])) & (cap - 1);
+            size_t at = ga_hash_fnv1a(in->names[i], strlen(in->names[i])) & (cap - 1);
             while (h[at])
                 at = (at + 1) & (cap - 1);
             h[at] = (uint32_t)i + 1;
@@ -106,14 +85,14 @@ static int64_t metric_id(struct csv_input *in, const char *s, size_t len)
         in->hash = h;
         in->hash_cap = cap;
     }
-    size_t at = hash_str(s, len) & (in->hash_cap - 1);
+    size_t at = ga_hash_fnv1a(s, len) & (in->hash_cap - 1);
     while (in->hash[at]) {
         const char *nm = in->names[in->hash[at] - 1];
         if (strlen(nm) == len && memcmp(nm, s, len) == 0)
             return in->hash[at] - 1;
         at = (at + 1) & (in->hash_cap - 1);
     }
-    if (grow((void **)&in->names, &in->cap_names, in->nnames + 1, sizeof *in->names))
+    if (ga_grow((void **)&in->names, &in->cap_names, in->nnames + 1, sizeof *in->names, 1024))
         return GA_ENOMEM;
     char *copy = malloc(len + 1);
     if (!copy)
@@ -242,7 +221,7 @@ static int end_batch(struct csv_input *in)
 {
     if (in->nbatches && in->batch_end[in->nbatches - 1] == in->n)
         return 0;                              /* empty batch */
-    if (grow((void **)&in->batch_end, &in->cap_batches, in->nbatches + 1, sizeof *in->batch_end))
+    if (ga_grow((void **)&in->batch_end, &in->cap_batches, in->nbatches + 1, sizeof *in->batch_end, 1024))
         return GA_ENOMEM;
     in->batch_end[in->nbatches++] = in->n;
     return 0;

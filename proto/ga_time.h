@@ -14,7 +14,7 @@
  * storage partition of the bucket's day, storage/pg_schema.c), a window's
  * first block (bucket − block × back window, >= −GA_TIMESPAN_MAX), the
  * timespan cut (last bucket − timespan) and the retention reach (timespan
- * + granularity).  gpu/policy.c checks those sums at compile time.
+ * + granularity).  proto/policy.c checks those sums at compile time.
  *
  * Ingest refuses points outside the range one by one (proto/INGEST.md §6:
  * "timestamp before 1970", "timestamp after 2200-01-01T00:00:00Z"),

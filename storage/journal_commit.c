@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 struct jnl_commit {

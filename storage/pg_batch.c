@@ -4,46 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/base/grow.h"
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_window.h"
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static uint64_t agg_hash(const struct ga_agg *a)
 {
-    uint64_t h = mix64((uint64_t)a->ts ^ ((uint64_t)a->metric << 16 | a->method));
-    return mix64(h ^ (uint64_t)a->granularity_ns);
+    uint64_t h = ga_hash_fmix64((uint64_t)a->ts ^ ((uint64_t)a->metric << 16 | a->method));
+    return ga_hash_fmix64(h ^ (uint64_t)a->granularity_ns);
 }
 
 static int agg_same(const struct ga_agg *a, const struct ga_agg *b)
 {
     return a->ts == b->ts && a->metric == b->metric && a->method == b->method &&
            a->granularity_ns == b->granularity_ns;
-}
-
-/* Grow arr (elements of size sz) to hold want; 0 or GA_ENOMEM. */
-static int grow(void **arr, size_t *cap, size_t want, size_t sz)
-{
-    if (want <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < want)
-        c *= 2;
-    void *p = realloc(*arr, c * sz);
-    if (!p)
-        return GA_ENOMEM;
-    *arr = p;
-    *cap = c;
-    return 0;
 }
 
 static int rehash_aggs(struct pgb_batch *b, size_t nslots)
@@ -66,7 +42,7 @@ static int rehash_aggs(struct pgb_batch *b, size_t nslots)
 /* Find key in m; returns its index or -1; *slot gets where it is or would go. */
 static long map_find(const struct pgb_map *m, uint32_t key, size_t *slot)
 {
-    size_t h = mix64(key) & (m->cap - 1);
+    size_t h = ga_hash_fmix64(key) & (m->cap - 1);
     while (m->vals[h]) {
         if (m->keys[h] == key) {
             *slot = h;
@@ -148,7 +124,7 @@ static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
 static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
 {
     size_t rows = ga_aggs_count(aggs, n);
-    if (grow((void **)&b->aggs, &b->cap_aggs, b->naggs + rows, sizeof *b->aggs) < 0)
+    if (ga_grow((void **)&b->aggs, &b->cap_aggs, b->naggs + rows, sizeof *b->aggs, 64) < 0)
         return GA_ENOMEM;
     if ((b->naggs + rows) * 2 > b->nslots) {
         size_t ns = b->nslots ? b->nslots : 1024;
@@ -363,13 +339,13 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
 /* Room for everything q adds, so that taking it cannot fail half way. */
 static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
 {
-    if (grow((void **)&b->late, &b->cap_late, b->nlate + q->nlate, sizeof *b->late) < 0 ||
-        grow((void **)&b->defs, &b->cap_defs, b->ndefs + q->ndefs, sizeof *b->defs) < 0 ||
-        grow((void **)&b->policies, &b->cap_policies, b->npolicies + q->ndefs,
-             sizeof *b->policies) < 0 ||
-        grow((void **)&b->counts, &b->cap_counts, b->ncounts + q->ncounts, sizeof *b->counts) < 0 ||
-        grow((void **)&b->windows, &b->cap_windows, b->nwindows + q->nwindows,
-             sizeof *b->windows) < 0 ||
+    if (ga_grow((void **)&b->late, &b->cap_late, b->nlate + q->nlate, sizeof *b->late, 64) < 0 ||
+        ga_grow((void **)&b->defs, &b->cap_defs, b->ndefs + q->ndefs, sizeof *b->defs, 64) < 0 ||
+        ga_grow((void **)&b->policies, &b->cap_policies, b->npolicies + q->ndefs,
+             sizeof *b->policies, 64) < 0 ||
+        ga_grow((void **)&b->counts, &b->cap_counts, b->ncounts + q->ncounts, sizeof *b->counts, 64) < 0 ||
+        ga_grow((void **)&b->windows, &b->cap_windows, b->nwindows + q->nwindows,
+             sizeof *b->windows, 64) < 0 ||
         map_reserve(&b->def_ix, q->ndefs) < 0 || map_reserve(&b->count_ix, q->ncounts) < 0 ||
         map_reserve(&b->window_ix, q->nwindows) < 0)
         return GA_ENOMEM;

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/agg.h"
+#include "proto/policy.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_writer.h"
 

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/deadline.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 #define PGC_CHECK_MS 2000
@@ -65,14 +66,7 @@ static void set_state(struct pgc *p, enum pgc_state s, const char *err)
 /* Sleep up to ms or until stop; returns 1 if stopping. */
 static int wait_ms(struct pgc *p, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = ga_deadline_ms(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&p->mu);
     while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &until) == 0)
         ;

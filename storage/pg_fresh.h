@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
+#include "proto/agg.h"
 
 struct pgf_ent {
     uint32_t metric, used;

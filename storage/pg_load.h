@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/agg.h"
+#include "proto/policy.h"
 #include "proto/ga_partition.h"
 
 struct pgl_metric {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 struct pgq;
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 #define PGS_DAY_NS (86400LL * 1000000000LL)
 

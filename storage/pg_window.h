@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
+#include "proto/agg.h"
 
 #define PGWIN_VERSION 1
 

@@ -17,7 +17,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "storage/pg_batch.h"
 #include "storage/pg_txn.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
 #include "storage/pg_query.h"

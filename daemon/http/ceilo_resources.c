@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "daemon/http/api.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 #include "storage/pg_util.h"

@@ -6,7 +6,7 @@
 
 #include "daemon/http/api.h"
 #include "daemon/http/http_routes.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 /* "http://host:port" of this request (from the Host header). */
 static void base_url(const struct http_req *req, char *buf, size_t n)

@@ -16,7 +16,7 @@
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
 #include "daemon/http/http_routes.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "daemon/loop_call.h"
 #include "daemon/ops_render.h"
 #include "proto/ga_err.h"

@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 struct http_server {

@@ -30,14 +30,11 @@
 #include "gpu/cuda/gk_prim.cuh"
 #include "gpu/cuda/gk_sort.cuh"
 
-// Auto choice of rows kernel (docs/GPU.md "Rows kernel"; bench_gpu, both in
-// one run, H100, rows kernel alone at 30 points a bucket): the tiled kernel,
-// which stages rows and stores them coalesced, wins from about 3 rows a
-// bucket (basic 8 rows: 0.77 vs 2.4 ms; rate 4 rows: 0.70 vs 1.0 ms), the
-// warp kernel below (sum: 0.32 vs 0.53 ms; median+90pct: 0.34 vs 0.65 ms)
-// and for wide records, which both kernels store from the thread (basic as
-// records: 0.39 vs 0.77 ms).  So: warp when no policy writes 3 rows a
-// bucket besides its record, else per launch by its slots a bucket.
+// Auto choice of rows kernel (docs/GPU.md "Rows kernel" has the figures):
+// the tiled kernel, which stages rows and stores them coalesced, wins from
+// about 3 rows a bucket, the warp kernel below and for wide records, which
+// both kernels store from the thread.  So: warp when no policy writes 3
+// rows a bucket besides its record, else per launch by its slots a bucket.
 #define AUTO_TILED_ROWS 3
 #define RING_MAX 8
 #define ROW_CHUNKS 4
@@ -46,8 +43,8 @@
 // Rows of a feed in flight go to the host in pieces of at most this
 // (ga_cuda_opts.piece_bytes), one piece before each count the next feed
 // reads back: a count's copy queues behind the pieces already on the copy
-// engine, so each waits for one piece (about 0.3 ms at 55 GB/s), not for
-// the whole of the rows (docs/GPU.md).
+// engine, so each waits for one piece, not for the whole of the rows
+// (docs/GPU.md "What overlaps").
 #define PIECE_BYTES ((size_t)16 << 20)
 
 namespace {
@@ -95,10 +92,10 @@ struct cuda_backend {
     int dev, emu;
     gk_exec x;                    // x.s is s_comp
     gk_exec xr;                   // the next pool's rebuild, beside the bucket kernels
-    gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel / GA_CUDA_ROWS_KERNEL)
+    gk_rows_cfg rows_cfg;         // which rows kernel (ga_cuda_opts.rows_kernel)
     int rows_auto;                // 1: per launch, tiled when >= AUTO_TILED_ROWS rows a bucket
     int wide;                     // this feed's out reads wide records (want_wide)
-    gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small / GA_CUDA_SORT_SMALL)
+    gk_sort_cfg sort_cfg;         // median / Npct sort (ga_cuda_opts.sort_small)
     cudaStream_t s_h2d, s_d2h;
     cudaEvent_t ev_in[RING_MAX], ev_late, ev_done[2], ev_pre[2], ev_merged, ev_rebuilt;
     cudaEvent_t ev_mark[2][NMARKS];  // per slot: stage boundaries on the compute stream (timed)
@@ -162,7 +159,7 @@ double now_s(void)
 }
 
 // memcpy on several threads for big copies (pageable <-> pinned staging: one
-// core copies ~10 GB/s, below PCIe).
+// core copies slower than PCIe carries).
 struct pc_arg {
     char *d;
     const char *s;
@@ -474,7 +471,7 @@ int wait_ev(cuda_backend *cb, cudaStream_t s, cudaEvent_t e)
 
 int grow_h(void **p, size_t *cap, size_t need, size_t elem)
 {
-    return agg_grow(p, cap, need, elem);
+    return ga_grow_zero(p, cap, need, elem, 64);
 }
 
 int intern_policy(cuda_backend *cb, const struct ga_policy *p)
@@ -493,7 +490,7 @@ int intern_policy(cuda_backend *cb, const struct ga_policy *p)
     cb->pols[cb->npols] = tmp;
     if (tmp.p.ndefs > cb->D)
         cb->D = tmp.p.ndefs;
-    if ((tmp.plain_need | tmp.rate_need) & AGG_NEED_SORT)
+    if ((tmp.plain_need | tmp.rate_need) & GA_NEED_SORT)
         cb->any_sort = 1;
     int rows = tmp.nplain + tmp.nrate, rest = rows - tmp.nwide;
     cb->narrow[0] = rows > cb->narrow[0] ? rows : cb->narrow[0];
@@ -665,7 +662,7 @@ int rebuild(cuda_backend *cb, gk_exec *x, size_t T, uint64_t most)
     fill(cb, &f);
     // A kernel, not a device-to-device cudaMemcpyAsync: that one goes to a
     // copy engine and waits behind the rows of the feed before on their way
-    // home (it held the rebuild up by ~0.9 ms a basic feed on an H100).
+    // home, and would hold the rebuild up behind them.
     TRY(gk_for(x, cb->nslots, copy_u64_f{ f.new_n, f.w_n }));
     TRY(zero_on(cb, x->s, f.new_n + cb->nslots, 8));
     TRY(zero_on(cb, x->s, f.slot_t, cb->nslots * 4));
@@ -1499,31 +1496,9 @@ const struct ga_backend_ops cuda_ops = {
     cu_feed_start, cu_feed_wait, cu_prefetch,
 };
 
-/* How a host thread waits for this GPU: GA_CUDA_SYNC=spin, yield or block
- * (cudaDeviceSchedule*), for measuring several GPUs fed from one process;
- * unset or "auto": CUDA's default (spin while the process has fewer
- * contexts than cores).  Set before the device's context exists, else
- * ignored with a warning. */
-static void sync_mode(int dev)
-{
-    const char *e = getenv("GA_CUDA_SYNC");
-    if (!e || !*e || !strcmp(e, "auto"))
-        return;
-    unsigned f = !strcmp(e, "spin") ? cudaDeviceScheduleSpin
-               : !strcmp(e, "yield") ? cudaDeviceScheduleYield
-               : !strcmp(e, "block") ? cudaDeviceScheduleBlockingSync : 0;
-    cudaError_t r = f ? cudaSetDeviceFlags(f) : cudaSuccess;
-    if (!f || r != cudaSuccess) {
-        cudaGetLastError();
-        ga_log(GA_LOG_WARN, "cuda_sync", "device=%d value=\"%s\" msg=\"%s\"", dev, e,
-               f ? cudaGetErrorString(r) : "GA_CUDA_SYNC is auto, spin, yield or block");
-    }
-}
-
 int setup_gpu(cuda_backend *cb)
 {
     CUDA_CHECK(cudaSetDevice(cb->dev));
-    sync_mode(cb->dev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->x.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->xr.s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&cb->s_h2d, cudaStreamNonBlocking));
@@ -1568,25 +1543,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
         o->sort_small < -1 || o->sort_small > GA_CUDA_SORT_SMALL_MAX || o->rows_long < -1 ||
         o->counts < GA_CUDA_COUNTS_DEFAULT || o->counts > GA_CUDA_COUNTS_COPY)
         return GA_EINVAL;
-    int counts = o->counts;
-    if (counts == GA_CUDA_COUNTS_DEFAULT) {       // read once, here
-        const char *e = getenv("GA_CUDA_COUNTS");
-        counts = e && !strcmp(e, "copy") ? GA_CUDA_COUNTS_COPY : GA_CUDA_COUNTS_MAPPED;
-        if (e && *e && strcmp(e, "copy") && strcmp(e, "mapped"))
-            ga_log(GA_LOG_WARN, "cuda_counts", "value=\"%s\" msg=\"GA_CUDA_COUNTS is mapped or "
-                   "copy; using mapped\"", e);
-    }
-    int rows_kernel = o->rows_kernel;
-    if (rows_kernel == GA_CUDA_ROWS_DEFAULT) {    // read once, here
-        const char *e = getenv("GA_CUDA_ROWS_KERNEL");
-        if (e && !strcmp(e, "warp"))
-            rows_kernel = GA_CUDA_ROWS_WARP;
-        else if (e && !strcmp(e, "tiled"))
-            rows_kernel = GA_CUDA_ROWS_TILED;
-        else if (e && *e && strcmp(e, "auto"))
-            ga_log(GA_LOG_WARN, "cuda_rows_kernel", "value=\"%s\" msg=\"GA_CUDA_ROWS_KERNEL is auto, "
-                   "tiled or warp; using auto\"", e);
-    }
+    int counts = o->counts == GA_CUDA_COUNTS_DEFAULT ? GA_CUDA_COUNTS_MAPPED : o->counts;
+    int rows_kernel = o->rows_kernel;             // GA_CUDA_ROWS_DEFAULT: auto, per launch
     if (!o->emulate) {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess || device >= n)
@@ -1605,8 +1563,8 @@ extern "C" int ga_cuda_backend_open(struct ga_backend **out, int device, const s
     cb->rows_cfg.warp = rows_kernel == GA_CUDA_ROWS_WARP;
     cb->rows_auto = rows_kernel == GA_CUDA_ROWS_DEFAULT;
     cb->rows_cfg.smem = o->rows_smem;
-    cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);   // reads GA_CUDA_ROWS_LONG when 0
-    cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);   // reads GA_CUDA_SORT_SMALL when 0
+    cb->rows_cfg.long_min = gk_rows_long_min(o->rows_long);
+    cb->sort_cfg.small_max = gk_sort_small_max(o->sort_small);
     cb->sort_cfg.read64 = sort_rd64;
     cb->sort_cfg.ctx = cb;
     cb->chunk = o->chunk_points ? o->chunk_points : (size_t)1 << 20;

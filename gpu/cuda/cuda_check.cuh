@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 }
 

@@ -16,7 +16,9 @@
 #include "gpu/cuda/cuda_check.cuh"
 
 extern "C" {
-#include "gpu/agg_cpu.h"
+#include "gpu/engine.h"
+#include "gpu/pol.h"
+#include "proto/base/grow.h"
 }
 
 struct gk_exec {

@@ -46,7 +46,7 @@ struct gather_f {
     }
 };
 
-// ---- The warp rows kernel (GA_CUDA_ROWS_KERNEL=warp; auto's pick below 3
+// ---- The warp rows kernel (ga_cuda_opts.rows_kernel GA_CUDA_ROWS_WARP; auto's pick below 3
 // rows a bucket) ----------------------------------------------------------
 //
 // One thread a task, as in the tiled kernel, but every warp on its own: no
@@ -142,8 +142,8 @@ __device__ inline unsigned long long warp_max64(unsigned long long v)
 }
 
 // Two blocks an SM at least: up to 128 registers, none spilled.  Three (24
-// warps) held the registers to 80 and spilled 136 bytes a thread: 8 %
-// slower at 30 points a bucket, 18 % at 360 (bench_gpu, H100).
+// warps) hold the registers to 80 and spill, which measured slower
+// (docs/GPU.md "Rows kernel").
 __global__ void __launch_bounds__(GK_THREADS, 2) rows_warp(rows_f fn, size_t t0, size_t t1, unsigned cap)
 {
     extern __shared__ double warp_dsm[];
@@ -215,9 +215,8 @@ void warp_emulate(const rows_f &fn, size_t t0, size_t t1, unsigned cap)
 // than cap / WARP_DIRECT points, fewer than long_min) instead of running
 // each on its lane after the rounds: with one such task among a warp's 32
 // (an hour's 360 points beside six-point minutes: one in 35 tasks of the
-// pipeline's feed), the warp waited on that lane's chain, and the rows of a
-// 4 M-point feed took 0.34 ms where the same tasks split took 0.13 ms plus
-// this kernel (docs/PERFORMANCE.md).  Here a thread a listed task, so a
+// pipeline's feed), the warp waits on that lane's chain (docs/GPU.md
+// "Long buckets" has the measurement).  Here a thread a listed task, so a
 // warp's lanes run chains of like lengths side by side.
 __global__ void __launch_bounds__(GK_THREADS) rows_mid(rows_f fn)
 {

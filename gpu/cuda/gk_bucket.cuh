@@ -132,8 +132,8 @@ __host__ __device__ static inline void gk_task_parts(const gk_view &v, const gk_
     const gk_ctx &c = v.ctx[(size_t)tk.t * v.D + tk.d];
     uint64_t lo = tk.lo > (uint64_t)c.dfirst ? tk.lo : (uint64_t)c.dfirst;
     *dlo = lo;
-    *np = tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_SORT) ? tk.hi - tk.lo : 0;
-    *nr = pol->nrate && (pol->rate_need & AGG_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
+    *np = tk.plain && pol->nplain && (pol->plain_need & GA_NEED_SORT) ? tk.hi - tk.lo : 0;
+    *nr = pol->nrate && (pol->rate_need & GA_NEED_SORT) && lo < tk.hi ? tk.hi - lo : 0;
 }
 
 // The values of part p of the tasks (p = 2 * task + 0 for the plain part, + 1
@@ -182,7 +182,7 @@ struct gk_rows_cfg {
 #define GK_ROWS_LONG_MIN 1024u
 #define GK_ROWS_LONG_OFF 0xffffffffu
 // gk_rows_cfg.long_min for ga_cuda_opts.rows_long: n > 0 itself, -1 none,
-// 0 the environment's GA_CUDA_ROWS_LONG (a number, or "off"), else 0.
+// 0 the default (0: GK_ROWS_LONG_MIN).
 unsigned gk_rows_long_min(int rows_long);
 
 // Rows of tasks [t0, t1) into rows[task.row_off ..], reading sorted copies

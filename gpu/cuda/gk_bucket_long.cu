@@ -18,8 +18,7 @@ namespace {
 // metric) is a chain of thousands of dependent additions.  One thread
 // reading it from global memory, as the tiled and warp kernels do with a
 // task too long to stage, waits about a DRAM latency a point; with few such
-// tasks in a feed nothing hides it (a 2.5 M-point feed of 2,500 metrics with
-// 3,600-point hour buckets spent ~2 ms of an H200's time on them).  Here a
+// tasks in a feed nothing hides it (docs/GPU.md "Long buckets").  Here a
 // warp takes each long task: its 32 lanes load the next LONG_CH values,
 // coalesced, while lane 0 runs the CPU's chains over the LONG_CH before them
 // from shared memory.  Every chain stays in one thread, in order: the same
@@ -177,19 +176,7 @@ unsigned gk_rows_long_min(int rows_long)
 {
     if (rows_long)
         return rows_long < 0 ? GK_ROWS_LONG_OFF : (unsigned)rows_long;
-    const char *e = getenv("GA_CUDA_ROWS_LONG");
-    if (!e || !*e)
-        return 0;
-    if (!strcmp(e, "off"))
-        return GK_ROWS_LONG_OFF;
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v <= 0 || v >= (long)GK_ROWS_LONG_OFF) {
-        ga_log(GA_LOG_WARN, "cuda_rows_long", "value=\"%s\" msg=\"GA_CUDA_ROWS_LONG is a number "
-               "of points (1 or more) or off; using the default, %u\"", e, GK_ROWS_LONG_MIN);
-        return 0;
-    }
-    return (unsigned)v;
+    return 0;
 }
 
 int gk_rows_long_reset(gk_exec *x, unsigned long long *long_list)

@@ -156,7 +156,7 @@ struct bacc {
     __host__ __device__ void start(double x, unsigned need)
     {
         x0 = mn = mx = x;
-        sum = (need & AGG_NEED_SUM) ? gk_add(0.0, x) : 0.0;
+        sum = (need & GA_NEED_SUM) ? gk_add(0.0, x) : 0.0;
     }
     // Carry them on over x(j..n), j >= 1.  FUSE: sum and min/max in one
     // pass when both are needed, else one pass each; every accumulator sees
@@ -164,7 +164,7 @@ struct bacc {
     template <bool FUSE, class X>
     __host__ __device__ void eat(X x, uint64_t j, uint64_t n, unsigned need)
     {
-        if (FUSE && (need & AGG_NEED_SUM) && (need & AGG_NEED_MINMAX)) {
+        if (FUSE && (need & GA_NEED_SUM) && (need & GA_NEED_MINMAX)) {
             for (; j < n; j++) {
                 double y = x(j);
                 sum = gk_add(sum, y);
@@ -173,10 +173,10 @@ struct bacc {
             }
             return;
         }
-        if (need & AGG_NEED_SUM)
+        if (need & GA_NEED_SUM)
             for (uint64_t i = j; i < n; i++)
                 sum = gk_add(sum, x(i));
-        if (need & AGG_NEED_MINMAX)
+        if (need & GA_NEED_MINMAX)
             for (uint64_t i = j; i < n; i++) {
                 double y = x(i);
                 mn = y < mn ? y : mn;
@@ -245,7 +245,7 @@ __host__ __device__ uint64_t bucket(X x, uint64_t n, int64_t min_pos, const ga_m
                                     uint64_t k0)
 {
     bacc a;
-    a.start((need & AGG_NEED_VALUES) ? x(0) : 0.0, need);   // count, median, Npct: no point read
+    a.start((need & GA_NEED_VALUES) ? x(0) : 0.0, need);   // count, median, Npct: no point read
     a.template eat<FUSE>(x, 1, n, need);
     return bucket_emit(x, a, ss_of<X>{ x, n }, n, min_pos, ms, nm, s, metric, g, b, allow_std,
                        allow_other, out, k0);
@@ -284,8 +284,8 @@ struct rows_f {
     {
         const gk_task &tk = tasks[i];
         const struct agg_pol *pol = &v.pols[v.slot_pol[v.tslot[tk.t]]];
-        return (tk.plain && pol->nplain && (pol->plain_need & AGG_NEED_VALUES)) ||
-               (pol->nrate && (pol->rate_need & AGG_NEED_VALUES));
+        return (tk.plain && pol->nplain && (pol->plain_need & GA_NEED_VALUES)) ||
+               (pol->nrate && (pol->rate_need & GA_NEED_VALUES));
     }
 };
 

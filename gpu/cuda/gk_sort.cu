@@ -482,15 +482,5 @@ unsigned gk_sort_small_max(int opt)
         return (unsigned)opt < GK_SORT_SMALL_MAX ? (unsigned)opt : GK_SORT_SMALL_MAX;
     if (opt < 0)
         return 0;
-    const char *e = getenv("GA_CUDA_SORT_SMALL");
-    if (!e || !*e || !strcmp(e, "auto"))
-        return GK_SORT_SMALL_AUTO;
-    char *end = NULL;
-    long n = strtol(e, &end, 10);
-    if (*end || n < 0 || n > (long)GK_SORT_SMALL_MAX) {
-        ga_log(GA_LOG_WARN, "cuda_sort_small", "value=\"%s\" msg=\"GA_CUDA_SORT_SMALL is auto or "
-               "0..%u (0: CUB only); using auto (%u)\"", e, GK_SORT_SMALL_MAX, GK_SORT_SMALL_AUTO);
-        return GK_SORT_SMALL_AUTO;
-    }
-    return (unsigned)n;
+    return GK_SORT_SMALL_AUTO;
 }

@@ -44,9 +44,9 @@ struct gk_bits_differ_f {
 };
 
 // Auto: parts of up to this many values through the shared-memory kernel.
-// A guess until measured (bench_gpu prints both sorts at 6, 30 and 356
-// values a part, and which one wins): 512 keeps the 1 h buckets of 10 s
-// samples (360) on the shared-memory side.
+// bench_gpu prints both sorts at 6, 30 and 356 values a part (docs/GPU.md
+// "Small-bucket sort"); 512 keeps the 1 h buckets of 10 s samples (360) on
+// the shared-memory side.
 #define GK_SORT_SMALL_AUTO 512u
 // The most small_max may be (the kernel's shared memory grows with it).
 #define GK_SORT_SMALL_MAX 4096u
@@ -86,9 +86,7 @@ int gk_bucket_sort(gk_exec *x, const gk_view *v, const gk_task *tasks, size_t nt
                    void *scratch, const gk_sort_cfg *cfg, gk_sort_counts *counts);
 
 // small_max for a backend from ga_cuda_opts.sort_small: > 0 as is (at most
-// GK_SORT_SMALL_MAX), -1: 0 (CUB only), 0: the environment's
-// GA_CUDA_SORT_SMALL, read now ("auto", or 0..GK_SORT_SMALL_MAX, 0 meaning
-// CUB only), else GK_SORT_SMALL_AUTO (a bad value is logged as a warning).
+// GK_SORT_SMALL_MAX), -1: 0 (CUB only), 0: GK_SORT_SMALL_AUTO.
 unsigned gk_sort_small_max(int opt);
 
 static inline size_t gk_sort_scratch_bytes(size_t ntasks)

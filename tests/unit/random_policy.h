@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "tests/unit/harness.h"
 
 #ifndef SEC

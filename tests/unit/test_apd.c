@@ -7,7 +7,7 @@
  * Student-t and APD data, default W 500 × L 80 included. */
 #include <stdlib.h>
 
-#include "gpu/jobs/apd.h"
+#include "gpu/jobs/apd/apd.h"
 #include "gpu/jobs/special_fn.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"

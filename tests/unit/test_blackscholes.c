@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "gpu/device.h"
-#include "gpu/jobs/blackscholes.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
 #include "proto/ga_err.h"
 
 static int have_gpu(void)

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 
 #define SEC 1000000000LL

@@ -13,8 +13,8 @@
 
 #include "daemon/job_kinds.h"
 #include "daemon/job_matrix.h"
-#include "gpu/jobs/dot.h"
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/dot/dot.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "gpu/resample.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"

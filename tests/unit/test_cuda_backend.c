@@ -32,11 +32,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/device.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
+#include "tools/bench/cuda/bench_hooks.h"
 #include "tests/unit/random_policy.h"
 
 #define SEC 1000000000LL
@@ -512,8 +513,7 @@ static void test_random_vs_cpu(void)
            (unsigned long long)sort_parts[3][0], (unsigned long long)sort_parts[3][1]);
     CHECK(sort_parts[1][0] == 0);                /* CUB only: never the kernel */
     if (any && n >= 40) {     /* the sanitizers' few trials may not reach every case */
-        if (!getenv("GA_CUDA_SORT_SMALL"))      /* the default: auto */
-            CHECK(sort_parts[0][0] > 0);
+        CHECK(sort_parts[0][0] > 0);            /* the default: auto */
         CHECK(sort_parts[1][1] > 0);
         CHECK(sort_parts[2][0] > 0);
         CHECK(sort_parts[3][0] > 0 && sort_parts[3][1] > 0);
@@ -766,68 +766,6 @@ static void test_steady_state(void)
     free(val);
 }
 
-/* 1 if opening a backend with `var`=`value` in the environment logged the
- * warning `event` (stderr captured meanwhile); the backend opens either way. */
-static int open_warns(const char *var, const char *value, const char *event)
-{
-    char path[] = "/tmp/test_cuda_env_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd < 0)
-        return -1;
-    unlink(path);
-    int level = ga_log_get_level(), saved = dup(2);
-    fflush(stderr);
-    dup2(fd, 2);
-    ga_log_set_level(GA_LOG_WARN);
-    setenv(var, value, 1);
-    struct ga_backend *b = NULL;
-    int rc = ga_cuda_backend_open(&b, 0, &(struct ga_cuda_opts){ .emulate = use_emu });
-    unsetenv(var);
-    ga_log_set_level(level);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    CHECK_INT(rc, 0);
-    if (b)
-        b->ops->close(b);
-    char buf[4096];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    char key[64];
-    snprintf(key, sizeof key, "event=%s ", event);
-    return strstr(buf, key) != NULL;
-}
-
-/* The environment's tuning knobs: a value the backend does not know is
- * named in a warning and the default used; a known one is taken quietly. */
-static void test_env_knobs(void)
-{
-    static const struct {
-        const char *var, *value, *event;
-        int warns;
-    } k[] = {
-        { "GA_CUDA_ROWS_LONG", "abc", "cuda_rows_long", 1 },
-        { "GA_CUDA_ROWS_LONG", "12x", "cuda_rows_long", 1 },
-        { "GA_CUDA_ROWS_LONG", "-5", "cuda_rows_long", 1 },
-        { "GA_CUDA_ROWS_LONG", "0", "cuda_rows_long", 1 },
-        { "GA_CUDA_ROWS_LONG", "4294967295", "cuda_rows_long", 1 },
-        { "GA_CUDA_ROWS_LONG", "off", "cuda_rows_long", 0 },
-        { "GA_CUDA_ROWS_LONG", "64", "cuda_rows_long", 0 },
-        { "GA_CUDA_ROWS_KERNEL", "tiledd", "cuda_rows_kernel", 1 },
-        { "GA_CUDA_ROWS_KERNEL", "warp", "cuda_rows_kernel", 0 },
-        { "GA_CUDA_COUNTS", "mapp", "cuda_counts", 1 },
-        { "GA_CUDA_COUNTS", "copy", "cuda_counts", 0 },
-    };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        int w = open_warns(k[i].var, k[i].value, k[i].event);
-        if (w != k[i].warns)
-            harness_fail(__FILE__, __LINE__, "%s=%s: warning %s logged %d, expected %d", k[i].var,
-                         k[i].value, k[i].event, w, k[i].warns);
-    }
-}
-
 static int gpu_mode;              /* 0 none, 1 GPU, 2 emulation */
 
 /* A result that wants page-locked rows: every growth keeps the rows; they
@@ -947,8 +885,6 @@ void run_tests(void)
         RUN(test_window_put_get);
         RUN(test_stats);
         RUN(test_steady_state);
-        if (v == 0)
-            RUN(test_env_knobs);
         if (v == 0)
             RUN(test_sort_split);
         printf("rows kernel %s: compared %zu rows (%zu bit-identical), %zu late points\n", name,

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
 

@@ -5,7 +5,7 @@
  * (GA_REQUIRE_GPU=1 makes "no GPU" a failure), the GA_ENOGPU path when not. */
 #include <stdlib.h>
 
-#include "gpu/jobs/gf820.h"
+#include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "gpu/device.h"
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
 
 static int have_gpu(void)

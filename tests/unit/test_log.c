@@ -1,4 +1,4 @@
-/* test_log.c — daemon/log.c: syslog priorities when stderr is the journal,
+/* test_log.c — proto/base/log.c: syslog priorities when stderr is the journal,
  * and values escaped so that every line stays key=value. */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "tests/unit/harness.h"
 
 static char line[4096];

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 #include "storage/pg_load.h"
 #include "storage/pg_query.h"

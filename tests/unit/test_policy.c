@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 
 #define SEC 1000000000LL

@@ -14,7 +14,7 @@
 
 #include <msgpack.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/bucket_div.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"

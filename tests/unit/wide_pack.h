@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 static inline int wide_pack_basic(ga_method_t m) { return m >= GA_M_MEAN && m <= GA_M_STD; }
 

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 
 #define NS_PER_S 1000000000LL

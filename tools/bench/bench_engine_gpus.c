@@ -40,7 +40,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"

@@ -56,6 +56,7 @@
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
+#include "tools/bench/cuda/bench_hooks.h"
 
 #define NS 1000000000LL
 #define T0 (1700000000LL * NS)

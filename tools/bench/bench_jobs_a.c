@@ -18,10 +18,11 @@
 #include <time.h>
 #include <math.h>
 
-#include "gpu/jobs/blackscholes.h"
-#include "gpu/jobs/dot.h"
-#include "gpu/jobs/kmeans.h"
+#include "gpu/jobs/blackscholes/blackscholes.h"
+#include "gpu/jobs/dot/dot.h"
+#include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
+#include "tools/bench/cuda/bench_hooks.h"
 
 static double now_ms(void)
 {

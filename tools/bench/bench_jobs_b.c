@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu/jobs/apd.h"
-#include "gpu/jobs/gf820.h"
+#include "gpu/jobs/apd/apd.h"
+#include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"
 
 static double now(void)

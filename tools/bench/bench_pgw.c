@@ -22,9 +22,9 @@
 
 #include <libpq-fe.h>
 
-#include "daemon/log.h"
+#include "proto/base/log.h"
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_util.h"

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "gpu/engine.h"
-#include "gpu/policy.h"
+#include "proto/policy.h"
 #include "proto/ga_err.h"
 
 #define NS_PER_S 1000000000LL

@@ -8,7 +8,7 @@
 #      GPU (journal on the disk under BENCH_WORK, PostgreSQL up): acked
 #      points/s, ack p50/p99, the daemon's CPU (utime+stime of
 #      /proc/PID/stat over the run) and the load generator's; ceilings of
-#      the same session: the journal disk's sequential write with fdatasync
+#      the same run: the journal disk's sequential write with fdatasync
 #      (dd) and a Unix-socket copy (visprobe.py sockcopy);
 #   2. ack-to-visible latency at a steady LAT_RATE points/s, on a fresh GPU
 #      daemon: visprobe.py probe sends a one-point batch every
@@ -367,7 +367,7 @@ for r in rows:
           f'{f(r["wire_bytes_per_point"], "{:.1f}")} / {f(r["journal_bytes_per_point"], "{:.1f}")} | {f(r["flush_s"], "{:.2f}")} | {r["rc"]} |')
 best = max((r["acked_per_s"] or 0 for r in rows), default=0)
 print(f'\nBest: {M(best)} points/s; goal ≥ 50 M points/s on the 16-core host: {"met" if best >= 50e6 else "NOT met"}.')
-print("\n| ceiling (same session) | MB/s | as points/s at the journal's bytes/point |")
+print("\n| ceiling (same run) | MB/s | as points/s at the journal's bytes/point |")
 print("|---|---|---|")
 for label, v in (("journal disk, dd 1 MiB writes + one fdatasync", dd1), ("journal disk, dd 4 MiB writes, O_DSYNC each", dd2)):
     print(f'| {label} | {f(v, "{:,.0f}")} | {M(v * 1e6 / jbpp) if v and jbpp else "?"} |')

@@ -11,7 +11,7 @@
 #                                      k-means benchmark (lane and reg kernels,
 #                                      CPU reference), no PyTorch comparison
 #
-# Binaries link only the job objects, proto/ga_err, daemon/log, gpu/cuda/device
+# Binaries link only the job objects, proto/ga_err, proto/base/log, gpu/cuda/device
 # and the static CUDA runtime: no libuv, libpq or msgpack on the GPU host.
 set -u
 cd "$(dirname "$0")/../.."
@@ -26,9 +26,9 @@ link_all() {   # $1 = object dir
     o=$1
     jobs=""
     for f in $FAMILIES; do
-        jobs="$jobs $o/gpu/jobs/$f.o $o/gpu/jobs/${f}_gpu.o $o/gpu/jobs/${f}_bench.o"
+        jobs="$jobs $o/gpu/jobs/$f/$f.o $o/gpu/jobs/$f/${f}_gpu.o $o/tools/bench/cuda/${f}_bench.o"
     done
-    common="$jobs $o/gpu/cuda/device.o $o/proto/ga_err.o $o/daemon/log.o"
+    common="$jobs $o/gpu/cuda/device.o $o/proto/ga_err.o $o/proto/base/log.o"
     libs="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lm -lstdc++"
     mkdir -p $BIN
     for t in $FAMILIES; do
@@ -38,10 +38,10 @@ link_all() {   # $1 = object dir
 }
 
 build_here() {   # from `make` objects (build/obj); only the objects needed
-    objs="build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o build/obj/daemon/log.o build/obj/tests/unit/harness.o
+    objs="build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o build/obj/proto/base/log.o build/obj/tests/unit/harness.o
           build/obj/tools/bench/bench_jobs_a.o"
     for f in $FAMILIES; do
-        objs="$objs build/obj/gpu/jobs/$f.o build/obj/gpu/jobs/${f}_gpu.o build/obj/gpu/jobs/${f}_bench.o
+        objs="$objs build/obj/gpu/jobs/$f/$f.o build/obj/gpu/jobs/$f/${f}_gpu.o build/obj/tools/bench/cuda/${f}_bench.o
               build/obj/tests/unit/test_$f.o"
     done
     make -s $objs || return 1
@@ -52,11 +52,11 @@ build_there() {   # no make deps: compile the few sources directly
     o=build-jobs-a-obj
     CF="-O2 -std=c11 -D_GNU_SOURCE -pthread -I. -DGA_HAVE_CUDA=1 -DGA_VERSION=\"0\""
     NF="-O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90"
-    for s in $(for f in $FAMILIES; do echo gpu/jobs/$f.c; done) proto/ga_err.c daemon/log.c tests/unit/harness.c \
+    for s in $(for f in $FAMILIES; do echo gpu/jobs/$f/$f.c; done) proto/ga_err.c proto/base/log.c tests/unit/harness.c \
              tests/unit/test_dot.c tests/unit/test_blackscholes.c tests/unit/test_kmeans.c tools/bench/bench_jobs_a.c; do
         mkdir -p $o/$(dirname $s); cc $CF -c $s -o $o/${s%.c}.o || return 1
     done
-    for s in $(for f in $FAMILIES; do echo gpu/jobs/${f}_gpu.cu gpu/jobs/${f}_bench.cu; done) gpu/cuda/device.cu; do
+    for s in $(for f in $FAMILIES; do echo gpu/jobs/$f/${f}_gpu.cu tools/bench/cuda/${f}_bench.cu; done) gpu/cuda/device.cu; do
         mkdir -p $o/$(dirname $s); "$NVCC" $NF -c $s -o $o/${s%.cu}.o &
     done
     wait

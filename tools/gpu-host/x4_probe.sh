@@ -1,5 +1,5 @@
 #!/bin/sh
-# Multi-GPU engine probe (nvidia-h200-x4): the engines of bench_engine_gpus,
+# Multi-GPU engine probe (a host of 4 GPUs): the engines of bench_engine_gpus,
 # each in its own process, in the steady state (the default warm-up), and
 # the N-GPU engines after one warm-up batch only (--warmup 1: the windows
 # still growing; skipped with "quick").

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gpu/policy.h"
+#include "proto/policy.h"
 
 struct ctl_resample_opts {
     const char *gran, *method, *timespan;   /* as given; timespan may be NULL */
