@@ -68,7 +68,7 @@ static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
 {
     const struct pgw_status *w = &s->ew.writer;
     int wr = s->ew.have_writer;
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 15);
     /* The writer's view once it runs; before, the health checker's. */
     mp_pack_kv_str(pk, "state", pgc_state_name(wr ? w->state : s->pg.state));
     mp_pack_kv_str(pk, "last_error", wr && w->last_error[0] ? w->last_error : s->pg.last_error);
@@ -83,6 +83,8 @@ static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "committed_lsn", wr ? w->committed_lsn : 0);
     mp_pack_kv_uint(pk, "rows_committed", wr ? w->rows_committed : 0);
     mp_pack_kv_uint(pk, "buckets_committed", wr ? w->buckets_committed : 0);
+    mp_pack_kv_uint(pk, "rows_rejected", wr ? w->rows_rejected : 0);
+    mp_pack_kv_str(pk, "last_rejected", wr ? w->last_rejected : "");
     mp_pack_kv_str(pk, "load_error", s->ew.load_error);
 }
 
@@ -289,6 +291,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.rows_fresh", w->rows_fresh);
     KV("storage.rows_merged", w->rows_merged);
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
+    KV("storage.rows_rejected", w->rows_rejected);
+    KV("storage.isolations", w->isolations);
     KV("storage.late_committed", w->late_committed);
     KV("storage.transactions", w->transactions);
     KV("storage.retries", w->retries);
