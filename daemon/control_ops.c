@@ -117,8 +117,11 @@ static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_p
 
 static void pack_journal(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 8);
     mp_pack_kv_str(pk, "dir", d->cfg->journal.dir);
+    mp_pack_kv_str(pk, "state", s->jn.failed ? "failed" : s->jn.stalled_errno ? "stalled" : "ok");
+    mp_pack_kv_str(pk, "error", s->jn.stalled_errno ? strerror(s->jn.stalled_errno)
+                                : s->jn.failed ? "write or fsync failed; the daemon restarts" : "");
     mp_pack_kv_uint(pk, "retained_bytes", s->jn.retained_bytes);
     mp_pack_kv_uint(pk, "max_bytes", (uint64_t)d->cfg->journal.max_bytes);
     mp_pack_kv_uint(pk, "segments", s->jn.segments);
@@ -265,6 +268,9 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("journal.bytes_written", s->jn.bytes_written);
     KV("journal.full_refusals", s->jn.backpressure);
     KV("journal.torn_tails_cut", s->jn.torn_tails_cut);
+    KV("journal.write_failures", s->jn.write_failures);
+    KV("journal.stalled", s->jn.stalled_errno != 0);
+    KV("pipeline.journal_stall_refusals", s->pl.journal_stall_refusals);
     KV("pipeline.sequencer_backlog", s->pl.sequencer_backlog);
     KV("pipeline.engine_queue", s->pl.engine_queue);
     KV("pipeline.engine_queue_bytes", s->pl.engine_queue_bytes);

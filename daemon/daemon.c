@@ -188,6 +188,17 @@ static void on_housekeeping(uv_timer_t *t)
     struct ga_daemon *d = t->data;
     if (!d->worker || d->state == GA_STATE_DRAINING)
         return;
+    struct jnl_stats js;
+    jnl_get_stats(d->journal, &js);
+    if (js.failed) {
+        /* an fsync failed: its data may be gone from the page cache, so
+         * the journal cannot be trusted past its durable LSN in this
+         * process; the restart reopens and validates it */
+        ga_log(GA_LOG_ERROR, "journal_fatal", "action=\"exit 1; the restart reopens the journal\"");
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "journal failed");
+        return;
+    }
     struct ew_status st;
     ew_get_status(d->worker, &st);
     if (st.fatal) {

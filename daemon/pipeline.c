@@ -1,6 +1,7 @@
 /* pipeline.c — decode workers, the sequencer, the engine queue (pipeline.h). */
 #include "daemon/pipeline.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct ga_pipeline {
     pthread_t seq_thread;
     int stop;
     int draining;                      /* pl_drain: stop waiting for journal space */
+    int stopped;                       /* pl_stop done: what is not durable now never will be */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
@@ -304,6 +306,18 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
             continue;
         }
         it->rc = rc;
+        if (rc == GA_EAGAIN) {
+            /* the journal's file system is full: this batch is refused now
+             * (the journal retries and recovers once space returns) */
+            struct jnl_stats js;
+            jnl_get_stats(p->j, &js);
+            snprintf(it->err, sizeof it->err, "journal cannot write (%s): batch not accepted; "
+                     "resend later", strerror(js.stalled_errno ? js.stalled_errno : ENOSPC));
+            pthread_mutex_lock(&p->mu);
+            p->st.journal_stall_refusals++;
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
         snprintf(it->err, sizeof it->err, "journal append failed: %s", ga_strerror(rc));
         ga_log(GA_LOG_ERROR, "journal_append_failed", "error=\"%s\"", ga_strerror(rc));
         return;
@@ -390,6 +404,12 @@ uint64_t pl_durable_lsn(struct ga_pipeline *p)
 static void on_commit(void *ctx, uint64_t durable, int err)
 {
     struct ga_pipeline *p = ctx;
+    if (err == GA_EAGAIN) {
+        ga_log(GA_LOG_WARN, "journal_sync_stalled", "durable_lsn=%llu msg=\"batches already "
+               "appended are acknowledged once the journal can write again\"",
+               (unsigned long long)durable);
+        return;
+    }
     if (err < 0) {
         ga_log(GA_LOG_ERROR, "journal_sync_failed", "error=\"%s\"", ga_strerror(err));
         return;
@@ -454,6 +474,13 @@ int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
             break;
         }
         if (p->stop && !n && !p->sq_head) {
+            rc = GA_ESHUTDOWN;
+            break;
+        }
+        /* stopped with records that never became durable (the journal
+         * could not write them): they were never acknowledged; the engine
+         * stops here */
+        if (p->stopped && n && n->e.end > p->durable) {
             rc = GA_ESHUTDOWN;
             break;
         }
@@ -534,6 +561,7 @@ void pl_stop(struct ga_pipeline *p)
     pthread_join(p->seq_thread, NULL);
     jnl_commit_stop(p->commit);        /* final sync + on_commit */
     pthread_mutex_lock(&p->mu);
+    p->stopped = 1;
     pthread_cond_broadcast(&p->eng_cv);
     pthread_mutex_unlock(&p->mu);
 }

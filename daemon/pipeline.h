@@ -80,6 +80,7 @@ struct pl_stats {
     uint64_t batches, points, rejected, journal_bytes;
     uint64_t engine_queue, engine_queue_bytes, journal_only;
     uint64_t sequencer_backlog, journal_full_waits;
+    uint64_t journal_stall_refusals;  /* batches refused while the journal could not write */
     uint64_t durable_lsn;
 };
 
