@@ -76,6 +76,8 @@ struct ga_config {
 
     struct {
         int max_connections;                /* limits.max_connections, default 1024 */
+        int max_connections_per_peer;       /* ingest connections of one uid (unix socket)
+                                               or one address (TCP), default 256 */
         int64_t max_frame_bytes;            /* limits.max_frame_bytes, default 16 MiB */
         int64_t conn_buffer_bytes;          /* limits.conn_buffer_bytes, default 32 MiB */
         int64_t memory_budget_bytes;        /* limits.memory_budget_bytes, default 1 GiB */

@@ -241,6 +241,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.connections_open", s->in.conns_open);
     KV("ingest.connections_total", s->in.conns_total);
     KV("ingest.connections_refused", s->in.conns_refused);
+    KV("ingest.connections_refused_peer", s->in.conns_refused_peer);
     KV("ingest.bytes_in", s->in.bytes_in);
     KV("ingest.frames", s->in.frames);
     KV("ingest.batches_acked", s->in.batches_acked);
@@ -252,6 +253,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.slow_timeouts", s->in.slow_timeouts);
     KV("ingest.backpressure_pauses", s->in.pauses);
     KV("ingest.backpressure_active", s->in.paused);
+    KV("ingest.inflight_waits", s->in.inflight_waits);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
     KV("udp.datagrams", s->in.udp_datagrams);
     KV("udp.accepted", s->in.udp_accepted);
