@@ -56,6 +56,7 @@ struct ga_config {
         int pool_size;                      /* storage.pool_size, default 2 */
         int retry_initial_ms;               /* storage.retry_initial_ms, default 250 */
         int retry_max_ms;                   /* storage.retry_max_ms, default 30000 */
+        int stop_timeout_ms;                /* storage.stop_timeout_ms, default 30000 */
     } storage;
 
     struct {

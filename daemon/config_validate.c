@@ -125,6 +125,7 @@ static const struct range ranges[] = {
     { "storage.pool_size", 1, 64, "connections" },
     { "storage.retry_initial_ms", 1, 3600000, "milliseconds" },
     { "storage.retry_max_ms", 1, 3600000, "milliseconds" },
+    { "storage.stop_timeout_ms", 1000, 600000, "milliseconds" },
     { "journal.fsync_interval_ms", 1, 60000, "milliseconds" },
     { "journal.segment_bytes", 1 * MiB, 4 * GiB, "bytes" },
     { "journal.max_bytes", 2 * MiB, 1024 * TiB, "bytes" },

@@ -273,6 +273,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("journal.write_failures", s->jn.write_failures);
     KV("journal.stalled", s->jn.stalled_errno != 0);
     KV("pipeline.journal_stall_refusals", s->pl.journal_stall_refusals);
+    KV("pipeline.journal_full_busy", s->pl.journal_full_busy);
     KV("pipeline.sequencer_backlog", s->pl.sequencer_backlog);
     KV("pipeline.engine_queue", s->pl.engine_queue);
     KV("pipeline.engine_queue_bytes", s->pl.engine_queue_bytes);

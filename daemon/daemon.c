@@ -23,7 +23,6 @@
 #include "storage/pg_query.h"
 
 #define DRAIN_INGEST_MS 10000          /* acks still owed after this are not sent */
-#define DRAIN_STORAGE_MS 30000         /* the final commit; the journal keeps the rest */
 
 const char *ga_state_name(enum ga_state s)
 {
@@ -247,7 +246,8 @@ static void drain_rest(uv_timer_t *t)
     }
     if (d->pipeline) {
         pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
-        ew_stop(d->worker, DRAIN_STORAGE_MS);
+        if (ew_stop(d->worker, d->cfg->storage.stop_timeout_ms) < 0)
+            d->exit_code = 1;            /* storage_stop_incomplete: systemd sees a failure */
         d->worker = NULL;
         pl_close(d->pipeline);
         d->pipeline = NULL;

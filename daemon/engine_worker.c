@@ -759,10 +759,11 @@ fail:
     return GA_ENOMEM;
 }
 
-void ew_stop(struct ga_engine_worker *w, int timeout_ms)
+int ew_stop(struct ga_engine_worker *w, int timeout_ms)
 {
+    int stop_rc = 0;
     if (!w)
-        return;
+        return 0;
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_mutex_unlock(&w->mu);
@@ -770,8 +771,10 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     if (w->writers) {
         int rc = pgws_stop(w->writers, timeout_ms);
         if (rc < 0)
-            ga_log(GA_LOG_WARN, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
-                   "stays in the journal and is replayed at the next start\"", ga_strerror(rc));
+            ga_log(GA_LOG_ERROR, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
+                   "stays in the journal and is replayed at the next start; exit 1\"",
+                   ga_strerror(rc));
+        stop_rc = rc < 0 ? rc : 0;
     }
     for (struct flush_req *f = w->flushes, *next; f; f = next) {
         next = f->next;
@@ -795,6 +798,7 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);
     free(w);
+    return stop_rc;
 }
 
 void ew_get_status(struct ga_engine_worker *w, struct ew_status *st)

@@ -146,6 +146,21 @@ static void conn_close(struct ic_conn *c)
     uv_close(&c->u.h, on_closed);
 }
 
+/* Close without a reset: end our side, discard what the peer sent and we
+ * will not read (unread input makes close(2) send RST, and the peer could
+ * lose the error just written), then close. */
+static void conn_close_gently(struct ic_conn *c)
+{
+    uv_os_fd_t fd;
+    if (!c->closing && uv_fileno(&c->u.h, &fd) == 0) {
+        char junk[16384];
+        shutdown(fd, SHUT_WR);
+        for (int i = 0; i < 64 && recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++)
+            ;
+    }
+    conn_close(c);
+}
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     struct ic_conn *c = req->data;
@@ -227,7 +242,7 @@ static void conn_update_reading(struct ic_conn *c)
 int ic_overloaded(struct ga_ingest *g)
 {
     const struct ga_config *cfg = g->d->cfg;
-    return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches ||
+    return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches || pl_journal_full(g->pl) ||
            g->st.decode_bytes_inflight > (uint64_t)cfg->limits.memory_budget_bytes / 2;
 }
 
@@ -713,7 +728,10 @@ void ic_check_stopped(struct ga_ingest *g)
             pl_drain(g->pl);
         for (struct ic_conn *c = g->conns, *next; c; c = next) {
             next = c->next;
-            conn_close(c);
+            if (!c->closing && !c->finishing)
+                send_error(c, GA_ESHUTDOWN, "daemon shutting down: batches not acknowledged "
+                           "were not accepted; resend them when it is back", 0, 0);
+            conn_close_gently(c);
         }
         uv_close((uv_handle_t *)&g->sweep, on_server_closed);
         ic_udp_stop(g);

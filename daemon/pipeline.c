@@ -11,6 +11,9 @@
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
 
+/* How long a batch waits for journal space before it is answered "busy". */
+#define JOURNAL_FULL_BUSY_MS 1000
+
 struct eq_node {
     struct pl_entry e;
     struct eq_node *next;
@@ -32,6 +35,8 @@ struct ga_pipeline {
     int stop;
     int draining;                      /* pl_drain: stop waiting for journal space */
     int stopped;                       /* pl_stop done: what is not durable now never will be */
+    int journal_full;                  /* the last append found journal.max_bytes reached */
+    int64_t full_since_ns;             /* since when (monotonic) */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
@@ -276,21 +281,43 @@ static void eq_push(struct ga_pipeline *p, uint64_t lsn, uint64_t end, struct in
     pthread_cond_broadcast(&p->eng_cv);
 }
 
-/* Append one item's record; waits while the journal is full. */
+/* Append one item's record; waits while the journal is full, up to
+ * JOURNAL_FULL_BUSY_MS, then refuses the item with "busy". */
 static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
 {
     if (!it->record)
         return;
     for (;;) {
         int rc = jnl_append(p->j, it->record, it->record_len, &it->lsn, &it->end);
-        if (rc == 0)
+        if (rc == 0) {
+            pthread_mutex_lock(&p->mu);
+            p->journal_full = 0;
+            pthread_mutex_unlock(&p->mu);
             break;
+        }
         if (rc == GA_ENOSPC) {
             pthread_mutex_lock(&p->mu);
             if (p->stop || p->draining) {  /* draining with storage behind: never acked, so safe */
                 pthread_mutex_unlock(&p->mu);
                 it->rc = GA_ESHUTDOWN;
                 snprintf(it->err, sizeof it->err, "journal full while shutting down; resend");
+                return;
+            }
+            int64_t now = ga_now_mono_ns();
+            if (!p->journal_full) {
+                /* tell the loop: ingest pauses reading (backpressure) */
+                p->journal_full = 1;
+                p->full_since_ns = now;
+                uv_async_send(&p->notify);
+            }
+            /* the batches behind the first one that waited a whole
+             * JOURNAL_FULL_BUSY_MS are answered at once */
+            if (now - p->full_since_ns >= (int64_t)JOURNAL_FULL_BUSY_MS * 1000000) {
+                p->st.journal_full_busy++;
+                pthread_mutex_unlock(&p->mu);
+                it->rc = GA_EBUSY;
+                snprintf(it->err, sizeof it->err, "busy: journal full (journal.max_bytes) while "
+                         "storage catches up; batch not accepted, resend later");
                 return;
             }
             p->st.journal_full_waits++;
@@ -389,6 +416,14 @@ enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it
     enum pl_item_state s = it->state;
     pthread_mutex_unlock(&p->mu);
     return s;
+}
+
+int pl_journal_full(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int f = p->journal_full;
+    pthread_mutex_unlock(&p->mu);
+    return f;
 }
 
 uint64_t pl_durable_lsn(struct ga_pipeline *p)
