@@ -6,7 +6,9 @@
 # the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed".
 #
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
-# (proto/ is self-contained: the wire format needs nothing else).  New inputs
+# (proto/ is self-contained: the wire format needs nothing else).  A target
+# that needs more names the sources in a line "fuzz-sources: a.c b.c" of its
+# header comment; they are built instrumented too and linked with it.  New inputs
 # the fuzzer finds go to build-fuzz/corpus/NAME/ (not into the repository);
 # a crashing input is kept as build-fuzz/artifacts/NAME-crash-* — add it to
 # the seed corpus once fixed, so it stays a regression test.
@@ -67,8 +69,23 @@ for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     name=${name#fuzz_}
     case "$only" in ""|"$name") ;; *) continue ;; esac
+    extra=""
+    for x in $(sed -nE 's/^[ *]*fuzz-sources: *//p' "$src"); do
+        xo="$out/obj/${x%.c}.o"
+        mkdir -p "$(dirname "$xo")"
+        # shellcheck disable=SC2086
+        if ! $CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$x" -o "$xo.$$" 2>"$out/logs/build.log" ||
+           ! mv -f "$xo.$$" "$xo"; then
+            rm -f "$xo.$$"
+            echo "build failed: $x"
+            sed 's/^/    | /' "$out/logs/build.log" | head -30
+            fail=1
+            finish
+        fi
+        extra="$extra $xo"
+    done
     # shellcheck disable=SC2086
-    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS -o "$out/fuzz_$name.$$" \
+    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" $extra "$out/libproto.a" $LIBS -o "$out/fuzz_$name.$$" \
             >"$out/logs/$name.build.log" 2>&1 && mv -f "$out/fuzz_$name.$$" "$out/fuzz_$name"; then
         targets="$targets $name"
     else
