@@ -94,6 +94,7 @@ const struct ga_config_key ga_config_keys[] = {
     { "gpu.cpu_threads", GA_K_INT, FLD(gpu.cpu_threads), 0 },
     { "limits.max_connections", GA_K_INT, FLD(limits.max_connections), 1 },
     { "limits.max_connections_per_peer", GA_K_INT, FLD(limits.max_connections_per_peer), 1 },
+    { "limits.max_metrics", GA_K_INT, FLD(limits.max_metrics), 1 },
     { "limits.max_frame_bytes", GA_K_SIZE, FLD(limits.max_frame_bytes), 1 },
     { "limits.conn_buffer_bytes", GA_K_SIZE, FLD(limits.conn_buffer_bytes), 1 },
     { "limits.memory_budget_bytes", GA_K_SIZE, FLD(limits.memory_budget_bytes), 1 },
@@ -229,4 +230,10 @@ int ga_config_apply_reload(struct ga_config *cur, const struct ga_config *next,
     cur->nkeylines = next->nkeylines;
     memcpy(cur->keylines, next->keylines, sizeof cur->keylines);
     return n;
+}
+
+uint64_t ga_config_max_metrics(const struct ga_config *c)
+{
+    return c->limits.max_metrics > 0 ? (uint64_t)c->limits.max_metrics
+                                     : (uint64_t)c->limits.memory_budget_bytes / 1024;
 }

@@ -79,6 +79,8 @@ struct ga_config {
         int max_connections;                /* limits.max_connections, default 1024 */
         int max_connections_per_peer;       /* ingest connections of one uid (unix socket)
                                                or one address (TCP), default 256 */
+        int max_metrics;                    /* live metrics; 0 (default): memory_budget_bytes
+                                               / 1024 (ga_config_max_metrics) */
         int64_t max_frame_bytes;            /* limits.max_frame_bytes, default 16 MiB */
         int64_t conn_buffer_bytes;          /* limits.conn_buffer_bytes, default 32 MiB */
         int64_t memory_budget_bytes;        /* limits.memory_budget_bytes, default 1 GiB */
@@ -177,5 +179,9 @@ extern const struct ga_config_key ga_config_keys[];
 extern const int ga_config_nkeys;
 /* The table entry of a dotted key, NULL if there is none. */
 const struct ga_config_key *ga_config_find_key(const char *key);
+
+/* The live-metric bound in effect: limits.max_metrics, or when 0 one
+ * metric per KiB of limits.memory_budget_bytes. */
+uint64_t ga_config_max_metrics(const struct ga_config *c);
 
 #endif

@@ -134,6 +134,7 @@ static const struct range ranges[] = {
     { "gpu.cpu_threads", 0, 4096, "threads" },
     { "limits.max_connections", 1, 1000000, "connections" },
     { "limits.max_connections_per_peer", 1, 1000000, "connections" },
+    { "limits.max_metrics", 0, 1000000000, "metrics" },
     { "limits.max_frame_bytes", 1024, 4 * GiB, "bytes" },
     { "limits.conn_buffer_bytes", 1024, 64 * GiB, "bytes" },
     { "limits.memory_budget_bytes", 1 * MiB, 64 * TiB, "bytes" },

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/admit.h"
 #include "daemon/control.h"
 #include "daemon/control_ops.h"
 #include "daemon/control_ops_jobs.h"
@@ -254,6 +255,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.backpressure_pauses", s->in.pauses);
     KV("ingest.backpressure_active", s->in.paused);
     KV("ingest.inflight_waits", s->in.inflight_waits);
+    KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
+    KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
     KV("udp.datagrams", s->in.udp_datagrams);
     KV("udp.accepted", s->in.udp_accepted);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/admit.h"
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
 #include "daemon/ingest.h"
@@ -155,6 +156,10 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     number_fresh_journal(d->journal);
+    if ((rc = ga_admit_open(&d->admit, ga_config_max_metrics(c))) < 0) {
+        snprintf(err, errlen, "metric admission: %s", ga_strerror(rc));
+        return rc;
+    }
     size_t qbytes = (size_t)c->limits.memory_budget_bytes / 2;
     rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms,
                   (size_t)c->limits.queue_batches, qbytes, on_durable, d);
@@ -162,6 +167,7 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
         return rc;
     }
+    pl_set_admit(d->pipeline, d->admit);
     struct ga_engine *engine;
     if ((rc = open_engine(d, &engine)) < 0 ||
         (rc = ew_start(&d->worker, d, d->pipeline, d->journal, engine)) < 0) {
@@ -252,6 +258,10 @@ static void drain_rest(uv_timer_t *t)
         pl_close(d->pipeline);
         d->pipeline = NULL;
     }
+    if (d->admit) {
+        ga_admit_close(d->admit);
+        d->admit = NULL;
+    }
     if (d->journal) {
         jnl_close(d->journal);
         d->journal = NULL;
@@ -309,6 +319,8 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
         int n = ga_config_apply_reload(d->cfg, next, restart_needed, rlen);
         ga_log_set_level(d->cfg->log.level);
         pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
+        if (d->admit)
+            ga_admit_set_max(d->admit, ga_config_max_metrics(d->cfg));
         if (d->worker)
             ew_reload(d->worker);
         ga_job_service_reload(d);

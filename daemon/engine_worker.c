@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/admit.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -482,6 +483,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
             const struct pgl_metric *m = &s->metrics[i];
             rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), m->id, m->policy);
+            if (rc == 0 && w->d->admit)
+                rc = ga_admit_add(w->d->admit, m->name, strlen(m->name));
             if (rc == 0)
                 rc = ga_engine_metric_add(w->engine, m->id, ga_metrics_get(w->metrics, m->id)->policy);
             if (rc < 0)

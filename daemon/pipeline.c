@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/admit.h"
 #include "daemon/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
@@ -36,6 +37,7 @@ struct ga_pipeline {
     int draining;                      /* pl_drain: stop waiting for journal space */
     int stopped;                       /* pl_stop done: what is not durable now never will be */
     int journal_full;                  /* the last append found journal.max_bytes reached */
+    struct ga_admit *admit;            /* limits.max_metrics, checked at decode; may be NULL */
     int64_t full_since_ns;             /* since when (monotonic) */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
@@ -144,6 +146,8 @@ static void decode_work(uv_work_t *w)
     if (it->udp) {
         it->rc = decode_udp(it, b, it->secret);
         it->has_seq = 0;
+        if (it->rc == 0 && dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0)
+            it->rc = GA_ENOMEM;
     } else {
         struct ing_msg m;
         int rc = ing_decode(it->frame, it->len, dc->lim, &m, it->err, sizeof it->err);
@@ -151,7 +155,12 @@ static void decode_work(uv_work_t *w)
         it->seq = m.seq;
         if (rc == ING_POINTS) {
             *b = m.u.points;            /* move */
-            rc = copy_rejections(it, b);
+            if (dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0) {
+                snprintf(it->err, sizeof it->err, "out of memory checking a batch's metrics");
+                rc = GA_ENOMEM;
+            } else {
+                rc = copy_rejections(it, b);
+            }
         } else if (rc >= 0) {
             static const char *const names[] = { "hello", "points", "ack", "error" };
             snprintf(it->err, sizeof it->err, "unexpected '%s' message: after hello only "
@@ -416,6 +425,11 @@ enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it
     enum pl_item_state s = it->state;
     pthread_mutex_unlock(&p->mu);
     return s;
+}
+
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a)
+{
+    p->admit = a;
 }
 
 int pl_journal_full(struct ga_pipeline *p)

@@ -123,6 +123,10 @@ uint64_t pl_durable_lsn(struct ga_pipeline *p);
 /* 1 while the sequencer waits for journal space (journal.max_bytes):
  * ingest pauses reading; a batch that waited 1 s is answered "busy". */
 int pl_journal_full(struct ga_pipeline *p);
+/* Check every decoded batch's metric names against a (limits.max_metrics,
+ * daemon/admit.h) before it is journaled.  Call before the first pl_decode. */
+struct ga_admit;
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
 void pl_item_free(struct pl_item *item);
 
 /* Engine side (engine worker thread): the next entry whose record is

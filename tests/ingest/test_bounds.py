@@ -60,6 +60,38 @@ def test_max_connections_per_peer():
         assert stats(d)["ingest.connections_refused_peer"] == 2
 
 
+def test_max_metrics_at_the_door():
+    with IngestDaemon(limits={"max_metrics": 3}) as d:
+        c = Client(d)
+        c.hello()
+        # flat indexes: a0 a1(bad ts) b2 c3 d4 d5 a6 e7
+        c.send(friendly(1, [("mm.a", [[NOW, 1.0], [-5, 2.0]]), ("mm.b", [[NOW, 3.0]]),
+                            ("mm.c", [[NOW, 4.0]]), ("mm.d", [[NOW, 5.0], [NOW + 1, 6.0]]),
+                            ("mm.a", [[NOW + 2, 7.0]]), ("mm.e", [[NOW, 8.0]])]))
+        a = c.recv()
+        too_many = "too many metrics (limits.max_metrics = 3): new metric refused"
+        assert a["type"] == "ack" and a["accepted"] == 4, a
+        got = [(r["index"], r["reason"]) for r in a["rejected"]]
+        assert got == [(1, "timestamp before 1970"), (4, too_many), (5, too_many),
+                       (7, too_many)], got
+        # known metrics keep being served, new ones are refused
+        c.send(friendly(2, [("mm.f", [[NOW, 1.0]]), ("mm.b", [[NOW + 5, 2.0]])]))
+        a = c.recv()
+        assert a["accepted"] == 1 and [r["index"] for r in a["rejected"]] == [0], a
+        st = stats(d)
+        assert st["ingest.metrics_refused"] == 4 and st["ingest.metrics_admitted"] == 3, st
+        # a reload raises the bound
+        with open(d.cfg) as f:
+            text = f.read()
+        d.write_config(text.replace("max_metrics: 3", "max_metrics: 4"))
+        r = d.ctl("reload")
+        assert r.returncode == 0, r
+        c.send(friendly(3, [("mm.f", [[NOW, 1.0]]), ("mm.g", [[NOW, 2.0]])]))
+        a = c.recv()
+        assert a["accepted"] == 1 and [r["index"] for r in a["rejected"]] == [1], a
+        c.close()
+
+
 def test_oversize_and_deep_frames_told_apart():
     with IngestDaemon(limits={"max_frame_bytes": "4KiB", "conn_buffer_bytes": "64KiB"}) as d:
         c = Client(d)
@@ -79,7 +111,7 @@ def test_oversize_and_deep_frames_told_apart():
 
 
 if __name__ == "__main__":
-    for t in (test_max_inflight_enforced, test_max_connections_per_peer,
+    for t in (test_max_inflight_enforced, test_max_connections_per_peer, test_max_metrics_at_the_door,
               test_oversize_and_deep_frames_told_apart):
         R.run(t)
     R.finish()
