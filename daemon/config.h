@@ -93,6 +93,8 @@ struct ga_config {
         int max_queued;                     /* jobs.max_queued, default 64 */
         int workers;                        /* jobs.workers, default 1 */
         int result_ttl_s;                   /* jobs.result_ttl_s, default 3600 */
+        int64_t max_job_bytes;              /* jobs.max_job_bytes, default 4 GiB */
+        int64_t results_max_bytes;          /* jobs.results_max_bytes, default 512 MiB */
         int ninput_dirs;                    /* jobs.input_dirs: paths jobs may read */
         char input_dirs[8][GA_PATH_MAX];
     } jobs;

@@ -144,6 +144,8 @@ static const struct range ranges[] = {
     { "jobs.max_queued", 1, 1000000, "jobs" },
     { "jobs.workers", 1, 256, "workers" },
     { "jobs.result_ttl_s", 1, 30 * 86400, "seconds" },
+    { "jobs.max_job_bytes", 1 * MiB, 1024 * GiB, "bytes" },
+    { "jobs.results_max_bytes", 64 * MiB, 1024 * GiB, "bytes" },
 };
 
 static int64_t field_value(const struct ga_config *c, const struct ga_config_key *kd)

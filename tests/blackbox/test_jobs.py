@@ -226,6 +226,17 @@ def test_input_bytes_never_echoed():
     assert r.returncode != 0 and b"not a regular file" in r.stderr, r
 
 
+def test_job_memory_bound():
+    # jobs.max_job_bytes (64 MiB here): parameters needing more are refused
+    # at submit, naming the parameter and the key
+    for kind, n in (("dot", 1 << 23), ("blackscholes", 1 << 21)):
+        e = call_err(E.d, "job.submit", {"kind": kind, "params": {"n": str(n)}})
+        assert e["name"] == "EBADARG" and "param 'n'" in e["message"] and \
+            "jobs.max_job_bytes" in e["message"], (kind, e)
+    st, res = submit_wait(E.d, "dot", {"n": "1000"})
+    assert st["state"] == "done", st
+
+
 def test_resample_errors_like_local():
     bad = b"metric,timestamp,value\nm,1700000000,1\nm,17x,2\n"
     r = same_as_local(E.d, ["--granularity", "60", "--method", "mean"], data=bad)
@@ -585,10 +596,11 @@ def main():
     E.tmp = tempfile.mkdtemp(prefix="gajobs-")
     E.indir = os.path.join(E.tmp, "in")
     os.makedirs(E.indir)
-    E.d = Daemon(extra="jobs: { workers: 2, input_dirs: [%s] }\n" % E.indir).start()
+    E.d = Daemon(extra="jobs: { workers: 2, max_job_bytes: 64MiB, input_dirs: [%s] }\n" %
+                 E.indir).start()
     try:
         for t in (test_resample_inline_equals_local, test_resample_input_path_and_chunks,
-                  test_input_path_refused, test_input_bytes_never_echoed,
+                  test_input_path_refused, test_input_bytes_never_echoed, test_job_memory_bound,
                   test_resample_errors_like_local,
                   test_kmeans_generated_equals_python, test_kmeans_matrix_inputs,
                   test_bad_params_at_submit, test_failing_jobs_leave_daemon_up,
