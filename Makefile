@@ -12,7 +12,7 @@ BUILD   ?= build
 SAN     ?= 0
 
 CC      ?= cc
-PKGS    := libuv msgpack libpq yaml-0.1
+PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -47,8 +47,11 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 # gpu/jobs/: job kernels.  X.c is the CPU reference (always built), X_gpu.cu
 # the CUDA version (CUDA=1), X_nocuda.c its stand-in answering ENOGPU
 # (CUDA=0).  A .c and a .cu must not share a stem: both would be X.o.
-LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+LIB_SRC := $(wildcard proto/*.c gpu/*.c storage/*.c daemon/http/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c))
+# Generated at build time: the documented counters (docs/COUNTERS.md) for
+# /metrics' HELP and TYPE lines (daemon/ops_render.h).
+LIB_SRC += $(BUILD)/gen/counters_doc.c
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L
 # flags it would link with), since nvcc may be a wrapper script outside the
@@ -78,12 +81,15 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity
+.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/gen/counters_doc.c: docs/COUNTERS.md tools/gen/counters_doc.sh
+	@mkdir -p $(@D)
+	sh tools/gen/counters_doc.sh docs/COUNTERS.md > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
@@ -143,7 +149,22 @@ BENCH_ARGS ?= --metrics 100000 --interval 2s --policy medium --duration 120 --ba
 bench-capacity: all
 	$(BUILD)/bench/bench_capacity --out $(BUILD)/bench-capacity $(BENCH_ARGS)
 
-install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl
+# The Ceilometer publisher plugin (tools/ceilometer/): the package and a
+# dist-info whose entry_points.txt registers `gpuagg` on
+# ceilometer.sample.publisher, in a directory on Debian's python3 path
+# (/usr/lib/python3/dist-packages for PREFIX=/usr, else
+# PREFIX/lib/python3.X/dist-packages).
+PYSITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3.$(shell /usr/bin/python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)/dist-packages)
+CEILO_DIST := $(DESTDIR)$(PYSITE)/gpuagg_ceilometer-$(VERSION).dist-info
+install-ceilometer:
+	install -d $(DESTDIR)$(PYSITE)/gpuagg_ceilometer $(CEILO_DIST)
+	install -m 0644 tools/ceilometer/gpuagg_ceilometer/*.py $(DESTDIR)$(PYSITE)/gpuagg_ceilometer/
+	printf 'Metadata-Version: 2.1\nName: gpuagg-ceilometer\nVersion: $(VERSION)\nSummary: Ceilometer sample publisher for gpuaggd (gpuagg:// URLs)\nRequires-Dist: msgpack\n' > $(CEILO_DIST)/METADATA
+	printf '[ceilometer.sample.publisher]\ngpuagg = gpuagg_ceilometer.publisher:GpuaggPublisher\n' > $(CEILO_DIST)/entry_points.txt
+	printf 'gpuagg_ceilometer\n' > $(CEILO_DIST)/top_level.txt
+	printf 'make\n' > $(CEILO_DIST)/INSTALLER
+
+install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl install-ceilometer
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1 \
 	        $(DESTDIR)/etc/gpuagg $(DESTDIR)/lib/systemd/system
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/

@@ -43,9 +43,21 @@ struct ga_config {
         char unix_path[GA_SUN_PATH_MAX];    /* listen.unix, "" = off */
         char tcp[256];                      /* listen.tcp "host:port", "" = off, port 0 = any */
         char udp[256];                      /* listen.udp "host:port", "" = off */
+        char ceilometer_tcp[256];           /* listen.ceilometer_tcp "host:port", "" = off */
         char telemetry_secret[256];         /* listen.telemetry_secret, "" = unsigned accepted */
         char token[256];                    /* listen.token: TCP hello shared secret, "" = none */
+        char http[256];                     /* listen.http "host:port", "" = off (daemon/http/) */
     } listen;
+
+    struct {
+        char auth[16];                      /* http.auth: basic | remoteuser | noauth */
+        int max_connections;                /* http.max_connections, default 64 */
+        int timeout_s;                      /* http.timeout_s, default 30 */
+        int64_t max_body_bytes;             /* http.max_body_bytes, default 1 MiB */
+        int pool_size;                      /* http.pool_size, default 2 */
+        int max_points;                     /* http.max_points per response, default 1000000 */
+        char resource_creator[256];         /* http.resource_creator, "" = sample's user:project */
+    } http;
 
     struct {
         char conninfo[1024];                /* storage.conninfo (libpq) */

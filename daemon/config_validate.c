@@ -146,6 +146,11 @@ static const struct range ranges[] = {
     { "jobs.result_ttl_s", 1, 30 * 86400, "seconds" },
     { "jobs.max_job_bytes", 1 * MiB, 1024 * GiB, "bytes" },
     { "jobs.results_max_bytes", 64 * MiB, 1024 * GiB, "bytes" },
+    { "http.max_connections", 1, 65536, "connections" },
+    { "http.timeout_s", 1, 86400, "seconds" },
+    { "http.max_body_bytes", 1024, 1 * GiB, "bytes" },
+    { "http.pool_size", 1, 64, "connections" },
+    { "http.max_points", 1, 100000000, "points" },
 };
 
 static int64_t field_value(const struct ga_config *c, const struct ga_config_key *kd)
@@ -228,10 +233,19 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
     if (c->listen.unix_path[0] && strcmp(c->listen.unix_path, c->control.socket) == 0)
         return verr(c, err, errlen, "listen.unix", "same path as control.socket");
     if ((rc = check_inet(c, "listen.tcp", c->listen.tcp, err, errlen)) < 0 ||
-        (rc = check_inet(c, "listen.udp", c->listen.udp, err, errlen)) < 0)
+        (rc = check_inet(c, "listen.udp", c->listen.udp, err, errlen)) < 0 ||
+        (rc = check_inet(c, "listen.ceilometer_tcp", c->listen.ceilometer_tcp, err, errlen)) < 0 ||
+        (rc = check_inet(c, "listen.http", c->listen.http, err, errlen)) < 0)
         return rc;
-    if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0])
-        return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, udp");
+    if (strcmp(c->http.auth, "basic") != 0 && strcmp(c->http.auth, "remoteuser") != 0 &&
+        strcmp(c->http.auth, "noauth") != 0)
+        return verr(c, err, errlen, "http.auth", "unknown mode \"%s\" (basic, remoteuser or noauth)",
+                    c->http.auth);
+    if ((rc = check_ranges(c, "http.", err, errlen)) < 0)
+        return rc;
+    if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0] && !c->listen.ceilometer_tcp[0])
+        return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, "
+                    "udp, ceilometer_tcp");
     if (!c->storage.conninfo[0])
         return verr(c, err, errlen, "storage.conninfo", "must not be empty");
     if ((rc = check_ranges(c, "storage.", err, errlen)) < 0)

@@ -13,6 +13,8 @@
 #include "daemon/control_ops_jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
+#include "daemon/http/ceilo_resources.h"
+#include "daemon/http/http_server.h"
 #include "daemon/ingest.h"
 #include "daemon/pipeline.h"
 #include "storage/journal.h"
@@ -105,10 +107,11 @@ static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
 
 static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 8);
+    msgpack_pack_map(pk, 9);
     mp_pack_kv_str(pk, "unix", d->cfg->listen.unix_path);
     mp_pack_kv_int(pk, "tcp_port", ga_ingest_tcp_port(d->ingest));
     mp_pack_kv_int(pk, "udp_port", ga_ingest_udp_port(d->ingest));
+    mp_pack_kv_int(pk, "ceilometer_tcp_port", ga_ingest_ceilometer_tcp_port(d->ingest));
     mp_pack_kv_uint(pk, "connections", s->in.conns_open);
     mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
     mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
@@ -192,7 +195,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
-    msgpack_pack_map(pk, 15);
+    msgpack_pack_map(pk, 16);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -209,6 +212,11 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     pack_ingest(d, &snap, pk);
     mp_pack_cstr(pk, "journal");
     pack_journal(d, &snap, pk);
+    mp_pack_cstr(pk, "http");
+    msgpack_pack_map(pk, 3);
+    mp_pack_kv_str(pk, "listen", d->cfg->listen.http);
+    mp_pack_kv_int(pk, "port", d->http ? http_server_port(d->http) : 0);
+    mp_pack_kv_str(pk, "auth", d->cfg->http.auth);
     mp_pack_cstr(pk, "queues");
     msgpack_pack_map(pk, 5);
     mp_pack_kv_int(pk, "control_connections", ga_control_connections(d->control));
@@ -266,6 +274,22 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
         snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
         KV(key, s->in.udp_rejected[r]);
     }
+    KV("ceilometer_tcp.connections_open", s->in.ctcp_conns_open);
+    KV("ceilometer_tcp.connections_total", s->in.ctcp_conns_total);
+    KV("ceilometer_tcp.connections_refused", s->in.ctcp_conns_refused);
+    KV("ceilometer_tcp.bytes_in", s->in.ctcp_bytes_in);
+    KV("ceilometer_tcp.frames", s->in.ctcp_frames);
+    KV("ceilometer_tcp.accepted", s->in.ctcp_accepted);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
+        KV(key, s->in.ctcp_rejected[r]);
+    }
+    for (int r = 0; r < IC_CTCP_NBAD; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
+        KV(key, s->in.ctcp_bad_frames[r]);
+    }
     KV("journal.retained_bytes", s->jn.retained_bytes);
     KV("journal.segments", s->jn.segments);
     KV("journal.appends", s->jn.appends);
@@ -305,6 +329,10 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
     KV("storage.rows_rejected", w->rows_rejected);
     KV("storage.isolations", w->isolations);
+    KV("storage.rows_updated", w->rows_updated);
+    KV("storage.pairs_asked", w->pairs_asked);
+    KV("storage.pairs_new", w->pairs_new);
+    KV("storage.update_fallbacks", w->update_fallbacks);
     KV("storage.late_committed", w->late_committed);
     KV("storage.transactions", w->transactions);
     KV("storage.retries", w->retries);
@@ -313,11 +341,26 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.partitions_created", w->partitions_created);
     KV("storage.partitions_dropped", w->partitions_dropped);
     KV("gpu.devices", d->ngpus);
+    struct http_stats hs = { 0 };
+    struct cres_stats rs = { 0 };
+    if (d->http)
+        http_get_stats(d->http, &hs);
+    if (d->resources)
+        cres_get_stats(d->resources, &rs);
+    KV("http.connections_open", hs.connections);
+    KV("http.requests", hs.requests);
+    KV("http.errors_4xx", hs.errors_4xx);
+    KV("http.errors_5xx", hs.errors_5xx);
+    KV("http.too_big", hs.too_big);
+    KV("http.unauthorized", hs.unauthorized);
+    KV("resources.samples_seen", rs.seen);
+    KV("resources.recorded", rs.recorded);
+    KV("resources.dropped", rs.dropped);
+    KV("resources.errors", rs.errors);
     return n + ctlj_pack_stats(d, pk);
 }
 
-static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
-                   msgpack_packer *pk, char *err, size_t errlen)
+void ga_ctl_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
@@ -328,6 +371,12 @@ static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     msgpack_pack_map(pk, (size_t)n + 1);
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
     pack_stats(d, &snap, pk);
+}
+
+static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
+                   msgpack_packer *pk, char *err, size_t errlen)
+{
+    ga_ctl_pack_stats(d, pk);
     return 0;
 }
 

@@ -11,9 +11,12 @@
 #include "daemon/admit.h"
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
+#include "daemon/http/ceilo_resources.h"
+#include "daemon/http/http_server.h"
 #include "daemon/ingest.h"
 #include "daemon/job_kinds.h"
 #include "daemon/log.h"
+#include "daemon/loop_call.h"
 #include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/ga_err.h"
@@ -168,6 +171,13 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
         return rc;
     }
     pl_set_admit(d->pipeline, d->admit);
+    if (c->listen.http[0]) {
+        if ((rc = cres_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
+            snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
+            return rc;
+        }
+        pl_set_udp_sink(d->pipeline, cres_sample, d->resources);
+    }
     struct ga_engine *engine;
     if ((rc = open_engine(d, &engine)) < 0 ||
         (rc = ew_start(&d->worker, d, d->pipeline, d->journal, engine)) < 0) {
@@ -229,6 +239,12 @@ static void on_closed_noop(uv_handle_t *h)
 /* The last drain stage: nothing of ours is left on the loop. */
 static void close_loop_handles(struct ga_daemon *d)
 {
+    /* First: HTTP handlers may be waiting in a loop call.  The pointer
+     * stays set (handlers may still read it until http_server_stop has
+     * joined them); the struct is freed on a later loop turn. */
+    ga_loop_call_close(d->loop_call);
+    http_server_stop(d->http);           /* waits for running handlers */
+    d->http = NULL;
     ga_control_stop(d->control);
     d->control = NULL;
     uv_close((uv_handle_t *)&d->sig_term, on_closed_noop);
@@ -291,6 +307,7 @@ void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
     if (d->state == GA_STATE_DRAINING)
         return;
     d->state = GA_STATE_DRAINING;
+    __atomic_store_n(&d->draining, 1, __ATOMIC_RELEASE);
     ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
     ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
     uv_signal_stop(&d->sig_hup);
@@ -391,6 +408,11 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     uv_timer_init(d->loop, &d->housekeeping);   /* first: every exit path closes it */
     d->housekeeping.data = d;
     uv_timer_start(&d->housekeeping, on_housekeeping, 1000, 1000);
+    if ((rc = ga_loop_call_open(&d->loop_call, d->loop)) < 0) {
+        ga_log(GA_LOG_ERROR, "loop_call", "error=\"%s\"", ga_strerror(rc));
+        d->exit_code = 1;
+        goto out;
+    }
     if ((rc = start_signals(d)) < 0) {
         ga_log(GA_LOG_ERROR, "signals", "error=\"%s\"", uv_strerror(rc));
         d->exit_code = 1;
@@ -443,6 +465,18 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     ga_log(GA_LOG_INFO, "control_listen", "socket=%s mode=%04o", cfg->control.socket,
            cfg->control.mode);
 
+    if (cfg->listen.http[0] &&
+        ((rc = pgq_open(&d->http_query, cfg->storage.conninfo, cfg->http.pool_size)) < 0 ||
+         (rc = http_server_start(&d->http, cfg, d, d->http_query, err, sizeof err)) < 0)) {
+        if (!d->http_query)
+            snprintf(err, sizeof err, "http query pool: %s", ga_strerror(rc));
+        ga_log(GA_LOG_ERROR, "http_listen", "error=\"%s\"", err);
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "startup failure");
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        goto out;
+    }
+
     d->watchdog_usec = ga_notify_watchdog_usec();
     if (d->watchdog_usec) {
         uint64_t half_ms = d->watchdog_usec / 2000;
@@ -467,6 +501,8 @@ out:
     ga_job_service_stop(d);              /* the control server's threads are gone */
     pgc_stop(d->storage);
     pgq_close(d->query);                 /* the control server's threads are gone */
+    pgq_close(d->http_query);            /* the HTTP server's threads are gone */
+    cres_stop(d->resources);             /* the decode workers are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

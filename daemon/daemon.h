@@ -35,12 +35,16 @@ struct ga_engine_worker;
 struct pgq;
 struct ga_jobs;
 struct ctlj_waiters;
+struct http_server;
+struct cres;
+struct ga_loop_call;
 
 struct ga_daemon {
     uv_loop_t *loop;
     struct ga_config *cfg;               /* the running config, heap */
     char config_path[GA_PATH_MAX];
     enum ga_state state;
+    int draining;                        /* 1 once the drain began; __atomic (HTTP threads read it) */
     int64_t start_mono_ns;
     int exit_code;
 
@@ -60,6 +64,10 @@ struct ga_daemon {
     struct pgq *query;                   /* read queries of the control ops; blocking */
     struct ga_jobs *jobs;                /* the job manager (daemon/job_kinds.h) */
     struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
+    struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
+    struct pgq *http_query;              /* the HTTP handlers' own query pool */
+    struct cres *resources;              /* resources from Ceilometer samples, with listen.http */
+    struct ga_loop_call *loop_call;      /* other threads' calls onto the loop (loop_call.h) */
 
     int ngpus;                           /* devices found, usable or not */
     struct ga_gpu_info gpus[GA_GPU_MAX];

@@ -318,6 +318,7 @@ void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn)
         conn_pump(c);
     }
     ic_udp_pump(g);
+    ic_ctcp_pump(g);
     update_backpressure(g);
     ic_check_stopped(g);
 }
@@ -703,6 +704,8 @@ int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_inges
         rc = listen_tcp(g, cfg->listen.tcp, err, errlen);
     if (rc == 0 && cfg->listen.udp[0])
         rc = ic_udp_start(g, cfg->listen.udp, err, errlen);
+    if (rc == 0 && cfg->listen.ceilometer_tcp[0])
+        rc = ic_ctcp_start(g, cfg->listen.ceilometer_tcp, err, errlen);
     return rc;
 }
 
@@ -722,6 +725,7 @@ void ic_check_stopped(struct ga_ingest *g)
     for (struct ic_conn *c = g->conns; c; c = c->next)
         busy |= c->head != NULL;
     busy |= !ic_udp_idle(g);
+    busy |= !ic_ctcp_idle(g);
     if (g->stopping == 1 && (!busy || now > g->stop_deadline_ns)) {
         g->stopping = 2;               /* close everything */
         if (busy)                      /* items waiting for journal space give up */
@@ -735,6 +739,7 @@ void ic_check_stopped(struct ga_ingest *g)
         }
         uv_close((uv_handle_t *)&g->sweep, on_server_closed);
         ic_udp_stop(g);
+        ic_ctcp_stop(g);
     }
     if (g->stopping == 2 && !g->conns && g->open_handles == 0) {
         g->stopping = 3;
@@ -779,4 +784,9 @@ int ga_ingest_tcp_port(const struct ga_ingest *g)
 int ga_ingest_udp_port(const struct ga_ingest *g)
 {
     return g ? ic_udp_port(g) : 0;
+}
+
+int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g)
+{
+    return ic_ctcp_port(g);
 }

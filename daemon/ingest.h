@@ -31,7 +31,17 @@ struct ga_ingest_stats {
     uint64_t conns_refused_peer;      /* refused at limits.max_connections_per_peer */          /* reads that stopped at max_inflight unacked batches */
     uint64_t udp_datagrams, udp_accepted, udp_dropped_backpressure;
     uint64_t udp_rejected[16];              /* by ceilo_reject reason */
+    /* listen.ceilometer_tcp */
+    uint64_t ctcp_conns_open, ctcp_conns_total, ctcp_conns_refused, ctcp_bytes_in, ctcp_frames;
+    uint64_t ctcp_accepted;
+    uint64_t ctcp_rejected[16];             /* by ceilo_reject reason */
+    uint64_t ctcp_bad_frames[4];            /* by enum ic_ctcp_bad */
 };
+
+/* Why a Ceilometer TCP connection was closed for a bad frame. */
+enum ic_ctcp_bad { IC_CTCP_OVERSIZE, IC_CTCP_GARBAGE, IC_CTCP_TRUNCATED, IC_CTCP_SLOW, IC_CTCP_NBAD };
+/* Their stats names: "oversize", "garbage", "truncated", "slow". */
+extern const char *const ic_ctcp_bad_names[IC_CTCP_NBAD];
 
 /* Start the configured listeners.  Returns 0 or GA_E* with err. */
 int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_ingest **out,
@@ -47,5 +57,6 @@ void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
 /* Bound ports (for "port 0" configs), 0 when the listener is off. */
 int ga_ingest_tcp_port(const struct ga_ingest *g);
 int ga_ingest_udp_port(const struct ga_ingest *g);
+int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g);
 
 #endif

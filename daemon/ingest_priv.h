@@ -29,6 +29,8 @@ struct ga_ingest {
     struct ga_ingest_stats st;
     /* UDP (ingest_udp.c) */
     struct ic_udp *udp;
+    /* Ceilometer TCP (ingest_ceilo_tcp.c) */
+    struct ic_ctcp *ctcp;
 };
 
 /* 1 while the pipeline is too far behind to take more input. */
@@ -39,6 +41,14 @@ void ic_udp_pump(struct ga_ingest *g);
 void ic_udp_stop(struct ga_ingest *g);
 int ic_udp_idle(struct ga_ingest *g);
 int ic_udp_port(const struct ga_ingest *g);
+/* Ceilometer's tcp:// framing (ingest_ceilo_tcp.c): start the listener;
+ * move decoded items on and resume reading (after journal progress); begin
+ * the drain and say whether nothing is left in flight; close everything. */
+int ic_ctcp_start(struct ga_ingest *g, const char *hostport, char *err, size_t errlen);
+void ic_ctcp_pump(struct ga_ingest *g);
+int ic_ctcp_idle(struct ga_ingest *g);
+void ic_ctcp_stop(struct ga_ingest *g);
+int ic_ctcp_port(const struct ga_ingest *g);
 /* Check whether a stopping ingest has finished (closes and calls done). */
 void ic_check_stopped(struct ga_ingest *g);
 

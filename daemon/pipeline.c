@@ -46,6 +46,10 @@ struct ga_pipeline {
     size_t eq_entries, eq_bytes, max_entries, max_bytes;
     uint64_t durable;                  /* guarded by mu */
     struct pl_stats st;
+    /* pl_set_udp_sink: every accepted Ceilometer datagram, from the
+     * decode workers */
+    void (*udp_sink)(void *ctx, const void *dgram, size_t len);
+    void *udp_sink_ctx;
 };
 
 /* ---- decode workers ---------------------------------------------------- */
@@ -100,7 +104,8 @@ static int encode_record(struct pl_item *it, const struct ing_batch *b)
 
 /* UDP items: [u32 len][datagram]... decoded as Ceilometer samples into one
  * batch of one name per accepted sample. */
-static int decode_udp(struct pl_item *it, struct ing_batch *b, const char *secret)
+static int decode_udp(struct ga_pipeline *p, struct pl_item *it, struct ing_batch *b,
+                      const char *secret)
 {
     size_t n = it->ndatagrams, name_bytes = 0, off = 0, k = 0;
     struct ceilo_sample *s = malloc((n ? n : 1) * sizeof *s);
@@ -112,6 +117,8 @@ static int decode_udp(struct pl_item *it, struct ing_batch *b, const char *secre
         char err[128];
         int r = ceilo_decode(it->frame + off + 4, len, secret, secret ? strlen(secret) : 0, &s[k],
                              err, sizeof err);
+        if (r == CEILO_OK && p->udp_sink)
+            p->udp_sink(p->udp_sink_ctx, it->frame + off + 4, len);
         off += 4 + (size_t)len;
         if (r != CEILO_OK) {
             it->udp_rejects[r < 16 ? r : 15]++;
@@ -144,7 +151,7 @@ static void decode_work(uv_work_t *w)
         return;
     }
     if (it->udp) {
-        it->rc = decode_udp(it, b, it->secret);
+        it->rc = decode_udp(dc->p, it, b, it->secret);
         it->has_seq = 0;
         if (it->rc == 0 && dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0)
             it->rc = GA_ENOMEM;
@@ -561,6 +568,13 @@ static void free_pipeline(uv_handle_t *h)
     pthread_cond_destroy(&p->space_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
+}
+
+void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
+                     void *ctx)
+{
+    p->udp_sink = fn;
+    p->udp_sink_ctx = ctx;
 }
 
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,

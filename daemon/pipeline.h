@@ -95,6 +95,12 @@ struct ga_pipeline;
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
              size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
+/* Have fn(ctx, datagram, len) called, on a decode worker thread, for
+ * every Ceilometer datagram that decodes (the HTTP API's resource
+ * recorder).  fn must be thread-safe and must not keep the datagram.  Call
+ * before any UDP item is submitted. */
+void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
+                     void *ctx);
 /* Drain: every submitted item is journaled and synced (items still waiting
  * for journal space fail with GA_ESHUTDOWN: they were never acknowledged);
  * stops the threads.  Blocks; call once the loop no longer submits.  The

@@ -107,6 +107,12 @@ static int map_reserve(struct pgb_map *m, size_t more)
     return 0;
 }
 
+int pgb_has_def(const struct pgb_batch *b, uint32_t id)
+{
+    size_t slot;
+    return b->def_ix.cap && map_find(&b->def_ix, id, &slot) >= 0;
+}
+
 static void map_put(struct pgb_map *m, size_t slot, uint32_t key, size_t index)
 {
     m->keys[slot] = key;
@@ -227,24 +233,6 @@ static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *snap, si
     e->len = len;
 }
 
-/* Reserve room for everything u can add, so that merging cannot fail half
- * way.  0 or GA_ENOMEM. */
-static int reserve_unit(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows,
-                        int skip_counts, size_t nw)
-{
-    size_t nl = skip_rows ? 0 : u->nlate, nc = skip_counts ? 0 : u->ncounts;
-    if (grow((void **)&b->late, &b->cap_late, b->nlate + nl, sizeof *b->late) < 0 ||
-        grow((void **)&b->defs, &b->cap_defs, b->ndefs + u->ndefs, sizeof *b->defs) < 0 ||
-        grow((void **)&b->policies, &b->cap_policies, b->npolicies + u->ndefs,
-             sizeof *b->policies) < 0 ||
-        grow((void **)&b->counts, &b->cap_counts, b->ncounts + nc, sizeof *b->counts) < 0 ||
-        grow((void **)&b->windows, &b->cap_windows, b->nwindows + nw, sizeof *b->windows) < 0 ||
-        map_reserve(&b->def_ix, u->ndefs) < 0 || map_reserve(&b->count_ix, nc) < 0 ||
-        map_reserve(&b->window_ix, nw) < 0)
-        return GA_ENOMEM;
-    return 0;
-}
-
 /* 1 if s is well-formed UTF-8 (PostgreSQL would refuse it otherwise, and a
  * refused batch is retried forever). */
 static int utf8_ok(const char *s)
@@ -283,73 +271,154 @@ static int check_unit(const struct pgw_unit *u)
     return 0;
 }
 
-int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
-              uint64_t seq, int64_t now_mono_ns)
+void pgb_unit_free(struct pgb_unit *q)
 {
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->ndefs; i++)
+        free(q->names[i]);
+    for (size_t i = 0; i < q->nwindows; i++)
+        free(q->snaps[i]);
+    free(q->aggs);
+    free(q->late);
+    free(q->defs);
+    free(q->names);
+    free(q->policies);
+    free(q->counts);
+    free(q->wmetric);
+    free(q->snaps);
+    free(q->lens);
+    free(q);
+}
+
+static void *dup_mem(const void *p, size_t n, size_t sz, int *rc)
+{
+    if (!n)
+        return NULL;
+    void *d = malloc(n * sz);
+    if (!d)
+        *rc = GA_ENOMEM;
+    else
+        memcpy(d, p, n * sz);
+    return d;
+}
+
+int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct pgb_unit **out)
+{
+    *out = NULL;
     int rc = check_unit(u);
     if (rc < 0)
         return rc;
-    /* Encode windows, copy names and reserve memory first, so that a
-     * failure leaves b unchanged (but for spare capacity). */
-    size_t nw = skip_windows ? 0 : u->nwindows;
-    uint8_t **snaps = nw ? calloc(nw, sizeof *snaps) : NULL;
-    size_t *lens = nw ? calloc(nw, sizeof *lens) : NULL;
-    char **names = u->ndefs ? calloc(u->ndefs, sizeof *names) : NULL;
-    if ((nw && (!snaps || !lens)) || (u->ndefs && !names)) {
-        rc = GA_ENOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < nw; i++)
-        if ((rc = pgwin_encode(u->windows[i].window, &snaps[i], &lens[i])) < 0)
-            goto out;
-    for (size_t i = 0; i < u->ndefs; i++)
-        if (!(names[i] = strdup(u->defs[i].name))) {
-            rc = GA_ENOMEM;
-            goto out;
-        }
+    struct pgb_unit *q = calloc(1, sizeof *q);
+    if (!q)
+        return GA_ENOMEM;
     /* counters travel with the window set they belong to, if any */
     int skip_counts = u->window_lsn ? skip_windows : skip_rows;
-    if ((rc = reserve_unit(b, u, skip_rows, skip_counts, nw)) < 0)
-        goto out;
-    if (!skip_rows && (rc = merge_aggs(b, u->aggs, u->naggs)) < 0)
-        goto out;
-    /* Nothing below can fail. */
-    for (size_t i = 0; i < u->ndefs; i++) {
-        merge_def(b, &u->defs[i], names[i]);
-        names[i] = NULL;
-    }
+    q->skip_windows = skip_windows;
+    q->lsn = u->lsn;
+    q->window_lsn = u->window_lsn;
+    q->window_parts = u->window_parts;
     if (!skip_rows) {
-        if (u->nlate)
-            memcpy(b->late + b->nlate, u->late, u->nlate * sizeof *u->late);
-        b->nlate += u->nlate;
+        q->aggs = dup_mem(u->aggs, q->naggs = u->naggs, sizeof *u->aggs, &rc);
+        q->late = dup_mem(u->late, q->nlate = u->nlate, sizeof *u->late, &rc);
+        q->rows = ga_aggs_count(u->aggs, u->naggs) + u->nlate;
     }
     if (!skip_counts)
-        for (size_t i = 0; i < u->ncounts; i++)
-            merge_count(b, &u->counts[i]);
-    for (size_t i = 0; i < nw; i++) {
-        merge_window(b, u->windows[i].metric, snaps[i], lens[i]);
-        snaps[i] = NULL;
+        q->counts = dup_mem(u->counts, q->ncounts = u->ncounts, sizeof *u->counts, &rc);
+    if (u->ndefs && rc == 0) {
+        q->defs = calloc(u->ndefs, sizeof *q->defs);
+        q->names = calloc(u->ndefs, sizeof *q->names);
+        q->policies = calloc(u->ndefs, sizeof *q->policies);
+        rc = q->defs && q->names && q->policies ? 0 : GA_ENOMEM;
+        for (size_t i = 0; rc == 0 && i < u->ndefs; i++) {
+            if (!(q->names[i] = strdup(u->defs[i].name))) {
+                rc = GA_ENOMEM;
+                break;
+            }
+            q->policies[i] = *u->defs[i].policy;
+            q->defs[i] = (struct pgw_metric_def){ u->defs[i].id, q->names[i], &q->policies[i] };
+            q->ndefs++;
+        }
     }
-    if (!skip_windows && u->window_lsn) {
+    size_t nw = skip_windows ? 0 : u->nwindows;
+    if (nw && rc == 0) {
+        q->wmetric = calloc(nw, sizeof *q->wmetric);
+        q->snaps = calloc(nw, sizeof *q->snaps);
+        q->lens = calloc(nw, sizeof *q->lens);
+        rc = q->wmetric && q->snaps && q->lens ? 0 : GA_ENOMEM;
+        for (size_t i = 0; rc == 0 && i < nw; i++) {
+            q->wmetric[i] = u->windows[i].metric;
+            if ((rc = pgwin_encode(u->windows[i].window, &q->snaps[i], &q->lens[i])) == 0)
+                q->nwindows++;
+        }
+        q->rows += q->nwindows;
+    }
+    if (rc < 0) {
+        pgb_unit_free(q);
+        return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+/* Room for everything q adds, so that taking it cannot fail half way. */
+static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
+{
+    if (grow((void **)&b->late, &b->cap_late, b->nlate + q->nlate, sizeof *b->late) < 0 ||
+        grow((void **)&b->defs, &b->cap_defs, b->ndefs + q->ndefs, sizeof *b->defs) < 0 ||
+        grow((void **)&b->policies, &b->cap_policies, b->npolicies + q->ndefs,
+             sizeof *b->policies) < 0 ||
+        grow((void **)&b->counts, &b->cap_counts, b->ncounts + q->ncounts, sizeof *b->counts) < 0 ||
+        grow((void **)&b->windows, &b->cap_windows, b->nwindows + q->nwindows,
+             sizeof *b->windows) < 0 ||
+        map_reserve(&b->def_ix, q->ndefs) < 0 || map_reserve(&b->count_ix, q->ncounts) < 0 ||
+        map_reserve(&b->window_ix, q->nwindows) < 0)
+        return GA_ENOMEM;
+    return 0;
+}
+
+int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_mono_ns)
+{
+    int rc;
+    if ((rc = reserve_unit(b, q)) < 0 || (rc = merge_aggs(b, q->aggs, q->naggs)) < 0)
+        return rc;
+    /* Nothing below can fail. */
+    for (size_t i = 0; i < q->ndefs; i++) {
+        merge_def(b, &q->defs[i], q->names[i]);
+        q->names[i] = NULL;
+    }
+    if (q->nlate)
+        memcpy(b->late + b->nlate, q->late, q->nlate * sizeof *q->late);
+    b->nlate += q->nlate;
+    for (size_t i = 0; i < q->ncounts; i++)
+        merge_count(b, &q->counts[i]);
+    for (size_t i = 0; i < q->nwindows; i++) {
+        merge_window(b, q->wmetric[i], q->snaps[i], q->lens[i]);
+        q->snaps[i] = NULL;
+    }
+    if (!q->skip_windows && q->window_lsn) {
         for (int p = 0; p < GA_PARTITIONS; p++)
-            if ((!u->window_parts || (u->window_parts >> p & 1)) && u->window_lsn > b->part_lsn[p])
-                b->part_lsn[p] = u->window_lsn;
+            if ((!q->window_parts || (q->window_parts >> p & 1)) && q->window_lsn > b->part_lsn[p])
+                b->part_lsn[p] = q->window_lsn;
         b->has_windows = 1;
     }
-    if (u->lsn > b->lsn)
-        b->lsn = u->lsn;
+    if (q->lsn > b->lsn)
+        b->lsn = q->lsn;
     if (!b->units)
         b->oldest_mono_ns = now_mono_ns;
     b->units++;
     b->last_seq = seq;
-out:
-    for (size_t i = 0; snaps && i < nw; i++)
-        free(snaps[i]);
-    for (size_t i = 0; names && i < u->ndefs; i++)
-        free(names[i]);
-    free(snaps);
-    free(lens);
-    free(names);
+    pgb_unit_free(q);
+    return 0;
+}
+
+int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
+              uint64_t seq, int64_t now_mono_ns)
+{
+    struct pgb_unit *q;
+    int rc = pgb_copy(u, skip_rows, skip_windows, &q);
+    if (rc == 0 && (rc = pgb_take(b, q, seq, now_mono_ns)) < 0)
+        pgb_unit_free(q);
     return rc;
 }
 

@@ -87,13 +87,54 @@ struct pgb_batch {
     int64_t oldest_mono_ns;          /* submit time of the first unit, 0 if empty */
 };
 
-/* Merge u into b.  skip_rows: drop u's aggs and late points (and its
+/* A unit copied off its submitter (pgb_copy): owns every array, its
+ * windows already encoded, what the skips drop already dropped.  The
+ * writer thread takes it into its batch (pgb_take), so that the coalescing
+ * work runs on the writer's thread, not the submitter's. */
+struct pgb_unit {
+    struct pgb_unit *next;           /* the writer's inbox */
+    struct ga_agg *aggs;             /* rows and wide records, as submitted */
+    size_t naggs;
+    struct ga_late *late;
+    size_t nlate;
+    struct pgw_metric_def *defs;     /* names and policies point into this unit */
+    char **names;
+    struct ga_policy *policies;
+    size_t ndefs;
+    struct pgw_count *counts;
+    size_t ncounts;
+    uint32_t *wmetric;
+    uint8_t **snaps;                 /* pgwin_encode */
+    size_t *lens, nwindows;
+    uint64_t lsn, window_lsn, window_parts;
+    int skip_windows;
+    size_t rows;                     /* what it adds to pgb_rows, at most */
+    uint64_t seq;                    /* the writer's sequence number */
+    int64_t submit_mono_ns;
+};
+
+/* Copy u (the arrays it borrows) into a new unit, leaving out what
+ * skip_rows / skip_windows drop (see pgb_merge).  0, or GA_ENOMEM /
+ * GA_EINVAL (a bad window or name: nothing copied). */
+int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct pgb_unit **out);
+
+/* Merge q into b and free q (0); on GA_ENOMEM b is unchanged but for spare
+ * capacity and q is still the caller's. */
+int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_mono_ns);
+
+void pgb_unit_free(struct pgb_unit *q);
+
+/* Merge u into b (pgb_copy, then pgb_take).  skip_rows: drop u's aggs and late points (and its
  * counters when it is not a window set); skip_windows: drop its windows
  * and their counters (see pg_writer.h "LSNs").  On failure
  * (GA_ENOMEM, GA_EINVAL for a bad window or name) b is unchanged except for
  * spare capacity.  Windows are encoded here. */
 int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
               uint64_t seq, int64_t now_mono_ns);
+
+/* 1 if b carries the definition of metric id (a metric new to this
+ * process: it has no rows in the database yet). */
+int pgb_has_def(const struct pgb_batch *b, uint32_t id);
 
 /* 1 if b holds nothing to write (no rows, late, defs, counts, windows, and
  * no LSN to advance). */

@@ -156,6 +156,12 @@ static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *co
     return NULL;
 }
 
+PGresult *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals, int *rc,
+                   char *err, size_t errlen)
+{
+    return run(q, sql, nparams, vals, 0, rc, err, errlen);
+}
+
 int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, size_t errlen)
 {
     int rc = 0;

@@ -55,4 +55,13 @@ int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const c
               int64_t start_ns, int64_t stop_ns, struct pgq_point **out, size_t *n, char *err,
               size_t errlen);
 
+/* Run one read statement with text parameters and text results (for the
+ * HTTP API, whose SQL is built from the request).  Returns the result
+ * (PGRES_TUPLES_OK; the caller PQclear()s it) or NULL with *rc = GA_EIO
+ * (cannot connect) or GA_EDB and err set.  Retries once on a fresh
+ * connection when the old one was broken. */
+struct pg_result;
+struct pg_result *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals,
+                           int *rc, char *err, size_t errlen);
+
 #endif

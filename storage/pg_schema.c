@@ -398,6 +398,45 @@ static const char schema_v6[] =
     "           min(window_lsn) AS window_lsn, max(updated) AS updated\n"
     "      FROM partitions;\n";
 
+/* v7: what the Gnocchi-compatible HTTP API reads (docs/API.md).
+ * gpuagg_metric_uuid(name) is the metric's stable id: the name-based UUID
+ * (RFC 4122 version 3, MD5) of the name in gpuagg's metric namespace —
+ * version 3 because PostgreSQL computes MD5 itself, so the id is an
+ * indexed expression and never stored.  resources are Gnocchi's resources
+ * as Ceilometer samples describe them (id derived as Gnocchi's
+ * ResourceUUID does, in the daemon); resource_metrics names a resource's
+ * metrics (Gnocchi's metric name within the resource) and points at the
+ * gpuagg metric by name. */
+static const char schema_v7[] =
+    "CREATE FUNCTION gpuagg_metric_uuid(name text) RETURNS uuid\n"
+    "    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n"
+    "    AS $$ SELECT encode(set_byte(set_byte(h, 6, (get_byte(h, 6) & 15) | 48),\n"
+    "                                 8, (get_byte(h, 8) & 63) | 128), 'hex')::uuid\n"
+    "            FROM (SELECT decode(md5('\\x" GA_METRIC_NS_HEX "'::bytea\n"
+    "                                    || convert_to(name, 'UTF8')), 'hex') AS h) q $$;\n"
+    "CREATE INDEX metrics_uuid ON metrics (gpuagg_metric_uuid(name));\n"
+    "CREATE TABLE resources (\n"
+    "    id                   uuid PRIMARY KEY,\n"
+    "    original_resource_id text NOT NULL,\n"
+    "    type                 text NOT NULL DEFAULT 'generic',\n"
+    "    creator              text NOT NULL DEFAULT '',\n"
+    "    project_id           text,\n"
+    "    user_id              text,\n"
+    "    attributes           jsonb NOT NULL DEFAULT '{}',\n"
+    "    started_at           timestamptz NOT NULL DEFAULT now(),\n"
+    "    revision_start       timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "CREATE INDEX resources_type ON resources (type);\n"
+    "CREATE INDEX resources_project ON resources (project_id);\n"
+    "CREATE TABLE resource_metrics (\n"
+    "    resource uuid NOT NULL REFERENCES resources (id) ON DELETE CASCADE,\n"
+    "    name     text NOT NULL,\n"
+    "    metric   text NOT NULL,\n"
+    "    unit     text,\n"
+    "    PRIMARY KEY (resource, name)\n"
+    ");\n"
+    "CREATE INDEX resource_metrics_metric ON resource_metrics (metric);\n";
+
 /* v8: rows a flush could not store.  A flush that fails on its data
  * (docs/STORAGE.md "Rows the database refuses") isolates the metrics whose
  * rows cause it, records their rows here with the error and commits the
@@ -433,6 +472,7 @@ static const struct step steps[] = {
     { 4, "one row per bucket, partitions per archive", schema_v4, NULL },
     { 5, "window checkpoints per partition of the metric space", schema_v5, NULL },
     { 6, "committed positions per partition, for parallel writers", schema_v6, NULL },
+    { 7, "resources and metric ids for the HTTP API", schema_v7, NULL },
     { 8, "rows a flush could not store", schema_v8, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))

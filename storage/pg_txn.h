@@ -57,6 +57,8 @@ struct pgt_timing {
     size_t rows_fresh;               /* of which COPYed straight into buckets */
     size_t rows_merged;              /* of which merged with another method set */
     int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
+    size_t rows_updated;             /* of which replaced by the plain UPDATE */
+    int update_fallback;             /* 1: a row to replace was missing; all were upserted */
 };
 
 /* Connect to conninfo as application_name "gpuaggd-writer", take the

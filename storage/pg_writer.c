@@ -1,10 +1,12 @@
 /* pg_writer.c — the storage writer thread (see pg_writer.h).
  *
- * Two batches: `filling` takes submitted units (under mu, from any thread);
- * `flushing` is the one being written, owned by the writer thread.  When
- * the filling batch is due, the writer swaps them under mu and writes
- * `flushing` outside the lock, retrying until it commits.  Lock order: only
- * mu; callbacks run with no lock held. */
+ * pgw_submit copies a unit (pgb_copy) onto the inbox, under mu; the writer
+ * thread moves the inbox into its `filling` batch, where units coalesce
+ * (pgb_take: the hashing, on the writer's thread, not the submitter's),
+ * and when it is due swaps it with `flushing` and writes that, retrying
+ * until it commits.  Both batches belong to the writer thread; what other
+ * threads read of them (rows, units, age) is mirrored under mu.  Lock
+ * order: only mu; callbacks run with no lock held. */
 #include "storage/pg_writer.h"
 
 #include <inttypes.h>
@@ -42,7 +44,10 @@ struct pgw {
     struct pgw_opts o;                /* tuning fields guarded by mu */
 
     /* guarded by mu */
-    struct pgb_batch filling;
+    struct pgb_unit *inbox, *inbox_tail;  /* submitted, not yet taken into filling */
+    size_t inbox_rows, filling_rows;  /* filling_*: the writer's mirror of filling */
+    uint64_t inbox_units, filling_units;
+    int64_t inbox_oldest_mono, filling_oldest_mono;
     uint64_t seq, committed_seq, flush_target;
     uint64_t skip_lsn;
     uint64_t skip_part[GA_PARTITIONS];  /* window sets at or below are in the database */
@@ -55,9 +60,10 @@ struct pgw {
     struct pgw_status st;
 
     /* writer thread only */
-    struct pgb_batch flushing;
+    struct pgb_batch filling, flushing;
     struct pgt_conn tc;
     struct pgf_map hw;                /* committed high water (pg_fresh.h) */
+    uint64_t pairs_new;               /* pairs noted empty: their metric is new */
     int backoff_ms;
     int64_t next_maint_mono, last_activity_mono;
     int stop_rc;
@@ -103,7 +109,7 @@ static int sleep_ms(struct pgw *w, int ms)
         /* pgw_stop wakes us: end the sleep at its deadline, or at once when
          * nothing is left to write. */
         if (w->stopping && ((w->stop_deadline_mono && ga_now_mono_ns() >= w->stop_deadline_mono) ||
-                            (pgb_empty(&w->filling) && !w->flushing_units)))
+                            (!w->inbox && !w->filling_units && !w->flushing_units)))
             break;
     }
     int stop = w->stopping && w->stop_deadline_mono && ga_now_mono_ns() >= w->stop_deadline_mono;
@@ -185,9 +191,12 @@ static uint64_t new_batch_id(void)
 
 /* Before the first flush of (metric, granularity) pairs this process has
  * not committed: their high water from the database (-1 where it has no
- * bucket), so their new buckets are COPYed too (pg_fresh.h).  A failure
- * forgets every pair (only slower; the connection error shows in the
- * flush that follows). */
+ * bucket), so their new buckets are COPYed too (pg_fresh.h).  A metric
+ * whose definition travels in this batch was created by this process and
+ * has no rows yet: its pairs are noted empty without asking (registering a
+ * million new metrics would otherwise cost an index descent per partition
+ * of each pair).  A failure forgets every pair (only slower; the
+ * connection error shows in the flush that follows). */
 static void learn_pairs(struct pgw *w)
 {
     const struct pgb_batch *b = &w->flushing;
@@ -197,10 +206,28 @@ static void learn_pairs(struct pgw *w)
     for (size_t i = 0; i < b->naggs; i++) {
         if (pgf_known(&w->hw, &b->aggs[i]))
             continue;
+        if (b->ndefs && pgb_has_def(b, b->aggs[i].metric)) {
+            struct ga_agg none = b->aggs[i];
+            none.ts = -1;
+            if (pgf_note(&w->hw, &none, 1)) {
+                pgf_clear(&w->hw);
+                free(u);
+                return;
+            }
+            w->pairs_new++;
+            continue;
+        }
+        if (n && u[n - 1].metric == b->aggs[i].metric &&
+            u[n - 1].granularity_ns == b->aggs[i].granularity_ns)
+            continue;                       /* sorted: a pair's rows are adjacent */
         if (!u && !(u = malloc(b->naggs * sizeof *u)))
             return;
         u[n++] = b->aggs[i];
     }
+    pthread_mutex_lock(&w->mu);
+    w->st.pairs_asked += n;
+    w->st.pairs_new = w->pairs_new;
+    pthread_mutex_unlock(&w->mu);
     if (!n)
         return;
     for (size_t i = 0; i < n; i++) {
@@ -339,6 +366,8 @@ static int write_batch(struct pgw *w)
     st->rows_merged += t.rows_merged;
     st->rows_rejected += w->flushing.nrejects + unrecorded;
     st->fresh_fallbacks += (uint64_t)t.fresh_fallback;
+    st->rows_updated += t.rows_updated;
+    st->update_fallbacks += (uint64_t)t.update_fallback;
     st->last_fresh_ms = t.fresh_ms;
     st->last_flush_ms = t.total_ms;
     st->last_copy_ms = t.copy_ms;
@@ -395,11 +424,58 @@ static void complete(struct pgw *w, int committed, int rc)
     }
 }
 
-/* Under mu: is the filling batch due for writing? */
+/* Writer thread: move the inbox into filling.  A unit that cannot be taken
+ * for want of memory goes back to the inbox head, with the rest, for the
+ * next turn. */
+static void take_inbox(struct pgw *w)
+{
+    pthread_mutex_lock(&w->mu);
+    struct pgb_unit *q = w->inbox;
+    w->inbox = w->inbox_tail = NULL;
+    size_t rows = w->inbox_rows;
+    uint64_t units = w->inbox_units;
+    w->inbox_rows = w->inbox_units = 0;
+    w->inbox_oldest_mono = 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!q)
+        return;
+    int rc = 0;
+    while (q && rc == 0) {
+        struct pgb_unit *next = q->next;
+        if ((rc = pgb_take(&w->filling, q, q->seq, q->submit_mono_ns)) == 0) {
+            rows -= q->rows < rows ? q->rows : rows;
+            units--;
+            q = next;
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    if (q) {                             /* out of memory: q and the rest wait */
+        struct pgb_unit *last = q;
+        while (last->next)
+            last = last->next;
+        last->next = w->inbox;
+        if (!w->inbox)
+            w->inbox_tail = last;
+        w->inbox = q;
+        w->inbox_rows += rows;
+        w->inbox_units += units;
+        w->inbox_oldest_mono = q->submit_mono_ns;
+        ga_log(GA_LOG_WARN, "storage_writer_no_memory", "units_waiting=%" PRIu64, w->inbox_units);
+    }
+    w->filling_rows = pgb_rows(&w->filling);
+    w->filling_units = w->filling.units;
+    w->filling_oldest_mono = w->filling.oldest_mono_ns;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Under mu, writer thread: is the filling batch due for writing?  When it
+ * is not, *wait_ns is how long the writer may sleep: 0 while units wait
+ * in the inbox (it takes them first).  The inbox never delays a due batch:
+ * under a steady stream it is seldom empty. */
 static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
 {
     struct pgb_batch *b = &w->filling;
-    *wait_ns = ms_to_ns(IDLE_CHECK_MS);
+    *wait_ns = w->inbox ? 0 : ms_to_ns(IDLE_CHECK_MS);
     if (pgb_empty(b))
         return 0;
     if (w->stopping || w->flush_target > w->committed_seq ||
@@ -408,7 +484,7 @@ static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
     int64_t age = now - b->oldest_mono_ns, iv = ms_to_ns(w->o.flush_interval_ms);
     if (age >= iv)
         return 1;
-    *wait_ns = iv - age;
+    *wait_ns = w->inbox ? 0 : iv - age;
     return 0;
 }
 
@@ -454,8 +530,9 @@ static void *writer_main(void *arg)
 {
     struct pgw *w = arg;
     for (;;) {
+        take_inbox(w);
         pthread_mutex_lock(&w->mu);
-        int idle_stop = w->stopping && pgb_empty(&w->filling);
+        int idle_stop = w->stopping && pgb_empty(&w->filling) && !w->inbox;
         pthread_mutex_unlock(&w->mu);
         if (idle_stop)
             break;
@@ -466,7 +543,7 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&w->mu);
         int64_t wait_ns;
         int due = due_locked(w, ga_now_mono_ns(), &wait_ns);
-        if (!due && w->stopping) {
+        if (!due && w->stopping && !w->inbox) {
             pthread_mutex_unlock(&w->mu);
             break;
         }
@@ -489,6 +566,8 @@ static void *writer_main(void *arg)
         w->flushing_oldest_mono = w->flushing.oldest_mono_ns;
         w->flushing_rows = pgb_rows(&w->flushing);
         w->flushing_units = w->flushing.units;
+        w->filling_rows = w->filling_units = 0;
+        w->filling_oldest_mono = 0;
         pthread_mutex_unlock(&w->mu);
         if (write_batch(w) < 0) {
             w->stop_rc = GA_ETIMEDOUT;
@@ -502,7 +581,8 @@ static void *writer_main(void *arg)
         ga_log(GA_LOG_ERROR, "storage_stop_uncommitted",
                "units=%" PRIu64 " rows=%zu committed_lsn=%" PRIu64
                " msg=\"left in the journal; replayed at next start\"",
-               w->flushing.units + w->filling.units, pgb_rows(&w->flushing) + pgb_rows(&w->filling),
+               w->flushing.units + w->filling.units + w->inbox_units,
+               pgb_rows(&w->flushing) + pgb_rows(&w->filling) + w->inbox_rows,
                w->st.committed_lsn);
         pthread_mutex_unlock(&w->mu);
     }
@@ -577,7 +657,7 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
         rc = GA_EINVAL;
         goto out;
     }
-    size_t rows = pgb_rows(&w->filling);
+    size_t rows = w->filling_rows + w->inbox_rows;
     if (rows && rows + add > w->o.queue_max_rows) {
         w->st.busy_refusals++;
         rc = GA_EBUSY;
@@ -592,20 +672,25 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
     for (int p = 0; skip_windows && p < GA_PARTITIONS; p++)
         if ((own.window_parts >> p & 1) && u->window_lsn > w->skip_part[p])
             skip_windows = 0;
-    int was_empty = pgb_empty(&w->filling);
-    rc = pgb_merge(&w->filling, &own, skip_rows, skip_windows, w->seq + 1, ga_now_mono_ns());
+    struct pgb_unit *q;
+    rc = pgb_copy(&own, skip_rows, skip_windows, &q);
     if (rc < 0)
         goto out;
-    /* a writer idle on an empty batch sleeps its idle check: the first unit
-     * starts the flush interval, so wake it to set its deadline */
-    if (was_empty)
-        pthread_cond_signal(&w->wake);
-    w->seq++;
+    q->seq = ++w->seq;
+    q->submit_mono_ns = ga_now_mono_ns();
+    if (w->inbox_tail)
+        w->inbox_tail->next = q;
+    else
+        w->inbox = q, w->inbox_oldest_mono = q->submit_mono_ns;
+    w->inbox_tail = q;
+    w->inbox_rows += q->rows;
+    w->inbox_units++;
+    /* the writer takes it into its batch (and, for the first unit, starts
+     * the flush interval) */
+    pthread_cond_signal(&w->wake);
     w->st.units_skipped += (uint64_t)skip_rows;
     if (u->lsn > w->st.submitted_lsn)
         w->st.submitted_lsn = u->lsn;
-    if (pgb_rows(&w->filling) >= (size_t)w->o.flush_rows)
-        pthread_cond_signal(&w->wake);
 out:
     pthread_mutex_unlock(&w->mu);
     return rc;
@@ -688,12 +773,13 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st)
 {
     pthread_mutex_lock(&w->mu);
     *st = w->st;
-    int64_t oldest = w->flushing_oldest_mono ? w->flushing_oldest_mono : w->filling.oldest_mono_ns;
+    int64_t oldest = w->flushing_oldest_mono ? w->flushing_oldest_mono
+                   : w->filling_oldest_mono ? w->filling_oldest_mono : w->inbox_oldest_mono;
     st->lag_s = oldest ? (double)(ga_now_mono_ns() - oldest) / 1e9 : 0;
     uint64_t base = st->committed_lsn > w->lsn_floor ? st->committed_lsn : w->lsn_floor;
     st->lag_lsn = st->submitted_lsn > base ? st->submitted_lsn - base : 0;
-    st->pending_rows = w->flushing_rows + pgb_rows(&w->filling);
-    st->pending_units = w->flushing_units + w->filling.units;
+    st->pending_rows = w->flushing_rows + w->filling_rows + w->inbox_rows;
+    st->pending_units = w->flushing_units + w->filling_units + w->inbox_units;
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -709,6 +795,10 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
     int rc = w->stop_rc;
+    for (struct pgb_unit *q = w->inbox, *n; q; q = n) {
+        n = q->next;
+        pgb_unit_free(q);
+    }
     pgb_free(&w->filling);
     pgb_free(&w->flushing);
     pgf_free(&w->hw);

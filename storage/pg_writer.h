@@ -4,7 +4,8 @@
  * cover.
  *
  * The daemon submits units of work (pgw_submit, any thread).  Units are
- * copied and coalesced at once into the pending batch: for the same
+ * copied at once (windows encoded) and coalesced on the writer's own
+ * thread into the pending batch: for the same
  * (metric, granularity, method, ts) the later value wins, the latest window
  * snapshot of a metric wins, point counters add up.  A dedicated thread
  * with its own connection flushes the pending batch when it holds
@@ -129,7 +130,7 @@ struct pgw_status {
     uint64_t submitted_lsn;           /* highest unit.lsn submitted */
     double lag_s;                     /* age of the oldest uncommitted unit, 0 if none */
     uint64_t lag_lsn;                 /* submitted_lsn - max(committed_lsn, lsn_floor) */
-    uint64_t pending_rows;            /* coalesced rows not yet committed */
+    uint64_t pending_rows;            /* rows not yet committed (coalesced once taken) */
     uint64_t pending_units;
     uint64_t rows_committed;          /* method values (one per method of a bucket) */
     uint64_t buckets_committed;       /* bucket rows written (each holds several values) */
@@ -142,6 +143,10 @@ struct pgw_status {
     double last_fresh_ms;             /* its direct COPY of fresh buckets */
     uint64_t rows_fresh;              /* bucket rows COPYed straight into buckets */
     uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
+    uint64_t rows_updated;            /* bucket rows replaced by a plain UPDATE */
+    uint64_t pairs_asked;             /* (metric, granularity) high waters read from the database */
+    uint64_t pairs_new;               /* pairs of metrics new to this process: not asked */
+    uint64_t update_fallbacks;        /* flushes whose rows to replace were missing */
     uint64_t rows_merged;             /* bucket rows merged with another stored method set */
     uint64_t rows_rejected;           /* rows the database refused, committed to rejected_rows
                                          (or counted only, where even that was refused) */
@@ -153,9 +158,10 @@ struct pgw_status {
  * 0 and *out, or GA_EINVAL (bad options) / GA_ENOMEM. */
 int pgw_start(struct pgw **out, const struct pgw_opts *o);
 
-/* Copy and coalesce a unit into the pending batch.  Returns 0; GA_EBUSY
- * when the rows of the batch being filled plus the unit's rows (before
- * coalescing) would pass queue_max_rows (nothing taken: retry later; a
+/* Copy a unit for the writer thread, which coalesces it into the pending
+ * batch.  Returns 0; GA_EBUSY when the rows pending (units not yet taken
+ * by the writer count before coalescing) plus the unit's rows would pass
+ * queue_max_rows (nothing taken: retry later; a
  * unit alone larger than the cap is taken when nothing is pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
  * strictly increasing, a name too long, an LSN above INT64_MAX or lower
  * than the previous unit's; GA_ENOMEM. */

@@ -291,6 +291,10 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         SUM_(partitions_dropped);
         SUM_(rows_fresh);
         SUM_(fresh_fallbacks);
+        SUM_(rows_updated);
+        SUM_(pairs_asked);
+        SUM_(pairs_new);
+        SUM_(update_fallbacks);
         SUM_(rows_merged);
         SUM_(rows_rejected);
         SUM_(isolations);

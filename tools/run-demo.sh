@@ -23,6 +23,7 @@ sed -e "s|/run/gpuaggd|$run|g" \
     -e "s|conninfo: .*|conninfo: \"$conninfo\"|" \
     -e "s|\"127.0.0.1:4951\"|\"127.0.0.1:0\"|" \
     -e "s|\"127.0.0.1:4952\"|\"127.0.0.1:0\"|" \
+    -e "s|^  http: \"\"|  http: \"127.0.0.1:0\"|" \
     -e "s|^default_archive_policy: .*|default_archive_policy: low|" \
     etc/gpuaggd.yaml > "$cfg"
 "$bin/gpuaggd" --check-config "$cfg"
@@ -70,4 +71,16 @@ if [ "$(id -u)" = 0 ]; then
 else
     psql -h "$var/pg/sock" -d gpuagg -c "$psql_q"
 fi
+echo "== the Gnocchi API (listen.http, docs/API.md): demo.vm0's 300 s means, last 3"
+http_port=$($ctl --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["http"]["port"])')
+python3 - "$http_port" <<'PY'
+import base64, json, sys, urllib.request, uuid
+port = sys.argv[1]
+mid = uuid.uuid3(uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47"), "demo.vm0")
+req = urllib.request.Request(
+    "http://127.0.0.1:%s/v1/metric/%s/measures?granularity=300&aggregation=mean" % (port, mid),
+    headers={"Authorization": "Basic " + base64.b64encode(b"admin:").decode()})
+for row in json.load(urllib.request.urlopen(req, timeout=10))[-3:]:
+    print("   ", row)
+PY
 echo "== stopping"

@@ -3,7 +3,7 @@
 The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
 down: the names do not depend on it) and, as a second source that also sees
 names a daemon might print only sometimes, from the code that packs them
-(daemon/control_ops.c pack_stats/op_stats, the udp.rejected.<reason> loop
+(daemon/control_ops.c pack_stats/ga_ctl_pack_stats, the udp.rejected.<reason> loop
 over proto/ceilometer.c's reject names, daemon/control_ops_jobs_pack.c
 ctlj_pack_stats).  The doc's names are the first cells of the tables in its
 section "## `gpuaggctl stats`".  Also: every field of a running daemon's
@@ -65,10 +65,17 @@ def source_stats_names():
     reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
                if r != "ok"]
     assert reasons, "no reject names found in proto/ceilometer.c"
+    bad = re.search(r'ic_ctcp_bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}', read("daemon/ingest_ceilo_tcp.c"))
+    assert bad, "no bad-frame names found in daemon/ingest_ceilo_tcp.c"
+    bad = re.findall(r'"([a-z_]+)"', bad.group(1))
     for t in templates:
-        assert t == "udp.rejected.%s", "pack_stats builds names from %r: teach this test how" % t
+        if t == "ceilometer_tcp.bad_frames.%s":
+            names |= {t % r for r in bad}
+            continue
+        assert t in ("udp.rejected.%s", "ceilometer_tcp.rejected.%s"), \
+            "pack_stats builds names from %r: teach this test how" % t
         names |= {t % r for r in reasons}
-    names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "op_stats")))
+    names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "ga_ctl_pack_stats")))
     jobs = function_body(read("daemon/control_ops_jobs_pack.c"), "ctlj_pack_stats")
     names |= set(re.findall(r'"(jobs\.[a-z_]+)"', jobs))
     assert len(names) > 50, sorted(names)

@@ -8,13 +8,20 @@
  * used to pick an odd secret length, so long (hashed) keys are covered.
  * Besides the sanitizers' findings, a broken promise of the API aborts:
  * CEILO_OK with a metric shorter than "r/n" or without its "/", an unknown counter_type or
- * a non-finite value; a reason out of range; a reject without error text. */
+ * a non-finite value; a reason out of range; a reject without error text.
+ *
+ * The same input is also read as a stream of Ceilometer's tcp:// framing
+ * (proto/ceilometer_tcp.h: 8-byte little-endian length + body) and every
+ * body it yields is decoded; a frame outside the input, over the limit or
+ * not starting with a map marker aborts. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/ceilometer.h"
+#include "proto/ceilometer_tcp.h"
+#include "proto/ga_err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,5 +62,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     size_t klen = size ? 65 + data[0] % 100 : 1;
     check(ceilo_decode(data, size, long_secret, klen, &s, err, sizeof err), &s, err);
+
+    size_t pos = 0, body;
+    for (;;) {
+        int r = ceilo_tcp_frame(data + pos, size - pos, 4096, &body);
+        if (r == 0 || r == GA_ETOOBIG || r == GA_EPROTO)
+            break;
+        if (r != 1 || body == 0 || body > 4096 || body > size - pos - CEILO_TCP_HDR)
+            abort();
+        uint8_t m = data[pos + CEILO_TCP_HDR];
+        if ((m & 0xf0) != 0x80 && m != 0xde && m != 0xdf)
+            abort();
+        check(ceilo_decode(data + pos + CEILO_TCP_HDR, body, secret, strlen(secret), &s, err, sizeof err),
+              &s, err);
+        pos += CEILO_TCP_HDR + body;
+    }
     return 0;
 }

@@ -8,7 +8,9 @@
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
 # (proto/ is self-contained: the wire format needs nothing else).  A target
 # that needs more names the sources in a line "fuzz-sources: a.c b.c" of its
-# header comment; they are built instrumented too and linked with it.  New inputs
+# header comment (fuzz_journal.c; they are built instrumented too and linked
+# with it), and the libraries they need in a " * fuzz-libs: -lX" line
+# (fuzz_api.c, which includes its sources).  New inputs
 # the fuzzer finds go to build-fuzz/corpus/NAME/ (not into the repository);
 # a crashing input is kept as build-fuzz/artifacts/NAME-crash-* — add it to
 # the seed corpus once fixed, so it stays a regression test.
@@ -37,7 +39,7 @@ fi
 
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter
         -DGA_VERSION=\"fuzz\" -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        $(pkg-config --cflags msgpack 2>/dev/null)"
+        $(pkg-config --cflags msgpack libpq jansson 2>/dev/null)"
 LIBS="$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -lm -lpthread"
 mkdir -p "$out/obj/proto" "$out/corpus" "$out/artifacts" "$out/logs"
 
@@ -84,8 +86,10 @@ for src in tests/fuzz/fuzz_*.c; do
         fi
         extra="$extra $xo"
     done
+    # a target that needs more libraries names them in a " * fuzz-libs: ..." comment line
+    libs=$(sed -n 's/^ \* fuzz-libs: \(.*\)$/\1/p' "$src" | sed 's/ \*\/$//')
     # shellcheck disable=SC2086
-    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" $extra "$out/libproto.a" $LIBS -o "$out/fuzz_$name.$$" \
+    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" $extra "$out/libproto.a" $LIBS $libs -o "$out/fuzz_$name.$$" \
             >"$out/logs/$name.build.log" 2>&1 && mv -f "$out/fuzz_$name.$$" "$out/fuzz_$name"; then
         targets="$targets $name"
     else

@@ -411,7 +411,7 @@ static void test_v_listen_empty_disables_but_one_needed(void)
     CHECK_STR(cfg.listen.tcp, "");
     CHECK_STR(cfg.listen.udp, "");
     CHECK_FAILS("listen:\n  unix: \"\"\n  tcp: \"\"\n  udp: \"\"\n",
-                "t.yaml:1: listen: no ingest listener enabled: set at least one of unix, tcp, udp");
+                "t.yaml:1: listen: no ingest listener enabled: set at least one of unix, tcp, udp, ceilometer_tcp");
 }
 
 static void test_v_conninfo_non_empty(void)
@@ -500,6 +500,12 @@ static void test_v_jobs(void)
     CHECK_FAILS("jobs:\n  input_dirs:\n    - /data\n    - rel/dir\n",
                 "t.yaml:4: jobs.input_dirs[1]: must be an absolute path, got \"rel/dir\"");
     CHECK_FAILS("jobs:\n  workers: 0\n", "t.yaml:2: jobs.workers: 0 out of range 1..256 (workers)");
+    CHECK_FAILS("http:\n  auth: keystone\n",
+                "t.yaml:2: http.auth: unknown mode \"keystone\" (basic, remoteuser or noauth)");
+    CHECK_FAILS("http:\n  max_connections: 0\n",
+                "t.yaml:2: http.max_connections: 0 out of range 1..65536 (connections)");
+    CHECK_FAILS("listen:\n  http: \"127.0.0.1:99999\"\n",
+                "t.yaml:2: listen.http: port 99999 out of range 0..65535");
     CHECK_FAILS("jobs:\n  max_queued: 0\n", "t.yaml:2: jobs.max_queued: 0 out of range 1..1000000 (jobs)");
 }
 
@@ -830,7 +836,9 @@ static void test_pack_mirrors_yaml_and_masks_secrets(void)
     CHECK_INT(msgpack_unpack_next(&up, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *root = &up.data;
     CHECK_INT(root->type, MSGPACK_OBJECT_MAP);
-    CHECK_INT(root->via.map.size, 11);
+    CHECK_INT(root->via.map.size, 12);
+    CHECK(str_is(get(get(root, "http"), "auth"), "basic"));
+    CHECK(str_is(get(get(root, "listen"), "http"), ""));
     CHECK(str_is(get(get(root, "log"), "level"), "info"));
     CHECK(str_is(get(get(root, "control"), "mode"), "0660"));
     CHECK(str_is(get(get(root, "listen"), "tcp"), "127.0.0.1:4951"));

@@ -19,7 +19,7 @@ pgbin=/usr/lib/postgresql/$pgv/bin
 mkdir -p "$root/usr/lib/postgresql/$pgv/bin" "$root/usr/lib/postgresql/$pgv/lib" "$root/usr/share/postgresql"
 cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load build/bench/gen_points_csv \
    build/bench/bench_capacity "$root/bin/"
-for b in postgres initdb pg_ctl psql createdb; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
+for b in postgres initdb pg_ctl psql createdb pgbench; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
 for l in plpgsql.so dict_snowball.so; do cp "/usr/lib/postgresql/$pgv/lib/$l" "$root/usr/lib/postgresql/$pgv/lib/"; done
 cp -r /usr/share/postgresql/$pgv "$root/usr/share/postgresql/"
 rm -rf "$root/usr/share/postgresql/$pgv/man"
@@ -32,7 +32,7 @@ done | sort -u | while read -r lib; do
         *) cp -L "$lib" "$root/lib/" ;;
     esac
 done
-cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/pg-private.sh "$root/"
+cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/gpu-host/pg_rewrite_ceiling.sh tools/pg-private.sh "$root/"
 cp tools/gpu-host/bench_capacity.sh "$root/bench_capacity"
 # msgpack for visprobe.py (the host's python3 has none): Debian's package,
 # pure Python only -- its C extension is built for another Python version,

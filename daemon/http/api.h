@@ -1,0 +1,96 @@
+/* api.h — shared helpers of the Gnocchi-compatible read API (api_*.c,
+ * docs/API.md): Gnocchi's time and timespan forms, ids, metric and
+ * resource lookups on the API's query pool.  Every function is safe to
+ * call from several connection threads at once. */
+#ifndef GA_HTTP_API_H
+#define GA_HTTP_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "daemon/http/http_server.h"
+
+#define API_UUID_LEN 37                   /* 36 characters and the NUL */
+
+/* A time as Gnocchi's API takes it: seconds since the epoch (float), ISO
+ * 8601 (a date alone, or date and time with optional fraction and zone;
+ * no zone = UTC), "now", or a signed relative span from now ("-1 day",
+ * "-5min", "+2 hours").  now_ns: the request's now.  Returns 0 or
+ * GA_EINVAL with why set. */
+int api_parse_time(const char *s, int64_t now_ns, int64_t *ns, char *why, size_t whylen);
+/* A positive timespan: seconds (float) or "1 day", "5min", "1h30m".
+ * 0 or GA_EINVAL. */
+int api_parse_span(const char *s, int64_t *ns);
+/* "2026-11-21T12:00:00+00:00" (microseconds added when not whole). */
+void api_iso(int64_t ns, char out[40]);
+/* Python's str(timedelta): "0:01:00", "1 day, 0:00:00", "30 days, 0:00:00". */
+void api_timedelta(int64_t ns, char out[48]);
+
+/* 1 if s is a UUID in any form Python's uuid.UUID() accepts that matters
+ * here (32 hex digits with or without the 4 dashes, optional braces,
+ * optional "urn:uuid:"); the canonical lower-case form in out. */
+int api_uuid_parse(const char *s, char out[API_UUID_LEN]);
+/* Gnocchi's ResourceUUID(value, creator): value itself when a UUID, else
+ * uuid5(RESOURCE_ID_NAMESPACE, value + "\0" + creator).  Returns 0, or
+ * GA_EINVAL when value has a '/' or is longer than 255 bytes (why set). */
+int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_LEN], char *why,
+                      size_t whylen);
+
+/* Answer a pgq error: 503 when PostgreSQL is unreachable, 500 otherwise. */
+void api_db_error(struct http_resp *resp, int rc, const char *err);
+
+/* The archive policy of a metric as Gnocchi shows it, from the
+ * archive_policies row's JSON (name, back_window, definition, methods). */
+json_t *api_policy_json(const json_t *row);
+
+/* Run sql (text params) and parse column 0 of every row as JSON into an
+ * array (new reference).  NULL with resp set on failure. */
+json_t *api_query_json(struct http_req *req, struct http_resp *resp, const char *sql, int nparams,
+                       const char *const *vals);
+
+/* The resource visibility rule as SQL over alias r for this identity,
+ * parameters appended to vals from index *n (at most 2 added): "true" for
+ * admin, else "(r.creator = $k OR r.project_id = $k+1)".  buf is
+ * returned. */
+const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
+                          int *n);
+
+/* SQL of a metric's JSON object as Gnocchi shows it, over metrics m,
+ * archive_policies p and LEFT JOIN resource_metrics rm. */
+#define API_METRIC_JSON_SQL                                                              \
+    "json_build_object('id', gpuagg_metric_uuid(m.name), 'gpuagg_name', m.name,"         \
+    " 'name', coalesce(rm.name, m.name), 'unit', rm.unit, 'resource_id', rm.resource,"   \
+    " 'creator', r.creator, 'created_by_user_id', r.user_id,"                           \
+    " 'created_by_project_id', r.project_id,"                                            \
+    " 'policy', json_build_object('name', p.name, 'back_window', p.back_window,"        \
+    " 'definition', p.definition, 'methods', p.methods))"
+#define API_METRIC_FROM_SQL                                                              \
+    " FROM metrics m JOIN archive_policies p ON p.name = m.policy"                       \
+    " LEFT JOIN resource_metrics rm ON rm.metric = m.name"                               \
+    " LEFT JOIN resources r ON r.id = rm.resource"
+
+/* Turn the row JSON of API_METRIC_JSON_SQL into Gnocchi's metric object
+ * (archive_policy expanded); new reference. */
+json_t *api_metric_out(const json_t *row);
+
+/* One series of a metric: the buckets of (metric name, method,
+ * granularity) with start <= ts < stop from gpuagg_measures, as
+ * gpuaggctl query reads them.  *ts and *val malloc'ed (free both).
+ * Returns 0 or a pgq error (err set). */
+int api_series(struct pgq *q, const char *metric, const char *method, int64_t granularity_ns,
+               int64_t start_ns, int64_t stop_ns, int64_t **ts, double **val, size_t *n,
+               char *err, size_t errlen);
+
+/* Granularities of a policy row's definition, descending; returns count. */
+int api_policy_grans(const json_t *row, int64_t *out, int max);
+/* 1 if method is in the policy row's methods. */
+int api_policy_has_method(const json_t *row, const char *method);
+
+/* Common query parameters start/stop/granularity.  start/stop default to
+ * INT64_MIN/INT64_MAX; *gran 0 when absent.  0, or 400 with resp set. */
+int api_range_args(struct http_req *req, struct http_resp *resp, int64_t *start, int64_t *stop,
+                   int64_t *gran);
+
+#endif

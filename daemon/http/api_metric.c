@@ -1,0 +1,246 @@
+/* api_metric.c — Gnocchi's metric reads: GET /v1/metric (list),
+ * /v1/metric/{id or name}[/measures], /v1/resource/{type}/{id}/metric/
+ * {name}[/measures] (docs/API.md). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/http/api.h"
+#include "daemon/http/http_routes.h"
+#include "proto/ga_err.h"
+
+#define LIST_MAX 1000                     /* Gnocchi's default max_limit */
+
+/* ---- measures of one metric -------------------------------------------------- */
+
+static int64_t floor_to(int64_t t, int64_t g)
+{
+    if (t == INT64_MIN)
+        return t;
+    int64_t r = t % g;
+    return r < 0 ? t - r - g : t - r;
+}
+
+/* Answer GET .../measures for the metric row (API_METRIC_JSON_SQL). */
+static void measures(struct http_req *req, struct http_resp *resp, const json_t *row)
+{
+    int64_t start, stop, gran;
+    if (api_range_args(req, resp, &start, &stop, &gran))
+        return;
+    const char *agg = http_arg(req, "aggregation");
+    if (!agg)
+        agg = "mean";
+    if (http_arg(req, "resample") || http_arg(req, "transform")) {
+        http_error(resp, 400, "resample and transform are not supported by gpuagg's measures "
+                   "API; use POST /v1/aggregates");
+        return;
+    }
+    const json_t *pol = json_object_get(row, "policy");
+    const char *id = json_string_value(json_object_get(row, "id"));
+    const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
+    if (!api_policy_has_method(pol, agg)) {
+        http_error(resp, 404, "Aggregation method '%s' for metric %s does not exist", agg, id);
+        return;
+    }
+    int64_t grans[32];
+    int ng = api_policy_grans(pol, grans, 32);
+    if (gran) {
+        int found = 0;
+        for (int i = 0; i < ng; i++)
+            found |= grans[i] == gran;
+        if (!found) {
+            http_error(resp, 404, "Granularity '%g' for metric %s does not exist", (double)gran / 1e9,
+                       id);
+            return;
+        }
+        grans[0] = gran;
+        ng = 1;
+    }
+    int max_points = http_server_config(req->srv)->http.max_points;
+    json_t *out = json_array();
+    size_t total = 0;
+    for (int i = 0; i < ng; i++) {
+        int64_t *ts;
+        double *v;
+        size_t n;
+        char err[512];
+        int rc = api_series(http_server_pgq(req->srv), name, agg, grans[i], floor_to(start, grans[i]),
+                            stop, &ts, &v, &n, err, sizeof err);
+        if (rc < 0) {
+            json_decref(out);
+            api_db_error(resp, rc, err);
+            return;
+        }
+        total += n;
+        if (total > (size_t)max_points) {
+            free(ts);
+            free(v);
+            json_decref(out);
+            http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
+                       "give a granularity", max_points);
+            return;
+        }
+        for (size_t k = 0; k < n; k++) {
+            char iso[40];
+            api_iso(ts[k], iso);
+            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)grans[i] / 1e9, v[k]));
+        }
+        free(ts);
+        free(v);
+    }
+    http_json(resp, 200, out);
+}
+
+/* ---- lookups ------------------------------------------------------------------ */
+
+/* The metric row by Gnocchi id (UUID) or gpuagg name; NULL with resp set
+ * (404 when unknown or not visible). */
+static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const char *ref)
+{
+    char uuid[API_UUID_LEN], sq[256];
+    const char *vals[3];
+    int n = 1;
+    int is_id = api_uuid_parse(ref, uuid);
+    vals[0] = is_id ? uuid : ref;
+    char sql[2048];
+    snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
+             " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",
+             is_id ? "gpuagg_metric_uuid(m.name) = $1::uuid" : "m.name = $1",
+             api_scope_sql(&req->ident, sq, sizeof sq, vals, &n));
+    json_t *rows = api_query_json(req, resp, sql, n, vals);
+    if (!rows)
+        return NULL;
+    json_t *row = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    if (!row)
+        http_error(resp, 404, "Metric %s does not exist", ref);
+    return row;
+}
+
+/* GET /v1/metric/{*}: "ID", "ID/measures", "NAME" or "NAME/measures" (a
+ * gpuagg name may contain '/'; ".../measures" always means the measures). */
+void api_metric_get(struct http_req *req, struct http_resp *resp)
+{
+    char *ref = req->captures[0];
+    size_t n = strlen(ref);
+    int want_measures = 0;
+    if (n > 9 && strcmp(ref + n - 9, "/measures") == 0) {
+        ref[n - 9] = '\0';
+        want_measures = 1;
+    }
+    json_t *row = metric_by_ref(req, resp, ref);
+    if (!row)
+        return;
+    if (want_measures)
+        measures(req, resp, row);
+    else
+        http_json(resp, 200, api_metric_out(row));
+    json_decref(row);
+}
+
+/* GET /v1/metric: every visible metric, ordered by id, paginated. */
+void api_metric_list(struct http_req *req, struct http_resp *resp)
+{
+    const char *lim = http_arg(req, "limit"), *marker = http_arg(req, "marker");
+    const char *name = http_arg(req, "name");
+    long limit = LIST_MAX;
+    if (lim) {
+        char *end;
+        limit = strtol(lim, &end, 10);
+        if (*end || limit < 1 || limit > LIST_MAX) {
+            http_error(resp, 400, "Invalid value for limit: must be an integer 1..%d", LIST_MAX);
+            return;
+        }
+    }
+    char mk[API_UUID_LEN] = "", sq[256], lbuf[24], sql[2048];
+    if (marker && !api_uuid_parse(marker, mk)) {
+        http_error(resp, 400, "Invalid marker: '%.60s' is not a metric id", marker);
+        return;
+    }
+    const char *vals[6];
+    int n = 0;
+    char where[512] = "true";
+    if (mk[0]) {
+        vals[n++] = mk;
+        snprintf(where + strlen(where), sizeof where - strlen(where),
+                 " AND gpuagg_metric_uuid(m.name) > $%d::uuid", n);
+    }
+    if (name) {
+        vals[n++] = name;
+        snprintf(where + strlen(where), sizeof where - strlen(where),
+                 " AND coalesce(rm.name, m.name) = $%d", n);
+    }
+    snprintf(lbuf, sizeof lbuf, "%ld", limit);
+    vals[n++] = lbuf;
+    int lim_idx = n;
+    const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, vals, &n);
+    snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
+             " WHERE %s AND (rm.resource IS NULL OR %s)"
+             " ORDER BY gpuagg_metric_uuid(m.name) LIMIT $%d::int8", where, scope, lim_idx);
+    json_t *rows = api_query_json(req, resp, sql, n, vals);
+    if (!rows)
+        return;
+    json_t *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) json_array_append_new(out, api_metric_out(row));
+    if (json_array_size(rows) == (size_t)limit) {
+        const char *host = http_header(req, "Host");
+        const char *last = json_string_value(json_object_get(json_array_get(rows, limit - 1), "id"));
+        snprintf(resp->link, sizeof resp->link, "<http://%s/v1/metric?limit=%ld&marker=%s>; rel=\"next\"",
+                 host ? host : "localhost", limit, last ? last : "");
+    }
+    json_decref(rows);
+    http_json(resp, 200, out);
+}
+
+/* The metric row named `name` of resource (type, raw id); NULL with resp
+ * set (404 resource or metric unknown). */
+static json_t *resource_metric(struct http_req *req, struct http_resp *resp, const char *type,
+                               const char *rawid, const char *name)
+{
+    char rid[API_UUID_LEN], why[128], sq[256], sql[2048];
+    if (api_resource_uuid(rawid, req->ident.creator, rid, why, sizeof why) < 0) {
+        http_error(resp, 400, "Invalid resource id: %s", why);
+        return NULL;
+    }
+    const char *vals[5] = { rid, type };
+    int n = 2;
+    const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, vals, &n);
+    snprintf(sql, sizeof sql, "SELECT json_build_object('exists', true, 'metric', (SELECT "
+             API_METRIC_JSON_SQL API_METRIC_FROM_SQL " WHERE rm.resource = $1::uuid AND rm.name = $%d"
+             " LIMIT 1)) FROM resources r WHERE r.id = $1::uuid"
+             " AND ($2 = 'generic' OR r.type = $2) AND %s", n + 1, scope);
+    vals[n++] = name;
+    json_t *rows = api_query_json(req, resp, sql, n, vals);
+    if (!rows)
+        return NULL;
+    json_t *first = json_array_get(rows, 0);
+    json_t *m = first ? json_object_get(first, "metric") : NULL;
+    if (!first)
+        http_error(resp, 404, "Resource %s does not exist", rawid);
+    else if (!m || json_is_null(m))
+        http_error(resp, 404, "Metric %s does not exist", name);
+    m = (first && m && !json_is_null(m)) ? json_incref(m) : NULL;
+    json_decref(rows);
+    return m;
+}
+
+/* GET /v1/resource/{type}/{id}/metric/{name}/measures */
+void api_resource_metric_measures(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_metric(req, resp, req->captures[0], req->captures[1], req->captures[2]);
+    if (row)
+        measures(req, resp, row);
+    json_decref(row);
+}
+
+/* GET /v1/resource/{type}/{id}/metric/{name} */
+void api_resource_metric_get(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_metric(req, resp, req->captures[0], req->captures[1], req->captures[2]);
+    if (row)
+        http_json(resp, 200, api_metric_out(row));
+    json_decref(row);
+}

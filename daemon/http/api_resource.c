@@ -1,0 +1,452 @@
+/* api_resource.c — Gnocchi's resource reads: GET /v1/resource/{type}[/{id}],
+ * POST /v1/search/resource/{type} with the filter language compiled to
+ * SQL over the resources table, GET /v1/resource_type[/{name}]
+ * (docs/API.md "Resources"). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "daemon/http/api.h"
+#include "daemon/http/api_resource.h"
+#include "daemon/http/http_routes.h"
+#include "proto/ga_err.h"
+
+#define LIST_MAX 1000
+#define FILTER_MAX_PARAMS 128
+#define FILTER_MAX_DEPTH 16
+#define SQL_MAX 16384
+
+/* The resource types the Ceilometer recorder creates (api_resource.h). */
+const char *const api_resource_types[] = {
+    "generic", "instance", "instance_disk", "instance_network_interface", "image", "volume",
+    "ceph_account", "network", "host", "identity", "stack", "swift_account", "ipmi",
+};
+const int api_nresource_types = (int)(sizeof api_resource_types / sizeof api_resource_types[0]);
+
+int api_resource_type_known(const char *t)
+{
+    for (int i = 0; i < api_nresource_types; i++)
+        if (strcmp(api_resource_types[i], t) == 0)
+            return 1;
+    return 0;
+}
+
+#define RESOURCE_JSON_SQL                                                                   \
+    "json_build_object('id', r.id, 'type', r.type,"                                         \
+    " 'original_resource_id', r.original_resource_id, 'project_id', r.project_id,"          \
+    " 'user_id', r.user_id, 'creator', r.creator,"                                          \
+    " 'created_by_user_id', split_part(r.creator, ':', 1),"                                 \
+    " 'created_by_project_id', split_part(r.creator, ':', 2),"                              \
+    " 'started_at', r.started_at, 'ended_at', NULL, 'revision_start', r.revision_start,"    \
+    " 'revision_end', NULL, 'attributes', r.attributes,"                                    \
+    " 'metrics', coalesce((SELECT json_object_agg(rm.name, gpuagg_metric_uuid(rm.metric))"  \
+    "                       FROM resource_metrics rm WHERE rm.resource = r.id), '{}'))"
+
+/* ---- the filter language ---------------------------------------------------- */
+
+struct fctx {
+    struct http_req *req;
+    char *sql;
+    size_t len, cap;
+    const char *vals[FILTER_MAX_PARAMS];
+    char *owned[FILTER_MAX_PARAMS];     /* strings made here, freed after */
+    int n;
+    char err[512];
+};
+
+static int emit(struct fctx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int emit(struct fctx *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(f->sql + f->len, f->cap - f->len, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= f->cap - f->len)
+        return ga_fail(GA_ETOOBIG, f->err, sizeof f->err, "filter too large");
+    f->len += (size_t)k;
+    return 0;
+}
+
+/* Add a parameter (copied); its $ number, or < 0. */
+static int param(struct fctx *f, const char *v)
+{
+    if (f->n >= FILTER_MAX_PARAMS)
+        return ga_fail(GA_ETOOBIG, f->err, sizeof f->err, "filter has more than %d values",
+                       FILTER_MAX_PARAMS);
+    char *c = strdup(v);
+    if (!c)
+        return ga_fail(GA_ENOMEM, f->err, sizeof f->err, "out of memory");
+    f->owned[f->n] = c;
+    f->vals[f->n] = c;
+    return ++f->n;
+}
+
+static const char *const columns[] = { "id", "type", "project_id", "user_id",
+                                       "original_resource_id", "creator", "started_at",
+                                       "revision_start", "ended_at", "revision_end",
+                                       "created_by_user_id", "created_by_project_id" };
+
+static int is_column(const char *k)
+{
+    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++)
+        if (strcmp(columns[i], k) == 0)
+            return 1;
+    return 0;
+}
+
+/* SQL operator of a comparison, NULL if op is not one. */
+static const char *cmp_op(const char *op)
+{
+    static const struct { const char *in, *sql; } ops[] = {
+        { "=", "=" }, { "==", "=" }, { "eq", "=" }, { "!=", "<>" }, { "ne", "<>" },
+        { "<", "<" }, { "lt", "<" }, { ">", ">" }, { "gt", ">" }, { "<=", "<=" }, { "le", "<=" },
+        { "\xe2\x89\xa4", "<=" }, { ">=", ">=" }, { "ge", ">=" }, { "\xe2\x89\xa5", ">=" },
+        { "like", "LIKE" },
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(ops[i].in, op) == 0)
+            return ops[i].sql;
+    return NULL;
+}
+
+/* One comparison field OP value. */
+static int compare(struct fctx *f, const char *field, const char *sqlop, const json_t *v)
+{
+    char buf[64], why[256];
+    int k;
+    if (json_is_null(v)) {
+        if (strcmp(sqlop, "=") && strcmp(sqlop, "<>"))
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "null compares only with = and !=");
+        if (!strcmp(field, "ended_at") || !strcmp(field, "revision_end"))
+            return emit(f, "%s", strcmp(sqlop, "=") ? "false" : "true");
+        if (is_column(field))
+            return emit(f, "(r.%s IS %sNULL)", field, strcmp(sqlop, "=") ? "NOT " : "");
+        if ((k = param(f, field)) < 0)
+            return k;
+        return emit(f, "(r.attributes->$%d IS %sNULL OR jsonb_typeof(r.attributes->$%d) %s 'null')",
+                    k, strcmp(sqlop, "=") ? "NOT " : "", k, strcmp(sqlop, "=") ? "<>" : "=");
+    }
+    if (!strcmp(field, "ended_at") || !strcmp(field, "revision_end"))
+        return emit(f, "false");                  /* never set: resources are not ended */
+    if (!strcmp(field, "id")) {
+        char id[API_UUID_LEN];
+        if (!json_is_string(v))
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "id must be a string");
+        if (!strcmp(sqlop, "LIKE")) {
+            if ((k = param(f, json_string_value(v))) < 0)
+                return k;
+            return emit(f, "(r.id::text LIKE $%d)", k);
+        }
+        if (api_resource_uuid(json_string_value(v), f->req->ident.creator, id, why, sizeof why) < 0)
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "Invalid resource id: %s", why);
+        if ((k = param(f, id)) < 0)
+            return k;
+        return emit(f, "(r.id %s $%d::uuid)", sqlop, k);
+    }
+    if (!strcmp(field, "started_at") || !strcmp(field, "revision_start")) {
+        int64_t ns;
+        char iso[40];
+        if (!json_is_string(v) && !json_is_number(v))
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "%s must be a timestamp", field);
+        if (json_is_number(v))
+            snprintf(buf, sizeof buf, "%.9f", json_number_value(v));
+        if (api_parse_time(json_is_string(v) ? json_string_value(v) : buf, 0, &ns, why,
+                           sizeof why) < 0)
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "%s: %s", field, why);
+        api_iso(ns, iso);
+        if ((k = param(f, iso)) < 0)
+            return k;
+        return emit(f, "(r.%s %s $%d::timestamptz)", field, sqlop, k);
+    }
+    if (is_column(field)) {
+        const char *col = field;
+        char expr[96];
+        if (!strcmp(field, "created_by_user_id"))
+            col = "split_part(r.creator, ':', 1)";
+        else if (!strcmp(field, "created_by_project_id"))
+            col = "split_part(r.creator, ':', 2)";
+        snprintf(expr, sizeof expr, "%s%s", col == field ? "r." : "", col);
+        if (json_is_number(v)) {
+            snprintf(buf, sizeof buf, "%.17g", json_number_value(v));
+            k = param(f, buf);
+        } else if (json_is_string(v)) {
+            k = param(f, json_string_value(v));
+        } else {
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "%s must be compared with a string",
+                           field);
+        }
+        if (k < 0)
+            return k;
+        return emit(f, "(%s %s $%d)", expr, sqlop, k);
+    }
+    /* an attribute: text for strings, numbers as numbers, booleans as JSON */
+    int kf = param(f, field);
+    if (kf < 0)
+        return kf;
+    if (json_is_string(v)) {
+        if ((k = param(f, json_string_value(v))) < 0)
+            return k;
+        return emit(f, "(r.attributes->>$%d %s $%d)", kf, sqlop, k);
+    }
+    if (json_is_number(v)) {
+        if (!strcmp(sqlop, "LIKE"))
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "like needs a string");
+        snprintf(buf, sizeof buf, "%.17g", json_number_value(v));
+        if ((k = param(f, buf)) < 0)
+            return k;
+        return emit(f, "(CASE WHEN jsonb_typeof(r.attributes->$%d) = 'number' THEN "
+                       "(r.attributes->>$%d)::float8 END %s $%d::float8)", kf, kf, sqlop, k);
+    }
+    if (json_is_boolean(v) && (!strcmp(sqlop, "=") || !strcmp(sqlop, "<>")))
+        return emit(f, "(r.attributes->$%d %s '%s'::jsonb)", kf, sqlop,
+                    json_is_true(v) ? "true" : "false");
+    return ga_fail(GA_EINVAL, f->err, sizeof f->err, "cannot compare %s with this value", field);
+}
+
+static int compile(struct fctx *f, const json_t *node, int depth)
+{
+    if (depth > FILTER_MAX_DEPTH)
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err, "filter nested deeper than %d",
+                       FILTER_MAX_DEPTH);
+    if (!json_is_object(node) || json_object_size(node) != 1)
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err,
+                       "each filter node must be an object with one operator");
+    const char *op = json_object_iter_key(json_object_iter((json_t *)node));
+    const json_t *arg = json_object_iter_value(json_object_iter((json_t *)node));
+    int rc;
+    if (!strcmp(op, "and") || !strcmp(op, "or") || !strcmp(op, "\xe2\x88\xa7") ||
+        !strcmp(op, "\xe2\x88\xa8")) {
+        int is_and = !strcmp(op, "and") || !strcmp(op, "\xe2\x88\xa7");
+        if (!json_is_array(arg) || json_array_size(arg) == 0)
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'%s' takes a non-empty list", op);
+        if ((rc = emit(f, "(")) < 0)
+            return rc;
+        size_t i;
+        const json_t *c;
+        json_array_foreach(arg, i, c) {
+            if ((i && (rc = emit(f, is_and ? " AND " : " OR ")) < 0) ||
+                (rc = compile(f, c, depth + 1)) < 0)
+                return rc;
+        }
+        return emit(f, ")");
+    }
+    if (!strcmp(op, "not") || !strcmp(op, "\xc2\xac")) {
+        if ((rc = emit(f, "(NOT coalesce(")) < 0 || (rc = compile(f, arg, depth + 1)) < 0)
+            return rc;
+        return emit(f, ", false))");
+    }
+    if (!json_is_object(arg) || json_object_size(arg) != 1)
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'%s' takes {\"field\": value}", op);
+    const char *field = json_object_iter_key(json_object_iter((json_t *)arg));
+    const json_t *v = json_object_iter_value(json_object_iter((json_t *)arg));
+    if (!strcmp(op, "in")) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'in' takes a non-empty list");
+        if ((rc = emit(f, "(")) < 0)
+            return rc;
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e) {
+            if ((i && (rc = emit(f, " OR ")) < 0) || (rc = compare(f, field, "=", e)) < 0)
+                return rc;
+        }
+        return emit(f, ")");
+    }
+    const char *sqlop = cmp_op(op);
+    if (!sqlop)
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err, "unknown filter operator '%s'", op);
+    return compare(f, field, sqlop, v);
+}
+
+static void fctx_free(struct fctx *f)
+{
+    for (int i = 0; i < f->n; i++)
+        free(f->owned[i]);
+    free(f->sql);
+}
+
+/* ---- listing ------------------------------------------------------------------ */
+
+/* Gnocchi's resource object from the row (attributes at the top level for
+ * a typed listing or with details). */
+static json_t *resource_out(json_t *row, int with_attrs)
+{
+    json_t *attrs = json_object_get(row, "attributes");
+    if (with_attrs && json_is_object(attrs)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(attrs, k, v) {
+            if (!json_object_get(row, k))
+                json_object_set(row, k, v);
+        }
+    }
+    json_object_del(row, "attributes");
+    return json_incref(row);
+}
+
+int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,
+                        const json_t *filter, int unlimited, json_t **out)
+{
+    struct fctx f = { .req = req, .cap = SQL_MAX };
+    char sq[256];
+    int rc;
+    *out = NULL;
+    if (!api_resource_type_known(type)) {
+        http_error(resp, 404, "Resource type %s does not exist", type);
+        return 404;
+    }
+    if (!(f.sql = malloc(f.cap))) {
+        http_error(resp, 500, "out of memory");
+        return 500;
+    }
+    const char *lim = http_arg(req, "limit"), *marker = http_arg(req, "marker");
+    long limit = LIST_MAX;
+    char mk[API_UUID_LEN] = "";
+    if (lim) {
+        char *end;
+        limit = strtol(lim, &end, 10);
+        if (*end || limit < 1 || limit > LIST_MAX) {
+            http_error(resp, 400, "Invalid value for limit: must be an integer 1..%d", LIST_MAX);
+            fctx_free(&f);
+            return 400;
+        }
+    }
+    if (marker && !api_uuid_parse(marker, mk)) {
+        http_error(resp, 400, "Invalid marker: '%.60s' is not a resource id", marker);
+        fctx_free(&f);
+        return 400;
+    }
+    rc = emit(&f, "SELECT " RESOURCE_JSON_SQL " FROM resources r WHERE ");
+    if (rc == 0 && strcmp(type, "generic") != 0) {
+        int k = param(&f, type);
+        rc = k < 0 ? k : emit(&f, "r.type = $%d AND ", k);
+    }
+    if (rc == 0 && mk[0]) {
+        int k = param(&f, mk);
+        rc = k < 0 ? k : emit(&f, "r.id > $%d::uuid AND ", k);
+    }
+    if (rc == 0 && filter)
+        rc = compile(&f, filter, 0);
+    else if (rc == 0)
+        rc = emit(&f, "true");
+    if (rc == 0 && f.n + 2 <= FILTER_MAX_PARAMS) {
+        const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, f.vals, &f.n);
+        rc = emit(&f, " AND %s ORDER BY r.id LIMIT %ld", scope, unlimited ? 100000L : limit);
+    } else if (rc == 0) {
+        rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
+    }
+    if (rc < 0) {
+        http_error(resp, 400, "Invalid filter: %s", f.err);
+        fctx_free(&f);
+        return 400;
+    }
+    json_t *rows = api_query_json(req, resp, f.sql, f.n, f.vals);
+    fctx_free(&f);
+    if (!rows)
+        return resp->status;
+    *out = rows;
+    return 0;
+}
+
+static void list_answer(struct http_req *req, struct http_resp *resp, const char *type,
+                        const json_t *filter)
+{
+    json_t *rows;
+    if (api_resources_query(req, resp, type, filter, 0, &rows))
+        return;
+    const char *details = http_arg(req, "details");
+    int with_attrs = strcmp(type, "generic") != 0 ||
+                     (details && (!strcasecmp(details, "true") || !strcmp(details, "1")));
+    json_t *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) json_array_append_new(out, resource_out(row, with_attrs));
+    json_decref(rows);
+    http_json(resp, 200, out);
+}
+
+/* GET /v1/resource/{type} */
+void api_resource_list(struct http_req *req, struct http_resp *resp)
+{
+    if (http_arg(req, "filter")) {
+        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: POST a JSON "
+                   "filter to /v1/search/resource/%s", req->captures[0]);
+        return;
+    }
+    list_answer(req, resp, req->captures[0], NULL);
+}
+
+/* POST /v1/search/resource/{type} */
+void api_resource_search(struct http_req *req, struct http_resp *resp)
+{
+    json_t *filter = NULL;
+    if (http_arg(req, "filter")) {
+        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: send the "
+                   "filter as a JSON body");
+        return;
+    }
+    if (req->body_len) {
+        json_error_t je;
+        filter = json_loadb(req->body, req->body_len, 0, &je);
+        if (!filter) {
+            http_error(resp, 400, "Invalid JSON body: %s (line %d, column %d)", je.text, je.line,
+                       je.column);
+            return;
+        }
+        if (json_is_object(filter) && json_object_size(filter) == 0) {
+            json_decref(filter);
+            filter = NULL;
+        }
+    }
+    list_answer(req, resp, req->captures[0], filter);
+    json_decref(filter);
+}
+
+/* GET /v1/resource/{type}/{id} */
+void api_resource_get(struct http_req *req, struct http_resp *resp)
+{
+    const char *type = req->captures[0], *raw = req->captures[1];
+    char id[API_UUID_LEN], why[128];
+    if (api_resource_uuid(raw, req->ident.creator, id, why, sizeof why) < 0) {
+        http_error(resp, 400, "Invalid resource id: %s", why);
+        return;
+    }
+    json_t *filter = json_pack("{s:{s:s}}", "=", "id", id);
+    json_t *rows;
+    int rc = api_resources_query(req, resp, type, filter, 0, &rows);
+    json_decref(filter);
+    if (rc)
+        return;
+    json_t *row = json_array_get(rows, 0);
+    if (!row)
+        http_error(resp, 404, "Resource %s does not exist", raw);
+    else
+        http_json(resp, 200, resource_out(row, 1));
+    json_decref(rows);
+}
+
+/* GET /v1/resource_type, GET /v1/resource_type/{name} */
+static json_t *type_json(const char *name)
+{
+    return json_pack("{s:s, s:s, s:{}}", "name", name, "state", "active", "attributes");
+}
+
+void api_resource_type_list(struct http_req *req, struct http_resp *resp)
+{
+    (void)req;
+    json_t *out = json_array();
+    for (int i = 0; i < api_nresource_types; i++)
+        json_array_append_new(out, type_json(api_resource_types[i]));
+    http_json(resp, 200, out);
+}
+
+void api_resource_type_get(struct http_req *req, struct http_resp *resp)
+{
+    if (!api_resource_type_known(req->captures[0])) {
+        http_error(resp, 404, "Resource type %s does not exist", req->captures[0]);
+        return;
+    }
+    http_json(resp, 200, type_json(req->captures[0]));
+}

@@ -1,0 +1,482 @@
+/* api_util.c — Gnocchi's time forms, ids, and the lookups shared by the
+ * API handlers (see api.h). */
+#include "daemon/http/api.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+#include "proto/ceilometer.h"
+#include "proto/ga_err.h"
+#include "storage/pg_query.h"
+
+#define NS 1000000000LL
+
+/* ---- timespans and times --------------------------------------------------- */
+
+/* pytimeparse's units that Gnocchi users write. */
+static int64_t unit_ns(const char *u, size_t n)
+{
+    static const struct { const char *name; int64_t ns; } units[] = {
+        { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
+        { "s", NS }, { "sec", NS }, { "secs", NS }, { "second", NS }, { "seconds", NS },
+        { "m", 60 * NS }, { "min", 60 * NS }, { "mins", 60 * NS }, { "minute", 60 * NS },
+        { "minutes", 60 * NS }, { "h", 3600 * NS }, { "hr", 3600 * NS }, { "hrs", 3600 * NS },
+        { "hour", 3600 * NS }, { "hours", 3600 * NS }, { "d", 86400 * NS }, { "day", 86400 * NS },
+        { "days", 86400 * NS }, { "w", 604800 * NS }, { "wk", 604800 * NS },
+        { "week", 604800 * NS }, { "weeks", 604800 * NS },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strlen(units[i].name) == n && strncasecmp(units[i].name, u, n) == 0)
+            return units[i].ns;
+    return 0;
+}
+
+/* "1 day", "5min", "1h30m", "1.5 hours", "2 days, 3 hours" → ns (>= 0). */
+static int parse_units(const char *s, int64_t *out)
+{
+    double total = 0;
+    int parts = 0;
+    while (*s) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        if (!*s)
+            break;
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s || !isfinite(v) || v < 0)
+            return GA_EINVAL;
+        s = end;
+        while (*s == ' ')
+            s++;
+        const char *u = s;
+        while (isalpha((unsigned char)*s))
+            s++;
+        int64_t m = unit_ns(u, (size_t)(s - u));
+        if (!m)
+            return GA_EINVAL;
+        total += v * (double)m;
+        parts++;
+    }
+    if (!parts || total > 9.2e18)
+        return GA_EINVAL;
+    *out = (int64_t)total;
+    return 0;
+}
+
+int api_parse_span(const char *s, int64_t *ns)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end != s && *end == '\0') {
+        if (!isfinite(v) || v <= 0 || v > 9.2e9)
+            return GA_EINVAL;
+        *ns = (int64_t)llround(v * 1e9);
+        return *ns > 0 ? 0 : GA_EINVAL;
+    }
+    if (parse_units(s, ns) < 0 || *ns <= 0)
+        return GA_EINVAL;
+    return 0;
+}
+
+int api_parse_time(const char *s, int64_t now_ns, int64_t *ns, char *why, size_t whylen)
+{
+    char *end;
+    if (!s[0])
+        return ga_fail(GA_EINVAL, why, whylen, "empty timestamp");
+    double v = strtod(s, &end);
+    if (end != s && *end == '\0' && (isdigit((unsigned char)s[0]) || s[0] == '-' || s[0] == '.')) {
+        if (!isfinite(v) || fabs(v) > 9.2e9)
+            return ga_fail(GA_EINVAL, why, whylen, "timestamp '%s' out of range", s);
+        *ns = (int64_t)llround(v * 1e9);
+        return 0;
+    }
+    if (strcasecmp(s, "now") == 0) {
+        *ns = now_ns;
+        return 0;
+    }
+    if (s[0] == '-' || s[0] == '+') {
+        int64_t d;
+        if (parse_units(s + 1, &d) < 0)
+            return ga_fail(GA_EINVAL, why, whylen, "Unable to parse timestamp '%s' (relative "
+                           "forms look like '-1 day', '-5min')", s);
+        *ns = s[0] == '-' ? now_ns - d : now_ns + d;
+        return 0;
+    }
+    /* ISO 8601: complete a date alone or a time without seconds */
+    char buf[80];
+    size_t n = strlen(s);
+    if (n >= 48)
+        return ga_fail(GA_EINVAL, why, whylen, "Unable to parse timestamp '%.60s'", s);
+    memcpy(buf, s, n + 1);
+    if (n == 10)
+        strcat(buf, "T00:00:00");
+    else if (n >= 16 && (buf[16] == '\0' || buf[16] == 'Z' || buf[16] == '+' || buf[16] == '-') &&
+             buf[13] == ':') {
+        char rest[40];
+        size_t rl = strlen(buf + 16);
+        memcpy(rest, buf + 16, rl + 1);
+        memcpy(buf + 16, ":00", 3);
+        memcpy(buf + 19, rest, rl + 1);
+    }
+    if (ceilo_parse_time(buf, strlen(buf), ns) < 0)
+        return ga_fail(GA_EINVAL, why, whylen, "Unable to parse timestamp '%.60s' (ISO 8601, "
+                       "seconds since the epoch, 'now' or '-1 day')", s);
+    return 0;
+}
+
+void api_iso(int64_t ns, char out[40])
+{
+    int64_t sec = ns / NS, frac = ns % NS;
+    if (frac < 0) {
+        frac += NS;
+        sec--;
+    }
+    time_t t = (time_t)sec;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t o = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (frac / 1000)
+        o += (size_t)snprintf(out + o, 40 - o, ".%06" PRId64, frac / 1000);
+    snprintf(out + o, 40 - o, "+00:00");
+}
+
+void api_timedelta(int64_t ns, char out[48])
+{
+    int64_t s = ns / NS, us = (ns % NS) / 1000;
+    int64_t days = s / 86400, rem = s % 86400;
+    int o = 0;
+    if (days)
+        o = snprintf(out, 48, "%" PRId64 " day%s, ", days, days == 1 ? "" : "s");
+    o += snprintf(out + o, (size_t)(48 - o), "%" PRId64 ":%02" PRId64 ":%02" PRId64, rem / 3600,
+                  rem / 60 % 60, rem % 60);
+    if (us)
+        snprintf(out + o, (size_t)(48 - o), ".%06" PRId64, us);
+}
+
+/* ---- UUIDs --------------------------------------------------------------------- */
+
+int api_uuid_parse(const char *s, char out[API_UUID_LEN])
+{
+    char hex[33];
+    int n = 0;
+    if (strncasecmp(s, "urn:uuid:", 9) == 0)
+        s += 9;
+    size_t len = strlen(s);
+    if (len && s[0] == '{') {
+        if (s[len - 1] != '}')
+            return 0;
+        s++;
+        len -= 2;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '-')
+            continue;
+        if (!isxdigit((unsigned char)s[i]) || n >= 32)
+            return 0;
+        hex[n++] = (char)tolower((unsigned char)s[i]);
+    }
+    if (n != 32)
+        return 0;
+    snprintf(out, API_UUID_LEN, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
+             hex + 20);
+    return 1;
+}
+
+/* SHA-1 (FIPS 180-4), for RFC 4122 version-5 UUIDs only. */
+struct sha1 {
+    uint32_t h[5];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t n;
+};
+
+static uint32_t rol(uint32_t x, int k)
+{
+    return (x << k) | (x >> (32 - k));
+}
+
+static void sha1_block(struct sha1 *c, const unsigned char *p)
+{
+    uint32_t w[80], a = c->h[0], b = c->h[1], d = c->h[3], e = c->h[4], cc = c->h[2];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+               p[4 * i + 3];
+    for (int i = 16; i < 80; i++)
+        w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    for (int i = 0; i < 80; i++) {
+        uint32_t f, k;
+        if (i < 20)
+            f = (b & cc) | (~b & d), k = 0x5A827999;
+        else if (i < 40)
+            f = b ^ cc ^ d, k = 0x6ED9EBA1;
+        else if (i < 60)
+            f = (b & cc) | (b & d) | (cc & d), k = 0x8F1BBCDC;
+        else
+            f = b ^ cc ^ d, k = 0xCA62C1D6;
+        uint32_t t = rol(a, 5) + f + e + k + w[i];
+        e = d;
+        d = cc;
+        cc = rol(b, 30);
+        b = a;
+        a = t;
+    }
+    c->h[0] += a, c->h[1] += b, c->h[2] += cc, c->h[3] += d, c->h[4] += e;
+}
+
+static void sha1_update(struct sha1 *c, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    c->len += len;
+    while (len) {
+        size_t k = 64 - c->n < len ? 64 - c->n : len;
+        memcpy(c->buf + c->n, p, k);
+        c->n += k, p += k, len -= k;
+        if (c->n == 64) {
+            sha1_block(c, c->buf);
+            c->n = 0;
+        }
+    }
+}
+
+static void sha1_final(struct sha1 *c, unsigned char out[20])
+{
+    uint64_t bits = c->len * 8;
+    unsigned char pad = 0x80, zero = 0, lb[8];
+    sha1_update(c, &pad, 1);
+    while (c->n != 56)
+        sha1_update(c, &zero, 1);
+    for (int i = 0; i < 8; i++)
+        lb[i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha1_update(c, lb, 8);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++)
+            out[4 * i + j] = (unsigned char)(c->h[i] >> (24 - 8 * j));
+}
+
+/* Gnocchi's RESOURCE_ID_NAMESPACE, 0a7a15ff-aa13-4ac2-897c-9bdf30ce175b. */
+static const unsigned char resource_ns[16] = { 0x0a, 0x7a, 0x15, 0xff, 0xaa, 0x13, 0x4a, 0xc2,
+                                               0x89, 0x7c, 0x9b, 0xdf, 0x30, 0xce, 0x17, 0x5b };
+
+int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_LEN], char *why,
+                      size_t whylen)
+{
+    if (strchr(value, '/'))
+        return ga_fail(GA_EINVAL, why, whylen, "'/' is not supported in resource id");
+    if (api_uuid_parse(value, out))
+        return 0;
+    if (strlen(value) > 255)
+        return ga_fail(GA_EINVAL, why, whylen,
+                       "transformable resource id >255 max allowed characters");
+    struct sha1 c = { { 0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0 }, 0, { 0 }, 0 };
+    unsigned char h[20];
+    sha1_update(&c, resource_ns, 16);
+    sha1_update(&c, value, strlen(value));
+    sha1_update(&c, "", 1);                    /* the "\x00" separator */
+    if (creator && creator[0])
+        sha1_update(&c, creator, strlen(creator));
+    else
+        sha1_update(&c, "", 1);                /* creator None is "\x00" */
+    sha1_final(&c, h);
+    h[6] = (unsigned char)((h[6] & 0x0f) | 0x50);
+    h[8] = (unsigned char)((h[8] & 0x3f) | 0x80);
+    snprintf(out, API_UUID_LEN,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", h[0], h[1],
+             h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14],
+             h[15]);
+    return 0;
+}
+
+/* ---- database helpers -------------------------------------------------------- */
+
+void api_db_error(struct http_resp *resp, int rc, const char *err)
+{
+    if (rc == GA_EIO)
+        http_error(resp, 503, "storage unavailable: %s", err);
+    else
+        http_error(resp, 500, "database error: %s", err);
+}
+
+json_t *api_query_json(struct http_req *req, struct http_resp *resp, const char *sql, int nparams,
+                       const char *const *vals)
+{
+    char err[512];
+    int rc = 0;
+    PGresult *r = pgq_exec(http_server_pgq(req->srv), sql, nparams, vals, &rc, err, sizeof err);
+    if (!r) {
+        api_db_error(resp, rc, err);
+        return NULL;
+    }
+    json_t *a = json_array();
+    for (int i = 0; a && i < PQntuples(r); i++) {
+        json_error_t je;
+        json_t *j = json_loads(PQgetvalue(r, i, 0), JSON_DECODE_ANY, &je);
+        if (!j || json_array_append_new(a, j) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    PQclear(r);
+    if (!a)
+        http_error(resp, 500, "out of memory reading the database's answer");
+    return a;
+}
+
+const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
+                          int *n)
+{
+    if (id->admin) {
+        snprintf(buf, buflen, "true");
+        return buf;
+    }
+    vals[*n] = id->creator;
+    vals[*n + 1] = id->project;
+    snprintf(buf, buflen, "(r.creator = $%d OR (r.project_id IS NOT NULL AND r.project_id <> '' "
+             "AND r.project_id = $%d))", *n + 1, *n + 2);
+    *n += 2;
+    return buf;
+}
+
+int api_policy_grans(const json_t *row, int64_t *out, int max)
+{
+    const json_t *def = json_object_get(row, "definition");
+    size_t i;
+    const json_t *d;
+    int n = 0;
+    json_array_foreach(def, i, d) {
+        if (n < max)
+            out[n++] = json_integer_value(json_object_get(d, "granularity_ns"));
+    }
+    for (int a = 1; a < n; a++)                /* descending, as Gnocchi lists them */
+        for (int b = a; b > 0 && out[b] > out[b - 1]; b--) {
+            int64_t t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return n;
+}
+
+int api_policy_has_method(const json_t *row, const char *method)
+{
+    const json_t *ms = json_object_get(row, "methods");
+    size_t i;
+    const json_t *m;
+    json_array_foreach(ms, i, m) {
+        if (json_is_string(m) && strcmp(json_string_value(m), method) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+json_t *api_policy_json(const json_t *row)
+{
+    json_t *def = json_array();
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(row, "definition"), i, d) {
+        int64_t g = json_integer_value(json_object_get(d, "granularity_ns"));
+        int64_t span = json_integer_value(json_object_get(d, "timespan_ns"));
+        char gs[48], ts[48];
+        api_timedelta(g, gs);
+        api_timedelta(span, ts);
+        json_array_append_new(def, json_pack("{s:s, s:o, s:o}", "granularity", gs, "points",
+                                             span && g ? json_integer(span / g) : json_null(),
+                                             "timespan", span ? json_string(ts) : json_null()));
+    }
+    int64_t bw = json_integer_value(json_object_get(row, "back_window"));
+    return json_pack("{s:O, s:I, s:o, s:O}", "name", json_object_get(row, "name"), "back_window",
+                     (json_int_t)bw, "definition", def, "aggregation_methods",
+                     json_object_get(row, "methods"));
+}
+
+json_t *api_metric_out(const json_t *row)
+{
+    json_t *m = json_deep_copy(row);
+    if (!m)
+        return NULL;
+    json_object_set_new(m, "archive_policy", api_policy_json(json_object_get(row, "policy")));
+    json_object_del(m, "policy");
+    json_object_del(m, "gpuagg_name");
+    return m;
+}
+
+static const char series_sql[] =
+    "SELECT ts_ns, value FROM gpuagg_measures\n"
+    "WHERE metric = $1 AND method = $2 AND granularity_ns = $3::int8\n"
+    "  AND ts_ns >= $4::int8 AND ts_ns < $5::int8\n"
+    "ORDER BY ts_ns";
+
+int api_series(struct pgq *q, const char *metric, const char *method, int64_t granularity_ns,
+               int64_t start_ns, int64_t stop_ns, int64_t **ts, double **val, size_t *n,
+               char *err, size_t errlen)
+{
+    char g[32], lo[32], hi[32];
+    int rc = 0;
+    *ts = NULL;
+    *val = NULL;
+    *n = 0;
+    snprintf(g, sizeof g, "%" PRId64, granularity_ns);
+    snprintf(lo, sizeof lo, "%" PRId64, start_ns);
+    snprintf(hi, sizeof hi, "%" PRId64, stop_ns);
+    const char *pv[] = { metric, method, g, lo, hi };
+    PGresult *r = pgq_exec(q, series_sql, 5, pv, &rc, err, errlen);
+    if (!r)
+        return rc;
+    size_t nr = (size_t)PQntuples(r);
+    if (nr) {
+        *ts = malloc(nr * sizeof **ts);
+        *val = malloc(nr * sizeof **val);
+        if (!*ts || !*val) {
+            free(*ts);
+            free(*val);
+            *ts = NULL;
+            *val = NULL;
+            PQclear(r);
+            return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
+        }
+        for (size_t i = 0; i < nr; i++) {
+            (*ts)[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
+            (*val)[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
+        }
+    }
+    *n = nr;
+    PQclear(r);
+    return 0;
+}
+
+int api_range_args(struct http_req *req, struct http_resp *resp, int64_t *start, int64_t *stop,
+                   int64_t *gran)
+{
+    struct timespec tsn;
+    clock_gettime(CLOCK_REALTIME, &tsn);
+    int64_t now = (int64_t)tsn.tv_sec * NS + tsn.tv_nsec;
+    char why[256];
+    const char *s = http_arg(req, "start"), *e = http_arg(req, "stop"), *g = http_arg(req, "granularity");
+    *start = INT64_MIN;
+    *stop = INT64_MAX;
+    *gran = 0;
+    if (s && api_parse_time(s, now, start, why, sizeof why) < 0) {
+        http_error(resp, 400, "Invalid value for start: %s", why);
+        return 400;
+    }
+    if (e && api_parse_time(e, now, stop, why, sizeof why) < 0) {
+        http_error(resp, 400, "Invalid value for stop: %s", why);
+        return 400;
+    }
+    if (g && api_parse_span(g, gran) < 0) {
+        http_error(resp, 400, "Invalid value for granularity: '%.60s' is not a positive timespan "
+                   "(seconds or '1 minute')", g);
+        return 400;
+    }
+    if (s && e && *start > *stop) {
+        http_error(resp, 400, "start must be before stop");
+        return 400;
+    }
+    return 0;
+}

@@ -1,0 +1,126 @@
+"""The HTTP listener's core against the real daemon (no PostgreSQL needed):
+GET / (versions), Gnocchi-shaped 404/405/401, the body size limit, a
+slow client closed by http.timeout_s, the connection limit."""
+import json
+import socket
+import time
+
+from apilib import HttpDaemon, Results
+
+R = Results("http_core")
+D = HttpDaemon(http="auth: basic, timeout_s: 1, max_body_bytes: 2KiB")
+
+
+def test_versions():
+    st, j = D.get_json("/")
+    assert st == 200, (st, j)
+    v = j["versions"][0]
+    assert v["id"] == "v1.0" and v["status"] == "CURRENT", j
+    assert v["links"][0]["href"] == "%s/v1/" % D.url, j
+
+
+def test_not_found_shape():
+    st, j = D.get_json("/nope/at/all")
+    assert st == 404 and j["code"] == 404 and j["title"] == "Not Found" and j["description"], j
+
+
+def test_method_not_allowed():
+    st, j = D.get_json("/", method="DELETE")
+    assert st == 405 and "DELETE" in j["description"], j
+
+
+def test_basic_auth():
+    st, j = D.get_json("/v1/capabilities")
+    assert st == 401 and "basic" in j["description"], (st, j)
+    st, j = D.get_json("/v1/capabilities", headers={"Authorization": "Basic YWRtaW46"})  # admin:
+    assert st == 200 and "mean" in j["aggregation_methods"], (st, j)
+    st, j = D.get_json("/v1/capabilities", headers={"Authorization": "Basic !!!"})
+    assert st == 401, (st, j)
+
+
+def test_body_too_big():
+    st, j = D.get_json("/", method="POST", body="x" * 5000)
+    assert st == 413 and "max_body_bytes" in j["description"], j
+
+
+def test_huge_headers():
+    s = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    try:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert data == b"" or data.split(b" ")[1][:1] == b"4", data[:200]
+    assert D.get_json("/")[0] == 200
+
+
+def test_slow_client_closed():
+    s = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")       # never finishes the headers
+    t0 = time.time()
+    data = s.recv(1024)                                # closed by the server
+    took = time.time() - t0
+    s.close()
+    assert data == b"" and 0.5 < took < 4, (data, took)
+    st, _ = D.get_json("/")                            # the listener still answers
+    assert st == 200
+
+
+def test_connection_limit(D):
+    # http.max_connections: 4.  A fifth connection is closed at once, without
+    # an answer, while four are open; once they close, connections are served.
+    held = [socket.create_connection(("127.0.0.1", D.port), timeout=5) for _ in range(4)]
+    time.sleep(0.2)
+    extra = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    try:
+        extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        data = extra.recv(1024)
+    except (ConnectionResetError, BrokenPipeError):
+        data = b""
+    extra.close()
+    assert data == b"", "a fifth connection was answered while four were open: %r" % data
+    for s in held:
+        s.close()
+    time.sleep(0.2)
+    assert D.get_json("/")[0] == 200
+    assert D.call("ping")["ok"]                        # the control socket never waited
+
+
+def test_remoteuser_mode_and_connection_limit():
+    d = HttpDaemon(http="auth: remoteuser, max_connections: 4, timeout_s: 30")
+    try:
+        d.start()
+        d.wait_http()
+        test_connection_limit(d)
+        st, j = d.get_json("/v1/capabilities")
+        assert st == 401 and "X-Remote-User" in j["description"], (st, j)
+        st, j = d.get_json("/v1/capabilities", headers={"X-Remote-User": "alice"})
+        assert st == 200, (st, j)
+        assert d.stop() == 0
+    finally:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+
+
+try:
+    D.start()
+    D.wait_http()
+    for t in (test_versions, test_not_found_shape, test_method_not_allowed, test_basic_auth,
+              test_body_too_big, test_huge_headers,
+              test_slow_client_closed):
+        R.run(t)
+    assert D.stop() == 0
+    R.run(test_remoteuser_mode_and_connection_limit)
+finally:
+    if D.proc and D.proc.poll() is None:
+        D.proc.kill()
+R.finish()

@@ -1,0 +1,151 @@
+/* fuzz_api.c — libFuzzer target for the HTTP API's parsers (daemon/http/):
+ * the search filter compiler (api_resource.c compile()), the operations of
+ * /v1/aggregates in both forms (api_aggregates.c sexp(), collect(),
+ * eval() over a small grid) and the time, timespan and id forms
+ * (api_util.c).  The three files are compiled into the target; the
+ * listener and PostgreSQL calls they reach are stubbed below (the fuzzer
+ * never gets that far).  The first byte picks the parser.  Besides the
+ * sanitizers' findings, a broken promise aborts: compiled SQL with
+ * unbalanced parentheses or more parameters than the bound, an error
+ * without text, an eval result larger than its input grid.
+ * fuzz-libs: -ljansson -lpq */
+#include "daemon/http/api_util.c"
+#include "daemon/http/api_resource.c"
+#include "daemon/http/api_aggregates.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* ---- stubs of what the parsers do not reach -------------------------------- */
+
+const char *http_arg(const struct http_req *r, const char *name) { (void)r, (void)name; return NULL; }
+int http_args(const struct http_req *r, const char *name, const char **vals, int max)
+{
+    (void)r, (void)name, (void)vals, (void)max;
+    return 0;
+}
+const char *http_header(const struct http_req *r, const char *name) { (void)r, (void)name; return NULL; }
+void http_json(struct http_resp *resp, int status, json_t *j) { resp->status = status; json_decref(j); }
+void http_error(struct http_resp *resp, int status, const char *fmt, ...) { (void)fmt; resp->status = status; }
+struct pgq *http_server_pgq(const struct http_server *s) { (void)s; return NULL; }
+const struct ga_config *http_server_config(const struct http_server *s) { (void)s; return NULL; }
+PGresult *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals, int *rc,
+                   char *err, size_t errlen)
+{
+    (void)q, (void)sql, (void)nparams, (void)vals;
+    *rc = GA_EIO;
+    snprintf(err, errlen, "no database in the fuzzer");
+    return NULL;
+}
+
+/* ---- the target ------------------------------------------------------------------ */
+
+static void fuzz_filter(const uint8_t *d, size_t n)
+{
+    json_error_t je;
+    json_t *j = json_loadb((const char *)d, n, 0, &je);
+    if (!j)
+        return;
+    struct http_req req = { 0 };
+    snprintf(req.ident.creator, sizeof req.ident.creator, "u:p");
+    struct fctx f = { .req = &req, .cap = SQL_MAX };
+    if (!(f.sql = malloc(f.cap)))
+        abort();
+    f.sql[0] = '\0';
+    int rc = compile(&f, j, 0);
+    if (rc < 0 && !f.err[0])
+        abort();
+    if (rc == 0) {
+        int depth = 0;
+        for (size_t i = 0; i < f.len; i++) {
+            depth += f.sql[i] == '(' ? 1 : f.sql[i] == ')' ? -1 : 0;
+            if (depth < 0)
+                abort();
+        }
+        if (depth != 0 || f.n > FILTER_MAX_PARAMS || f.len >= f.cap)
+            abort();
+    }
+    fctx_free(&f);
+    json_decref(j);
+}
+
+static void fuzz_ops(const uint8_t *d, size_t n, int string_form)
+{
+    json_t *ops;
+    char why[256] = "";
+    if (string_form) {
+        char *s = strndup((const char *)d, n);
+        const char *p = s;
+        ops = sexp(&p, 0, why, sizeof why);
+        if (!ops && !why[0])
+            abort();
+        free(s);
+    } else {
+        json_error_t je;
+        ops = json_loadb((const char *)d, n, 0, &je);
+    }
+    if (!ops)
+        return;
+    struct refs refs = { 0 };
+    if (collect(ops, &refs, 0, why, sizeof why) == 0 && refs.n) {
+        struct col cols[MAX_REFS];
+        struct grid in = { 0 }, out = { 0 };
+        if (grid_alloc(&in, 5, refs.n) < 0)
+            abort();
+        for (int c = 0; c < refs.n; c++) {
+            cols[c].ref = c;
+            in.cols[c] = c;
+        }
+        for (size_t i = 0; i < 5; i++) {
+            in.t[i] = (int64_t)i * 60000000000LL;
+            for (int c = 0; c < refs.n; c++)
+                in.v[i * (size_t)refs.n + (size_t)c] = (i + (size_t)c) % 3 ? (double)i - c : NAN;
+        }
+        struct eval e = { .in = &in, .cols = cols, .refs = &refs };
+        int rc = eval(&e, ops, &out, 0);
+        if (rc < 0 && !e.why[0])
+            abort();
+        if (rc == 0 && (out.nt > in.nt || out.nc < 0 || (out.aggregated && out.nc != 1)))
+            abort();
+        grid_free(&in);
+        grid_free(&out);
+    }
+    json_decref(ops);
+}
+
+static void fuzz_forms(const uint8_t *d, size_t n)
+{
+    char s[512], why[256], id[API_UUID_LEN];
+    int64_t ns;
+    if (n >= sizeof s)
+        n = sizeof s - 1;
+    memcpy(s, d, n);
+    s[n] = '\0';
+    if (api_parse_time(s, 1795000000000000000LL, &ns, why, sizeof why) < 0 && !why[0])
+        abort();
+    api_parse_span(s, &ns);
+    if (api_uuid_parse(s, id) && strlen(id) != 36)
+        abort();
+    if (api_resource_uuid(s, "u:p", id, why, sizeof why) == 0 && strlen(id) != 36)
+        abort();
+    char iso[40], td[48];
+    int64_t v = 0;
+    memcpy(&v, d, n < sizeof v ? n : sizeof v);
+    if (v > -6000000000000000000LL && v < 7000000000000000000LL) {
+        api_iso(v, iso);
+        if (v >= 0)
+            api_timedelta(v, td);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    switch (data[0] % 4) {
+    case 0: fuzz_filter(data + 1, size - 1); break;
+    case 1: fuzz_ops(data + 1, size - 1, 0); break;
+    case 2: fuzz_ops(data + 1, size - 1, 1); break;
+    default: fuzz_forms(data + 1, size - 1); break;
+    }
+    return 0;
+}
