@@ -442,8 +442,9 @@ static void take_inbox(struct pgw *w)
     int rc = 0;
     while (q && rc == 0) {
         struct pgb_unit *next = q->next;
+        size_t qrows = q->rows;              /* pgb_take frees q */
         if ((rc = pgb_take(&w->filling, q, q->seq, q->submit_mono_ns)) == 0) {
-            rows -= q->rows < rows ? q->rows : rows;
+            rows -= qrows < rows ? qrows : rows;
             units--;
             q = next;
         }
