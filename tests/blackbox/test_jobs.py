@@ -229,9 +229,12 @@ def test_input_bytes_never_echoed():
 def test_job_memory_bound():
     # jobs.max_job_bytes (64 MiB here): parameters needing more are refused
     # at submit, naming the parameter and the key
-    for kind, n in (("dot", 1 << 23), ("blackscholes", 1 << 21)):
-        e = call_err(E.d, "job.submit", {"kind": kind, "params": {"n": str(n)}})
-        assert e["name"] == "EBADARG" and "param 'n'" in e["message"] and \
+    for kind, params, needle in (("dot", {"n": str(1 << 23)}, "param 'n'"),
+                                 ("blackscholes", {"n": str(1 << 21)}, "param 'n'"),
+                                 ("kmeans", {"k": "4", "coords": "64", "nobjs": str(1 << 20)},
+                                  "params 'nobjs' and 'coords'")):
+        e = call_err(E.d, "job.submit", {"kind": kind, "params": params})
+        assert e["name"] == "EBADARG" and needle in e["message"] and \
             "jobs.max_job_bytes" in e["message"], (kind, e)
     st, res = submit_wait(E.d, "dot", {"n": "1000"})
     assert st["state"] == "done", st
