@@ -44,14 +44,16 @@ static const struct ga_config defaults = {
               .pool_size = 2, .max_points = 1000000, .resource_creator = "" },
     .storage = { .conninfo = "dbname=gpuagg", .flush_interval_ms = 1000, .flush_rows = 100000,
                  .window_snapshot_s = 300, .writers = 4,
-                 .pool_size = 2, .retry_initial_ms = 250, .retry_max_ms = 30000 },
+                 .pool_size = 2, .retry_initial_ms = 250, .retry_max_ms = 30000,
+                 .stop_timeout_ms = 30000 },
     .journal = { .dir = "/var/lib/gpuaggd/journal", .fsync_interval_ms = 5,
                  .segment_bytes = 64 * MiB, .max_bytes = 4 * GiB },
     .gpu = { .all = 1, .ndevices = 0, .streams = 2, .staging_bytes = 64 * MiB, .cpu_threads = 0 },
-    .limits = { .max_connections = 1024, .max_frame_bytes = 16 * MiB,
+    .limits = { .max_connections = 1024, .max_connections_per_peer = 256, .max_frame_bytes = 16 * MiB,
                 .conn_buffer_bytes = 32 * MiB, .memory_budget_bytes = 1 * GiB,
                 .idle_timeout_s = 300, .slow_client_timeout_s = 30, .queue_batches = 64 },
-    .jobs = { .max_queued = 64, .workers = 1, .result_ttl_s = 3600, .ninput_dirs = 0 },
+    .jobs = { .max_queued = 64, .workers = 1, .result_ttl_s = 3600, .ninput_dirs = 0,
+              .max_job_bytes = 4 * GiB, .results_max_bytes = 512 * MiB },
     .npolicies = 0,
     .nrules = (int)(sizeof((struct ga_rule[]){ CEILOMETER_RULES }) / sizeof(struct ga_rule)),
     .rules = { CEILOMETER_RULES },
@@ -93,6 +95,7 @@ const struct ga_config_key ga_config_keys[] = {
     { "storage.pool_size", GA_K_INT, FLD(storage.pool_size), 0 },
     { "storage.retry_initial_ms", GA_K_MS, FLD(storage.retry_initial_ms), 0 },
     { "storage.retry_max_ms", GA_K_MS, FLD(storage.retry_max_ms), 0 },
+    { "storage.stop_timeout_ms", GA_K_MS, FLD(storage.stop_timeout_ms), 1 },
     { "journal.dir", GA_K_STR, FLD(journal.dir), 0 },
     { "journal.fsync_interval_ms", GA_K_MS, FLD(journal.fsync_interval_ms), 0 },
     { "journal.segment_bytes", GA_K_SIZE, FLD(journal.segment_bytes), 0 },
@@ -102,6 +105,8 @@ const struct ga_config_key ga_config_keys[] = {
     { "gpu.staging_bytes", GA_K_SIZE, FLD(gpu.staging_bytes), 0 },
     { "gpu.cpu_threads", GA_K_INT, FLD(gpu.cpu_threads), 0 },
     { "limits.max_connections", GA_K_INT, FLD(limits.max_connections), 1 },
+    { "limits.max_connections_per_peer", GA_K_INT, FLD(limits.max_connections_per_peer), 1 },
+    { "limits.max_metrics", GA_K_INT, FLD(limits.max_metrics), 1 },
     { "limits.max_frame_bytes", GA_K_SIZE, FLD(limits.max_frame_bytes), 1 },
     { "limits.conn_buffer_bytes", GA_K_SIZE, FLD(limits.conn_buffer_bytes), 1 },
     { "limits.memory_budget_bytes", GA_K_SIZE, FLD(limits.memory_budget_bytes), 1 },
@@ -111,6 +116,8 @@ const struct ga_config_key ga_config_keys[] = {
     { "jobs.max_queued", GA_K_INT, FLD(jobs.max_queued), 1 },
     { "jobs.workers", GA_K_INT, FLD(jobs.workers), 0 },
     { "jobs.result_ttl_s", GA_K_SEC, FLD(jobs.result_ttl_s), 1 },
+    { "jobs.max_job_bytes", GA_K_SIZE, FLD(jobs.max_job_bytes), 1 },
+    { "jobs.results_max_bytes", GA_K_SIZE, FLD(jobs.results_max_bytes), 1 },
     { "jobs.input_dirs", GA_K_DIRS, FLD(jobs.input_dirs), 1 },
     { "archive_policies", GA_K_POLICIES, FLD(policies), 1 },
     { "archive_policy_rules", GA_K_RULES, FLD(rules), 1 },
@@ -237,4 +244,10 @@ int ga_config_apply_reload(struct ga_config *cur, const struct ga_config *next,
     cur->nkeylines = next->nkeylines;
     memcpy(cur->keylines, next->keylines, sizeof cur->keylines);
     return n;
+}
+
+uint64_t ga_config_max_metrics(const struct ga_config *c)
+{
+    return c->limits.max_metrics > 0 ? (uint64_t)c->limits.max_metrics
+                                     : (uint64_t)c->limits.memory_budget_bytes / 1024;
 }

@@ -68,6 +68,7 @@ struct ga_config {
         int pool_size;                      /* storage.pool_size, default 2 */
         int retry_initial_ms;               /* storage.retry_initial_ms, default 250 */
         int retry_max_ms;                   /* storage.retry_max_ms, default 30000 */
+        int stop_timeout_ms;                /* storage.stop_timeout_ms, default 30000 */
     } storage;
 
     struct {
@@ -88,6 +89,10 @@ struct ga_config {
 
     struct {
         int max_connections;                /* limits.max_connections, default 1024 */
+        int max_connections_per_peer;       /* ingest connections of one uid (unix socket)
+                                               or one address (TCP), default 256 */
+        int max_metrics;                    /* live metrics; 0 (default): memory_budget_bytes
+                                               / 1024 (ga_config_max_metrics) */
         int64_t max_frame_bytes;            /* limits.max_frame_bytes, default 16 MiB */
         int64_t conn_buffer_bytes;          /* limits.conn_buffer_bytes, default 32 MiB */
         int64_t memory_budget_bytes;        /* limits.memory_budget_bytes, default 1 GiB */
@@ -100,6 +105,8 @@ struct ga_config {
         int max_queued;                     /* jobs.max_queued, default 64 */
         int workers;                        /* jobs.workers, default 1 */
         int result_ttl_s;                   /* jobs.result_ttl_s, default 3600 */
+        int64_t max_job_bytes;              /* jobs.max_job_bytes, default 4 GiB */
+        int64_t results_max_bytes;          /* jobs.results_max_bytes, default 512 MiB */
         int ninput_dirs;                    /* jobs.input_dirs: paths jobs may read */
         char input_dirs[8][GA_PATH_MAX];
     } jobs;
@@ -186,5 +193,9 @@ extern const struct ga_config_key ga_config_keys[];
 extern const int ga_config_nkeys;
 /* The table entry of a dotted key, NULL if there is none. */
 const struct ga_config_key *ga_config_find_key(const char *key);
+
+/* The live-metric bound in effect: limits.max_metrics, or when 0 one
+ * metric per KiB of limits.memory_budget_bytes. */
+uint64_t ga_config_max_metrics(const struct ga_config *c);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/admit.h"
 #include "daemon/control.h"
 #include "daemon/control_ops.h"
 #include "daemon/control_ops_jobs.h"
@@ -70,7 +71,7 @@ static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
 {
     const struct pgw_status *w = &s->ew.writer;
     int wr = s->ew.have_writer;
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 15);
     /* The writer's view once it runs; before, the health checker's. */
     mp_pack_kv_str(pk, "state", pgc_state_name(wr ? w->state : s->pg.state));
     mp_pack_kv_str(pk, "last_error", wr && w->last_error[0] ? w->last_error : s->pg.last_error);
@@ -85,6 +86,8 @@ static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "committed_lsn", wr ? w->committed_lsn : 0);
     mp_pack_kv_uint(pk, "rows_committed", wr ? w->rows_committed : 0);
     mp_pack_kv_uint(pk, "buckets_committed", wr ? w->buckets_committed : 0);
+    mp_pack_kv_uint(pk, "rows_rejected", wr ? w->rows_rejected : 0);
+    mp_pack_kv_str(pk, "last_rejected", wr ? w->last_rejected : "");
     mp_pack_kv_str(pk, "load_error", s->ew.load_error);
 }
 
@@ -118,8 +121,11 @@ static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_p
 
 static void pack_journal(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 8);
     mp_pack_kv_str(pk, "dir", d->cfg->journal.dir);
+    mp_pack_kv_str(pk, "state", s->jn.failed ? "failed" : s->jn.stalled_errno ? "stalled" : "ok");
+    mp_pack_kv_str(pk, "error", s->jn.stalled_errno ? strerror(s->jn.stalled_errno)
+                                : s->jn.failed ? "write or fsync failed; the daemon restarts" : "");
     mp_pack_kv_uint(pk, "retained_bytes", s->jn.retained_bytes);
     mp_pack_kv_uint(pk, "max_bytes", (uint64_t)d->cfg->journal.max_bytes);
     mp_pack_kv_uint(pk, "segments", s->jn.segments);
@@ -244,6 +250,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.connections_open", s->in.conns_open);
     KV("ingest.connections_total", s->in.conns_total);
     KV("ingest.connections_refused", s->in.conns_refused);
+    KV("ingest.connections_refused_peer", s->in.conns_refused_peer);
     KV("ingest.bytes_in", s->in.bytes_in);
     KV("ingest.frames", s->in.frames);
     KV("ingest.batches_acked", s->in.batches_acked);
@@ -255,6 +262,9 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.slow_timeouts", s->in.slow_timeouts);
     KV("ingest.backpressure_pauses", s->in.pauses);
     KV("ingest.backpressure_active", s->in.paused);
+    KV("ingest.inflight_waits", s->in.inflight_waits);
+    KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
+    KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
     KV("udp.datagrams", s->in.udp_datagrams);
     KV("udp.accepted", s->in.udp_accepted);
@@ -287,6 +297,10 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("journal.bytes_written", s->jn.bytes_written);
     KV("journal.full_refusals", s->jn.backpressure);
     KV("journal.torn_tails_cut", s->jn.torn_tails_cut);
+    KV("journal.write_failures", s->jn.write_failures);
+    KV("journal.stalled", s->jn.stalled_errno != 0);
+    KV("pipeline.journal_stall_refusals", s->pl.journal_stall_refusals);
+    KV("pipeline.journal_full_busy", s->pl.journal_full_busy);
     KV("pipeline.sequencer_backlog", s->pl.sequencer_backlog);
     KV("pipeline.engine_queue", s->pl.engine_queue);
     KV("pipeline.engine_queue_bytes", s->pl.engine_queue_bytes);
@@ -313,6 +327,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.rows_fresh", w->rows_fresh);
     KV("storage.rows_merged", w->rows_merged);
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
+    KV("storage.rows_rejected", w->rows_rejected);
+    KV("storage.isolations", w->isolations);
     KV("storage.rows_updated", w->rows_updated);
     KV("storage.pairs_asked", w->pairs_asked);
     KV("storage.pairs_new", w->pairs_new);

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/control_ops_jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/job_kinds.h"
+#include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 
@@ -151,13 +153,29 @@ static int queue_job(struct submit *s, uint64_t *id)
                           (int)s->priority, id, s->err, sizeof s->err);
 }
 
-/* libuv pool: realpath, inside one of the input dirs, a readable file. */
+/* Refuse s->path: the client is told only that (whether the path exists,
+ * where a link leads or why it could not be read would tell it about files
+ * it may not see); the reason goes to the daemon's log. */
+static void refuse_path(struct submit *s, const char *why)
+{
+    char list[512] = "";
+    for (int i = 0; i < s->ndirs; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 s->dirs[i]);
+    ga_log(GA_LOG_INFO, "job_input_refused", "path=\"%.300s\" reason=\"%s\"", s->path, why);
+    snprintf(s->err, sizeof s->err, "input_path '%.300s' refused: jobs read only readable "
+             "regular files inside jobs.input_dirs (%.300s)", s->path, list);
+    s->rc = GA_EBADARG;
+}
+
+/* libuv pool: realpath, inside one of the input dirs, a readable regular
+ * file. */
 static void resolve_work(uv_work_t *w)
 {
     struct submit *s = w->data;
+    struct stat sb;
     if (!realpath(s->path, s->resolved)) {
-        snprintf(s->err, sizeof s->err, "input_path '%.300s': %s", s->path, strerror(errno));
-        s->rc = GA_EBADARG;
+        refuse_path(s, strerror(errno));
         return;
     }
     size_t rl = strlen(s->resolved);
@@ -168,20 +186,14 @@ static void resolve_work(uv_work_t *w)
         size_t dl = strlen(dir);
         if (strncmp(s->resolved, dir, dl) == 0 && rl > dl &&
             (s->resolved[dl] == '/' || (dl == 1 && dir[0] == '/'))) {
-            if (access(s->resolved, R_OK) < 0) {
-                snprintf(s->err, sizeof s->err, "input_path '%.300s': %s", s->path, strerror(errno));
-                s->rc = GA_EBADARG;
-            }
+            if (stat(s->resolved, &sb) < 0 || !S_ISREG(sb.st_mode))
+                refuse_path(s, "not a regular file");
+            else if (access(s->resolved, R_OK) < 0)
+                refuse_path(s, strerror(errno));
             return;
         }
     }
-    char list[512] = "";
-    for (int i = 0; i < s->ndirs; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                 s->dirs[i]);
-    snprintf(s->err, sizeof s->err, "input_path '%.150s' (resolved '%.150s') is outside "
-             "jobs.input_dirs (%.300s)", s->path, s->resolved, list);
-    s->rc = GA_EBADARG;
+    refuse_path(s, "outside jobs.input_dirs");
 }
 
 static void reply_id(struct ga_ctl_req *req, uint64_t id)

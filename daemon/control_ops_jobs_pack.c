@@ -207,7 +207,8 @@ int ctlj_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
         { "jobs.submitted", st.submitted }, { "jobs.rejected", st.rejected },
         { "jobs.queued", st.queued }, { "jobs.running", st.running }, { "jobs.done", st.done },
         { "jobs.failed", st.failed }, { "jobs.cancelled", st.cancelled },
-        { "jobs.expired", st.expired },
+        { "jobs.expired", st.expired }, { "jobs.evicted", st.evicted },
+        { "jobs.results_bytes", st.results_bytes },
     };
     int n = (int)(sizeof kv / sizeof kv[0]);
     for (int i = 0; i < n; i++)

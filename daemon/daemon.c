@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/admit.h"
 #include "daemon/control.h"
 #include "daemon/engine_worker.h"
 #include "daemon/http/ceilo_resources.h"
@@ -26,7 +27,6 @@
 #include "storage/pg_query.h"
 
 #define DRAIN_INGEST_MS 10000          /* acks still owed after this are not sent */
-#define DRAIN_STORAGE_MS 30000         /* the final commit; the journal keeps the rest */
 
 const char *ga_state_name(enum ga_state s)
 {
@@ -159,6 +159,10 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     number_fresh_journal(d->journal);
+    if ((rc = ga_admit_open(&d->admit, ga_config_max_metrics(c))) < 0) {
+        snprintf(err, errlen, "metric admission: %s", ga_strerror(rc));
+        return rc;
+    }
     size_t qbytes = (size_t)c->limits.memory_budget_bytes / 2;
     rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms,
                   (size_t)c->limits.queue_batches, qbytes, on_durable, d);
@@ -166,6 +170,7 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
         return rc;
     }
+    pl_set_admit(d->pipeline, d->admit);
     if (c->listen.http[0]) {
         if ((rc = cres_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
             snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
@@ -198,6 +203,17 @@ static void on_housekeeping(uv_timer_t *t)
     struct ga_daemon *d = t->data;
     if (!d->worker || d->state == GA_STATE_DRAINING)
         return;
+    struct jnl_stats js;
+    jnl_get_stats(d->journal, &js);
+    if (js.failed) {
+        /* an fsync failed: its data may be gone from the page cache, so
+         * the journal cannot be trusted past its durable LSN in this
+         * process; the restart reopens and validates it */
+        ga_log(GA_LOG_ERROR, "journal_fatal", "action=\"exit 1; the restart reopens the journal\"");
+        d->exit_code = 1;
+        ga_daemon_shutdown(d, "journal failed");
+        return;
+    }
     struct ew_status st;
     ew_get_status(d->worker, &st);
     if (st.fatal) {
@@ -252,10 +268,15 @@ static void drain_rest(uv_timer_t *t)
     }
     if (d->pipeline) {
         pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
-        ew_stop(d->worker, DRAIN_STORAGE_MS);
+        if (ew_stop(d->worker, d->cfg->storage.stop_timeout_ms) < 0)
+            d->exit_code = 1;            /* storage_stop_incomplete: systemd sees a failure */
         d->worker = NULL;
         pl_close(d->pipeline);
         d->pipeline = NULL;
+    }
+    if (d->admit) {
+        ga_admit_close(d->admit);
+        d->admit = NULL;
     }
     if (d->journal) {
         jnl_close(d->journal);
@@ -315,6 +336,8 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
         int n = ga_config_apply_reload(d->cfg, next, restart_needed, rlen);
         ga_log_set_level(d->cfg->log.level);
         pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
+        if (d->admit)
+            ga_admit_set_max(d->admit, ga_config_max_metrics(d->cfg));
         if (d->worker)
             ew_reload(d->worker);
         ga_job_service_reload(d);

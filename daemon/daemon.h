@@ -57,6 +57,7 @@ struct ga_daemon {
     struct pgc *storage;                 /* connection health, for status */
     struct jnl *journal;
     struct ga_pipeline *pipeline;
+    struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/admit.h) */
     struct ga_ingest *ingest;
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;

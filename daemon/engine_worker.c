@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/admit.h"
 #include "daemon/daemon.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
@@ -391,6 +392,7 @@ static void process_logged(struct ga_engine_worker *w, const struct ing_batch *b
 struct replay_ctx {
     struct ga_engine_worker *w;
     uint64_t until;                   /* stop at records at or above */
+    uint64_t set_lsn;                 /* where the last full window set was taken */
 };
 
 static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
@@ -409,7 +411,18 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     }
     process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len);
     ing_msg_free(&m);
-    snapshot_tick(rc->w);
+    /* Progress is saved while replaying, so that a daemon killed before
+     * the end starts further on next time (a crash loop shortens): every
+     * journal segment replayed, every partition's windows (the journal
+     * position replay starts from is the lowest partition's); between,
+     * one partition at a time as when running. */
+    uint64_t seg = (uint64_t)rc->w->cfg->journal.segment_bytes;
+    if (lsn - rc->set_lsn >= seg) {
+        snapshot_parts(rc->w, 0, rc->w->processed_lsn);
+        rc->set_lsn = lsn;
+    } else {
+        snapshot_tick(rc->w);
+    }
     pthread_mutex_lock(&rc->w->mu);
     rc->w->st.replayed_records++;
     pthread_mutex_unlock(&rc->w->mu);
@@ -430,11 +443,19 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until)
     }
     if (from >= until)
         return;
-    struct replay_ctx rc = { w, until };
+    struct replay_ctx rc = { w, until, from };
+    int64_t t0 = ga_now_mono_ns();
+    ga_log(GA_LOG_INFO, "journal_replay_start", "from=%llu until=%llu bytes=%llu",
+           (unsigned long long)from, (unsigned long long)until,
+           (unsigned long long)(until - from));
     int r = jnl_replay(w->j, from, replay_one, &rc);
     if (r < 0 && r != GA_ECANCELED)
         ga_log(GA_LOG_ERROR, "journal_replay_failed", "from=%llu error=\"%s\"",
                (unsigned long long)from, ga_strerror(r));
+    else
+        ga_log(GA_LOG_INFO, "journal_replayed", "from=%llu until=%llu ms=%.0f",
+               (unsigned long long)from, (unsigned long long)until,
+               (double)(ga_now_mono_ns() - t0) / 1e6);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -482,6 +503,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
             const struct pgl_metric *m = &s->metrics[i];
             rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), m->id, m->policy);
+            if (rc == 0 && w->d->admit)
+                rc = ga_admit_add(w->d->admit, m->name, strlen(m->name));
             if (rc == 0)
                 rc = ga_engine_metric_add(w->engine, m->id, ga_metrics_get(w->metrics, m->id)->policy);
             if (rc < 0)
@@ -759,10 +782,11 @@ fail:
     return GA_ENOMEM;
 }
 
-void ew_stop(struct ga_engine_worker *w, int timeout_ms)
+int ew_stop(struct ga_engine_worker *w, int timeout_ms)
 {
+    int stop_rc = 0;
     if (!w)
-        return;
+        return 0;
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_mutex_unlock(&w->mu);
@@ -770,8 +794,10 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     if (w->writers) {
         int rc = pgws_stop(w->writers, timeout_ms);
         if (rc < 0)
-            ga_log(GA_LOG_WARN, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
-                   "stays in the journal and is replayed at the next start\"", ga_strerror(rc));
+            ga_log(GA_LOG_ERROR, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
+                   "stays in the journal and is replayed at the next start; exit 1\"",
+                   ga_strerror(rc));
+        stop_rc = rc < 0 ? rc : 0;
     }
     for (struct flush_req *f = w->flushes, *next; f; f = next) {
         next = f->next;
@@ -795,6 +821,7 @@ void ew_stop(struct ga_engine_worker *w, int timeout_ms)
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);
     free(w);
+    return stop_rc;
 }
 
 void ew_get_status(struct ga_engine_worker *w, struct ew_status *st)

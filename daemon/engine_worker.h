@@ -57,8 +57,10 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
              struct jnl *j, struct ga_engine *engine);
 /* Drain: process everything the pipeline holds, commit it, stop.  Blocks
  * up to timeout_ms for the final commit (what stays uncommitted is still
- * in the journal).  Call after pl_stop. */
-void ew_stop(struct ga_engine_worker *w, int timeout_ms);
+ * in the journal).  Call after pl_stop.  Returns 0, or the storage
+ * writers' error when the final commit did not complete (GA_ETIMEDOUT):
+ * the daemon then exits non-zero. */
+int ew_stop(struct ga_engine_worker *w, int timeout_ms);
 void ew_get_status(struct ga_engine_worker *w, struct ew_status *st);
 /* `gpuaggctl flush`: once every batch durable now is aggregated and
  * committed, cb(ctx, rc) runs on the worker or writer thread. */

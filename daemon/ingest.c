@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +34,8 @@ struct ic_conn {
     int failed;                        /* no more input is processed */
     int finishing;                     /* shutdown requested: close after writes */
     int eof;                           /* the peer closed its side */
+    int parsing;                       /* in conn_parse */
+    uint8_t peer[17];                  /* the peer: [0] 'u' + uid, '4' / '6' + address */
     size_t inflight;                   /* items in the FIFO */
     struct pl_item *head, *tail;
     int64_t last_rx_ns, partial_since_ns;
@@ -46,6 +50,7 @@ struct ic_write {
 
 static void conn_pump(struct ic_conn *c);
 static void conn_maybe_free(struct ic_conn *c);
+static void conn_parse(struct ic_conn *c);
 
 /* ---- writes ------------------------------------------------------------ */
 
@@ -141,6 +146,21 @@ static void conn_close(struct ic_conn *c)
     uv_close(&c->u.h, on_closed);
 }
 
+/* Close without a reset: end our side, discard what the peer sent and we
+ * will not read (unread input makes close(2) send RST, and the peer could
+ * lose the error just written), then close. */
+static void conn_close_gently(struct ic_conn *c)
+{
+    uv_os_fd_t fd;
+    if (!c->closing && uv_fileno(&c->u.h, &fd) == 0) {
+        char junk[16384];
+        shutdown(fd, SHUT_WR);
+        for (int i = 0; i < 64 && recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++)
+            ;
+    }
+    conn_close(c);
+}
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     struct ic_conn *c = req->data;
@@ -203,7 +223,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static int conn_wants_read(const struct ic_conn *c)
 {
-    return !c->closing && !c->failed && !c->g->paused && !c->g->stopping &&
+    return !c->closing && !c->failed && !c->eof && !c->g->paused && !c->g->stopping &&
            c->inflight < c->g->max_inflight;
 }
 
@@ -222,7 +242,7 @@ static void conn_update_reading(struct ic_conn *c)
 int ic_overloaded(struct ga_ingest *g)
 {
     const struct ga_config *cfg = g->d->cfg;
-    return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches ||
+    return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches || pl_journal_full(g->pl) ||
            g->st.decode_bytes_inflight > (uint64_t)cfg->limits.memory_budget_bytes / 2;
 }
 
@@ -281,6 +301,9 @@ static void conn_pump(struct ic_conn *c)
         c->inflight--;
         pl_item_free(it);
     }
+    /* acks made room: take the frames left buffered at max_inflight */
+    if (c->len && !c->failed && !c->closing && c->hello && c->inflight < g->max_inflight)
+        conn_parse(c);
     if (c->eof && !c->head)
         conn_close(c);
     else
@@ -416,10 +439,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
          * only shut down its writing side). */
         uv_read_stop(s);
         c->reading = 0;
-        c->failed = 1;
         c->eof = 1;
-        if (!c->head)
+        if (!c->head) {                /* what is left is a partial frame */
+            c->failed = 1;
             conn_close(c);
+        }
         return;
     }
     if (nread == 0)
@@ -427,8 +451,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->len += (size_t)nread;
     g->st.bytes_in += (uint64_t)nread;
     c->last_rx_ns = ga_now_mono_ns();
+    conn_parse(c);
+}
+
+/* Take the whole frames in c->buf, but no more than max_inflight batches
+ * unacknowledged: the rest stays buffered (and reading stops) until acks
+ * make room (conn_pump calls again). */
+static void conn_parse(struct ic_conn *c)
+{
+    struct ga_ingest *g = c->g;
     size_t pos = 0;
-    while (pos < c->len && !c->failed && !c->closing) {
+    if (c->parsing)
+        return;
+    c->parsing = 1;
+    while (pos < c->len && !c->failed && !c->closing &&
+           (!c->hello || c->inflight < g->max_inflight)) {
         size_t flen;
         int r = mp_frame_scan_resume(&c->scan, c->buf + pos, c->len - pos, g->lim.max_frame,
                                      &flen);
@@ -438,12 +475,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             break;
         if (r < 0) {
             char msg[160];
-            if (r == GA_ETOOBIG)
-                snprintf(msg, sizeof msg, "frame larger than max_frame (%zu bytes) or nested "
-                         "deeper than %d", g->lim.max_frame, MP_FRAME_MAX_DEPTH);
+            if (r == GA_ETOOBIG && c->scan.depth >= MP_FRAME_MAX_DEPTH)
+                snprintf(msg, sizeof msg, "frame: nested deeper than %d levels",
+                         MP_FRAME_MAX_DEPTH);
+            else if (r == GA_ETOOBIG)
+                snprintf(msg, sizeof msg, "frame: %zu bytes or more, at most %zu (max_frame)",
+                         c->len - pos > g->lim.max_frame ? c->len - pos : g->lim.max_frame + 1,
+                         g->lim.max_frame);
             else
-                snprintf(msg, sizeof msg, "invalid msgpack (type byte 0xc1) at stream offset %zu",
-                         pos);
+                snprintf(msg, sizeof msg, "frame: invalid msgpack (type byte 0xc1) at stream "
+                         "offset %zu", pos);
             conn_fail(c, r, msg, 0, 0);
             break;
         }
@@ -458,9 +499,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         pos += flen;
     }
+    if (pos < c->len && c->hello && c->inflight >= g->max_inflight && !c->failed)
+        g->st.inflight_waits++;
     memmove(c->buf, c->buf + pos, c->len - pos);
     c->len -= pos;
-    c->partial_since_ns = c->len ? (c->partial_since_ns ? c->partial_since_ns : ga_now_mono_ns()) : 0;
+    /* a partial frame's age counts from when the frames before it were taken */
+    if (!c->len)
+        c->partial_since_ns = 0;
+    else if (pos || !c->partial_since_ns)
+        c->partial_since_ns = ga_now_mono_ns();
+    c->parsing = 0;
     if (!c->closing) {
         conn_update_reading(c);
         update_backpressure(g);
@@ -468,6 +516,43 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 }
 
 /* ---- accept ------------------------------------------------------------------ */
+
+/* Who is at the other end: the uid on the unix socket, the address over
+ * TCP (peer[0] stays 0 when it cannot be told: not limited). */
+static void peer_key(struct ic_conn *c)
+{
+    memset(c->peer, 0, sizeof c->peer);
+    if (!c->tcp) {
+        uv_os_fd_t fd;
+        struct ucred cr;
+        socklen_t len = sizeof cr;
+        if (uv_fileno(&c->u.h, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0) {
+            c->peer[0] = 'u';
+            memcpy(c->peer + 1, &cr.uid, sizeof cr.uid);
+        }
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->u.tcp, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        c->peer[0] = '4';
+        memcpy(c->peer + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    } else if (ss.ss_family == AF_INET6) {
+        c->peer[0] = '6';
+        memcpy(c->peer + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    }
+}
+
+/* Open connections (c among them) from c's peer. */
+static int peer_conns(struct ga_ingest *g, const struct ic_conn *c)
+{
+    int n = 0;
+    for (const struct ic_conn *o = g->conns; o; o = o->next)
+        n += !o->closing && !o->finishing && memcmp(o->peer, c->peer, sizeof c->peer) == 0;
+    return n;
+}
 
 static void on_connection(uv_stream_t *srv, int status)
 {
@@ -500,6 +585,15 @@ static void on_connection(uv_stream_t *srv, int status)
     if (g->st.conns_open > (uint64_t)g->d->cfg->limits.max_connections) {
         g->st.conns_refused++;
         send_error(c, GA_EBUSY, "too many connections (limits.max_connections)", 0, 0);
+        conn_finish(c);
+        return;
+    }
+    peer_key(c);
+    if (c->peer[0] && peer_conns(g, c) > g->d->cfg->limits.max_connections_per_peer) {
+        g->st.conns_refused_peer++;
+        send_error(c, GA_EBUSY, c->tcp ? "too many connections from this address "
+                   "(limits.max_connections_per_peer)" : "too many connections from this user "
+                   "(limits.max_connections_per_peer)", 0, 0);
         conn_finish(c);
         return;
     }
@@ -638,7 +732,10 @@ void ic_check_stopped(struct ga_ingest *g)
             pl_drain(g->pl);
         for (struct ic_conn *c = g->conns, *next; c; c = next) {
             next = c->next;
-            conn_close(c);
+            if (!c->closing && !c->finishing)
+                send_error(c, GA_ESHUTDOWN, "daemon shutting down: batches not acknowledged "
+                           "were not accepted; resend them when it is back", 0, 0);
+            conn_close_gently(c);
         }
         uv_close((uv_handle_t *)&g->sweep, on_server_closed);
         ic_udp_stop(g);

@@ -27,6 +27,8 @@ struct ga_ingest_stats {
     uint64_t conns_open, conns_total, conns_refused, bytes_in, frames, batches_acked;
     uint64_t points_accepted, points_rejected, protocol_errors, auth_failures;
     uint64_t idle_timeouts, slow_timeouts, pauses, paused, decode_bytes_inflight;
+    uint64_t inflight_waits;
+    uint64_t conns_refused_peer;      /* refused at limits.max_connections_per_peer */          /* reads that stopped at max_inflight unacked batches */
     uint64_t udp_datagrams, udp_accepted, udp_dropped_backpressure;
     uint64_t udp_rejected[16];              /* by ceilo_reject reason */
     /* listen.ceilometer_tcp */

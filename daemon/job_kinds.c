@@ -40,6 +40,8 @@ int ga_job_service_start(struct ga_daemon *d, char *err, size_t errlen)
         .workers = d->cfg->jobs.workers,
         .max_queued = d->cfg->jobs.max_queued,
         .result_ttl_s = d->cfg->jobs.result_ttl_s,
+        .max_job_bytes = (uint64_t)d->cfg->jobs.max_job_bytes,
+        .results_max_bytes = (uint64_t)d->cfg->jobs.results_max_bytes,
         .ngpus = n,
         .gpus = gpus,
     };
@@ -61,7 +63,9 @@ int ga_job_service_start(struct ga_daemon *d, char *err, size_t errlen)
 void ga_job_service_reload(struct ga_daemon *d)
 {
     if (d->jobs)
-        ga_jobs_set_limits(d->jobs, d->cfg->jobs.max_queued, d->cfg->jobs.result_ttl_s);
+        ga_jobs_set_limits(d->jobs, d->cfg->jobs.max_queued, d->cfg->jobs.result_ttl_s,
+                           (uint64_t)d->cfg->jobs.max_job_bytes,
+                           (uint64_t)d->cfg->jobs.results_max_bytes);
 }
 
 void ga_job_service_drain(struct ga_daemon *d)

@@ -93,6 +93,15 @@ static int parse(const struct ga_job_params *p, size_t input_len, struct km_args
                      (long long)a->kp.nobjs, a->kp.k);
             return GA_EBADARG;
         }
+        /* the generated objects (doubles) and their memberships */
+        uint64_t need = (uint64_t)a->kp.nobjs * ((uint64_t)a->kp.coords * sizeof(double) + 4);
+        if (p->max_bytes && need > p->max_bytes) {
+            snprintf(err, errlen, "params '%s' and 'coords': %lld objects of %d coordinates need "
+                     "%llu bytes, over jobs.max_job_bytes (%llu)", a->nobjs ? "nobjs" : "mb",
+                     (long long)a->kp.nobjs, a->kp.coords, (unsigned long long)need,
+                     (unsigned long long)p->max_bytes);
+            return GA_EBADARG;
+        }
     } else {                                /* checked again once the input is read */
         a->kp.coords = a->coords ? (int)a->coords : 1;
         a->kp.nobjs = a->kp.k;

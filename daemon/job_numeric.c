@@ -27,6 +27,9 @@
 #define GEN_N_MAX ((int64_t)1 << 30)        /* generated elements per vector, at most */
 #define INPUT_MAX ((size_t)16 << 30)
 #define RETURN_MAX 100000
+/* blackscholes' memory per option: S, X, T (3 floats), call and put (2
+ * doubles), the GPU's float results or the check's reference (2 doubles) */
+#define BS_BYTES_PER_OPTION 52
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -87,6 +90,13 @@ static int dot_parse(const struct ga_job_params *p, size_t input_len, struct ga_
         return GA_EBADARG;
     }
     dp->dtype = dt && strcmp(dt, "f32") == 0 ? GA_DOT_F32 : GA_DOT_F64;
+    uint64_t need = 2 * (uint64_t)dp->n * ga_dot_elem_size(dp->dtype);
+    if (p->max_bytes && need > p->max_bytes) {
+        snprintf(err, errlen, "param 'n': %lld elements need %llu bytes (x and y), over "
+                 "jobs.max_job_bytes (%llu)", (long long)dp->n, (unsigned long long)need,
+                 (unsigned long long)p->max_bytes);
+        return GA_EBADARG;
+    }
     if (!dp->n && !jk_has_input(p, input_len)) {
         snprintf(err, errlen, "dot needs vectors: an input (2-row matrix or x,y CSV), or the "
                  "generator param n (and seed, dtype)");
@@ -241,6 +251,15 @@ static int bs_parse(const struct ga_job_params *p, size_t input_len, struct ga_b
     if (rc)
         return rc;
     bp->seed = (uint64_t)seed;
+    /* from the generator; an input's n is bounded by the input's size */
+    uint64_t need = (uint64_t)bp->n * BS_BYTES_PER_OPTION;
+    int gen = ga_job_param(p, "n") || !jk_has_input(p, input_len);
+    if (gen && p->max_bytes && need > p->max_bytes) {
+        snprintf(err, errlen, "param 'n': %lld options need %llu bytes, over jobs.max_job_bytes "
+                 "(%llu)", (long long)bp->n, (unsigned long long)need,
+                 (unsigned long long)p->max_bytes);
+        return GA_EBADARG;
+    }
     return ga_bs_validate(bp, err, errlen);
 }
 

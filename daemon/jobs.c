@@ -32,6 +32,7 @@ struct ga_jobs {
     int stop;
     const struct ga_job_kind *const *kinds;
     int max_queued, result_ttl_s;
+    uint64_t max_job_bytes, results_max_bytes;
     int ngpus, next_gpu;
     int gpus[64];
     int nworkers;
@@ -137,6 +138,8 @@ int ga_job_set_result(struct ga_job_ctx *ctx, const void *bytes, size_t len)
 }
 
 /* Drop finished jobs past their TTL.  Called with mu held. */
+static void evict(struct ga_jobs *m);
+
 static void expire(struct ga_jobs *m)
 {
     int64_t cutoff = ga_now_real_ns() - (int64_t)m->result_ttl_s * 1000000000;
@@ -151,6 +154,36 @@ static void expire(struct ga_jobs *m)
         } else {
             pp = &j->next;
         }
+    }
+    evict(m);
+}
+
+/* Keep the finished results within results_max_bytes: drop the finished
+ * jobs that ended first until the rest fit.  Called with mu held. */
+static void evict(struct ga_jobs *m)
+{
+    for (;;) {
+        uint64_t total = 0;
+        struct ga_job **oldest = NULL;
+        for (struct ga_job **pp = &m->jobs; *pp; pp = &(*pp)->next) {
+            struct ga_job *j = *pp;
+            if (j->info.state < GA_JOB_DONE)
+                continue;
+            total += j->result_cap;
+            if (j->result_cap && (!oldest || j->info.finished_ns <= (*oldest)->info.finished_ns))
+                oldest = pp;
+        }
+        m->st.results_bytes = total;
+        if (!m->results_max_bytes || total <= m->results_max_bytes || !oldest)
+            return;
+        struct ga_job *j = *oldest;
+        ga_log(GA_LOG_INFO, "job_result_evicted", "id=%" PRIu64 " bytes=%zu kept_bytes=%" PRIu64
+               " msg=\"jobs.results_max_bytes reached\"", j->info.id, j->result_cap, total);
+        *oldest = j->next;
+        free(j->input);
+        free(j->result);
+        free(j);
+        m->st.evicted++;
     }
 }
 
@@ -192,10 +225,16 @@ static void run_one(struct ga_jobs *m, struct ga_job *j)
     m->st.running--;
     free(j->input);                    /* the input is not needed any more */
     j->input = NULL;
+    uint64_t id = j->info.id;
+    const char *kind = j->kind->name;
+    enum ga_job_state state = j->info.state;
+    double ms = (double)(j->info.finished_ns - j->info.started_ns) / 1e6;
+    char error[sizeof j->info.error];
+    memcpy(error, j->info.error, sizeof error);
+    evict(m);                          /* may free j */
     pthread_mutex_unlock(&m->mu);
     ga_log(rc == 0 ? GA_LOG_INFO : GA_LOG_WARN, "job_end", "id=%" PRIu64 " kind=%s state=%s "
-           "ms=%.1f error=\"%s\"", j->info.id, j->kind->name, ga_job_state_name(j->info.state),
-           (double)(j->info.finished_ns - j->info.started_ns) / 1e6, j->info.error);
+           "ms=%.1f error=\"%s\"", id, kind, ga_job_state_name(state), ms, error);
 }
 
 static void *worker_main(void *arg)
@@ -243,8 +282,17 @@ int ga_jobs_submit(struct ga_jobs *m, const char *kind, const struct ga_job_para
         pthread_mutex_unlock(&m->mu);
         return GA_EBADARG;
     }
+    struct ga_job_params *bp = malloc(sizeof *bp);
+    if (!bp)
+        return GA_ENOMEM;
+    *bp = *p;
+    pthread_mutex_lock(&m->mu);
+    bp->max_bytes = m->max_job_bytes;
+    pthread_mutex_unlock(&m->mu);
+    p = bp;
     int rc = k->validate(p, input_len, err, errlen);
     if (rc < 0) {
+        free(bp);
         pthread_mutex_lock(&m->mu);
         m->st.rejected++;
         pthread_mutex_unlock(&m->mu);
@@ -253,6 +301,7 @@ int ga_jobs_submit(struct ga_jobs *m, const char *kind, const struct ga_job_para
     struct ga_job *j = calloc(1, sizeof *j);
     if (!j || (input_len && !(j->input = malloc(input_len)))) {
         free(j);
+        free(bp);
         return GA_ENOMEM;
     }
     if (input_len)
@@ -260,6 +309,7 @@ int ga_jobs_submit(struct ga_jobs *m, const char *kind, const struct ga_job_para
     j->input_len = input_len;
     j->kind = k;
     j->params = *p;
+    free(bp);
     j->m = m;
     j->info.priority = priority;
     j->info.device = -1;
@@ -386,11 +436,15 @@ void ga_jobs_get_stats(struct ga_jobs *m, struct ga_jobs_stats *st)
     pthread_mutex_unlock(&m->mu);
 }
 
-void ga_jobs_set_limits(struct ga_jobs *m, int max_queued, int result_ttl_s)
+void ga_jobs_set_limits(struct ga_jobs *m, int max_queued, int result_ttl_s,
+                        uint64_t max_job_bytes, uint64_t results_max_bytes)
 {
     pthread_mutex_lock(&m->mu);
     m->max_queued = max_queued;
     m->result_ttl_s = result_ttl_s;
+    m->max_job_bytes = max_job_bytes;
+    m->results_max_bytes = results_max_bytes;
+    evict(m);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -402,6 +456,8 @@ int ga_jobs_start(struct ga_jobs **out, const struct ga_jobs_opts *o)
     m->kinds = o->kinds;
     m->max_queued = o->max_queued;
     m->result_ttl_s = o->result_ttl_s;
+    m->max_job_bytes = o->max_job_bytes;
+    m->results_max_bytes = o->results_max_bytes;
     m->ngpus = o->ngpus < 64 ? o->ngpus : 64;
     for (int i = 0; i < m->ngpus; i++)
         m->gpus[i] = o->gpus[i];

@@ -24,6 +24,8 @@
 /* key=value parameters, as `gpuaggctl job submit --param k=v` sends them. */
 struct ga_job_params {
     int n;
+    uint64_t max_bytes;              /* set by the manager: jobs.max_job_bytes, the memory a
+                                        job may take for its data (0: no bound) */
     struct {
         char key[GA_JOB_KEY_MAX];
         char value[GA_JOB_VALUE_MAX];
@@ -89,6 +91,8 @@ struct ga_jobs_opts {
     int workers;                       /* jobs.workers */
     int max_queued;                    /* jobs.max_queued */
     int result_ttl_s;                  /* jobs.result_ttl_s */
+    uint64_t max_job_bytes;            /* jobs.max_job_bytes (ga_job_params.max_bytes) */
+    uint64_t results_max_bytes;        /* jobs.results_max_bytes: finished results kept, in all */
     int ngpus;                         /* usable GPUs for GPU kinds (0 = CPU) */
     const int *gpus;                   /* their ordinals */
 };
@@ -98,8 +102,9 @@ struct ga_jobs;
 int ga_jobs_start(struct ga_jobs **out, const struct ga_jobs_opts *o);
 /* Cancel queued and running jobs, join the workers, free everything. */
 void ga_jobs_stop(struct ga_jobs *m);
-/* Reload: new queue bound and TTL. */
-void ga_jobs_set_limits(struct ga_jobs *m, int max_queued, int result_ttl_s);
+/* Reload: new queue bound, TTL and byte bounds (ga_jobs_opts). */
+void ga_jobs_set_limits(struct ga_jobs *m, int max_queued, int result_ttl_s,
+                        uint64_t max_job_bytes, uint64_t results_max_bytes);
 
 /* Submit.  input (copied) may be NULL.  Returns 0 and *id, or GA_EBADARG
  * (unknown kind, bad parameters: err says which), GA_EBUSY (queue full),
@@ -121,6 +126,8 @@ int ga_jobs_list(struct ga_jobs *m, struct ga_job_info **out, size_t *n);
 
 struct ga_jobs_stats {
     uint64_t submitted, rejected, done, failed, cancelled, queued, running, expired;
+    uint64_t evicted;                  /* finished jobs dropped at jobs.results_max_bytes */
+    uint64_t results_bytes;            /* bytes of the results kept */
 };
 void ga_jobs_get_stats(struct ga_jobs *m, struct ga_jobs_stats *st);
 

@@ -243,8 +243,10 @@ int ops_ready_render(const struct ops_ready *r, char **json)
     }
     char why[768];
     int storage_ok = r->unread || r->storage_connected;
+    int journal_writes = !r->journal_error || !r->journal_error[0];
     int journal_ok = r->unread ||
-                     r->journal_retained_bytes + r->journal_segment_bytes <= r->journal_max_bytes;
+                     (journal_writes &&
+                      r->journal_retained_bytes + r->journal_segment_bytes <= r->journal_max_bytes);
     int drain_ok = !r->draining;
     if (!storage_ok) {
         snprintf(why, sizeof why, "storage (PostgreSQL) is %s%s%s", r->storage_state,
@@ -252,7 +254,11 @@ int ops_ready_render(const struct ops_ready *r, char **json)
                  r->storage_error ? r->storage_error : "");
         json_array_append_new(reasons, json_string(why));
     }
-    if (!journal_ok) {
+    if (!r->unread && !journal_writes) {
+        snprintf(why, sizeof why, "journal cannot write: %s (new batches are refused until it "
+                 "can)", r->journal_error);
+        json_array_append_new(reasons, json_string(why));
+    } else if (!journal_ok) {
         snprintf(why, sizeof why, "journal full: %llu of %llu bytes (journal.max_bytes) retained, "
                  "less than one segment (%llu bytes) of room until storage catches up",
                  (unsigned long long)r->journal_retained_bytes, (unsigned long long)r->journal_max_bytes,
@@ -267,13 +273,14 @@ int ops_ready_render(const struct ops_ready *r, char **json)
         checks = json_pack("{s:{s:n, s:s}, s:{s:n, s:s}, s:{s:b, s:s}}", "storage", "ok", "why", unread,
                            "journal", "ok", "why", unread, "draining", "ok", drain_ok, "state", r->state);
     } else {
-        checks = json_pack("{s:{s:b, s:s, s:s}, s:{s:b, s:I, s:I, s:I}, s:{s:b, s:s}}",
+        checks = json_pack("{s:{s:b, s:s, s:s}, s:{s:b, s:I, s:I, s:I, s:s}, s:{s:b, s:s}}",
                            "storage", "ok", storage_ok, "state", r->storage_state,
                            "last_error", r->storage_error ? r->storage_error : "",
                            "journal", "ok", journal_ok,
                            "retained_bytes", (json_int_t)r->journal_retained_bytes,
                            "max_bytes", (json_int_t)r->journal_max_bytes,
                            "segment_bytes", (json_int_t)r->journal_segment_bytes,
+                           "error", journal_writes ? "" : r->journal_error,
                            "draining", "ok", drain_ok, "state", r->state);
     }
     if (!checks) {

@@ -75,6 +75,8 @@ struct ops_ready {
     uint64_t journal_retained_bytes;
     uint64_t journal_max_bytes;
     uint64_t journal_segment_bytes;
+    const char *journal_error;       /* why the journal cannot write (stalled: its file
+                                        system full; failed); NULL or "" when it can */
 };
 
 /* JSON bodies: *json malloc'ed, NUL-terminated; returns the HTTP status
@@ -86,7 +88,7 @@ struct ops_ready {
  *             final commit holds it): still "ok", with the reason listed.
  *   /readyz   {"status": "ready"|"not ready", "checks": {"storage":
  *              {"ok", "state", "last_error"}, "journal": {"ok",
- *              "retained_bytes", "max_bytes", "segment_bytes"},
+ *              "retained_bytes", "max_bytes", "segment_bytes", "error"},
  *              "draining": {"ok", "state"}}, "reasons": [s...]}
  *             With unread, "storage" and "journal" are {"ok": null,
  *             "why": "not read: ..."}.

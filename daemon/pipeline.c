@@ -1,14 +1,19 @@
 /* pipeline.c — decode workers, the sequencer, the engine queue (pipeline.h). */
 #include "daemon/pipeline.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "daemon/admit.h"
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+
+/* How long a batch waits for journal space before it is answered "busy". */
+#define JOURNAL_FULL_BUSY_MS 1000
 
 struct eq_node {
     struct pl_entry e;
@@ -30,6 +35,10 @@ struct ga_pipeline {
     pthread_t seq_thread;
     int stop;
     int draining;                      /* pl_drain: stop waiting for journal space */
+    int stopped;                       /* pl_stop done: what is not durable now never will be */
+    int journal_full;                  /* the last append found journal.max_bytes reached */
+    struct ga_admit *admit;            /* limits.max_metrics, checked at decode; may be NULL */
+    int64_t full_since_ns;             /* since when (monotonic) */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
@@ -144,6 +153,8 @@ static void decode_work(uv_work_t *w)
     if (it->udp) {
         it->rc = decode_udp(dc->p, it, b, it->secret);
         it->has_seq = 0;
+        if (it->rc == 0 && dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0)
+            it->rc = GA_ENOMEM;
     } else {
         struct ing_msg m;
         int rc = ing_decode(it->frame, it->len, dc->lim, &m, it->err, sizeof it->err);
@@ -151,7 +162,12 @@ static void decode_work(uv_work_t *w)
         it->seq = m.seq;
         if (rc == ING_POINTS) {
             *b = m.u.points;            /* move */
-            rc = copy_rejections(it, b);
+            if (dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0) {
+                snprintf(it->err, sizeof it->err, "out of memory checking a batch's metrics");
+                rc = GA_ENOMEM;
+            } else {
+                rc = copy_rejections(it, b);
+            }
         } else if (rc >= 0) {
             static const char *const names[] = { "hello", "points", "ack", "error" };
             snprintf(it->err, sizeof it->err, "unexpected '%s' message: after hello only "
@@ -281,21 +297,43 @@ static void eq_push(struct ga_pipeline *p, uint64_t lsn, uint64_t end, struct in
     pthread_cond_broadcast(&p->eng_cv);
 }
 
-/* Append one item's record; waits while the journal is full. */
+/* Append one item's record; waits while the journal is full, up to
+ * JOURNAL_FULL_BUSY_MS, then refuses the item with "busy". */
 static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
 {
     if (!it->record)
         return;
     for (;;) {
         int rc = jnl_append(p->j, it->record, it->record_len, &it->lsn, &it->end);
-        if (rc == 0)
+        if (rc == 0) {
+            pthread_mutex_lock(&p->mu);
+            p->journal_full = 0;
+            pthread_mutex_unlock(&p->mu);
             break;
+        }
         if (rc == GA_ENOSPC) {
             pthread_mutex_lock(&p->mu);
             if (p->stop || p->draining) {  /* draining with storage behind: never acked, so safe */
                 pthread_mutex_unlock(&p->mu);
                 it->rc = GA_ESHUTDOWN;
                 snprintf(it->err, sizeof it->err, "journal full while shutting down; resend");
+                return;
+            }
+            int64_t now = ga_now_mono_ns();
+            if (!p->journal_full) {
+                /* tell the loop: ingest pauses reading (backpressure) */
+                p->journal_full = 1;
+                p->full_since_ns = now;
+                uv_async_send(&p->notify);
+            }
+            /* the batches behind the first one that waited a whole
+             * JOURNAL_FULL_BUSY_MS are answered at once */
+            if (now - p->full_since_ns >= (int64_t)JOURNAL_FULL_BUSY_MS * 1000000) {
+                p->st.journal_full_busy++;
+                pthread_mutex_unlock(&p->mu);
+                it->rc = GA_EBUSY;
+                snprintf(it->err, sizeof it->err, "busy: journal full (journal.max_bytes) while "
+                         "storage catches up; batch not accepted, resend later");
                 return;
             }
             p->st.journal_full_waits++;
@@ -311,6 +349,18 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
             continue;
         }
         it->rc = rc;
+        if (rc == GA_EAGAIN) {
+            /* the journal's file system is full: this batch is refused now
+             * (the journal retries and recovers once space returns) */
+            struct jnl_stats js;
+            jnl_get_stats(p->j, &js);
+            snprintf(it->err, sizeof it->err, "journal cannot write (%s): batch not accepted; "
+                     "resend later", strerror(js.stalled_errno ? js.stalled_errno : ENOSPC));
+            pthread_mutex_lock(&p->mu);
+            p->st.journal_stall_refusals++;
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
         snprintf(it->err, sizeof it->err, "journal append failed: %s", ga_strerror(rc));
         ga_log(GA_LOG_ERROR, "journal_append_failed", "error=\"%s\"", ga_strerror(rc));
         return;
@@ -384,6 +434,19 @@ enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it
     return s;
 }
 
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a)
+{
+    p->admit = a;
+}
+
+int pl_journal_full(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int f = p->journal_full;
+    pthread_mutex_unlock(&p->mu);
+    return f;
+}
+
 uint64_t pl_durable_lsn(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
@@ -397,6 +460,12 @@ uint64_t pl_durable_lsn(struct ga_pipeline *p)
 static void on_commit(void *ctx, uint64_t durable, int err)
 {
     struct ga_pipeline *p = ctx;
+    if (err == GA_EAGAIN) {
+        ga_log(GA_LOG_WARN, "journal_sync_stalled", "durable_lsn=%llu msg=\"batches already "
+               "appended are acknowledged once the journal can write again\"",
+               (unsigned long long)durable);
+        return;
+    }
     if (err < 0) {
         ga_log(GA_LOG_ERROR, "journal_sync_failed", "error=\"%s\"", ga_strerror(err));
         return;
@@ -461,6 +530,13 @@ int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
             break;
         }
         if (p->stop && !n && !p->sq_head) {
+            rc = GA_ESHUTDOWN;
+            break;
+        }
+        /* stopped with records that never became durable (the journal
+         * could not write them): they were never acknowledged; the engine
+         * stops here */
+        if (p->stopped && n && n->e.end > p->durable) {
             rc = GA_ESHUTDOWN;
             break;
         }
@@ -548,6 +624,7 @@ void pl_stop(struct ga_pipeline *p)
     pthread_join(p->seq_thread, NULL);
     jnl_commit_stop(p->commit);        /* final sync + on_commit */
     pthread_mutex_lock(&p->mu);
+    p->stopped = 1;
     pthread_cond_broadcast(&p->eng_cv);
     pthread_mutex_unlock(&p->mu);
 }

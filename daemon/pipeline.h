@@ -80,6 +80,8 @@ struct pl_stats {
     uint64_t batches, points, rejected, journal_bytes;
     uint64_t engine_queue, engine_queue_bytes, journal_only;
     uint64_t sequencer_backlog, journal_full_waits;
+    uint64_t journal_stall_refusals;  /* batches refused while the journal could not write */
+    uint64_t journal_full_busy;       /* batches answered busy at journal.max_bytes */
     uint64_t durable_lsn;
 };
 
@@ -124,6 +126,13 @@ size_t pl_backlog(struct ga_pipeline *p);
 /* Read item->state safely from the loop thread. */
 enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *item);
 uint64_t pl_durable_lsn(struct ga_pipeline *p);
+/* 1 while the sequencer waits for journal space (journal.max_bytes):
+ * ingest pauses reading; a batch that waited 1 s is answered "busy". */
+int pl_journal_full(struct ga_pipeline *p);
+/* Check every decoded batch's metric names against a (limits.max_metrics,
+ * daemon/admit.h) before it is journaled.  Call before the first pl_decode. */
+struct ga_admit;
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
 void pl_item_free(struct pl_item *item);
 
 /* Engine side (engine worker thread): the next entry whose record is

@@ -168,8 +168,8 @@ static int parse_line(struct csv_input *in, const char *s, size_t len, size_t li
         const char *c2 = memrchr(s, ',', len);
         const char *c1 = c2 ? memrchr(s, ',', (size_t)(c2 - s)) : NULL;
         if (!c1)
-            return fail(err, errlen, lineno, "expected 3 fields metric,timestamp,value: \"%.*s\"",
-                        (int)(len > 80 ? 80 : len), s);
+            return fail(err, errlen, lineno, "expected 3 fields metric,timestamp,value (%zu bytes)",
+                        len);
         nlen = (size_t)(c1 - s);
         rest = c1 + 1;
     }
@@ -190,20 +190,20 @@ static int parse_line(struct csv_input *in, const char *s, size_t len, size_t li
     else
         rc = csv_parse_epoch(t, tlen, &ns);
     if (rc == GA_ERANGE)
-        return fail(err, errlen, lineno, "timestamp \"%.*s\" out of range", (int)tlen, t);
+        return fail(err, errlen, lineno, "timestamp out of range");
     if (rc)
-        return fail(err, errlen, lineno, "bad timestamp \"%.*s\"%s%s (epoch seconds with up to 9 "
-                    "decimals, or RFC 3339)", (int)tlen, t, why[0] ? ": " : "", why);
+        return fail(err, errlen, lineno, "bad timestamp (%zu bytes; epoch seconds with up to 9 "
+                    "decimals, or RFC 3339)", tlen);
     char vbuf[64];
     if (vlen == 0 || vlen >= sizeof vbuf)
-        return fail(err, errlen, lineno, "bad value \"%.*s\"", (int)(vlen > 40 ? 40 : vlen), v);
+        return fail(err, errlen, lineno, "bad value (%zu bytes; a number)", vlen);
     memcpy(vbuf, v, vlen);
     vbuf[vlen] = 0;
     char *end;
     errno = 0;
     double val = strtod(vbuf, &end);
     if (*end || end == vbuf)
-        return fail(err, errlen, lineno, "bad value \"%s\"", vbuf);
+        return fail(err, errlen, lineno, "bad value (%zu bytes; a number)", vlen);
     int64_t id = metric_id(in, name, nlen);
     if (id < 0)
         return (int)id;

@@ -32,7 +32,9 @@ struct csv_input {
 };
 
 /* Read all points of f into in (zero it first).  Returns 0; GA_EINVAL with
- * "line N: what is wrong" in err for a malformed line; GA_ENOMEM; GA_EIO on
+ * "line N: what is wrong" in err for a malformed line (it names the field,
+ * never quotes the input: the daemon's jobs read files a client may not
+ * read itself); GA_ENOMEM; GA_EIO on
  * a read error.  Free in with csv_input_free() in every case. */
 int csv_read_points(FILE *f, struct csv_input *in, char *err, size_t errlen);
 void csv_input_free(struct csv_input *in);

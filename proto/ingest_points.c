@@ -116,6 +116,60 @@ int ing_reject(struct ing_batch *b, uint64_t index, const char *why)
     return ing_reject_push(&b->rejected, &b->nrejected, &b->rej_cap, index, why);
 }
 
+long ing_batch_drop_names(struct ing_batch *b, const uint8_t *drop, const char *reason)
+{
+    size_t ndrop = 0;
+    for (size_t k = 0; k < b->n; k++)
+        ndrop += drop[b->name_idx[k]] != 0;
+    if (!ndrop)
+        return 0;
+    const char *why = ing_text_dup(&b->text, reason, strlen(reason));
+    struct ing_reject *rej = why ? malloc((b->nrejected + ndrop) * sizeof *rej) : NULL;
+    uint32_t *remap = rej ? malloc((b->nnames ? b->nnames : 1) * sizeof *remap) : NULL;
+    if (!remap) {
+        free(rej);
+        return GA_ENOMEM;
+    }
+    /* flat positions are either rejected already (in b->rejected, ascending)
+     * or the accepted points in order */
+    size_t r = 0, k = 0, out = 0, nr = 0;
+    for (uint64_t pos = 0; k < b->n || r < b->nrejected; pos++) {
+        if (r < b->nrejected && b->rejected[r].index == pos) {
+            rej[nr++] = b->rejected[r++];
+        } else if (k < b->n) {
+            if (drop[b->name_idx[k]]) {
+                rej[nr++] = (struct ing_reject){ pos, why };
+            } else {
+                b->ts[out] = b->ts[k];
+                b->value[out] = b->value[k];
+                b->name_idx[out] = b->name_idx[k];
+                out++;
+            }
+            k++;
+        } else {                     /* a rejection out of order: keep it as it was */
+            rej[nr++] = b->rejected[r++];
+        }
+    }
+    uint32_t nn = 0;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        remap[i] = nn;
+        if (!drop[i]) {
+            b->names[nn] = b->names[i];
+            b->name_len[nn] = b->name_len[i];
+            nn++;
+        }
+    }
+    for (size_t i = 0; i < out; i++)
+        b->name_idx[i] = remap[b->name_idx[i]];
+    free(remap);
+    free(b->rejected);
+    b->rejected = rej;
+    b->nrejected = b->rej_cap = nr;
+    b->n = out;
+    b->nnames = nn;
+    return (long)ndrop;
+}
+
 int ing_reject_fmt(struct ing_batch *b, uint64_t index, const char *fmt, ...)
 {
     char buf[ING_REASON_MAX + 1];

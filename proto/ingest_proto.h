@@ -155,6 +155,12 @@ int ing_batch_init(struct ing_batch *b, uint32_t nnames, size_t name_bytes, size
 /* Append a name (len bytes, copied) within the room ing_batch_init made. */
 void ing_batch_add_name(struct ing_batch *b, const char *name, uint32_t len);
 
+/* Take out of b every point of the names i with drop[i] != 0 (drop has
+ * nnames entries) and those names: each point becomes a rejection with
+ * `reason` (copied) at its flat index, among the others in order.  Returns
+ * the points taken out (0: b unchanged), or GA_ENOMEM (b unchanged). */
+long ing_batch_drop_names(struct ing_batch *b, const uint8_t *drop, const char *reason);
+
 /* ---- encoders: each packs one whole message with pk ---- */
 
 /* Client hello; token NULL leaves "token" out.  client non-NULL. */

@@ -250,11 +250,13 @@ static void newline_indent(FILE *out, int pretty, int indent)
         fputs("  ", out);
 }
 
-static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent);
+static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent, int in_key);
 
 /* A map key: str as is; bin as its base64; anything else as its compact JSON
- * text, quoted. */
-static int json_key(const msgpack_object *k, FILE *out)
+ * text, quoted.  Inside such a text (in_key) an array or map key is "…":
+ * every level of keys within keys would escape the one below again, and
+ * the text would double with each level. */
+static int json_key(const msgpack_object *k, FILE *out, int in_key)
 {
     if (k->type == MSGPACK_OBJECT_STR) {
         json_string(k->via.str.ptr, k->via.str.size, out);
@@ -264,12 +266,16 @@ static int json_key(const msgpack_object *k, FILE *out)
         json_base64(k->via.bin.ptr, k->via.bin.size, out);
         return 0;
     }
+    if (in_key && (k->type == MSGPACK_OBJECT_ARRAY || k->type == MSGPACK_OBJECT_MAP)) {
+        json_string("\xe2\x80\xa6", 3, out);
+        return 0;
+    }
     char *text = NULL;
     size_t n = 0;
     FILE *mem = open_memstream(&text, &n);
     if (!mem)
         return GA_ENOMEM;
-    int rc = json_value(k, mem, 0, 0);
+    int rc = json_value(k, mem, 0, 0, 1);
     if (fclose(mem) != 0 && rc == 0)
         rc = GA_ENOMEM;
     if (rc == 0)
@@ -278,7 +284,7 @@ static int json_key(const msgpack_object *k, FILE *out)
     return rc;
 }
 
-static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent)
+static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent, int in_key)
 {
     int rc = 0;
     switch (o->type) {
@@ -301,7 +307,7 @@ static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent
             if (i)
                 fputc(',', out);
             newline_indent(out, pretty, indent + 1);
-            rc = json_value(&o->via.array.ptr[i], out, pretty, indent + 1);
+            rc = json_value(&o->via.array.ptr[i], out, pretty, indent + 1, in_key);
         }
         if (o->via.array.size)
             newline_indent(out, pretty, indent);
@@ -313,10 +319,10 @@ static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent
             if (i)
                 fputc(',', out);
             newline_indent(out, pretty, indent + 1);
-            rc = json_key(&o->via.map.ptr[i].key, out);
+            rc = json_key(&o->via.map.ptr[i].key, out, in_key);
             fputs(pretty ? ": " : ":", out);
             if (rc == 0)
-                rc = json_value(&o->via.map.ptr[i].val, out, pretty, indent + 1);
+                rc = json_value(&o->via.map.ptr[i].val, out, pretty, indent + 1, in_key);
         }
         if (o->via.map.size)
             newline_indent(out, pretty, indent);
@@ -330,7 +336,7 @@ static int json_value(const msgpack_object *o, FILE *out, int pretty, int indent
 
 int mp_to_json(const msgpack_object *o, FILE *out, int pretty)
 {
-    int rc = json_value(o, out, pretty, 0);
+    int rc = json_value(o, out, pretty, 0, 0);
     if (rc == 0 && ferror(out))
         rc = GA_EIO;
     return rc;

@@ -57,7 +57,9 @@ void mp_pack_kv_bool(msgpack_packer *pk, const char *k, int v);
  *   float      shortest text that reads back to the same value, with ".0"
  *              added to integral values; NaN and ±inf as null
  *   map keys   str keys as is; any other key stringified: 1 → "1",
- *              true → "true", nil → "null", [1] → "[1]"
+ *              true → "true", nil → "null", [1] → "[1]"; within such a
+ *              stringified key, an array or map key is "…" (so the text
+ *              stays linear in the input: each level would escape again)
  * pretty: 0 = one line, no spaces; 1 = 2-space indent, one member per line,
  * "key": value.  No newline is written after the value.
  * Returns 0, or GA_EIO if a write to out failed; GA_ENOMEM if a map key

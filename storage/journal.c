@@ -43,7 +43,8 @@ struct jnl {
     uint64_t written_lsn;               /* bytes below are in the file */
     uint64_t durable_lsn, released_lsn;
     uint8_t *wbuf;                      /* LSNs [written_lsn, next_lsn) */
-    int failed;                         /* sticky GA_EIO after a write/fsync error */
+    int failed;                         /* sticky GA_EIO after an fsync (or other) error */
+    int stalled;                        /* errno of a write that found no space; 0 = none */
     void (*hook)(void *ctx);
     void *hook_ctx;
     struct jnl_stats st;                /* counters only; LSN fields filled on read */
@@ -81,6 +82,34 @@ static int fail(struct jnl *j, const char *op, int e)
     return GA_EIO;
 }
 
+/* A write that failed for want of space (ENOSPC, EDQUOT, EFBIG) leaves
+ * the journal stalled, not failed: nothing written is lost (written_lsn
+ * did not move; bytes past it are cut), the buffered records stay in
+ * memory, and the next write tries again.  mu held.  Returns GA_EAGAIN. */
+static int stall(struct jnl *j, const char *op, int e)
+{
+    if (!j->stalled)
+        ga_log(GA_LOG_ERROR, "journal_stalled", "dir=%s op=%s errno=%d msg=\"%s; retrying\"",
+               j->dir, op, e, strerror(e));
+    j->stalled = e;
+    j->st.write_failures++;
+    return GA_EAGAIN;
+}
+
+static int no_space(int e)
+{
+    return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
+static void unstall(struct jnl *j)
+{
+    if (!j->stalled)
+        return;
+    ga_log(GA_LOG_INFO, "journal_recovered", "dir=%s after_failures=%" PRIu64, j->dir,
+           j->st.write_failures);
+    j->stalled = 0;
+}
+
 /* Write all of iov[0..n) at off; the iov array is consumed. */
 static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
 {
@@ -112,8 +141,15 @@ static int write_out(struct jnl *j, struct iovec *iov, int n, uint64_t bytes)
     if (bytes == 0)
         return 0;
     int rc = pwritev_all(j->fd, iov, n, j->written_lsn - active_start(j));
+    if (rc < 0 && no_space(-rc)) {
+        /* cut what a partial write left past the last whole write */
+        if (ftruncate(j->fd, (off_t)(j->written_lsn - active_start(j))) < 0)
+            return fail(j, "truncate after a failed write", errno);
+        return stall(j, "write", -rc);
+    }
     if (rc < 0)
         return fail(j, "write", -rc);
+    unstall(j);
     j->written_lsn += bytes;
     j->st.bytes_written += bytes;
     return 0;
@@ -150,6 +186,8 @@ static int new_segment(struct jnl *j, uint64_t start)
     char path[4200];
     seg_name(path, sizeof path, j->dir, start);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (fd < 0 && no_space(errno))
+        return stall(j, "create segment", errno);
     if (fd < 0)
         return fail(j, "create segment", errno);
     if (segs_push(j, start) < 0) {
@@ -162,6 +200,7 @@ static int new_segment(struct jnl *j, uint64_t start)
     j->fd = fd;
     if (fsync_dir(j) < 0)
         return fail(j, "fsync dir", errno);
+    unstall(j);
     return 0;
 }
 
@@ -636,6 +675,9 @@ int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, ui
     pthread_mutex_lock(&j->mu);
     if ((rc = j->failed) < 0)
         goto out;
+    /* stalled: take nothing new until what is buffered could be written */
+    if (j->stalled && (rc = flush_wbuf(j)) < 0)
+        goto out;
     if (j->next_lsn - j->segs[0] + rec > j->max_bytes) {
         j->st.backpressure++;
         rc = GA_ENOSPC;
@@ -832,5 +874,7 @@ void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
     st->released_lsn = j->released_lsn;
     st->retained_bytes = j->next_lsn - j->segs[0];
     st->segments = j->nsegs;
+    st->stalled_errno = j->stalled;
+    st->failed = j->failed != 0;
     pthread_mutex_unlock(&j->mu);
 }

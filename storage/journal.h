@@ -47,6 +47,9 @@ struct jnl_stats {
     uint64_t torn_tails_cut;    /* torn tails cut at open (0 or 1) */
     uint64_t cut_bytes;         /* bytes cut at open (torn tail or repair) */
     uint64_t backpressure;      /* appends refused with GA_ENOSPC */
+    uint64_t write_failures;    /* writes that found no space (the journal stalled) */
+    int stalled_errno;          /* ENOSPC / EDQUOT / EFBIG while stalled; 0 when not */
+    int failed;                 /* 1 after an error that cannot be retried (fsync) */
 };
 
 struct jnl;
@@ -71,13 +74,18 @@ void jnl_close(struct jnl *j);
  * LSN just past it: the record is durable once the durable LSN >= *end.
  * Returns 0; GA_ENOSPC when the retained bytes would pass max_bytes
  * (backpressure: retry after jnl_release); GA_ETOOBIG when len is over
- * JNL_MAX_PAYLOAD or the record alone is over max_bytes; GA_EIO after a
- * write or fsync failed (the journal stays failed until reopened).
+ * JNL_MAX_PAYLOAD or the record alone is over max_bytes; GA_EAGAIN while
+ * the journal is stalled — a write found its file system full (ENOSPC,
+ * EDQUOT, EFBIG): nothing is taken until the records already buffered are
+ * written, which every later append and sync tries again, and the stall
+ * ends by itself once space returns; GA_EIO after an fsync or another
+ * write error (the journal stays failed until reopened).
  * Never waits for fsync (it may write(2), and fsyncs once per segment roll). */
 int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end);
 
 /* Make everything appended so far durable (write + fdatasync).  Returns 0
- * and the durable LSN in *durable_lsn (if not NULL), or GA_EIO. */
+ * and the durable LSN in *durable_lsn (if not NULL), GA_EAGAIN while
+ * stalled (try again later), or GA_EIO (failed for good). */
 int jnl_sync(struct jnl *j, uint64_t *durable_lsn);
 
 /* Call records with lsn >= from, in LSN order, as cb(ctx, lsn, payload,
@@ -119,8 +127,10 @@ struct jnl_commit;
  * after an idle spell starts at once) and then cb(ctx, durable_lsn, 0)
  * from that thread whenever the durable LSN grew (the daemon forwards it to
  * its loop with uv_async_send).  Durable LSNs passed to cb strictly
- * increase.  If a sync fails, cb(ctx, last durable LSN, GA_EIO) is called
- * once and no more syncs are tried.  Returns 0 and *out, or GA_ENOMEM /
+ * increase.  While the journal is stalled (GA_EAGAIN) the thread tries
+ * again every 200 ms and calls cb(ctx, last durable LSN, GA_EAGAIN) at the
+ * start of each stall.  If a sync fails for good, cb(ctx, last durable
+ * LSN, GA_EIO) is called once and no more syncs are tried.  Returns 0 and *out, or GA_ENOMEM /
  * -errno, GA_EINVAL for a bad interval.  At most one committer per
  * journal; it replaces any append hook. */
 int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,

@@ -18,6 +18,8 @@
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 
+#define STALL_RETRY_MS 200
+
 struct jnl_commit {
     struct jnl *j;
     int interval_ms;
@@ -30,6 +32,7 @@ struct jnl_commit {
     int stop;                   /* guarded by mu */
     uint64_t reported;          /* last durable LSN passed to cb */
     int dead;                   /* a sync failed; no more tries */
+    int stalled;                /* the last sync found the journal stalled */
 };
 
 /* The append hook: runs under the journal mutex, so it stays cheap. */
@@ -50,6 +53,15 @@ static void sync_and_report(struct jnl_commit *c)
         return;
     atomic_store(&c->pending, 0);
     int rc = jnl_sync(c->j, &d);
+    if (rc == GA_EAGAIN) {
+        /* no space: try again (commit_main waits STALL_RETRY_MS) */
+        atomic_store(&c->pending, 1);
+        if (!c->stalled)
+            c->cb(c->ctx, c->reported, rc);
+        c->stalled = 1;
+        return;
+    }
+    c->stalled = 0;
     if (rc < 0) {
         c->dead = 1;
         c->cb(c->ctx, c->reported, rc);
@@ -69,10 +81,12 @@ static void *commit_main(void *arg)
             pthread_cond_wait(&c->cv, &c->mu);
         if (c->stop)
             break;
-        /* at most one sync per interval: wait until last + interval */
+        /* at most one sync per interval: wait until last + interval (while
+         * stalled, STALL_RETRY_MS) */
         struct timespec until = last;
-        until.tv_sec += c->interval_ms / 1000;
-        until.tv_nsec += (long)(c->interval_ms % 1000) * 1000000;
+        int iv = c->stalled && c->interval_ms < STALL_RETRY_MS ? STALL_RETRY_MS : c->interval_ms;
+        until.tv_sec += iv / 1000;
+        until.tv_nsec += (long)(iv % 1000) * 1000000;
         if (until.tv_nsec >= 1000000000) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000;

@@ -1,6 +1,7 @@
 /* pg_batch.c — the coalescing batch (see pg_batch.h). */
 #include "storage/pg_batch.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -431,6 +432,23 @@ void pgb_sort(struct pgb_batch *b)
         memset(b->slots, 0, b->nslots * sizeof *b->slots);
 }
 
+int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r)
+{
+    if (ga_grow((void **)&b->rejects, &b->cap_rejects, b->nrejects + 1, sizeof *b->rejects, 64))
+        return GA_ENOMEM;
+    b->rejects[b->nrejects++] = *r;
+    return 0;
+}
+
+int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix)
+{
+    if (ga_grow((void **)&b->errors, &b->cap_errors, b->nerrors + 1, sizeof *b->errors, 64))
+        return GA_ENOMEM;
+    snprintf(b->errors[b->nerrors].text, sizeof b->errors[b->nerrors].text, "%s", text);
+    *ix = (uint32_t)b->nerrors++;
+    return 0;
+}
+
 void pgb_reset(struct pgb_batch *b)
 {
     for (size_t i = 0; i < b->ndefs; i++)
@@ -443,6 +461,7 @@ void pgb_reset(struct pgb_batch *b)
     map_clear(&b->count_ix);
     map_clear(&b->window_ix);
     b->naggs = b->nlate = b->ndefs = b->npolicies = b->ncounts = b->nwindows = 0;
+    b->nrejects = b->nerrors = 0;
     b->lsn = b->window_lsn = b->units = b->last_seq = 0;
     memset(b->part_lsn, 0, sizeof b->part_lsn);
     b->has_windows = 0;
@@ -459,6 +478,8 @@ void pgb_free(struct pgb_batch *b)
     free(b->policies);
     free(b->counts);
     free(b->windows);
+    free(b->rejects);
+    free(b->errors);
     struct pgb_map *maps[] = { &b->def_ix, &b->count_ix, &b->window_ix };
     for (int i = 0; i < 3; i++) {
         free(maps[i]->keys);

@@ -36,6 +36,26 @@ struct pgb_window {
     size_t len;
 };
 
+/* What a rejected row was (table rejected_rows, column kind). */
+enum pgb_reject_kind { PGB_REJ_BUCKET, PGB_REJ_LATE, PGB_REJ_DEF, PGB_REJ_WINDOW };
+
+/* A row the database refused, recorded instead of written (pg_isolate.h). */
+struct pgb_reject {
+    uint32_t metric;
+    uint8_t kind;                    /* enum pgb_reject_kind */
+    uint8_t has_value;
+    int16_t method;                  /* buckets: ga_method_t; else -1 */
+    uint32_t error;                  /* index into pgb_batch.errors */
+    int64_t granularity_ns;          /* buckets; else 0 */
+    int64_t ts;                      /* buckets, late points; else 0 */
+    double value;                    /* has_value */
+};
+
+/* The reason a group of rows was rejected (the database's message). */
+struct pgb_reject_error {
+    char text[256];
+};
+
 struct pgb_batch {
     struct ga_agg *aggs;
     size_t naggs, cap_aggs;
@@ -59,6 +79,10 @@ struct pgb_batch {
     int has_windows;                 /* some part_lsn is set */
     uint64_t window_lsn;             /* set by the writer before writing: the lowest
                                         partition window_lsn once this batch commits */
+    struct pgb_reject *rejects;      /* rows refused by the database, recorded with the batch */
+    size_t nrejects, cap_rejects;
+    struct pgb_reject_error *errors;
+    size_t nerrors, cap_errors;
     uint64_t units, last_seq;        /* units merged; seq of the last one */
     int64_t oldest_mono_ns;          /* submit time of the first unit, 0 if empty */
 };
@@ -124,6 +148,11 @@ size_t pgb_rows(const struct pgb_batch *b);
  * partition's primary-key order, which keeps its index inserts sequential.  Invalidates the hash:
  * call only once the batch is closed for merging. */
 void pgb_sort(struct pgb_batch *b);
+
+/* Append a rejected row / an error text (copied, truncated).  0 or
+ * GA_ENOMEM; pgb_add_error returns its index in *ix. */
+int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r);
+int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix);
 
 /* Empty b, keeping its memory. */
 void pgb_reset(struct pgb_batch *b);

@@ -437,6 +437,25 @@ static const char schema_v7[] =
     ");\n"
     "CREATE INDEX resource_metrics_metric ON resource_metrics (metric);\n";
 
+/* v8: rows a flush could not store.  A flush that fails on its data
+ * (docs/STORAGE.md "Rows the database refuses") isolates the metrics whose
+ * rows cause it, records their rows here with the error and commits the
+ * rest.  kind: 'bucket' (granularity, ts, method, value: one row per value
+ * of the bucket), 'late' (ts, value), 'definition' (value NULL), 'window'
+ * (value: the points counted with it). */
+static const char schema_v8[] =
+    "CREATE TABLE rejected_rows (\n"
+    "    metric      integer NOT NULL,\n"
+    "    method      smallint,\n"
+    "    granularity bigint,\n"
+    "    ts          bigint,\n"
+    "    value       double precision,\n"
+    "    kind        text NOT NULL,\n"
+    "    error       text NOT NULL,\n"
+    "    received    timestamptz NOT NULL DEFAULT now()\n"
+    ");\n"
+    "CREATE INDEX rejected_rows_metric ON rejected_rows (metric);\n";
+
 _Static_assert(GA_PARTITIONS == 64, "migration 5 creates 64 partitions");
 
 struct step {
@@ -454,8 +473,17 @@ static const struct step steps[] = {
     { 5, "window checkpoints per partition of the metric space", schema_v5, NULL },
     { 6, "committed positions per partition, for parallel writers", schema_v6, NULL },
     { 7, "resources and metric ids for the HTTP API", schema_v7, NULL },
+    { 8, "rows a flush could not store", schema_v8, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
+
+int pgs_step_count(int after)
+{
+    int n = 0;
+    for (int i = 0; i < NSTEPS; i++)
+        n += steps[i].version > after;
+    return n;
+}
 
 int pgs_latest_version(void)
 {

@@ -41,6 +41,10 @@ struct pgs_part {
 /* The newest schema version this binary knows. */
 int pgs_latest_version(void);
 
+/* How many migrations this binary knows above version `after` (the
+ * versions need not be contiguous). */
+int pgs_step_count(int after);
+
 /* Bring the database on connection c up to pgs_latest_version().  c must be
  * idle, outside a transaction.  Returns the number of migrations applied
  * (0 when already current), or GA_EDB with the failing step and the server's

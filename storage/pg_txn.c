@@ -14,7 +14,8 @@
 
 #define COPY_CHUNK (1u << 20)
 #define PGT_UPDATE_MISS "GA001"
-#define MAX_STEPS 10
+#define MAX_STEPS 12
+#define MAX_PARAMS 8
 
 static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
@@ -100,6 +101,17 @@ static const char checkpoint_sql[] =
     "UPDATE partitions SET committed_lsn = greatest(committed_lsn, $1::bigint),\n"
     "    last_batch = $3::bigint, updated = now()\n"
     "WHERE id = ANY ($2::int4[])";
+
+/* rows a flush could not store (pg_isolate.h); kind and has_value packed
+ * in $6, errors by index ($8) into $7 */
+static const char insert_rejects_sql[] =
+    "INSERT INTO rejected_rows (metric, method, granularity, ts, value, kind, error)\n"
+    "SELECT u.m, nullif(u.meth, -1)::smallint, nullif(u.g, 0),\n"
+    "       CASE WHEN u.f & 255 < 2 THEN u.ts END, CASE WHEN u.f >> 8 = 1 THEN u.v END,\n"
+    "       (ARRAY['bucket', 'late', 'definition', 'window'])[(u.f & 255) + 1],\n"
+    "       ($7::text[])[u.e + 1]\n"
+    "FROM unnest($1::int4[], $2::int4[], $3::int8[], $4::int8[], $5::float8[], $6::int4[],\n"
+    "            $8::int4[]) u(m, meth, g, ts, v, f, e)";
 
 static double ms_since(int64_t t0)
 {
@@ -658,9 +670,9 @@ struct step {
     const char *sql;
     char sqlbuf[800];                /* where sql is built here */
     int nparams;
-    struct pgu_buf p[4];
-    char text[4][64];                /* small text parameters */
-    int text_param[4];               /* 0: p[i] binary; 1: text[i] */
+    struct pgu_buf p[MAX_PARAMS];
+    char text[MAX_PARAMS][64];       /* small text parameters */
+    int text_param[MAX_PARAMS];      /* 0: p[i] binary; 1: text[i] */
 };
 
 static void step_text(struct step *s, int i, const char *fmt, uint64_t v)
@@ -671,8 +683,8 @@ static void step_text(struct step *s, int i, const char *fmt, uint64_t v)
 
 static int send_step(PGconn *c, struct step *s)
 {
-    const char *vals[4];
-    int lens[4], fmts[4];
+    const char *vals[MAX_PARAMS];
+    int lens[MAX_PARAMS], fmts[MAX_PARAMS];
     for (int i = 0; i < s->nparams; i++) {
         if (s->text_param[i] == 1) {
             vals[i] = s->text[i];
@@ -696,7 +708,7 @@ static int nparts(uint64_t parts)
 }
 
 static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge, int update,
-                       uint64_t batch_id, uint64_t parts, struct step *st)
+                       uint64_t batch_id, uint64_t parts, int probe, struct step *st)
 {
     int n = 0;
     char def[4096], methods[4096];
@@ -792,6 +804,33 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
             pgu_array_i64(&s->p[1], (int64_t)b->part_lsn[p]);
         }
     }
+    if (b->nrejects) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "record rejected rows", .sql = insert_rejects_sql,
+                            .nparams = 8 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nrejects);
+        pgu_array_begin(&s->p[1], PGU_INT4OID, b->nrejects);
+        pgu_array_begin(&s->p[2], PGU_INT8OID, b->nrejects);
+        pgu_array_begin(&s->p[3], PGU_INT8OID, b->nrejects);
+        pgu_array_begin(&s->p[4], PGU_FLOAT8OID, b->nrejects);
+        pgu_array_begin(&s->p[5], PGU_INT4OID, b->nrejects);
+        pgu_array_begin(&s->p[6], PGU_TEXTOID, b->nerrors);
+        pgu_array_begin(&s->p[7], PGU_INT4OID, b->nrejects);
+        for (size_t i = 0; i < b->nrejects; i++) {
+            const struct pgb_reject *r = &b->rejects[i];
+            pgu_array_i32(&s->p[0], (int32_t)r->metric);
+            pgu_array_i32(&s->p[1], r->method);
+            pgu_array_i64(&s->p[2], r->granularity_ns);
+            pgu_array_i64(&s->p[3], r->ts);
+            pgu_array_f64(&s->p[4], r->value);
+            pgu_array_i32(&s->p[5], r->kind | (r->has_value ? 256 : 0));
+            pgu_array_i32(&s->p[7], (int32_t)r->error);
+        }
+        for (size_t i = 0; i < b->nerrors; i++)
+            pgu_array_bytes(&s->p[6], b->errors[i].text, strlen(b->errors[i].text));
+    }
+    if (probe)
+        return n;
     struct step *s = &st[n++];
     *s = (struct step){ .what = "advance checkpoint", .sql = checkpoint_sql, .nparams = 3 };
     step_text(s, 0, "%" PRIu64, b->lsn);
@@ -895,9 +934,11 @@ static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *f
     return rc;
 }
 
+/* One try of the flush transaction; with probe, the same statements but
+ * for the checkpoint, rolled back (pgt_probe). */
 static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-                      uint64_t batch_id, int update, struct pgt_timing *t, char state[6],
-                      char *err, size_t errlen)
+                      uint64_t batch_id, int update, int probe, struct pgt_timing *t,
+                      char state[6], char *err, size_t errlen)
 {
     PGconn *c = tc->c;
     struct step st[MAX_STEPS];
@@ -952,8 +993,13 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
     t->rows = nfresh + nstaged;
     t->rows_merged = nmerge;
     t->rows_updated = update ? nstaged - nmerge : 0;
-    n = build_steps(b, nstaged - nmerge, nmerge, update, batch_id, tc->own_parts, st);
+    n = build_steps(b, nstaged - nmerge, nmerge, update, batch_id, tc->own_parts, probe, st);
     rc = run_pipeline(c, st, n, nparts(tc->own_parts), ga_now_mono_ns(), t, state, err, errlen);
+    if (rc == 0 && probe) {
+        if ((rc = pgu_exec(c, "ROLLBACK", err, errlen)) < 0)
+            rc = GA_EIO;
+        goto out;
+    }
     if (rc == 0) {
         tc->merged_batch = batch_id;
         goto out;
@@ -971,7 +1017,7 @@ fail:
     tc->nparts = 0;
 out:
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < MAX_PARAMS; k++)
             pgu_buf_free(&st[i].p[k]);
     free(fresh);
     t->total_ms = ms_since(t0);
@@ -982,13 +1028,22 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
               uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen)
 {
     char state[6] = "";
-    int rc = write_once(tc, b, hw, batch_id, 1, t, state, err, errlen);
+    int rc = write_once(tc, b, hw, batch_id, 1, 0, t, state, err, errlen);
     if (rc < 0 && !strcmp(state, PGT_UPDATE_MISS) && tc->c && PQstatus(tc->c) == CONNECTION_OK) {
         ga_log(GA_LOG_INFO, "storage_update_fallback", "reason=\"%s\"", err);
-        rc = write_once(tc, b, hw, batch_id, 0, t, state, err, errlen);
+        rc = write_once(tc, b, hw, batch_id, 0, 0, t, state, err, errlen);
         t->update_fallback = 1;
     }
     return rc;
+}
+
+int pgt_probe(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+              char *err, size_t errlen)
+{
+    struct pgt_timing t;
+    char state[6] = "";
+    /* the upsert, not the UPDATE: a probe must fail only on its data */
+    return write_once(tc, b, hw, 0, 0, 1, &t, state, err, errlen);
 }
 
 static const char high_water_sql[] =

@@ -88,6 +88,14 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
 int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
               uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
 
+/* Write b (sorted) as pgt_write does, without advancing the checkpoint,
+ * and roll it back: does the database take these rows?  Partitions it
+ * needs are still created.  Returns 0 when every statement succeeded;
+ * GA_EDB / GA_EIO / GA_ENOMEM as pgt_write (err: the database's message,
+ * pgu_data_error tells whether the rows were the cause). */
+int pgt_probe(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+              char *err, size_t errlen);
+
 /* Raise hw, for every (metric, method, granularity) of aggs[0..n) (sorted
  * as pgb_sort leaves them), to the newest bucket the database holds: after
  * a flush whose "fresh" rows turned out to exist (a previous process wrote

@@ -118,6 +118,19 @@ void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r)
         snprintf(dst, n, "%s", line);
 }
 
+int pgu_data_error(const char *err)
+{
+    static const char *const classes[] = { "22", "23", "54", "P0" };
+    const char *s = err ? strstr(err, "SQLSTATE ") : NULL;
+    if (!s || strlen(s) < 14)
+        return 0;
+    s += 9;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (s[0] == classes[i][0] && s[1] == classes[i][1])
+            return 1;
+    return 0;
+}
+
 int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen)
 {
     PGresult *r = PQexec(c, sql);

@@ -54,6 +54,13 @@ void pgu_errcopy(char *dst, size_t n, const char *msg);
  * its SQLSTATE prefix: "SQLSTATE 23514: no partition of relation ...". */
 void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r);
 
+/* 1 when err (as pgu_result_error writes it, possibly after a prefix)
+ * names a SQLSTATE of an error caused by the data written rather than by
+ * the connection, the server or the schema: class 22 (data exception), 23
+ * (integrity constraint violation), 54 (program limit exceeded: a value
+ * too large) and P0 (raised by a PL/pgSQL function or trigger). */
+int pgu_data_error(const char *err);
+
 /* Run a parameterless command (no rows expected).  Returns 0, or GA_EDB
  * with the error in err[errlen].  The result is always cleared. */
 int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen);

@@ -20,6 +20,7 @@
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "storage/pg_batch.h"
+#include "storage/pg_isolate.h"
 #include "storage/pg_txn.h"
 #include "storage/pg_util.h"
 
@@ -245,6 +246,49 @@ static void learn_pairs(struct pgw *w)
     free(u);
 }
 
+static int probe_cb(void *ctx, const struct pgb_batch *sub, char *err, size_t errlen)
+{
+    struct pgw *w = ctx;
+    return pgt_probe(&w->tc, sub, &w->hw, err, errlen);
+}
+
+/* The flush failed on its data (err): take the refused metrics' rows out
+ * of w->flushing into its rejects.  0: write again at once; < 0: back off
+ * and retry the batch as it is. */
+static int isolate(struct pgw *w, const char *err, uint64_t *unrecorded)
+{
+    struct pgi_result r;
+    char why[512];
+    size_t had = w->flushing.nrejects;
+    int rc = pgi_isolate(&w->flushing, probe_cb, w, &r, why, sizeof why);
+    if (rc == 0) {
+        const char *first = w->flushing.errors[w->flushing.rejects[had].error].text;
+        pthread_mutex_lock(&w->mu);
+        w->st.isolations++;
+        char line[sizeof w->st.last_rejected + 32];
+        snprintf(line, sizeof line, "metric %u: %s", r.first_metric, first);
+        pgu_errcopy(w->st.last_rejected, sizeof w->st.last_rejected, line);
+        pthread_mutex_unlock(&w->mu);
+        ga_log(GA_LOG_ERROR, "storage_rows_rejected",
+               "metric=%u metrics=%zu rows=%zu probes=%d error=\"%s\" "
+               "msg=\"recorded in rejected_rows; the other rows are written\"",
+               r.first_metric, r.bad_items, r.rejected, r.probes, first);
+        return 0;
+    }
+    if (rc == GA_EDB && had && !strstr(why, "without any metric")) {
+        /* every item passes without the rejects: recording them is what
+         * fails.  Count them and let them go (they are in the log). */
+        ga_log(GA_LOG_ERROR, "storage_rejects_unrecorded", "rows=%zu error=\"%s\"", had, err);
+        *unrecorded += had;
+        w->flushing.nrejects = 0;
+        return 0;
+    }
+    if (rc == GA_EIO)
+        pgt_close(&w->tc);
+    ga_log(GA_LOG_WARN, "storage_isolation_failed", "probes=%d error=\"%s\"", r.probes, why);
+    return rc;
+}
+
 /* Write w->flushing until it commits.  0, or GA_ETIMEDOUT when the stop
  * deadline passed first. */
 static int write_batch(struct pgw *w)
@@ -252,7 +296,8 @@ static int write_batch(struct pgw *w)
     uint64_t id = new_batch_id();
     char err[512];
     struct pgt_timing t;
-    int maybe_committed = 0;
+    int maybe_committed = 0, isolations = 0;
+    uint64_t unrecorded = 0;
     pgb_sort(&w->flushing);
     /* the journal position this batch's commit lets go of */
     uint64_t after[GA_PARTITIONS];
@@ -280,6 +325,9 @@ static int write_batch(struct pgw *w)
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
             break;
+        if (rc == GA_EDB && pgu_data_error(err) && isolations++ < 16 && w->tc.c &&
+            isolate(w, err, &unrecorded) == 0)
+            continue;
         if (rc == GA_EIO) {
             /* The commit may have happened before the link broke. */
             maybe_committed = 1;
@@ -316,6 +364,7 @@ static int write_batch(struct pgw *w)
     st->last_rows = w->flushing.naggs;
     st->rows_fresh += t.rows_fresh;
     st->rows_merged += t.rows_merged;
+    st->rows_rejected += w->flushing.nrejects + unrecorded;
     st->fresh_fallbacks += (uint64_t)t.fresh_fallback;
     st->rows_updated += t.rows_updated;
     st->update_fallbacks += (uint64_t)t.update_fallback;
@@ -393,8 +442,9 @@ static void take_inbox(struct pgw *w)
     int rc = 0;
     while (q && rc == 0) {
         struct pgb_unit *next = q->next;
+        size_t qrows = q->rows;              /* pgb_take frees q */
         if ((rc = pgb_take(&w->filling, q, q->seq, q->submit_mono_ns)) == 0) {
-            rows -= q->rows < rows ? q->rows : rows;
+            rows -= qrows < rows ? qrows : rows;
             units--;
             q = next;
         }

@@ -19,7 +19,9 @@
  * then calls on_commit(ctx, committed_lsn, window_lsn) from that thread.
  * When PostgreSQL is down or the transaction fails, the same batch is
  * retried with exponential backoff (retry_initial_ms .. retry_max_ms);
- * nothing is ever dropped.  A commit whose outcome was lost with the
+ * nothing is ever dropped — except where the database refuses the data
+ * itself (pgu_data_error): then the refused metrics' rows are isolated
+ * and recorded in rejected_rows, and the rest commits (pg_isolate.h).  A commit whose outcome was lost with the
  * connection is recognised on reconnect (checkpoints.last_batch) and not
  * applied twice.  New units keep coalescing into the next batch meanwhile,
  * up to queue_max_rows; then pgw_submit returns GA_EBUSY (backpressure).
@@ -146,6 +148,10 @@ struct pgw_status {
     uint64_t pairs_new;               /* pairs of metrics new to this process: not asked */
     uint64_t update_fallbacks;        /* flushes whose rows to replace were missing */
     uint64_t rows_merged;             /* bucket rows merged with another stored method set */
+    uint64_t rows_rejected;           /* rows the database refused, committed to rejected_rows
+                                         (or counted only, where even that was refused) */
+    uint64_t isolations;              /* flushes that failed on their data and were split */
+    char last_rejected[256];          /* "metric M: <database message>" of the last; "" none */
 };
 
 /* Start the writer thread; it connects (with backoff) on its own.  Returns

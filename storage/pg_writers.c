@@ -296,6 +296,10 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         SUM_(pairs_new);
         SUM_(update_fallbacks);
         SUM_(rows_merged);
+        SUM_(rows_rejected);
+        SUM_(isolations);
+        if (o.last_rejected[0])
+            memcpy(st->last_rejected, o.last_rejected, sizeof st->last_rejected);
         SUM_(last_rows);
         MAX_(last_flush_ms);
         MAX_(last_copy_ms);

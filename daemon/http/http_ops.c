@@ -121,6 +121,7 @@ struct ready_call {
     struct ga_daemon *d;
     struct ops_ready r;
     char storage_error[512];
+    char journal_error[128];
 };
 
 static void take_ready(void *arg)
@@ -148,6 +149,12 @@ static void take_ready(void *arg)
         struct jnl_stats js;
         jnl_get_stats(d->journal, &js);
         c->r.journal_retained_bytes = js.retained_bytes;
+        if (js.stalled_errno)
+            snprintf(c->journal_error, sizeof c->journal_error, "%s", strerror(js.stalled_errno));
+        else if (js.failed)
+            snprintf(c->journal_error, sizeof c->journal_error, "a write or fsync failed; the "
+                     "daemon restarts");
+        c->r.journal_error = c->journal_error;
     }
     c->r.journal_max_bytes = (uint64_t)d->cfg->journal.max_bytes;
     c->r.journal_segment_bytes = (uint64_t)d->cfg->journal.segment_bytes;

@@ -177,18 +177,67 @@ def test_input_path_refused():
     if not os.path.lexists(link):
         os.symlink(outside, link)
     params = {"granularity": "60", "method": "mean"}
-    for path, needle in ((outside, "outside jobs.input_dirs"), (link, "outside jobs.input_dirs"),
-                         (os.path.join(E.indir, "..", "secret.csv"), "outside jobs.input_dirs"),
-                         (os.path.join(E.indir, "missing.csv"), "No such file"),
+    # the refusal says the same whether the path exists, is a link, a
+    # directory or an unreadable file: it never tells what lies outside
+    refused = "refused: jobs read only readable regular files inside jobs.input_dirs"
+    for path, needle in ((outside, refused), (link, refused),
+                         (os.path.join(E.indir, "..", "secret.csv"), refused),
+                         (os.path.join(E.indir, "missing.csv"), refused),
+                         (os.path.join(E.tmp, "missing.csv"), refused), (E.indir, refused),
                          ("relative.csv", "absolute path")):
         e = call_err(E.d, "job.submit", {"kind": "resample", "params": params, "input_path": path})
         assert e["name"] == "EBADARG" and needle in e["message"], (path, e)
+        assert "secret.csv" not in e["message"].replace(path, ""), e     # no link target
+        assert "No such file" not in e["message"] and "ermission" not in e["message"], e
     e = call_err(E.d, "job.submit", {"kind": "resample", "params": params, "input": b"x",
                                      "input_path": outside})
     assert "not both" in e["message"], e
     e = call_err(E.d, "job.submit", {"kind": "resample",
                                      "params": dict(params, input_path="/etc/passwd")})
     assert "reserved" in e["message"], e
+
+
+def test_input_bytes_never_echoed():
+    # a job failing on its input says where, never what: the bytes may be a
+    # file the client could not read itself
+    secret = b"root:$6$SECRETHASH:19000:0:99999:7:::"
+    for kind, params, data in (("dot", {}, b"1,2\n" + secret + b",3\n"),
+                               ("resample", {"granularity": "60", "method": "mean"},
+                                b"metric,timestamp,value\nm," + secret + b",1\n"),
+                               ("resample", {"granularity": "60", "method": "mean"},
+                                b"metric,timestamp,value\n" + secret + b"\n"),
+                               ("resample", {"granularity": "60", "method": "mean"},
+                                b"metric,timestamp,value\nm,1700000000," + secret + b"\n")):
+        st = call_ok(E.d, "job.submit", {"kind": kind, "params": params, "input": data,
+                                          "wait": True})
+        assert st["state"] == "failed" and "line 2" in st["error"], (kind, st)
+        assert "SECRETHASH" not in st["error"], st
+    assert b"SECRETHASH" not in open(E.d.log, "rb").read()
+    # gpuaggctl run as root sends inline only regular, world-readable files
+    if os.getuid() == 0:
+        path = os.path.join(E.tmp, "shadow-like")
+        with open(path, "wb") as f:
+            f.write(b"1,2\n" + secret + b"\n")
+        os.chmod(path, 0o640)
+        r = ctl(E.d, "job", "submit", "dot", "--input", path)
+        assert r.returncode != 0 and b"not readable by every user" in r.stderr, r
+        assert b"SECRETHASH" not in r.stderr + r.stdout, r
+    r = ctl(E.d, "job", "submit", "dot", "--input", E.tmp)
+    assert r.returncode != 0 and b"not a regular file" in r.stderr, r
+
+
+def test_job_memory_bound():
+    # jobs.max_job_bytes (64 MiB here): parameters needing more are refused
+    # at submit, naming the parameter and the key
+    for kind, params, needle in (("dot", {"n": str(1 << 23)}, "param 'n'"),
+                                 ("blackscholes", {"n": str(1 << 21)}, "param 'n'"),
+                                 ("kmeans", {"k": "4", "coords": "64", "nobjs": str(1 << 20)},
+                                  "params 'nobjs' and 'coords'")):
+        e = call_err(E.d, "job.submit", {"kind": kind, "params": params})
+        assert e["name"] == "EBADARG" and needle in e["message"] and \
+            "jobs.max_job_bytes" in e["message"], (kind, e)
+    st, res = submit_wait(E.d, "dot", {"n": "1000"})
+    assert st["state"] == "done", st
 
 
 def test_resample_errors_like_local():
@@ -550,10 +599,12 @@ def main():
     E.tmp = tempfile.mkdtemp(prefix="gajobs-")
     E.indir = os.path.join(E.tmp, "in")
     os.makedirs(E.indir)
-    E.d = Daemon(extra="jobs: { workers: 2, input_dirs: [%s] }\n" % E.indir).start()
+    E.d = Daemon(extra="jobs: { workers: 2, max_job_bytes: 64MiB, input_dirs: [%s] }\n" %
+                 E.indir).start()
     try:
         for t in (test_resample_inline_equals_local, test_resample_input_path_and_chunks,
-                  test_input_path_refused, test_resample_errors_like_local,
+                  test_input_path_refused, test_input_bytes_never_echoed, test_job_memory_bound,
+                  test_resample_errors_like_local,
                   test_kmeans_generated_equals_python, test_kmeans_matrix_inputs,
                   test_bad_params_at_submit, test_failing_jobs_leave_daemon_up,
                   test_cli_wait_and_status, test_other_kinds_small, test_status_stats_sections,

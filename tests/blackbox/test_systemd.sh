@@ -22,6 +22,26 @@ for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg Runtim
          "DeviceAllow=char-nvidia-uvm" "--foreground"; do
     if grep -q -- "$d" systemd/gpuaggd.service; then ok; else bad "unit lacks $d"; fi
 done
+# MemoryMax covers what the shipped config lets the daemon take (the sum
+# written in the unit), and TasksMax is set.
+need=$(/usr/bin/python3 - <<'PY'
+import re, yaml
+c = yaml.safe_load(open("etc/gpuaggd.yaml"))
+def size(v):
+    m = re.fullmatch(r"(\d+)\s*([KMGT]i?B)?", str(v))
+    mult = {None: 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+            "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}[m.group(2)]
+    return int(m.group(1)) * mult
+lim, jobs = c["limits"], c["jobs"]
+budget = size(lim["memory_budget_bytes"])
+metrics = lim["max_metrics"] or budget // 1024
+print(budget + metrics * 1400 + jobs["workers"] * size(jobs["max_job_bytes"]) +
+      size(jobs["results_max_bytes"]) + (512 << 20))
+PY
+)
+max=$(sed -nE 's/^MemoryMax=([0-9]+)G$/\1/p' systemd/gpuaggd.service)
+if [ -n "$max" ] && [ "$need" -le $((max << 30)) ]; then ok; else bad "MemoryMax=${max}G is below what etc/gpuaggd.yaml allows ($need bytes)"; fi
+if grep -qE '^TasksMax=[0-9]+$' systemd/gpuaggd.service; then ok; else bad "unit lacks TasksMax"; fi
 # The unit's own pre-start check passes on the shipped config.
 if "$bin/gpuaggd" --check-config etc/gpuaggd.yaml >/dev/null 2>&1; then ok; else bad "gpuaggd --check-config etc/gpuaggd.yaml"; fi
 echo "systemd: $pass passed, $fail failed"

@@ -6,9 +6,11 @@
 # the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed".
 #
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
-# (proto/ is self-contained: the wire format needs nothing else); a target
-# that compiles other sources in names the libraries they need in a
-# " * fuzz-libs: -lX" line of its header comment (fuzz_api.c).  New inputs
+# (proto/ is self-contained: the wire format needs nothing else).  A target
+# that needs more names the sources in a line "fuzz-sources: a.c b.c" of its
+# header comment (fuzz_journal.c; they are built instrumented too and linked
+# with it), and the libraries they need in a " * fuzz-libs: -lX" line
+# (fuzz_api.c, which includes its sources).  New inputs
 # the fuzzer finds go to build-fuzz/corpus/NAME/ (not into the repository);
 # a crashing input is kept as build-fuzz/artifacts/NAME-crash-* — add it to
 # the seed corpus once fixed, so it stays a regression test.
@@ -69,10 +71,25 @@ for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     name=${name#fuzz_}
     case "$only" in ""|"$name") ;; *) continue ;; esac
+    extra=""
+    for x in $(sed -nE 's/^[ *]*fuzz-sources: *//p' "$src"); do
+        xo="$out/obj/${x%.c}.o"
+        mkdir -p "$(dirname "$xo")"
+        # shellcheck disable=SC2086
+        if ! $CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$x" -o "$xo.$$" 2>"$out/logs/build.log" ||
+           ! mv -f "$xo.$$" "$xo"; then
+            rm -f "$xo.$$"
+            echo "build failed: $x"
+            sed 's/^/    | /' "$out/logs/build.log" | head -30
+            fail=1
+            finish
+        fi
+        extra="$extra $xo"
+    done
     # a target that needs more libraries names them in a " * fuzz-libs: ..." comment line
-    extra=$(sed -n 's/^ \* fuzz-libs: \(.*\)$/\1/p' "$src" | sed 's/ \*\/$//')
+    libs=$(sed -n 's/^ \* fuzz-libs: \(.*\)$/\1/p' "$src" | sed 's/ \*\/$//')
     # shellcheck disable=SC2086
-    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" "$out/libproto.a" $LIBS $extra -o "$out/fuzz_$name.$$" \
+    if $CLANG $CFLAGS -fsanitize=fuzzer "$src" $extra "$out/libproto.a" $LIBS $libs -o "$out/fuzz_$name.$$" \
             >"$out/logs/$name.build.log" 2>&1 && mv -f "$out/fuzz_$name.$$" "$out/fuzz_$name"; then
         targets="$targets $name"
     else

@@ -482,6 +482,8 @@ static void test_v_limits(void)
 {
     CHECK_FAILS("limits:\n  max_connections: 0\n",
                 "t.yaml:2: limits.max_connections: 0 out of range 1..1000000 (connections)");
+    CHECK_FAILS("limits:\n  max_connections_per_peer: 0\n",
+                "t.yaml:2: limits.max_connections_per_peer: 0 out of range 1..1000000 (connections)");
     CHECK_FAILS("limits:\n  max_frame_bytes: 64MiB\n",
                 "t.yaml:2: limits.max_frame_bytes: 67108864 is larger than conn_buffer_bytes (33554432)");
     CHECK_FAILS("limits:\n  conn_buffer_bytes: 2GiB\n",

@@ -105,7 +105,7 @@ static void test_matrix_csv(void)
     jk_matrix_free(&m);
     const char *bad[][2] = {
         { "1,2\n3\n", "line 2: 1 fields, expected 2" },
-        { "1,2\n3,x\n", "line 2, field 2: 'x' is not a number" },
+        { "1,2\n3,x\n", "line 2, field 2 is not a number (1 bytes)" },
         { "h1,h2\nh3,h4\n", "line 2, field 1" },
         { "# nothing\n", "no rows" },
         { "1,,2\n", "field 2" },

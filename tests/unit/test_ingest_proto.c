@@ -608,6 +608,49 @@ static void expect_fail(int line, struct frame f, const struct ing_limits *lim, 
 #define PT "m3 s s s u "                    /* points head: type, seq, one more key */
 #define PTS "type", "points", "seq", (uint64_t)3
 
+/* ing_batch_drop_names (limits.max_metrics at the door): the points of the
+ * dropped names become rejections at their flat index, among the others. */
+static void test_drop_names(void)
+{
+    const char *names[] = { "a", "", "b", "\x01" };
+    uint32_t index[] = { 0, 1, 2, 3, 7, 0, 2, 0, 2 };
+    int64_t ts[] = { 1, 2, 3, 4, 5, -1, 6, 7, 8 };
+    double v[] = { 1, 2, 3, 4, 5, 6, NAN, -INFINITY, 9 };
+    for (int which = 0; which < 2; which++) {
+        struct pk b;
+        ing_pack_points_columnar(pk_init(&b), 5, 4, names, index, NULL, 9, ts, v);
+        struct frame f = pk_take(&b);
+        struct ing_msg m;
+        char err[256];
+        CHECK_INT(decode(f, NULL, &m, err, sizeof err), ING_POINTS);
+        struct ing_batch *bt = &m.u.points;
+        uint8_t drop[2] = { which == 0, which == 1 };          /* "a" or "b" */
+        CHECK_INT(ing_batch_drop_names(bt, drop, "too many"), which == 0 ? 1 : 2);
+        /* "a" held position 0; "b" positions 2 and 8 */
+        static const uint64_t want_a[] = { 0, 1, 3, 4, 5, 6, 7 }, want_b[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+        const uint64_t *want = which == 0 ? want_a : want_b;
+        size_t nwant = which == 0 ? 7 : 8;
+        CHECK_INT(bt->nrejected, nwant);
+        for (size_t i = 0; i < nwant && i < bt->nrejected; i++) {
+            CHECK_INT(bt->rejected[i].index, want[i]);
+            int mine = which == 0 ? want[i] == 0 : (want[i] == 2 || want[i] == 8);
+            if (mine)
+                CHECK_STR(bt->rejected[i].reason, "too many");
+        }
+        CHECK_INT(bt->nnames, 1);
+        CHECK_STR(bt->names[0], which == 0 ? "b" : "a");
+        CHECK_INT(bt->n, which == 0 ? 2 : 1);
+        for (size_t k = 0; k < bt->n; k++)
+            CHECK_INT(bt->name_idx[k], 0);
+        if (which == 0 && bt->n == 2)
+            CHECK(bt->ts[0] == 3 && bt->ts[1] == 8 && bt->value[1] == 9);
+        if (which == 1 && bt->n == 1)
+            CHECK(bt->ts[0] == 1 && bt->value[0] == 1);
+        ing_msg_free(&m);
+        frame_free(&f);
+    }
+}
+
 static void test_frame_errors(void)
 {
     int64_t ts4[4] = { 1, 2, 3, 4 };
@@ -1142,6 +1185,7 @@ void run_tests(void)
     RUN(test_empty_batch);
     RUN(test_friendly_rejections);
     RUN(test_columnar_rejections);
+    RUN(test_drop_names);
     RUN(test_frame_errors);
     RUN(test_random_round_trips);
     RUN(test_stream);

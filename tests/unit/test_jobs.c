@@ -58,13 +58,20 @@ static const struct ga_job_kind k_slow = { "slow", v_any, r_slow, 0 };
 static const struct ga_job_kind k_fail = { "fail", v_any, r_fail, 1 };
 static const struct ga_job_kind *const kinds[] = { &k_record, &k_slow, &k_fail, NULL };
 
-static struct ga_jobs *start(int workers, int max_queued, int ttl)
+static struct ga_jobs *start_opts(int workers, int max_queued, int ttl, uint64_t results_max)
 {
     static const int gpus[] = { 3 };
-    struct ga_jobs_opts o = { kinds, workers, max_queued, ttl, 1, gpus };
+    struct ga_jobs_opts o = { .kinds = kinds, .workers = workers, .max_queued = max_queued,
+                              .result_ttl_s = ttl, .results_max_bytes = results_max,
+                              .ngpus = 1, .gpus = gpus };
     struct ga_jobs *m = NULL;
     CHECK_INT(ga_jobs_start(&m, &o), 0);
     return m;
+}
+
+static struct ga_jobs *start(int workers, int max_queued, int ttl)
+{
+    return start_opts(workers, max_queued, ttl, 0);
 }
 
 static void params(struct ga_job_params *p, const char *k, const char *v)
@@ -224,6 +231,40 @@ static void test_queue_bound_and_ttl(void)
     ga_jobs_stop(m);
 }
 
+/* jobs.results_max_bytes: the results kept stay within it; the jobs that
+ * finished first go (counted); the newest result stays readable. */
+static void test_results_bytes_bound(void)
+{
+    struct ga_jobs *m = start_opts(1, 16, 3600, 5);    /* each result is 2 bytes */
+    struct ga_job_params p;
+    uint64_t id[4];
+    char err[256];
+    gate_open = 1;
+    for (int i = 0; i < 4; i++) {
+        char tag[8];
+        snprintf(tag, sizeof tag, "%d", 10 + i);
+        params(&p, "tag", tag);
+        CHECK_INT(ga_jobs_submit(m, "record", &p, NULL, 0, 0, &id[i], err, sizeof err), 0);
+        struct ga_job_info info;
+        wait_final(m, id[i], &info);
+        CHECK_INT(info.state, GA_JOB_DONE);
+    }
+    struct ga_jobs_stats st;
+    ga_jobs_get_stats(m, &st);
+    CHECK_INT(st.evicted, 2);
+    CHECK_INT(st.results_bytes, 4);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    struct ga_job_info ri;
+    CHECK_INT(ga_jobs_result(m, id[0], &bytes, &len, &ri), GA_ENOENT);
+    CHECK_INT(ga_jobs_result(m, id[1], &bytes, &len, &ri), GA_ENOENT);
+    CHECK_INT(ga_jobs_result(m, id[3], &bytes, &len, &ri), 0);
+    CHECK_INT(len, 2);
+    CHECK_INT(bytes[1], 13);
+    free(bytes);
+    ga_jobs_stop(m);
+}
+
 static void test_param_parsing(void)
 {
     struct ga_job_params p;
@@ -250,4 +291,5 @@ void run_tests(void)
     RUN(test_failure_recorded_gpu_assigned);
     RUN(test_queue_bound_and_ttl);
     RUN(test_param_parsing);
+    RUN(test_results_bytes_bound);
 }

@@ -329,6 +329,24 @@ static void test_json_non_string_keys(void)
     pk_end(&k);
 }
 
+/* Maps as keys of maps as keys, 30 deep: each level would escape the
+ * text of the one below again (2^30 bytes); within a stringified key a
+ * container key is "…", so the text stays small (found by fuzz_ctl). */
+static void test_json_nested_container_keys(void)
+{
+    struct pk k;
+    msgpack_packer *p = pk_begin(&k);
+    for (int i = 0; i < 30; i++)
+        msgpack_pack_map(p, 1);
+    msgpack_pack_int(p, 1);
+    for (int i = 0; i < 30; i++)
+        mp_pack_cstr(p, "v");
+    char *j = json(pk_decode(&k), 0);
+    CHECK_STR(j, "{\"{\\\"\xe2\x80\xa6\\\":\\\"v\\\"}\":\"v\"}");
+    free(j);
+    pk_end(&k);
+}
+
 static void test_json_write_error(void)
 {
     struct pk k;
@@ -355,5 +373,6 @@ void run_tests(void)
     RUN(test_json_invalid_utf8);
     RUN(test_json_bin_ext_floats);
     RUN(test_json_non_string_keys);
+    RUN(test_json_nested_container_keys);
     RUN(test_json_write_error);
 }

@@ -158,7 +158,7 @@ static void test_health(void)
 static void test_ready(void)
 {
     char *j = NULL;
-    struct ops_ready r = { 0, "running", 0, 1, "connected", "", 1000, 4000, 1000 };
+    struct ops_ready r = { 0, "running", 0, 1, "connected", "", 1000, 4000, 1000, "" };
     CHECK_INT(ops_ready_render(&r, &j), 200);
     CHECK_CONTAINS(j, "\"status\":\"ready\"");
     CHECK_CONTAINS(j, "\"reasons\":[]");
@@ -169,6 +169,12 @@ static void test_ready(void)
     CHECK_CONTAINS(j, "\"journal\":{\"ok\":false");
     free(j);
     r.journal_retained_bytes = 0;
+    r.journal_error = "No space left on device";  /* stalled: its file system full */
+    CHECK_INT(ops_ready_render(&r, &j), 503);
+    CHECK_CONTAINS(j, "journal cannot write: No space left on device");
+    CHECK_CONTAINS(j, "\"error\":\"No space left on device\"");
+    free(j);
+    r.journal_error = "";
     r.storage_connected = 0;
     r.storage_state = "down";
     r.storage_error = "could not connect: \"quoted\"";

@@ -714,6 +714,114 @@ static void test_replace_or_merge(void)
     PQfinish(c);
 }
 
+static int key_cmp(const void *pa, const void *pb)
+{
+    const struct ga_agg *a = pa, *b = pb;
+    if (a->metric != b->metric)
+        return a->metric < b->metric ? -1 : 1;
+    if (a->granularity_ns != b->granularity_ns)
+        return a->granularity_ns < b->granularity_ns ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->method > b->method) - (a->method < b->method);
+}
+
+/* Rows the database refuses (pg_isolate.h): a CHECK on buckets refuses
+ * metric 7, a trigger on late_points metric 9's late points, a CHECK on
+ * metrics the definition "bad.def".  Every other row commits in the same
+ * flush, the refused ones are in rejected_rows with the database's
+ * message, the checkpoint advances, and the next flushes go on. */
+static void test_bad_rows_isolated(void)
+{
+    reset_db();
+    uint64_t s = seed ^ 4242;
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    CHECK_INT(pg_cmd(c, "ALTER TABLE buckets ADD CONSTRAINT no_seven CHECK (metric <> 7)"), 0);
+    CHECK_INT(pg_cmd(c, "ALTER TABLE metrics ADD CONSTRAINT no_bad CHECK (name <> 'bad.def')"), 0);
+    CHECK_INT(pg_cmd(c, "CREATE FUNCTION no_nine() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                        "IF NEW.metric = 9 THEN RAISE EXCEPTION 'metric nine refused'; END IF; "
+                        "RETURN NEW; END $$; CREATE TRIGGER no_nine BEFORE INSERT ON late_points "
+                        "FOR EACH ROW EXECUTE FUNCTION no_nine()"), 0);
+    enum { NM = 16, NA = 1500, NL = 64 };
+    struct pgw_metric_def defs[NM];
+    char names[NM][32];
+    make_defs(defs, names, NM);
+    defs[11].name = "bad.def";
+    struct ga_agg *a = malloc(NA * sizeof *a);
+    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
+    for (int i = 0; i < NA; i++) {
+        uint32_t m = (uint32_t)(rnd_next(&s) % NM);
+        a[i] = rnd_agg(&s, m, pols[m % 3], today - 2, 3);
+    }
+    struct ga_late late[NL];
+    for (int i = 0; i < NL; i++)
+        late[i] = (struct ga_late){ (uint32_t)(i % NM), GA_LATE_WINDOW, 1000 + i, i + 0.5 };
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_unit u = { .aggs = a, .naggs = NA, .late = late, .nlate = NL, .defs = defs,
+                          .ndefs = NM, .lsn = 5000 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    /* what should be there: the distinct keys, the later value winning */
+    qsort(a, NA, sizeof *a, key_cmp);
+    long long keys7 = 0, buckets_ok = 0;
+    for (int i = 0; i < NA; i++) {
+        int new_key = !i || key_cmp(&a[i - 1], &a[i]) != 0;
+        int new_bucket = !i || a[i - 1].metric != a[i].metric ||
+                         a[i - 1].granularity_ns != a[i].granularity_ns || a[i - 1].ts != a[i].ts;
+        keys7 += new_key && a[i].metric == 7;
+        buckets_ok += new_bucket && a[i].metric != 7;
+    }
+    CHECK(keys7 > 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM buckets"), buckets_ok);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM buckets WHERE metric = 7"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM rejected_rows WHERE kind = 'bucket'"), keys7);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM rejected_rows WHERE kind = 'bucket' AND "
+                           "(metric <> 7 OR error NOT LIKE '%SQLSTATE 23514:%no_seven%' OR "
+                           "granularity IS NULL OR ts IS NULL OR method IS NULL)"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points"), NL - NL / NM);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM rejected_rows WHERE kind = 'late' AND "
+                           "metric = 9 AND error LIKE '%SQLSTATE P0001:%metric nine refused%'"),
+              NL / NM);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), NM - 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM rejected_rows WHERE kind = 'definition' AND "
+                           "metric = 11"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT min(committed_lsn) FROM partitions"), 5000);
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    CHECK_INT(st.rows_rejected, keys7 + NL / NM + 1);
+    CHECK_INT(st.isolations, 1);
+    CHECK(strstr(st.last_rejected, "SQLSTATE") != NULL);
+    CHECK_INT(st.committed_lsn, 5000);
+    /* the next flush: metric 7 again with metric 3; 3 commits */
+    struct ga_agg b2[2] = { a[0], a[0] };
+    b2[0].metric = 7;
+    b2[1].metric = 3;
+    b2[1].granularity_ns = pols[0]->defs[0].granularity_ns;
+    b2[1].method = pols[0]->methods[0];
+    b2[1].ts = (today + 1) * PGS_DAY_NS;
+    b2[0].granularity_ns = b2[1].granularity_ns;
+    b2[0].method = b2[1].method;
+    b2[0].ts = b2[1].ts;
+    struct pgw_unit u2 = { .aggs = b2, .naggs = 2, .lsn = 6000 };
+    CHECK_INT(pgw_submit(w, &u2), 0);
+    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM buckets WHERE metric = 3 AND ts = %lld",
+             (long long)b2[1].ts);
+    CHECK_INT(pg_scalar(c, sql), 1);
+    CHECK_INT(pg_scalar(c, "SELECT min(committed_lsn) FROM partitions"), 6000);
+    pgw_get_status(w, &st);
+    CHECK_INT(st.isolations, 2);
+    CHECK_INT(st.rows_rejected, keys7 + NL / NM + 2);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    free(a);
+    PQfinish(c);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -739,5 +847,6 @@ void run_tests(void)
     RUN(test_replay_skips_committed);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
+    RUN(test_bad_rows_isolated);
     pgenv_destroy(&env);
 }

@@ -3,11 +3,13 @@
 #include "tools/gpuaggctl/job.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,6 +107,35 @@ static void pack_args(msgpack_packer *pk, const struct ctl_job_spec *s, const ch
     }
 }
 
+/* Open a file to send inline: a regular file only (not a device, FIFO or
+ * directory), and, when run as root, only one that every user may read —
+ * root reads any file, and the daemon would run the job on it (a secret
+ * file's bytes would reach the job's input).  NULL with the reason printed. */
+static FILE *open_inline(const char *path, const char *who)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
+        return NULL;
+    }
+    const char *why = NULL;
+    if (fstat(fd, &sb) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(sb.st_mode))
+        why = "not a regular file: only regular files are sent inline";
+    else if (geteuid() == 0 && !(sb.st_mode & S_IROTH))
+        why = "not readable by every user: run as root, gpuaggctl sends only such files inline "
+              "(run it as a user who may read the file, or put the file in one of the daemon's "
+              "jobs.input_dirs)";
+    FILE *f = why ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", who, path, why ? why : strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 int ctl_job_submit(struct ctl_client *c, const struct ctl_job_spec *s, const char *who,
                    uint64_t *id)
 {
@@ -116,12 +147,12 @@ int ctl_job_submit(struct ctl_client *c, const struct ctl_job_spec *s, const cha
         in_input_dir(c, resolved)) {
         path = resolved;
     } else if (s->input) {
-        FILE *f = strcmp(s->input, "-") == 0 ? stdin : fopen(s->input, "rb");
-        if (f) {
-            data = slurp(f, &len);
-            if (f != stdin)
-                fclose(f);
-        }
+        FILE *f = strcmp(s->input, "-") == 0 ? stdin : open_inline(s->input, who);
+        if (!f)
+            return EXIT_DAEMON;
+        data = slurp(f, &len);
+        if (f != stdin)
+            fclose(f);
         if (!data) {
             fprintf(stderr, "%s: %s: %s\n", who, s->input, strerror(errno));
             return EXIT_DAEMON;
