@@ -48,10 +48,10 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 # built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in
 # answering ENOGPU (CUDA=0); gpu/jobs/*.c are helpers the kinds share.  A .c
 # and a .cu must not share a stem: both would be X.o.
-LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c daemon/http/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
 # Generated at build time: the documented counters (docs/COUNTERS.md) for
-# /metrics' HELP and TYPE lines (daemon/ops_render.h).
+# /metrics' HELP and TYPE lines (daemon/http/ops_render.h).
 LIB_SRC += $(BUILD)/gen/counters_doc.c
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L

@@ -8,15 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/admit.h"
-#include "daemon/control.h"
+#include "daemon/ingest/admit.h"
+#include "daemon/control/control.h"
 #include "daemon/engine_worker.h"
 #include "daemon/http/ceilo_resources.h"
 #include "daemon/http/http_server.h"
-#include "daemon/ingest.h"
-#include "daemon/job_kinds.h"
+#include "daemon/ingest/ingest.h"
+#include "daemon/jobs/job_kinds.h"
 #include "daemon/loop_call.h"
-#include "daemon/pipeline.h"
+#include "daemon/ingest/pipeline.h"
 #include "daemon/notify.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "gpu/device.h"
 
 enum ga_state { GA_STATE_STARTING = 0, GA_STATE_RUNNING, GA_STATE_RELOADING, GA_STATE_DRAINING };
@@ -57,12 +57,12 @@ struct ga_daemon {
     struct pgc *storage;                 /* connection health, for status */
     struct jnl *journal;
     struct ga_pipeline *pipeline;
-    struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/admit.h) */
+    struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/ingest/admit.h) */
     struct ga_ingest *ingest;
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;
     struct pgq *query;                   /* read queries of the control ops; blocking */
-    struct ga_jobs *jobs;                /* the job manager (daemon/job_kinds.h) */
+    struct ga_jobs *jobs;                /* the job manager (daemon/jobs/job_kinds.h) */
     struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
     struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
     struct pgq *http_query;              /* the HTTP handlers' own query pool */

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/admit.h"
+#include "daemon/ingest/admit.h"
 #include "daemon/daemon.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
-#include "daemon/pipeline.h"
+#include "daemon/ingest/pipeline.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
 #include "storage/journal.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "daemon/daemon.h"
 #include "proto/base/log.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "proto/policy.h"
 
 #define GA_METRIC_NAME_MAX 255

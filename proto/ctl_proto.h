@@ -1,7 +1,7 @@
 /* ctl_proto.h — the control protocol between gpuaggctl (or any client) and
  * gpuaggd: request/response msgpack maps over a Unix stream socket.
  * proto/PROTOCOL.md is the specification, down to the byte; this is the one
- * encoder/decoder of its envelope, shared by daemon/control*.c and the CLI.
+ * encoder/decoder of its envelope, shared by daemon/control/control*.c and the CLI.
  *
  *   request   {"id": uint, "op": str[, "args": map]}
  *   response  {"id": uint, "ok": true,  "result": any}

@@ -5,20 +5,20 @@
  *                 draining
  * Handlers run on the listener's threads; what only the loop thread may
  * read is read there through ga_loop_call (daemon/loop_call.h).  The bodies
- * are built by daemon/ops_render.c. */
+ * are built by daemon/http/ops_render.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <msgpack.h>
 
-#include "daemon/control_ops.h"
+#include "daemon/control/control_ops.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
 #include "daemon/http/http_routes.h"
 #include "proto/base/log.h"
 #include "daemon/loop_call.h"
-#include "daemon/ops_render.h"
+#include "daemon/http/ops_render.h"
 #include "proto/ga_err.h"
 #include "storage/journal.h"
 #include "storage/pg_conn.h"

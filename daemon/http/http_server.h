@@ -28,7 +28,7 @@
 
 #include <jansson.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 #define HTTP_MAX_CAPTURES 4
 #define HTTP_CREATOR_MAX 512

@@ -3,8 +3,8 @@
 The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
 down: the names do not depend on it) and, as a second source that also sees
 names a daemon might print only sometimes, from the code that packs them
-(daemon/control_ops.c pack_stats/ga_ctl_pack_stats, the udp.rejected.<reason> loop
-over proto/ceilometer.c's reject names, daemon/control_ops_jobs_pack.c
+(daemon/control/control_ops.c pack_stats/ga_ctl_pack_stats, the udp.rejected.<reason> loop
+over proto/ceilometer.c's reject names, daemon/control/control_ops_jobs_pack.c
 ctlj_pack_stats).  The doc's names are the first cells of the tables in its
 section "## `gpuaggctl stats`".  Also: every field of a running daemon's
 `status` is in the section "## `gpuaggctl status`", and every field listed
@@ -57,7 +57,7 @@ def function_body(src, name):
 
 
 def source_stats_names():
-    ops = read("daemon/control_ops.c")
+    ops = read("daemon/control/control_ops.c")
     names = set()
     body = function_body(ops, "pack_stats")
     names |= set(re.findall(r'\bKV\(\s*"([^"]+)"', body))
@@ -65,8 +65,8 @@ def source_stats_names():
     reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
                if r != "ok"]
     assert reasons, "no reject names found in proto/ceilometer.c"
-    bad = re.search(r'ic_ctcp_bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}', read("daemon/ingest_ceilo_tcp.c"))
-    assert bad, "no bad-frame names found in daemon/ingest_ceilo_tcp.c"
+    bad = re.search(r'ic_ctcp_bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}', read("daemon/ingest/ingest_ceilo_tcp.c"))
+    assert bad, "no bad-frame names found in daemon/ingest/ingest_ceilo_tcp.c"
     bad = re.findall(r'"([a-z_]+)"', bad.group(1))
     for t in templates:
         if t == "ceilometer_tcp.bad_frames.%s":
@@ -76,7 +76,7 @@ def source_stats_names():
             "pack_stats builds names from %r: teach this test how" % t
         names |= {t % r for r in reasons}
     names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "ga_ctl_pack_stats")))
-    jobs = function_body(read("daemon/control_ops_jobs_pack.c"), "ctlj_pack_stats")
+    jobs = function_body(read("daemon/control/control_ops_jobs_pack.c"), "ctlj_pack_stats")
     names |= set(re.findall(r'"(jobs\.[a-z_]+)"', jobs))
     assert len(names) > 50, sorted(names)
     return names
@@ -149,7 +149,7 @@ def test_daemon_status_fields_documented():
     missing = fields - doc
     assert not missing, "printed by gpuaggctl status but not in docs/COUNTERS.md: %s" % sorted(missing)
     # The other way: GPU entries appear only with a GPU, so check the source.
-    src = read("daemon/control_ops.c") + read("daemon/control_ops_jobs_pack.c")
+    src = read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c")
     quoted = set(re.findall(r'"([a-z_]+)"', src))
     gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
     assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)

@@ -31,7 +31,7 @@ static void check_err(const char *err, size_t errlen)
         abort();
 }
 
-/* The keys the op handlers read (daemon/control_ops*.c). */
+/* The keys the op handlers read (daemon/control/control_ops*.c). */
 static void read_args(const msgpack_object *args)
 {
     static const char *const keys[] = { "metric", "granularity", "method", "from", "to", "limit",

@@ -23,7 +23,7 @@ plant() {   # $1 = file to create, $2 = the include, $3 = 1 if it must be refuse
     fi
 }
 plant storage/zz.c gpu/engine.h 1
-plant storage/zz.c daemon/config.h 1
+plant storage/zz.c daemon/config/config.h 1
 plant proto/zz.h storage/journal.h 1
 plant proto/base/zz.h proto/policy.h 1
 plant gpu/zz.c daemon/log.h 1

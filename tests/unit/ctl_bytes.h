@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/control_priv.h"
+#include "daemon/control/control_priv.h"
 
 struct buf {
     msgpack_sbuffer sb;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 

@@ -16,7 +16,7 @@
 #include <msgpack.h>
 #include <uv.h>
 
-#include "daemon/control.h"
+#include "daemon/control/control.h"
 #include "daemon/daemon.h"
 #include "proto/ctl_proto.h"
 #include "proto/ga_err.h"

@@ -7,9 +7,9 @@
 
 #include <msgpack.h>
 
-#include "daemon/control_ops_jobs.h"
-#include "daemon/control_priv.h"
-#include "daemon/job_kinds.h"
+#include "daemon/control/control_ops_jobs.h"
+#include "daemon/control/control_priv.h"
+#include "daemon/jobs/job_kinds.h"
 #include "proto/ctl_proto.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"

@@ -11,8 +11,8 @@
 
 #include <msgpack.h>
 
-#include "daemon/job_kinds.h"
-#include "daemon/job_matrix.h"
+#include "daemon/jobs/job_kinds.h"
+#include "daemon/jobs/job_matrix.h"
 #include "gpu/jobs/dot/dot.h"
 #include "gpu/jobs/kmeans/kmeans.h"
 #include "gpu/resample.h"

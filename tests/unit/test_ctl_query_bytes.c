@@ -8,8 +8,8 @@
 
 #include <msgpack.h>
 
-#include "daemon/control_ops.h"
-#include "daemon/control_priv.h"
+#include "daemon/control/control_ops.h"
+#include "daemon/control/control_priv.h"
 #include "proto/ctl_proto.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"

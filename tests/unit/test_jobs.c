@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/jobs.h"
+#include "daemon/jobs/jobs.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "daemon/metrics.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"

@@ -1,11 +1,11 @@
-/* test_ops_render.c — daemon/ops_render.c: Prometheus names and text,
+/* test_ops_render.c — daemon/http/ops_render.c: Prometheus names and text,
  * the /healthz and /readyz JSON bodies. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <msgpack.h>
 
-#include "daemon/ops_render.h"
+#include "daemon/http/ops_render.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 

@@ -4,7 +4,7 @@
 # The table of every `gpuaggctl stats` name documented in docs/COUNTERS.md
 # (the section "## `gpuaggctl stats`", rows "| `name` | kind | unit | text |")
 # as C: const struct ops_counter_doc ops_counter_docs[], ops_ncounter_docs
-# (daemon/ops_render.h).  The help text is the row's first sentence with
+# (daemon/http/ops_render.h).  The help text is the row's first sentence with
 # the Markdown (backticks, links, emphasis) taken out.  Run by the Makefile
 # at build time, so /metrics always carries the documentation it is built
 # with.
@@ -14,7 +14,7 @@ function cstr(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return "\"" s "\
 function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
 BEGIN {
     print "/* Generated from docs/COUNTERS.md by tools/gen/counters_doc.sh: do not edit. */"
-    print "#include \"daemon/ops_render.h\""
+    print "#include \"daemon/http/ops_render.h\""
     print ""
     print "const struct ops_counter_doc ops_counter_docs[] = {"
     n = 0

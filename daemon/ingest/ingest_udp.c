@@ -1,0 +1,228 @@
+/* ingest_udp.c — Ceilometer's udp:// publisher: one msgpack sample per
+ * datagram, signature checked with listen.telemetry_secret.  Datagrams are
+ * gathered on the loop thread (up to 4096 or 20 ms) and decoded as one item
+ * on the thread pool; the batch goes through the journal like any other.
+ * UDP has no acks and no backpressure: datagrams that arrive while the
+ * pipeline is overloaded are dropped and counted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+#include "daemon/ingest/ingest_priv.h"
+#include "proto/base/log.h"
+#include "proto/ceilometer.h"
+#include "proto/ga_err.h"
+
+#define UDP_BATCH_DATAGRAMS 4096
+#define UDP_BATCH_BYTES (1u << 20)
+#define UDP_FLUSH_MS 20
+
+struct ic_udp {
+    uv_udp_t h;
+    uv_timer_t timer;
+    struct ga_ingest *g;
+    int port;
+    uint8_t *buf;
+    size_t len, cap;
+    uint32_t n;
+    struct pl_item *head, *tail;
+    char recvbuf[65536];
+    int quiesced, closing;
+};
+
+static void on_udp_decoded(struct pl_item *it)
+{
+    struct ic_udp *u = it->owner;
+    struct ga_ingest *g = u->g;
+    g->st.decode_bytes_inflight -= it->len;
+    for (int r = 1; r < 16; r++)
+        g->st.udp_rejected[r] += it->udp_rejects[r];
+    g->st.udp_accepted += it->accepted;
+    ic_udp_pump(g);
+}
+
+/* Hand the gathered datagrams to a decode worker. */
+static void flush(struct ic_udp *u)
+{
+    struct ga_ingest *g = u->g;
+    if (!u->n)
+        return;
+    struct pl_item *it = calloc(1, sizeof *it);
+    const char *secret = g->d->cfg->listen.telemetry_secret;
+    if (!it || (secret[0] && !(it->secret = strdup(secret)))) {
+        free(it);
+        g->st.udp_dropped_backpressure += u->n;
+        u->len = u->n = 0;
+        return;
+    }
+    it->udp = 1;
+    it->frame = u->buf;
+    it->len = u->len;
+    it->ndatagrams = u->n;
+    it->owner = u;
+    u->buf = NULL;
+    u->len = u->cap = 0;
+    u->n = 0;
+    if (u->tail)
+        u->tail->next = it;
+    else
+        u->head = it;
+    u->tail = it;
+    g->st.decode_bytes_inflight += it->len;
+    if (pl_decode(g->pl, it, NULL, on_udp_decoded) < 0) {
+        it->state = PL_FAILED;
+        g->st.decode_bytes_inflight -= it->len;
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct ic_udp *u = h->data;
+    *buf = uv_buf_init(u->recvbuf, sizeof u->recvbuf);
+}
+
+static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr *addr,
+                    unsigned flags)
+{
+    struct ic_udp *u = h->data;
+    struct ga_ingest *g = u->g;
+    if (nread <= 0 || !addr)
+        return;
+    g->st.udp_datagrams++;
+    if ((flags & UV_UDP_PARTIAL) || g->paused || ic_overloaded(g)) {
+        if (flags & UV_UDP_PARTIAL)
+            g->st.udp_rejected[CEILO_NOT_MSGPACK]++;
+        else
+            g->st.udp_dropped_backpressure++;
+        return;
+    }
+    size_t need = u->len + 4 + (size_t)nread;
+    if (need > u->cap) {
+        size_t ncap = u->cap ? u->cap * 2 : 65536;
+        while (ncap < need)
+            ncap *= 2;
+        uint8_t *nb = realloc(u->buf, ncap);
+        if (!nb) {
+            g->st.udp_dropped_backpressure++;
+            return;
+        }
+        u->buf = nb;
+        u->cap = ncap;
+    }
+    uint32_t len = (uint32_t)nread;
+    memcpy(u->buf + u->len, &len, 4);
+    memcpy(u->buf + u->len + 4, buf->base, (size_t)nread);
+    u->len += 4 + (size_t)nread;
+    if (++u->n >= UDP_BATCH_DATAGRAMS || u->len >= UDP_BATCH_BYTES)
+        flush(u);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    flush(t->data);
+}
+
+void ic_udp_pump(struct ga_ingest *g)
+{
+    struct ic_udp *u = g->udp;
+    if (!u)
+        return;
+    for (struct pl_item *it = u->head; it; it = it->next) {
+        enum pl_item_state s = pl_item_state(g->pl, it);
+        if (s == PL_DECODING)
+            break;
+        if (s == PL_DECODED)
+            pl_submit(g->pl, it);
+    }
+    while (u->head) {
+        enum pl_item_state s = pl_item_state(g->pl, u->head);
+        if (s != PL_SEQUENCED && s != PL_FAILED)
+            break;
+        struct pl_item *it = u->head;
+        u->head = it->next;
+        if (!u->head)
+            u->tail = NULL;
+        pl_item_free(it);
+    }
+}
+
+int ic_udp_idle(struct ga_ingest *g)
+{
+    struct ic_udp *u = g->udp;
+    if (!u)
+        return 1;
+    if (!u->quiesced) {               /* the drain begins: take no more, flush the rest */
+        u->quiesced = 1;
+        uv_udp_recv_stop(&u->h);
+        flush(u);
+    }
+    return !u->head && !u->n;
+}
+
+int ic_udp_port(const struct ga_ingest *g)
+{
+    return g->udp ? g->udp->port : 0;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct ic_udp *u = h->data;
+    struct ga_ingest *g = u->g;
+    g->open_handles--;
+    if (++u->closing == 3) {          /* both handles closed */
+        free(u->buf);
+        free(u);
+        g->udp = NULL;
+    }
+    ic_check_stopped(g);
+}
+
+void ic_udp_stop(struct ga_ingest *g)
+{
+    struct ic_udp *u = g->udp;
+    if (!u || u->closing)
+        return;
+    u->closing = 1;
+    uv_close((uv_handle_t *)&u->h, on_closed);
+    uv_close((uv_handle_t *)&u->timer, on_closed);
+}
+
+int ic_udp_start(struct ga_ingest *g, const char *hostport, char *err, size_t errlen)
+{
+    char host[256];
+    int port;
+    struct sockaddr_storage ss;
+    if (ga_parse_hostport(hostport, host, sizeof host, &port) < 0) {
+        snprintf(err, errlen, "listen.udp: cannot parse '%s'", hostport);
+        return GA_EINVAL;
+    }
+    struct ic_udp *u = calloc(1, sizeof *u);
+    if (!u)
+        return GA_ENOMEM;
+    u->g = g;
+    g->udp = u;
+    uv_udp_init(g->loop, &u->h);
+    uv_timer_init(g->loop, &u->timer);
+    u->h.data = u->timer.data = u;
+    g->open_handles += 2;
+    int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
+    if (rc < 0)
+        rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss);
+    if (rc == 0)
+        rc = uv_udp_bind(&u->h, (struct sockaddr *)&ss, 0);
+    if (rc == 0) {
+        int size = 8 << 20;            /* absorb bursts while a batch is decoded */
+        uv_recv_buffer_size((uv_handle_t *)&u->h, &size);
+        rc = uv_udp_recv_start(&u->h, on_alloc, on_recv);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "listen.udp %s: %s", hostport, uv_strerror(rc));
+        return GA_EIO;
+    }
+    int len = sizeof ss;
+    uv_udp_getsockname(&u->h, (struct sockaddr *)&ss, &len);
+    u->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                            : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    uv_timer_start(&u->timer, on_timer, UDP_FLUSH_MS, UDP_FLUSH_MS);
+    return 0;
+}

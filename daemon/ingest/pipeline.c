@@ -1,0 +1,644 @@
+/* pipeline.c — decode workers, the sequencer, the engine queue (pipeline.h). */
+#include "daemon/ingest/pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/ingest/admit.h"
+#include "proto/base/log.h"
+#include "proto/ceilometer.h"
+#include "proto/ga_err.h"
+
+/* How long a batch waits for journal space before it is answered "busy". */
+#define JOURNAL_FULL_BUSY_MS 1000
+
+struct eq_node {
+    struct pl_entry e;
+    struct eq_node *next;
+};
+
+struct ga_pipeline {
+    uv_loop_t *loop;
+    struct jnl *j;
+    struct jnl_commit *commit;
+    uv_async_t notify;                 /* durable LSN moved or items sequenced */
+    void (*on_durable)(void *ctx, uint64_t durable_lsn);
+    void *ctx;
+
+    pthread_mutex_t mu;
+    pthread_cond_t seq_cv;             /* sequencer: work or stop */
+    pthread_cond_t eng_cv;             /* engine: entries or durability */
+    pthread_cond_t space_cv;           /* sequencer: journal released */
+    pthread_t seq_thread;
+    int stop;
+    int draining;                      /* pl_drain: stop waiting for journal space */
+    int stopped;                       /* pl_stop done: what is not durable now never will be */
+    int journal_full;                  /* the last append found journal.max_bytes reached */
+    struct ga_admit *admit;            /* limits.max_metrics, checked at decode; may be NULL */
+    int64_t full_since_ns;             /* since when (monotonic) */
+
+    struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
+    size_t sq_len;
+    struct eq_node *eq_head, *eq_tail; /* engine queue, LSN order */
+    size_t eq_entries, eq_bytes, max_entries, max_bytes;
+    uint64_t durable;                  /* guarded by mu */
+    struct pl_stats st;
+    /* pl_set_udp_sink: every accepted Ceilometer datagram, from the
+     * decode workers */
+    void (*udp_sink)(void *ctx, const void *dgram, size_t len);
+    void *udp_sink_ctx;
+};
+
+/* ---- decode workers ---------------------------------------------------- */
+
+struct decode_ctx {
+    struct ga_pipeline *p;
+    const struct ing_limits *lim;
+    void (*done)(struct pl_item *);
+};
+
+/* Keep the ack's rejections on the item; the batch goes to the engine. */
+static int copy_rejections(struct pl_item *it, const struct ing_batch *b)
+{
+    size_t text = 0;
+    for (size_t i = 0; i < b->nrejected; i++)
+        text += strlen(b->rejected[i].reason) + 1;
+    if (!b->nrejected)
+        return 0;
+    it->rejected = malloc(b->nrejected * sizeof *it->rejected + text);
+    if (!it->rejected)
+        return GA_ENOMEM;
+    char *chars = (char *)(it->rejected + b->nrejected);
+    for (size_t i = 0; i < b->nrejected; i++) {
+        size_t n = strlen(b->rejected[i].reason) + 1;
+        memcpy(chars, b->rejected[i].reason, n);
+        it->rejected[i].index = b->rejected[i].index;
+        it->rejected[i].reason = chars;
+        chars += n;
+    }
+    it->nrejected = b->nrejected;
+    return 0;
+}
+
+/* The journal payload of a batch: the columnar points message itself, so
+ * replay decodes it with ing_decode like any frame. */
+static int encode_record(struct pl_item *it, const struct ing_batch *b)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ing_pack_points_columnar(&pk, b->seq, b->nnames, b->names, b->name_idx, NULL, b->n, b->ts,
+                             b->value);
+    if (!sb.data) {
+        msgpack_sbuffer_destroy(&sb);
+        return GA_ENOMEM;
+    }
+    it->record = (uint8_t *)sb.data;
+    it->record_len = sb.size;
+    return 0;
+}
+
+/* UDP items: [u32 len][datagram]... decoded as Ceilometer samples into one
+ * batch of one name per accepted sample. */
+static int decode_udp(struct ga_pipeline *p, struct pl_item *it, struct ing_batch *b,
+                      const char *secret)
+{
+    size_t n = it->ndatagrams, name_bytes = 0, off = 0, k = 0;
+    struct ceilo_sample *s = malloc((n ? n : 1) * sizeof *s);
+    if (!s)
+        return GA_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len;
+        memcpy(&len, it->frame + off, 4);
+        char err[128];
+        int r = ceilo_decode(it->frame + off + 4, len, secret, secret ? strlen(secret) : 0, &s[k],
+                             err, sizeof err);
+        if (r == CEILO_OK && p->udp_sink)
+            p->udp_sink(p->udp_sink_ctx, it->frame + off + 4, len);
+        off += 4 + (size_t)len;
+        if (r != CEILO_OK) {
+            it->udp_rejects[r < 16 ? r : 15]++;
+            continue;
+        }
+        name_bytes += strlen(s[k].metric);
+        k++;
+    }
+    int rc = ing_batch_init(b, (uint32_t)k, name_bytes, k);
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        ing_batch_add_name(b, s[i].metric, (uint32_t)strlen(s[i].metric));
+        b->name_idx[i] = (uint32_t)i;
+        b->ts[i] = s[i].ts_ns;
+        b->value[i] = s[i].value;
+    }
+    if (rc == 0)
+        b->n = k;
+    free(s);
+    return rc;
+}
+
+static void decode_work(uv_work_t *w)
+{
+    struct pl_item *it = w->data;
+    struct decode_ctx *dc = (struct decode_ctx *)it->owner_ctx;
+    struct ing_batch *b = calloc(1, sizeof *b);
+    if (!b) {
+        it->rc = GA_ENOMEM;
+        snprintf(it->err, sizeof it->err, "out of memory decoding a batch");
+        return;
+    }
+    if (it->udp) {
+        it->rc = decode_udp(dc->p, it, b, it->secret);
+        it->has_seq = 0;
+        if (it->rc == 0 && dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0)
+            it->rc = GA_ENOMEM;
+    } else {
+        struct ing_msg m;
+        int rc = ing_decode(it->frame, it->len, dc->lim, &m, it->err, sizeof it->err);
+        it->has_seq = m.has_seq;
+        it->seq = m.seq;
+        if (rc == ING_POINTS) {
+            *b = m.u.points;            /* move */
+            if (dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0) {
+                snprintf(it->err, sizeof it->err, "out of memory checking a batch's metrics");
+                rc = GA_ENOMEM;
+            } else {
+                rc = copy_rejections(it, b);
+            }
+        } else if (rc >= 0) {
+            static const char *const names[] = { "hello", "points", "ack", "error" };
+            snprintf(it->err, sizeof it->err, "unexpected '%s' message: after hello only "
+                     "'points' is accepted", names[rc]);
+            ing_msg_free(&m);
+            rc = GA_EPROTO;
+        }
+        it->rc = rc < 0 ? rc : 0;
+    }
+    free(it->frame);
+    it->frame = NULL;
+    if (it->rc < 0) {
+        ing_batch_free(b);
+        free(b);
+        return;
+    }
+    it->accepted = b->n;
+    if (b->n > 0 && encode_record(it, b) == 0) {
+        it->batch = b;
+        return;
+    }
+    if (b->n > 0) {
+        it->rc = GA_ENOMEM;
+        snprintf(it->err, sizeof it->err, "out of memory encoding a journal record");
+    }
+    ing_batch_free(b);
+    free(b);
+}
+
+static void decode_after(uv_work_t *w, int status)
+{
+    struct pl_item *it = w->data;
+    struct decode_ctx *dc = (struct decode_ctx *)it->owner_ctx;
+    it->owner_ctx = NULL;
+    it->state = it->rc < 0 ? PL_FAILED : PL_DECODED;
+    if (status == UV_ECANCELED && it->rc == 0) {
+        it->rc = GA_ECANCELED;
+        it->state = PL_FAILED;
+    }
+    void (*done)(struct pl_item *) = dc->done;
+    free(dc);
+    done(it);
+}
+
+int pl_decode(struct ga_pipeline *p, struct pl_item *item, const struct ing_limits *lim,
+              void (*done)(struct pl_item *))
+{
+    struct decode_ctx *dc = malloc(sizeof *dc);
+    if (!dc)
+        return GA_ENOMEM;
+    *dc = (struct decode_ctx){ p, lim, done };
+    item->state = PL_DECODING;
+    item->owner_ctx = dc;
+    item->work.data = item;
+    int rc = uv_queue_work(p->loop, &item->work, decode_work, decode_after);
+    if (rc < 0) {
+        free(dc);
+        item->owner_ctx = NULL;
+        return GA_EIO;
+    }
+    return 0;
+}
+
+void pl_item_free(struct pl_item *it)
+{
+    if (!it)
+        return;
+    free(it->frame);
+    free(it->rejected);
+    free(it->record);
+    free(it->secret);
+    if (it->batch) {
+        ing_batch_free(it->batch);
+        free(it->batch);
+    }
+    free(it);
+}
+
+/* ---- sequencer ----------------------------------------------------------- */
+
+static size_t batch_bytes(const struct ing_batch *b)
+{
+    size_t names = 0;
+    for (uint32_t i = 0; i < b->nnames; i++)
+        names += b->name_len[i] + 1 + sizeof(char *) + sizeof(uint32_t);
+    return sizeof *b + names + b->n * (sizeof(int64_t) + sizeof(double) + sizeof(uint32_t));
+}
+
+/* Push an entry, in memory if the queue has room, else journal-only
+ * (coalesced with a journal-only tail).  Called with mu held. */
+static void eq_push(struct ga_pipeline *p, uint64_t lsn, uint64_t end, struct ing_batch *b)
+{
+    size_t bytes = b ? batch_bytes(b) : 0;
+    if (b && (p->eq_entries >= p->max_entries || p->eq_bytes + bytes > p->max_bytes)) {
+        ing_batch_free(b);
+        free(b);
+        b = NULL;
+        bytes = 0;
+        p->st.journal_only++;
+    }
+    if (!b && p->eq_tail && !p->eq_tail->e.batch && p->eq_tail->e.end == lsn) {
+        p->eq_tail->e.end = end;
+        return;
+    }
+    struct eq_node *n = malloc(sizeof *n);
+    if (!n) {
+        /* Out of memory for a node: the engine finds the gap by LSN and
+         * reads it from the journal (pl_engine_pop reports ranges). */
+        if (b) {
+            ing_batch_free(b);
+            free(b);
+        }
+        ga_log(GA_LOG_ERROR, "engine_queue_oom", "lsn=%llu", (unsigned long long)lsn);
+        return;
+    }
+    n->e = (struct pl_entry){ lsn, end, b, bytes };
+    n->next = NULL;
+    if (p->eq_tail)
+        p->eq_tail->next = n;
+    else
+        p->eq_head = n;
+    p->eq_tail = n;
+    if (b) {
+        p->eq_entries++;
+        p->eq_bytes += bytes;
+    }
+    pthread_cond_broadcast(&p->eng_cv);
+}
+
+/* Append one item's record; waits while the journal is full, up to
+ * JOURNAL_FULL_BUSY_MS, then refuses the item with "busy". */
+static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
+{
+    if (!it->record)
+        return;
+    for (;;) {
+        int rc = jnl_append(p->j, it->record, it->record_len, &it->lsn, &it->end);
+        if (rc == 0) {
+            pthread_mutex_lock(&p->mu);
+            p->journal_full = 0;
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        if (rc == GA_ENOSPC) {
+            pthread_mutex_lock(&p->mu);
+            if (p->stop || p->draining) {  /* draining with storage behind: never acked, so safe */
+                pthread_mutex_unlock(&p->mu);
+                it->rc = GA_ESHUTDOWN;
+                snprintf(it->err, sizeof it->err, "journal full while shutting down; resend");
+                return;
+            }
+            int64_t now = ga_now_mono_ns();
+            if (!p->journal_full) {
+                /* tell the loop: ingest pauses reading (backpressure) */
+                p->journal_full = 1;
+                p->full_since_ns = now;
+                uv_async_send(&p->notify);
+            }
+            /* the batches behind the first one that waited a whole
+             * JOURNAL_FULL_BUSY_MS are answered at once */
+            if (now - p->full_since_ns >= (int64_t)JOURNAL_FULL_BUSY_MS * 1000000) {
+                p->st.journal_full_busy++;
+                pthread_mutex_unlock(&p->mu);
+                it->rc = GA_EBUSY;
+                snprintf(it->err, sizeof it->err, "busy: journal full (journal.max_bytes) while "
+                         "storage catches up; batch not accepted, resend later");
+                return;
+            }
+            p->st.journal_full_waits++;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&p->space_cv, &p->mu, &ts);
+            pthread_mutex_unlock(&p->mu);
+            continue;
+        }
+        it->rc = rc;
+        if (rc == GA_EAGAIN) {
+            /* the journal's file system is full: this batch is refused now
+             * (the journal retries and recovers once space returns) */
+            struct jnl_stats js;
+            jnl_get_stats(p->j, &js);
+            snprintf(it->err, sizeof it->err, "journal cannot write (%s): batch not accepted; "
+                     "resend later", strerror(js.stalled_errno ? js.stalled_errno : ENOSPC));
+            pthread_mutex_lock(&p->mu);
+            p->st.journal_stall_refusals++;
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+        snprintf(it->err, sizeof it->err, "journal append failed: %s", ga_strerror(rc));
+        ga_log(GA_LOG_ERROR, "journal_append_failed", "error=\"%s\"", ga_strerror(rc));
+        return;
+    }
+    free(it->record);
+    it->record = NULL;
+}
+
+static void *sequencer_main(void *arg)
+{
+    struct ga_pipeline *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->sq_head && !p->stop)
+            pthread_cond_wait(&p->seq_cv, &p->mu);
+        if (!p->sq_head)
+            break;
+        struct pl_item *it = p->sq_head;
+        pthread_mutex_unlock(&p->mu);
+        sequence_one(p, it);
+        pthread_mutex_lock(&p->mu);
+        p->sq_head = it->seq_next;
+        if (!p->sq_head)
+            p->sq_tail = NULL;
+        p->sq_len--;
+        if (it->rc == 0 && it->batch) {
+            p->st.batches++;
+            p->st.points += it->accepted;
+            p->st.journal_bytes += it->end - it->lsn;
+            eq_push(p, it->lsn, it->end, it->batch);
+            it->batch = NULL;
+        }
+        p->st.rejected += it->nrejected;
+        it->state = it->rc < 0 ? PL_FAILED : PL_SEQUENCED;
+        pthread_mutex_unlock(&p->mu);
+        uv_async_send(&p->notify);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void pl_submit(struct ga_pipeline *p, struct pl_item *it)
+{
+    pthread_mutex_lock(&p->mu);
+    it->state = PL_SEQUENCING;
+    it->seq_next = NULL;
+    if (p->sq_tail)
+        p->sq_tail->seq_next = it;
+    else
+        p->sq_head = it;
+    p->sq_tail = it;
+    p->sq_len++;
+    pthread_cond_signal(&p->seq_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+size_t pl_backlog(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->sq_len;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it)
+{
+    pthread_mutex_lock(&p->mu);
+    enum pl_item_state s = it->state;
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a)
+{
+    p->admit = a;
+}
+
+int pl_journal_full(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int f = p->journal_full;
+    pthread_mutex_unlock(&p->mu);
+    return f;
+}
+
+uint64_t pl_durable_lsn(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t d = p->durable;
+    pthread_mutex_unlock(&p->mu);
+    return d;
+}
+
+/* ---- durability ---------------------------------------------------------- */
+
+static void on_commit(void *ctx, uint64_t durable, int err)
+{
+    struct ga_pipeline *p = ctx;
+    if (err == GA_EAGAIN) {
+        ga_log(GA_LOG_WARN, "journal_sync_stalled", "durable_lsn=%llu msg=\"batches already "
+               "appended are acknowledged once the journal can write again\"",
+               (unsigned long long)durable);
+        return;
+    }
+    if (err < 0) {
+        ga_log(GA_LOG_ERROR, "journal_sync_failed", "error=\"%s\"", ga_strerror(err));
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (durable > p->durable) {
+        p->durable = durable;
+        pthread_cond_broadcast(&p->eng_cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    uv_async_send(&p->notify);
+}
+
+static void on_notify(uv_async_t *a)
+{
+    struct ga_pipeline *p = a->data;
+    p->on_durable(p->ctx, pl_durable_lsn(p));
+}
+
+void pl_drain(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->draining = 1;
+    pthread_cond_broadcast(&p->space_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pl_journal_released(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->space_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- engine side ---------------------------------------------------------- */
+
+int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&p->mu);
+    int rc = 0;
+    for (;;) {
+        struct eq_node *n = p->eq_head;
+        if (n && n->e.end <= p->durable) {
+            *e = n->e;
+            p->eq_head = n->next;
+            if (!p->eq_head)
+                p->eq_tail = NULL;
+            if (n->e.batch) {
+                p->eq_entries--;
+                p->eq_bytes -= n->e.bytes;
+            }
+            free(n);
+            rc = 1;
+            break;
+        }
+        if (p->stop && !n && !p->sq_head) {
+            rc = GA_ESHUTDOWN;
+            break;
+        }
+        /* stopped with records that never became durable (the journal
+         * could not write them): they were never acknowledged; the engine
+         * stops here */
+        if (p->stopped && n && n->e.end > p->durable) {
+            rc = GA_ESHUTDOWN;
+            break;
+        }
+        if (pthread_cond_timedwait(&p->eng_cv, &p->mu, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st)
+{
+    pthread_mutex_lock(&p->mu);
+    *st = p->st;
+    st->engine_queue = p->eq_entries;
+    st->engine_queue_bytes = p->eq_bytes;
+    st->sequencer_backlog = p->sq_len;
+    st->durable_lsn = p->durable;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- life ------------------------------------------------------------------ */
+
+static void free_pipeline(uv_handle_t *h)
+{
+    struct ga_pipeline *p = h->data;
+    pthread_cond_destroy(&p->seq_cv);
+    pthread_cond_destroy(&p->eng_cv);
+    pthread_cond_destroy(&p->space_cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
+                     void *ctx)
+{
+    p->udp_sink = fn;
+    p->udp_sink_ctx = ctx;
+}
+
+int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
+             size_t max_entries, size_t max_bytes,
+             void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
+{
+    struct ga_pipeline *p = calloc(1, sizeof *p);
+    if (!p)
+        return GA_ENOMEM;
+    p->loop = loop;
+    p->j = j;
+    p->on_durable = on_durable;
+    p->ctx = ctx;
+    p->max_entries = max_entries ? max_entries : 1;
+    p->max_bytes = max_bytes;
+    struct jnl_stats js;
+    jnl_get_stats(j, &js);
+    p->durable = js.durable_lsn;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->seq_cv, NULL);
+    pthread_cond_init(&p->eng_cv, NULL);
+    pthread_cond_init(&p->space_cv, NULL);
+    uv_async_init(loop, &p->notify, on_notify);
+    p->notify.data = p;
+    int rc = jnl_commit_start(&p->commit, j, fsync_interval_ms, on_commit, p);
+    if (rc < 0)
+        goto fail;
+    if (pthread_create(&p->seq_thread, NULL, sequencer_main, p) != 0) {
+        jnl_commit_stop(p->commit);
+        rc = GA_ENOMEM;
+        goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    uv_close((uv_handle_t *)&p->notify, free_pipeline);
+    return rc;
+}
+
+void pl_stop(struct ga_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->seq_cv);
+    pthread_cond_broadcast(&p->space_cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->seq_thread, NULL);
+    jnl_commit_stop(p->commit);        /* final sync + on_commit */
+    pthread_mutex_lock(&p->mu);
+    p->stopped = 1;
+    pthread_cond_broadcast(&p->eng_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pl_close(struct ga_pipeline *p)
+{
+    for (struct eq_node *n = p->eq_head, *next; n; n = next) {
+        next = n->next;
+        if (n->e.batch) {
+            ing_batch_free(n->e.batch);
+            free(n->e.batch);
+        }
+        free(n);
+    }
+    p->eq_head = p->eq_tail = NULL;
+    uv_close((uv_handle_t *)&p->notify, free_pipeline);
+}

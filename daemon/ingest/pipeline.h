@@ -1,0 +1,147 @@
+/* pipeline.h — from a decoded batch to the journal and the engine, in order.
+ *
+ *   loop thread          decode workers (uv_queue_work)     sequencer thread
+ *   frame → pl_item  ──▶ ing_decode, journal record encode ─▶ (back on the loop,
+ *                                                             per-connection order)
+ *                        pl_submit(item) ─────────────────▶ jnl_append → lsn
+ *                                                             engine queue push
+ *   ack when durable ◀── uv_async ◀── group commit thread (durable_lsn)
+ *
+ * The sequencer appends items in the order they are submitted, which the
+ * ingest layer keeps equal to each connection's arrival order, and pushes
+ * them onto the engine queue in the same (LSN) order, so journal replay
+ * reproduces exactly what the engine saw.  A full journal (journal.max_bytes
+ * reached because storage is behind) blocks the sequencer, never the loop;
+ * the loop sees pl_backlog() grow and stops reading sockets.
+ *
+ * The engine queue holds decoded batches for the engine worker.  It is
+ * bounded (limits.queue_batches and half the memory budget); past that a
+ * batch is dropped from memory and the engine reads it back from the
+ * journal (a "journal-only" entry), so memory stays bounded whatever
+ * storage does, and nothing acknowledged depends on memory. */
+#ifndef GA_PIPELINE_H
+#define GA_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto/ingest_proto.h"
+#include "storage/journal.h"
+
+enum pl_item_state {
+    PL_DECODING = 0,     /* with a decode worker */
+    PL_DECODED,          /* back on the loop, not yet submitted */
+    PL_SEQUENCING,       /* with the sequencer */
+    PL_SEQUENCED,        /* journaled (end set) or nothing to journal */
+    PL_FAILED,           /* decode error: rc, err */
+};
+
+/* One batch on its way.  Owned by the ingest layer (loop thread) except
+ * while with a worker or the sequencer. */
+struct pl_item {
+    enum pl_item_state state;
+    /* in */
+    uint8_t *frame;               /* the frame bytes (freed after decode) */
+    size_t len;
+    int udp;                      /* frame holds datagrams: [u32 len][bytes]... */
+    uint32_t ndatagrams;
+    /* out */
+    int rc;                       /* ing_decode() result or GA_E* */
+    char err[256];
+    uint64_t seq;                 /* the client's batch seq */
+    int has_seq;
+    uint64_t accepted;
+    size_t nrejected;
+    struct ing_reject *rejected;  /* copies, owned by the item */
+    struct ing_batch *batch;      /* handed to the engine queue by the sequencer */
+    uint8_t *record;              /* journal payload (columnar points message) */
+    size_t record_len;
+    uint64_t lsn, end;            /* journal range; end 0 = nothing journaled */
+    uint64_t udp_rejects[16];     /* per ceilo_reject reason, for UDP items */
+    char *secret;                 /* UDP: telemetry secret (owned), NULL = none */
+    /* links */
+    void *owner;                  /* the ingest connection or listener */
+    struct pl_item *next;         /* the owner's FIFO */
+    struct pl_item *seq_next;     /* private: sequencer queue */
+    void *owner_ctx;              /* private: decode context */
+    uv_work_t work;
+};
+
+/* An engine queue entry: a batch, or NULL when it must be read back from
+ * the journal (lsn..end). */
+struct pl_entry {
+    uint64_t lsn, end;
+    struct ing_batch *batch;      /* owned by whoever popped the entry */
+    size_t bytes;
+};
+
+struct pl_stats {
+    uint64_t batches, points, rejected, journal_bytes;
+    uint64_t engine_queue, engine_queue_bytes, journal_only;
+    uint64_t sequencer_backlog, journal_full_waits;
+    uint64_t journal_stall_refusals;  /* batches refused while the journal could not write */
+    uint64_t journal_full_busy;       /* batches answered busy at journal.max_bytes */
+    uint64_t durable_lsn;
+};
+
+struct ga_pipeline;
+
+/* Start the sequencer and the group commit thread on an open journal.
+ *   on_durable    called on the loop thread when the durable LSN advances
+ *   max_entries   engine queue entries kept in memory
+ *   max_bytes     engine queue bytes kept in memory
+ * Returns 0 or GA_E*. */
+int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
+             size_t max_entries, size_t max_bytes,
+             void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
+/* Have fn(ctx, datagram, len) called, on a decode worker thread, for
+ * every Ceilometer datagram that decodes (the HTTP API's resource
+ * recorder).  fn must be thread-safe and must not keep the datagram.  Call
+ * before any UDP item is submitted. */
+void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
+                     void *ctx);
+/* Drain: every submitted item is journaled and synced (items still waiting
+ * for journal space fail with GA_ESHUTDOWN: they were never acknowledged);
+ * stops the threads.  Blocks; call once the loop no longer submits.  The
+ * engine side may still pop what is queued. */
+void pl_stop(struct ga_pipeline *p);
+/* The drain's deadline passed: items waiting for journal space fail with
+ * GA_ESHUTDOWN from now on instead of waiting (they were never
+ * acknowledged), so their connections can close before pl_stop.  Loop
+ * thread; does not block. */
+void pl_drain(struct ga_pipeline *p);
+/* Free what is left and close the loop handle (loop thread, after the
+ * engine worker stopped). */
+void pl_close(struct ga_pipeline *p);
+
+/* Decode item on the libuv thread pool, then call done(item) on the loop. */
+int pl_decode(struct ga_pipeline *p, struct pl_item *item, const struct ing_limits *lim,
+              void (*done)(struct pl_item *));
+/* Hand a decoded item to the sequencer (loop thread, in arrival order).
+ * item->state becomes PL_SEQUENCED later; on_durable fires after. */
+void pl_submit(struct ga_pipeline *p, struct pl_item *item);
+/* Items submitted but not yet sequenced (backpressure signal). */
+size_t pl_backlog(struct ga_pipeline *p);
+/* Read item->state safely from the loop thread. */
+enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *item);
+uint64_t pl_durable_lsn(struct ga_pipeline *p);
+/* 1 while the sequencer waits for journal space (journal.max_bytes):
+ * ingest pauses reading; a batch that waited 1 s is answered "busy". */
+int pl_journal_full(struct ga_pipeline *p);
+/* Check every decoded batch's metric names against a (limits.max_metrics,
+ * daemon/ingest/admit.h) before it is journaled.  Call before the first pl_decode. */
+struct ga_admit;
+void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
+void pl_item_free(struct pl_item *item);
+
+/* Engine side (engine worker thread): the next entry whose record is
+ * durable, waiting up to timeout_ms.  Returns 1 with *e filled, 0 on
+ * timeout, GA_ESHUTDOWN once stopped and empty. */
+int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms);
+void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st);
+/* Engine-side notice that the journal was released up to lsn (storage
+ * committed); wakes a sequencer waiting on a full journal. */
+void pl_journal_released(struct ga_pipeline *p);
+
+#endif
