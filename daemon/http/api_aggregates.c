@@ -793,6 +793,24 @@ static int compute(struct http_req *req, struct http_resp *resp, const json_t *o
     return 0;
 }
 
+/* The 200 answer of an aggregates read: the legacy list (the "aggregated"
+ * series alone) or {"measures": *out, "references": refs when given}.
+ * Takes *out (set to NULL when moved) and refs. */
+static void reply_measures(struct http_resp *resp, json_t **out, int legacy_list, json_t *refs)
+{
+    if (legacy_list) {
+        json_t *a = json_object_get(*out, "aggregated");
+        http_json(resp, 200, json_incref(a ? a : json_array()));
+        json_decref(refs);
+        return;
+    }
+    json_t *body = json_pack("{s:o}", "measures", *out);
+    *out = NULL;
+    if (refs)
+        json_object_set_new(body, "references", refs);
+    http_json(resp, 200, body);
+}
+
 static void error_json(struct http_resp *resp, int code, const char *cause, json_t *detail)
 {
     http_json(resp, code, json_pack("{s:i, s:s, s:{s:s, s:o}}", "code", code, "title",
@@ -941,21 +959,14 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
         json_decref(missing);
         if (compute(req, resp, ops, &refs, cols, refs.n, &p, 0, &out))
             goto out;
-        if (legacy_list) {
-            json_t *a = json_object_get(out, "aggregated");
-            http_json(resp, 200, json_incref(a ? a : json_array()));
-        } else {
-            json_t *body = json_pack("{s:o}", "measures", out);
-            out = NULL;
-            if (p.details) {
-                json_t *refsj = json_array();
-                size_t i;
-                json_t *m;
-                json_array_foreach(keep, i, m) json_array_append_new(refsj, api_metric_out(m));
-                json_object_set_new(body, "references", refsj);
-            }
-            http_json(resp, 200, body);
+        json_t *refsj = NULL;
+        if (p.details && !legacy_list) {
+            size_t i;
+            json_t *m;
+            refsj = json_array();
+            json_array_foreach(keep, i, m) json_array_append_new(refsj, api_metric_out(m));
         }
+        reply_measures(resp, &out, legacy_list, refsj);
         goto out;
     }
     /* search: resources, their metrics by name */
@@ -975,16 +986,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
         }
         if (compute(req, resp, ops, &refs, cols, n, &p, 1, &out))
             goto out;
-        if (legacy_list) {
-            json_t *a = json_object_get(out, "aggregated");
-            http_json(resp, 200, json_incref(a ? a : json_array()));
-        } else {
-            json_t *body = json_pack("{s:o}", "measures", out);
-            out = NULL;
-            if (p.details)
-                json_object_set(body, "references", resources);
-            http_json(resp, 200, body);
-        }
+        reply_measures(resp, &out, legacy_list, p.details ? json_incref(resources) : NULL);
         goto out;
     }
     /* groupby: one answer per distinct group, in the order of the groups' keys */
