@@ -142,6 +142,21 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     struct pgt_checkpoint cp;
     if (w->tc.c)
         return 0;
+    if (w->o.fence && w->st.connects) {
+        /* The session that held the partition locks is gone: another daemon
+         * may own them now.  Stay down; the daemon restarts its side. */
+        pthread_mutex_lock(&w->mu);
+        int first = !w->st.fenced;
+        w->st.fenced = 1;
+        pthread_mutex_unlock(&w->mu);
+        if (first) {
+            set_state(w, PGC_DOWN, "fenced: the session holding the partition locks ended; "
+                                   "nothing more is written by this writer");
+            ga_log(GA_LOG_WARN, "storage_writer_fenced", "parts=0x%016" PRIx64 " msg=\"session "
+                   "lost with its partition locks; not reconnecting\"", w->o.parts);
+        }
+        return sleep_ms(w, 100) ? GA_ETIMEDOUT : GA_EIO;
+    }
     pthread_mutex_lock(&w->mu);
     set_state_locked(w, w->st.connects ? PGC_CONNECTING : w->st.state);
     pthread_mutex_unlock(&w->mu);

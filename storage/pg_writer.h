@@ -109,6 +109,10 @@ struct pgw_opts {
                                          it holds their advisory locks and moves their rows
                                          of `partitions`; units carry only their metrics */
     int no_instance_lock;             /* another writer of the daemon holds the instance lock */
+    int fence;                        /* cluster mode: once connected, never reconnect: a
+                                         lost session lost its partition locks, and another
+                                         daemon may own them now; the writer stays down
+                                         ("fenced") and writes nothing more */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */
@@ -141,6 +145,7 @@ struct pgw_status {
     uint64_t rows_fresh;              /* bucket rows COPYed straight into buckets */
     uint64_t fresh_fallbacks;         /* flushes whose "fresh" rows existed */
     uint64_t rows_merged;             /* bucket rows merged with another stored method set */
+    int fenced;                       /* pgw_opts.fence: the session was lost */
 };
 
 /* Start the writer thread; it connects (with backoff) on its own.  Returns

@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential pkg-config libuv1-dev libmsgpack-dev libpq-dev libyaml-dev
       postgresql postgresql-client python3 python3-msgpack python3-yaml python3-psycopg2
-      python3-gnocchi systemd clang libclang-rt-14-dev"
+      python3-gnocchi systemd clang libclang-rt-14-dev nats-server libnats-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
