@@ -125,7 +125,7 @@ class Producer:
         self.metrics = metrics
         self.acked = []                 # (name, ts_ns, value)
         self.seq = 0
-        self.t0 = 1700000000 * 10**9
+        self.t0 = (int(time.time()) - 900) * 10**9   # recent: retention keeps it
         self.step = 0
         self.target = 0
         self.client = None
@@ -182,3 +182,100 @@ class Producer:
     def close(self):
         if self.client:
             self.client.close()
+
+
+def reference(pg, points, dbname):
+    """The aggregates a single daemon (local journal, no cluster) stores
+    when fed points once each, in a database of its own on the same
+    server: the expected result of a cluster trial."""
+    pg.sql("DROP DATABASE IF EXISTS %s" % dbname)
+    pg.sql("CREATE DATABASE %s" % dbname)
+    conninfo = pg.conninfo.replace("dbname=gpuagg", "dbname=%s" % dbname)
+    assert conninfo != pg.conninfo, pg.conninfo
+    d = IngestDaemon(conninfo=conninfo, extra=POLICY, storage={"flush_interval_ms": 100})
+    d.start()
+    try:
+        wait_running(d)
+        c = Client(d)
+        c.hello()
+        # per metric in time order (a metric's points are in time order in
+        # the stream too: one producer, in order)
+        by = {}
+        for name, ts, v in points:
+            by.setdefault(name, {})[ts] = v
+        names = sorted(by)
+        seq = 0
+        idx, tss, vals = [], [], []
+        for i, n in enumerate(names):
+            for ts in sorted(by[n]):
+                idx.append(i)
+                tss.append(ts)
+                vals.append(by[n][ts])
+        step = 20000
+        for k in range(0, len(idx), step):
+            seq += 1
+            c.send(columnar(seq, names, tss[k:k + step], vals[k:k + step], index=idx[k:k + step]))
+            r = c.recv()
+            assert r["type"] == "ack", r
+        c.close()
+        r = d.call("flush")
+        assert r.get("ok"), r
+        rows = pg.sql("SELECT 1") and measures_db(pg, dbname)
+    finally:
+        d.stop()
+    return rows
+
+
+def wait_running(d, timeout=30):
+    def running():
+        try:
+            return d.call("status")["result"]["engine"]["state"] == "running"
+        except (OSError, KeyError):
+            return False
+    assert wait_for(running, timeout=timeout), "engine not running: " + d.logtext()[-2000:]
+
+
+def flush_all(daemons, timeout=30):
+    """gpuaggctl flush on every live daemon, retried while one is busy
+    (partitions being reassigned, state loading)."""
+    for d in daemons:
+        if not d.proc or d.proc.poll() is not None:
+            continue
+        def ok():
+            r = d.call("flush")
+            return r.get("ok")
+        assert wait_for(ok, timeout=timeout, step=0.2), d.call("flush")
+
+
+def measures_db(pg, dbname):
+    cmd = ["psql", "-h", pg.sockdir, "-U", "postgres", "-d", dbname, "-Atc",
+           "SELECT metric, granularity_ns, method, ts_ns, value FROM gpuagg_measures "
+           "ORDER BY 1, 2, 3, 4"]
+    if os.getuid() == 0:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [line.split("|") for line in r.stdout.splitlines() if line]
+
+
+def wait_committed(pg, daemons, timeout=30):
+    """Until every partition's committed position is past the stream's
+    last message (as the daemons saw it): everything is stored."""
+    def done():
+        last = 0
+        for d in daemons:
+            if d.proc and d.proc.poll() is None:
+                try:
+                    last = max(last, d.cluster_status()["nats"]["stream_last_seq"])
+                except (OSError, KeyError):
+                    pass
+        rows = pg.sql("SELECT min(committed_lsn) FROM partitions")
+        return last and int(rows[0][0]) > last
+    wait_for(done, timeout=timeout, step=0.2)
+
+
+def diff(got, want, limit=5):
+    """Rows in one and not the other (a few), for assertion messages."""
+    g, w = set(map(tuple, got)), set(map(tuple, want))
+    return {"missing": sorted(w - g)[:limit], "extra": sorted(g - w)[:limit],
+            "n_got": len(got), "n_want": len(want)}
