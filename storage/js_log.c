@@ -34,7 +34,10 @@ struct jsl {
     uint64_t group_max_seq;
     char ack_err[200];
     struct jsl_stats st;
+    uint64_t reconnects;              /* connection re-made (subscriptions re-created) */
 };
+
+#define JSL_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
 
 struct jsl_sub {
     struct jsl *j;
@@ -43,7 +46,16 @@ struct jsl_sub {
     uint64_t next;                    /* the sequence expected next */
     uint64_t stream_last;
     size_t prefix_len;
+    uint64_t reconnects;              /* j->reconnects when subscribed */
+    int64_t last_msg_ns, last_check_ns;
 };
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void set_error(struct jsl *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_error(struct jsl *j, const char *fmt, ...)
@@ -112,6 +124,7 @@ static void on_reconnected(natsConnection *nc, void *closure)
     natsConnection_GetConnectedUrl(nc, url, sizeof url);
     pthread_mutex_lock(&j->mu);
     j->st.connected = 1;
+    j->reconnects++;
     snprintf(j->st.server, sizeof j->st.server, "%s", url);
     pthread_mutex_unlock(&j->mu);
     ga_log(GA_LOG_INFO, "nats_connected", "server=\"%s\"", url);
@@ -423,7 +436,36 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
                        j->subj_all, s->next, natsStatus_GetText(st), (int)jerr);
     }
     natsSubscription_SetPendingLimits(s->sub, 4096, 256 * 1024 * 1024);
+    pthread_mutex_lock(&j->mu);
+    s->reconnects = j->reconnects;
+    pthread_mutex_unlock(&j->mu);
+    s->last_msg_ns = s->last_check_ns = mono_ns();
     return 0;
+}
+
+/* The ordered consumer lives on one server: when that server or our
+ * connection went away it may stay silent without an error.  Re-create it
+ * after a reconnect, and when it was silent for JSL_STALL_NS while the
+ * stream has messages past the next expected one.  1: re-create. */
+static int sub_stalled(struct jsl_sub *s)
+{
+    struct jsl *j = s->j;
+    pthread_mutex_lock(&j->mu);
+    int reconnected = j->reconnects != s->reconnects;
+    pthread_mutex_unlock(&j->mu);
+    if (reconnected)
+        return 1;
+    int64_t now = mono_ns();
+    if (now - s->last_msg_ns < JSL_STALL_NS || now - s->last_check_ns < JSL_STALL_NS)
+        return 0;
+    s->last_check_ns = now;
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    if (js_GetStreamInfo(&si, j->js, j->stream, NULL, &jerr) != NATS_OK)
+        return 0;
+    uint64_t last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return last >= s->next;
 }
 
 int jsl_sub_open(struct jsl_sub **out, struct jsl *j, uint64_t from, char *err, size_t errlen)
@@ -474,11 +516,13 @@ int jsl_sub_next(struct jsl_sub *s, uint64_t *seq, int *part, const void **data,
     for (;;) {
         natsMsg *m = NULL;
         natsStatus st = natsSubscription_NextMsg(&m, s->sub, timeout_ms);
-        if (st == NATS_TIMEOUT)
+        if (st == NATS_TIMEOUT && !sub_stalled(s))
             return 0;
         if (st != NATS_OK) {
             ga_log(GA_LOG_WARN, "nats_consumer_reset", "next_seq=%" PRIu64 " error=\"%s\"",
-                   s->next, natsStatus_GetText(st));
+                   s->next, st == NATS_TIMEOUT ? "silent after a reconnect, or while the "
+                                                 "stream has messages past it"
+                                               : natsStatus_GetText(st));
             sub_drop(s);
             pthread_mutex_lock(&j->mu);
             j->st.consumer_resets++;
@@ -492,6 +536,7 @@ int jsl_sub_next(struct jsl_sub *s, uint64_t *seq, int *part, const void **data,
         }
         uint64_t sq = md->Sequence.Stream, pend = md->NumPending;
         jsMsgMetaData_Destroy(md);
+        s->last_msg_ns = mono_ns();
         if (sq < s->next) {            /* a re-delivery after a reset */
             natsMsg_Destroy(m);
             continue;

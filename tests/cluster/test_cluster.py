@@ -1,0 +1,251 @@
+"""Cluster mode end to end (docs/CLUSTER.md): three real nats-server
+processes forming a JetStream cluster (R=3), three gpuaggd daemons on one
+private PostgreSQL, sustained load into all three.
+
+Trials (each at a random moment of the load, each followed by the check
+that the stored aggregates equal, row for row, those of a single daemon fed
+the acknowledged points once):
+  - kill -9 of a daemon: its partitions are owned again within 10 s;
+  - kill -9 of a NATS server: producers keep being acknowledged;
+  - a daemon's PostgreSQL writer backends terminated: its writers are
+    fenced (they do not reconnect with their old state), the daemon
+    re-takes its partitions from PostgreSQL;
+  - rolling restart (SIGTERM, start) of every daemon under load.
+
+CI runs one trial of each (GA_CLUSTER_TRIALS, default 1);
+GA_CLUSTER_TRIALS=10 runs ten of each kind, in random order."""
+import os
+import random
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clusterlib as cl  # noqa: E402
+
+R = cl.inglib.Results("test_cluster")
+TRIALS = int(os.environ.get("GA_CLUSTER_TRIALS", "1"))
+rng = cl.inglib.rng_for("test_cluster")
+
+
+class Load:
+    """One producer thread per daemon, each with its own metrics, sending
+    until stopped; a batch is resent to the next daemon until acked."""
+
+    n = 0
+
+    def __init__(self, daemons, nmetrics=60):
+        Load.n += 1                     # each load its own metrics: no timestamp of one
+        self.daemons = daemons          # metric is written by two loads
+        self.stop_ev = threading.Event()
+        self.producers = []
+        for i in range(len(daemons)):
+            p = cl.Producer(daemons, ["l%d.p%d.m%d" % (Load.n, i, k) for k in range(nmetrics)])
+            p.target = i
+            self.producers.append(p)
+        self.errors = []
+        self.threads = [threading.Thread(target=self.run, args=(p,)) for p in self.producers]
+        for t in self.threads:
+            t.start()
+
+    def run(self, p):
+        try:
+            while not self.stop_ev.is_set():
+                p.send(1)
+                time.sleep(0.01)
+        except Exception as e:  # reported by the trial
+            self.errors.append(repr(e))
+
+    def acked(self):
+        return sum(len(p.acked) for p in self.producers)
+
+    def stop(self):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(60)
+        for p in self.producers:
+            p.close()
+        assert not self.errors, self.errors
+        return [pt for p in self.producers for pt in p.acked]
+
+
+class Cluster:
+    def __init__(self):
+        self.pg = cl.PrivatePG()
+        self.nats = cl.Nats(3)
+        self.daemons = [cl.ClusterDaemon(self.pg, self.nats, n) for n in ("a", "b", "c")]
+        for d in self.daemons:
+            d.start()
+        self.settled()
+        self.nref = 0
+
+    def live(self):
+        return [d for d in self.daemons if d.proc and d.proc.poll() is None]
+
+    def owned_by_live(self):
+        """{member: owned list} as the live daemons report it, or None."""
+        out = {}
+        for d in self.live():
+            try:
+                st = d.cluster_status()
+            except (OSError, KeyError):
+                return None
+            if st["rebalancing"]:
+                return None
+            out[d.name] = st["owned"]
+        return out
+
+    def settled(self, timeout=30):
+        """Every partition owned by exactly one live daemon, evenly."""
+        def ok():
+            o = self.owned_by_live()
+            if not o:
+                return False
+            parts = sorted(p for v in o.values() for p in v)
+            sizes = [len(v) for v in o.values()]
+            return parts == list(range(64)) and max(sizes) - min(sizes) <= 1
+        t0 = time.time()
+        assert cl.wait_for(ok, timeout=timeout, step=0.1), self.owned_by_live()
+        return time.time() - t0
+
+    def check(self, points, what):
+        """Stored aggregates == a single daemon's fed the acked points."""
+        cl.flush_all(self.live())
+        cl.wait_committed(self.pg, self.live(), timeout=30)
+        got = cl.measures(self.pg)
+        self.nref += 1
+        want = cl.reference(self.pg, points, "ref%d" % self.nref)
+        assert got == want, (what, cl.diff(got, want))
+        print("  %s: %d acked points, %d aggregates equal" % (what, len(points), len(got)))
+
+    def stop(self):
+        for d in self.daemons:
+            if d.proc and d.proc.poll() is None:
+                d.stop()
+        self.nats.stop()
+        self.pg.stop()
+
+
+C = None
+ALL_POINTS = []
+
+
+def under_load(action, what, settle=30):
+    """Run action() at a random moment of a sustained load; then check."""
+    load = Load(C.live())
+    try:
+        time.sleep(rng.uniform(0.5, 2.5))
+        action()
+        time.sleep(rng.uniform(0.5, 1.5))
+    finally:
+        pts = load.stop()
+    ALL_POINTS.extend(pts)
+    C.settled(timeout=settle)
+    C.check(ALL_POINTS, what)
+
+
+def trial_kill_daemon():
+    victim = rng.choice(C.live())
+    took = {}
+
+    def act():
+        before = C.owned_by_live()
+        victim.kill9()
+        t0 = time.time()
+        mine = set(before[victim.name]) if before else set(range(64))
+
+        def taken():
+            o = C.owned_by_live()
+            return o is not None and mine <= set(p for v in o.values() for p in v)
+        assert cl.wait_for(taken, timeout=15, step=0.1), C.owned_by_live()
+        took["s"] = time.time() - t0
+    under_load(act, "kill -9 daemon %s" % victim.name)
+    print("  takeover of %s's partitions: %.2f s" % (victim.name, took["s"]))
+    assert took["s"] <= 10.0, took
+    victim.start()
+    C.settled()
+
+
+def trial_kill_nats():
+    i = rng.randrange(3)
+
+    def act():
+        C.nats.kill(i)
+    under_load(act, "kill -9 nats-server n%d" % i)
+    C.nats.start(i)
+    assert cl.wait_for(lambda: C.nats.answers(i), timeout=20)
+
+
+def trial_fence():
+    victim = rng.choice(C.live())
+
+    def act():
+        parts = victim.cluster_status()["owned"]
+        pids = C.pg.sql("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND "
+                        "classid = 745263746 AND objsubid = 2 AND granted AND objid IN (%s)"
+                        % ",".join(str(p) for p in parts))
+        assert pids, "no writer holds the partition locks of %s" % victim.name
+        C.pg.sql("SELECT pg_terminate_backend(%s)" % ",".join(p[0] for p in pids[:1]) if len(pids) == 1
+                 else "SELECT pg_terminate_backend(pid) FROM unnest('{%s}'::int[]) pid"
+                 % ",".join(p[0] for p in pids))
+        assert cl.wait_for(lambda: "storage_writer_fenced" in victim.logtext(), timeout=15), \
+            victim.logtext()[-3000:]
+    under_load(act, "writer backends of %s terminated" % victim.name)
+    assert "cluster_fenced" in victim.logtext(), victim.logtext()[-3000:]
+
+
+def trial_rolling_restart():
+    def act():
+        for d in list(C.daemons):
+            d.stop()
+            d.start()
+            C.settled()
+    under_load(act, "rolling restart", settle=60)
+
+
+def test_start_and_settle():
+    st = C.daemons[0].cluster_status()
+    assert [m["name"] for m in st["members"]] == ["a", "b", "c"], st["members"]
+    assert all(m["live"] for m in st["members"]), st["members"]
+    assert len(st["partitions"]) == 64 and all(p["owner"] for p in st["partitions"]), st
+    assert st["nats"]["connected"], st["nats"]
+
+
+def test_trials():
+    kinds = [trial_kill_daemon, trial_kill_nats, trial_fence, trial_rolling_restart]
+    plan = [k for k in kinds for _ in range(TRIALS)]
+    if TRIALS > 1:
+        rng.shuffle(plan)
+    for k in plan:
+        t0 = time.time()
+        k()
+        print("  %s: %.1f s" % (k.__name__, time.time() - t0))
+
+
+def test_status_from_gpuaggctl():
+    out = C.live()[0].ctl("status")
+    assert "cluster" in out.stdout and "members" in out.stdout, out.stdout[-2000:]
+
+
+def test_query_from_any_daemon():
+    name = "l1.p0.m0"
+    outs = []
+    for d in C.live():
+        r = d.call("query", {"metric": name, "method": "mean", "granularity": 1})
+        assert r.get("ok"), r
+        outs.append(r["result"])
+    assert outs[0] and all(o == outs[0] for o in outs), outs
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    C = Cluster()
+    try:
+        R.run(test_start_and_settle)
+        R.run(test_trials)
+        R.run(test_status_from_gpuaggctl)
+        R.run(test_query_from_any_daemon)
+    finally:
+        C.stop()
+    print("  total %.1f s" % (time.time() - t0))
+    R.finish()
