@@ -41,6 +41,7 @@ struct ga_cluster {
     struct ga_engine_worker *old_w, *new_w;
     uint64_t swap_to;
     int swap_rc;
+    int stop_timeout_ms;
 };
 
 static void free_cluster(uv_handle_t *h);
@@ -101,8 +102,9 @@ static void *heartbeat_main(void *arg)
 static void swap_work(uv_work_t *w)
 {
     struct ga_cluster *c = w->data;
-    if (c->old_w)
-        ew_stop(c->old_w, 10000);      /* window sets committed, locks released */
+    if (c->old_w)                      /* window sets committed, locks released; a fenced
+                                          writer cannot commit: do not wait long for it */
+        ew_stop(c->old_w, c->stop_timeout_ms);
     c->old_w = NULL;
     c->new_w = NULL;
     c->swap_rc = 0;
@@ -161,6 +163,7 @@ static void check(struct ga_cluster *c)
     c->old_w = c->d->worker;
     c->d->worker = NULL;
     c->swap_to = want;
+    c->stop_timeout_ms = fenced ? 1000 : 10000;
     c->work.data = c;
     if (uv_queue_work(c->d->loop, &c->work, swap_work, swap_after) < 0) {
         c->d->worker = c->old_w;

@@ -242,9 +242,9 @@ def flush_all(daemons, timeout=30):
         if not d.proc or d.proc.poll() is not None:
             continue
         def ok():
-            r = d.call("flush")
+            r = d.call("flush", {"timeout_ms": 5000})
             return r.get("ok")
-        assert wait_for(ok, timeout=timeout, step=0.2), d.call("flush")
+        assert wait_for(ok, timeout=timeout, step=0.2), d.call("flush", {"timeout_ms": 5000})
 
 
 def measures_db(pg, dbname):
