@@ -437,6 +437,14 @@ int pgs_latest_version(void)
     return steps[NSTEPS - 1].version;
 }
 
+int pgs_steps_after(int v)
+{
+    int n = 0;
+    for (int i = 0; i < NSTEPS; i++)
+        n += steps[i].version > v;
+    return n;
+}
+
 /* Current version inside the open transaction: 0 for a fresh database. */
 static int current_version(PGconn *c, int *version, char *err, size_t errlen)
 {

@@ -33,6 +33,9 @@ struct pgs_part {
 
 /* The newest schema version this binary knows. */
 int pgs_latest_version(void);
+/* How many migrations have a version above v (versions may have gaps: a
+ * number is reserved before its migration lands). */
+int pgs_steps_after(int v);
 
 /* Bring the database on connection c up to pgs_latest_version().  c must be
  * idle, outside a transaction.  Returns the number of migrations applied

@@ -29,15 +29,15 @@ static void test_migrations_idempotent(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version());
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_steps_after(0));
     CHECK_STR(err, "");
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_latest_version());
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_steps_after(0));
     CHECK_INT(pg_scalar(c, "SELECT max(version) FROM gpuagg_migrations"), pgs_latest_version());
     long long tables = pg_scalar(c, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
     long long applied = pg_scalar(c, "SELECT extract(epoch FROM applied)::bigint FROM gpuagg_migrations");
     /* second run: nothing to do, nothing changed */
     CHECK_INT(pgs_migrate(c, err, sizeof err), 0);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_latest_version());
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_steps_after(0));
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), tables);
     CHECK_INT(pg_scalar(c, "SELECT extract(epoch FROM applied)::bigint FROM gpuagg_migrations"),
               applied);
@@ -113,7 +113,7 @@ static void test_v4_moves_rows(void)
     CHECK_INT(values, 2 * 2 * 20 * 3 - 2 * 2 * 4);
     pg_cmd(c, "CREATE TABLE before AS SELECT * FROM aggregates");
     pg_cmd(c, "CREATE TABLE before_view AS SELECT * FROM gpuagg_measures");
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version() - 3);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_steps_after(3));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), values);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before EXCEPT "
@@ -182,7 +182,7 @@ static void test_retention(void)
     char err[512] = "";
     uint64_t s = seed;
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_latest_version());
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_steps_after(0));
     /* each archive keeps its own reach: 1 h rows 10 days (+ 1 h), 1 min
      * rows 3 days (+ 1 min); partitions of 10 days and 1 day */
     struct ga_policy p10 = { .name = "ten-days", .back_window = 0 }, p3 = { .name = "three-days" };
