@@ -235,6 +235,29 @@ def test_status_from_gpuaggctl():
     assert "cluster" in out.stdout and "members" in out.stdout, out.stdout[-2000:]
 
 
+def test_cluster_status_fields_documented():
+    import json
+    r = C.live()[0].ctl("--json", "status")
+    assert r.returncode == 0, r
+    st = json.loads(r.stdout)
+
+    def flatten(obj, prefix=""):
+        out = set()
+        for k, v in obj.items():
+            name = prefix + k
+            if isinstance(v, dict):
+                out |= flatten(v, name + ".")
+            elif isinstance(v, list) and v and isinstance(v[0], dict):
+                out |= flatten(v[0], name + "[].")
+            else:
+                out.add(name)
+        return out
+    fields = flatten(st["cluster"], "cluster.")
+    doc = open(os.path.join(cl.inglib.ROOT, "docs", "COUNTERS.md")).read()
+    missing = sorted(f for f in fields if "`%s`" % f not in doc)
+    assert not missing, "cluster status fields not in docs/COUNTERS.md: %s" % missing
+
+
 def test_query_from_any_daemon():
     name = "l1.p0.m0"
     outs = []
@@ -252,6 +275,7 @@ if __name__ == "__main__":
         R.run(test_start_and_settle)
         R.run(test_trials)
         R.run(test_status_from_gpuaggctl)
+        R.run(test_cluster_status_fields_documented)
         R.run(test_query_from_any_daemon)
     finally:
         C.stop()
