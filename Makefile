@@ -78,7 +78,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity
+.PHONY: all run test unit asan tsan install clean deps fuzz bench bench-capacity demo-cluster
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -121,6 +121,10 @@ deps:
 run: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-demo.sh
+# Cluster mode on this machine: 3 nats-servers, 3 daemons, a kill -9 and the takeover.
+demo-cluster: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 tools/demo-cluster.py
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
