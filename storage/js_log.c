@@ -48,6 +48,7 @@ struct jsl_sub {
     size_t prefix_len;
     uint64_t reconnects;              /* j->reconnects when subscribed */
     int64_t last_msg_ns, last_check_ns;
+    int gap_reset;                    /* re-created once for a gap */
 };
 
 static int64_t mono_ns(void)
@@ -541,6 +542,27 @@ int jsl_sub_next(struct jsl_sub *s, uint64_t *seq, int *part, const void **data,
             natsMsg_Destroy(m);
             continue;
         }
+        if (sq > s->next) {
+            /* Every message of the stream matches our filter, so sequences are
+             * contiguous: a gap is a message lost on the way (the client
+             * dropped it).  Re-create once from the one expected; a gap that
+             * stays is the stream's (retention removed what we needed). */
+            if (!s->gap_reset) {
+                ga_log(GA_LOG_WARN, "nats_consumer_gap", "expected_seq=%" PRIu64 " got_seq=%"
+                       PRIu64 " action=resubscribe", s->next, sq);
+                natsMsg_Destroy(m);
+                sub_drop(s);
+                s->gap_reset = 1;
+                pthread_mutex_lock(&j->mu);
+                j->st.consumer_resets++;
+                pthread_mutex_unlock(&j->mu);
+                return GA_EIO;
+            }
+            ga_log(GA_LOG_ERROR, "stream_messages_missing", "from_seq=%" PRIu64 " to_seq=%" PRIu64
+                   " msg=\"the stream no longer holds them (retention shorter than the "
+                   "checkpoint lag?); their points are lost to aggregation\"", s->next, sq - 1);
+        }
+        s->gap_reset = 0;
         s->next = sq + 1;
         s->stream_last = sq + pend;
         pthread_mutex_lock(&j->mu);

@@ -162,6 +162,13 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     pthread_mutex_unlock(&w->mu);
     int rc = pgt_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
                       sizeof err);
+    if (rc == 0 && w->o.fence) {
+        /* The server must notice a dead host soon, so that its partition
+         * locks go to the next owner (TCP only; ignored on a Unix socket). */
+        char ignore[128];
+        pgu_exec(w->tc.c, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; "
+                          "SET tcp_keepalives_count = 5", ignore, sizeof ignore);
+    }
     if (rc == 0) {
         w->backoff_ms = 0;
         w->next_maint_mono = 0;

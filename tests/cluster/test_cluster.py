@@ -13,7 +13,9 @@ the acknowledged points once):
   - rolling restart (SIGTERM, start) of every daemon under load.
 
 CI runs one trial of each (GA_CLUSTER_TRIALS, default 1);
-GA_CLUSTER_TRIALS=10 runs ten of each kind, in random order."""
+GA_CLUSTER_TRIALS=10 runs ten of each kind, in random order;
+GA_CLUSTER_METRICS sets the metrics per producer (default 20: each producer
+sends one point of each every ~20 ms plus the round trip)."""
 import os
 import random
 import sys
@@ -34,7 +36,7 @@ class Load:
 
     n = 0
 
-    def __init__(self, daemons, nmetrics=60):
+    def __init__(self, daemons, nmetrics=int(os.environ.get("GA_CLUSTER_METRICS", "20"))):
         Load.n += 1                     # each load its own metrics: no timestamp of one
         self.daemons = daemons          # metric is written by two loads
         self.stop_ev = threading.Event()
@@ -52,7 +54,7 @@ class Load:
         try:
             while not self.stop_ev.is_set():
                 p.send(1)
-                time.sleep(0.01)
+                time.sleep(0.02)
         except Exception as e:  # reported by the trial
             self.errors.append(repr(e))
 
@@ -133,15 +135,21 @@ ALL_POINTS = []
 def under_load(action, what, settle=30):
     """Run action() at a random moment of a sustained load; then check."""
     load = Load(C.live())
+    t0 = time.time()
     try:
         time.sleep(rng.uniform(0.5, 2.5))
         action()
+        t1 = time.time()
         time.sleep(rng.uniform(0.5, 1.5))
     finally:
         pts = load.stop()
     ALL_POINTS.extend(pts)
+    t2 = time.time()
     C.settled(timeout=settle)
+    t3 = time.time()
     C.check(ALL_POINTS, what)
+    print("  (%s: action %.1f s, load %.1f s, settle %.1f s, check %.1f s)"
+          % (what, t1 - t0, t2 - t0, t3 - t2, time.time() - t3))
 
 
 def trial_kill_daemon():
@@ -258,6 +266,50 @@ def test_cluster_status_fields_documented():
     assert not missing, "cluster status fields not in docs/COUNTERS.md: %s" % missing
 
 
+def test_nats_down_backpressure():
+    """A lone daemon (R=1, its own database and stream) whose only NATS
+    server dies: batches are not acknowledged (the producer waits), status
+    names the cause; once the server is back, they are, and stored."""
+    C.pg.sql("DROP DATABASE IF EXISTS solo")
+    C.pg.sql("CREATE DATABASE solo")
+
+    class Solo:
+        conninfo = C.pg.conninfo.replace("dbname=gpuagg", "dbname=solo")
+    n = cl.Nats(1)
+    d = cl.ClusterDaemon(Solo, n, "solo", replicas=1, stream="SOLO")
+    d.start()
+    try:
+        assert cl.wait_for(lambda: len(d.cluster_status()["owned"]) == 64, timeout=30)
+        c = cl.Client(tcp_port=d.tcp_port(), timeout=30)
+        c.hello()
+        t0 = (int(time.time()) - 600) * 10**9
+        c.send(cl.columnar(1, ["solo.m"], [t0], [1.0], index=[0]))
+        assert c.recv()["type"] == "ack"
+        n.kill(0)
+        c.send(cl.columnar(2, ["solo.m"], [t0 + 10**9], [2.0], index=[0]))
+        c.s.settimeout(3)
+        try:
+            r = c.recv()
+        except OSError:
+            r = None
+        assert r is None, "acknowledged while NATS is down: %r" % r
+        st = d.cluster_status()["nats"]
+        assert not st["connected"] and st["last_error"], st
+        assert "nats_publish_retry" in d.logtext()
+        n.start(0)
+        c.s.settimeout(30)
+        r = c.recv()
+        assert r and r["type"] == "ack" and r["seq"] == 2, r
+        assert d.call("flush", {"timeout_ms": 10000}).get("ok")
+        rows = cl.measures_db(C.pg, "solo")
+        got = sorted((m, v) for m, g, meth, ts, v in rows if meth == "sum")
+        assert got == [("solo.m", "1"), ("solo.m", "2")], rows
+        c.close()
+    finally:
+        d.stop()
+        n.stop()
+
+
 def test_query_from_any_daemon():
     name = "l1.p0.m0"
     outs = []
@@ -277,6 +329,7 @@ if __name__ == "__main__":
         R.run(test_status_from_gpuaggctl)
         R.run(test_cluster_status_fields_documented)
         R.run(test_query_from_any_daemon)
+        R.run(test_nats_down_backpressure)
     finally:
         C.stop()
     print("  total %.1f s" % (time.time() - t0))
