@@ -271,7 +271,15 @@ def wait_committed(pg, daemons, timeout=30):
                     pass
         rows = pg.sql("SELECT min(committed_lsn) FROM partitions")
         return last and int(rows[0][0]) > last
-    wait_for(done, timeout=timeout, step=0.2)
+    if not wait_for(done, timeout=timeout, step=0.2):
+        st = {}
+        for d in daemons:
+            if d.proc and d.proc.poll() is None:
+                r = d.call("status")["result"]
+                st[d.name] = (r["engine"]["processed_lsn"], r["cluster"]["nats"]["stream_last_seq"])
+        raise AssertionError("not everything committed within %d s: (processed, stream last) %r, "
+                             "lowest committed %r" % (timeout, st, pg.sql(
+                                 "SELECT min(committed_lsn) FROM partitions")))
 
 
 def diff(got, want, limit=5):
