@@ -460,10 +460,20 @@ static int sub_stalled(struct jsl_sub *s)
     if (now - s->last_msg_ns < JSL_STALL_NS || now - s->last_check_ns < JSL_STALL_NS)
         return 0;
     s->last_check_ns = now;
+    pthread_mutex_lock(&j->mu);
+    uint64_t acked = j->st.last_acked_seq;
+    pthread_mutex_unlock(&j->mu);
+    if (acked >= s->next)
+        return 1;                      /* we were told a message at or past it is stored */
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    if (js_GetStreamInfo(&si, j->js, j->stream, NULL, &jerr) != NATS_OK)
+    natsStatus st = js_GetStreamInfo(&si, j->js, j->stream, NULL, &jerr);
+    if (st != NATS_OK) {
+        ga_log(GA_LOG_WARN, "nats_stall_check_failed", "next_seq=%" PRIu64 " error=\"%s (%d)\" "
+               "msg=\"the consumer has been silent; cannot tell whether messages are due\"",
+               s->next, natsStatus_GetText(st), (int)jerr);
         return 0;
+    }
     uint64_t last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     return last >= s->next;

@@ -259,19 +259,27 @@ def measures_db(pg, dbname):
 
 
 def wait_committed(pg, daemons, timeout=30):
-    """Until every partition's committed position is past the stream's
-    last message (as the daemons saw it): everything is stored."""
+    """Until everything is stored: every live daemon (each reads the whole
+    stream) reports the same processed position twice in a row, half a
+    second apart, and every partition's committed position has reached it."""
+    seen = {"p": None}
+
     def done():
-        last = 0
+        pos = set()
         for d in daemons:
             if d.proc and d.proc.poll() is None:
                 try:
-                    last = max(last, d.cluster_status()["nats"]["stream_last_seq"])
+                    pos.add(d.call("status")["result"]["engine"]["processed_lsn"])
                 except (OSError, KeyError):
-                    pass
+                    return False
+        if len(pos) != 1:
+            seen["p"] = None
+            return False
+        p = pos.pop()
+        stable, seen["p"] = seen["p"] == p, p
         rows = pg.sql("SELECT min(committed_lsn) FROM partitions")
-        return last and int(rows[0][0]) > last
-    if not wait_for(done, timeout=timeout, step=0.2):
+        return stable and p > 0 and int(rows[0][0]) >= p
+    if not wait_for(done, timeout=timeout, step=0.5):
         st = {}
         for d in daemons:
             if d.proc and d.proc.poll() is None:
