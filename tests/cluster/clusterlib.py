@@ -285,6 +285,10 @@ def wait_committed(pg, daemons, timeout=30):
             if d.proc and d.proc.poll() is None:
                 r = d.call("status")["result"]
                 st[d.name] = (r["engine"]["processed_lsn"], r["cluster"]["nats"]["stream_last_seq"])
+                if os.environ.get("GA_CLUSTER_GDB"):   # where a daemon behind is stuck
+                    subprocess.run("gdb -p %d -batch -ex 'thread apply all bt' > %s/gdb.txt 2>&1"
+                                   % (d.proc.pid, os.environ["GA_CLUSTER_GDB"] + "." + d.name),
+                                   shell=True, timeout=60)
         raise AssertionError("not everything committed within %d s: (processed, stream last) %r, "
                              "lowest committed %r" % (timeout, st, pg.sql(
                                  "SELECT min(committed_lsn) FROM partitions")))
