@@ -42,7 +42,13 @@ struct ga_cluster {
     uint64_t swap_to;
     int swap_rc;
     int stop_timeout_ms;
+    uint64_t stream_last;             /* the stream's last sequence, asked each heartbeat
+                                         (0: unknown); guarded by mu */
+    uint64_t last_processed;          /* the worker's position, and since when */
+    int64_t last_progress_ns;
 };
+
+#define STALL_RESTART_NS (10LL * 1000000000)  /* no progress with messages due: restart */
 
 static void free_cluster(uv_handle_t *h);
 
@@ -57,10 +63,14 @@ static void *heartbeat_main(void *arg)
         jsl_get_stats(c->jsl, &js);
         struct pgm_view v;
         char err[256] = "";
+        uint64_t stream_last = 0;
+        if (jsl_stream_last(c->jsl, &stream_last, c->heartbeat_ms / 4 + 1) < 0)
+            stream_last = 0;
         int rc = pgm_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
                                sizeof err);
         int64_t now = ga_now_mono_ns();
         pthread_mutex_lock(&c->mu);
+        c->stream_last = stream_last;
         uint64_t want = c->want;
         if (rc == 0) {
             c->view = v;
@@ -148,13 +158,31 @@ static void check(struct ga_cluster *c)
     pthread_mutex_lock(&c->mu);
     uint64_t want = c->want, have = c->have;
     pthread_mutex_unlock(&c->mu);
-    int fenced = 0;
+    int fenced = 0, stalled = 0;
     if (c->d->worker) {
         struct ew_status st;
         ew_get_status(c->d->worker, &st);
         fenced = st.have_writer && st.writer.fenced;
+        /* A worker whose stream position stays put while the stream holds
+         * messages past it is stuck (seen after quick successive swaps):
+         * replace it; it restarts from the committed positions. */
+        int64_t now = ga_now_mono_ns();
+        pthread_mutex_lock(&c->mu);
+        uint64_t last = c->stream_last;
+        pthread_mutex_unlock(&c->mu);
+        if (st.state != EW_RUNNING || st.processed_lsn != c->last_processed || last == 0 ||
+            last < st.processed_lsn) {          /* moving, or nothing due */
+            c->last_processed = st.processed_lsn;
+            c->last_progress_ns = now;
+        } else if (now - c->last_progress_ns > STALL_RESTART_NS) {
+            stalled = 1;
+            c->last_progress_ns = now;
+            ga_log(GA_LOG_WARN, "cluster_worker_stalled", "processed_seq=%llu stream_last_seq=%llu "
+                   "msg=\"no progress for 10 s with messages due: restarting the worker\"",
+                   (unsigned long long)st.processed_lsn, (unsigned long long)last);
+        }
     }
-    if (want == have && !fenced && (c->d->worker || !want))
+    if (want == have && !fenced && !stalled && (c->d->worker || !want))
         return;
     if (fenced)
         ga_log(GA_LOG_WARN, "cluster_fenced", "parts=0x%016llx msg=\"a writer lost its session "

@@ -615,6 +615,23 @@ void jsl_sub_close(struct jsl_sub *s)
     free(s);
 }
 
+int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = timeout_ms;
+    pthread_mutex_lock(&j->mu);
+    int up = j->st.connected;
+    pthread_mutex_unlock(&j->mu);
+    if (!up || js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK)
+        return GA_EIO;
+    *seq = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return 0;
+}
+
 void jsl_get_stats(struct jsl *j, struct jsl_stats *st)
 {
     pthread_mutex_lock(&j->mu);

@@ -93,4 +93,8 @@ void jsl_sub_close(struct jsl_sub *s);
 
 void jsl_get_stats(struct jsl *j, struct jsl_stats *st);
 
+/* Ask the stream for its last sequence (a JetStream API request; blocks up
+ * to timeout_ms).  Returns 0 and *seq, or GA_EIO. */
+int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms);
+
 #endif
