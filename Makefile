@@ -12,7 +12,7 @@ BUILD   ?= build
 SAN     ?= 0
 
 CC      ?= cc
-PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson
+PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson libnats
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -93,7 +93,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity check-layout
+.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity check-layout demo-cluster
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -144,6 +144,10 @@ deps:
 run: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-demo.sh
+# Cluster mode on this machine: 3 nats-servers, 3 daemons, a kill -9 and the takeover.
+demo-cluster: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 tools/demo-cluster.py
 test: deps check-layout
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/cluster.h"
 #include "daemon/ingest/admit.h"
 #include "daemon/control/control.h"
 #include "daemon/engine_worker.h"
@@ -23,6 +24,7 @@
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "storage/journal.h"
+#include "storage/js_log.h"
 #include "storage/pg_conn.h"
 #include "storage/pg_query.h"
 
@@ -148,11 +150,51 @@ static int open_engine(struct ga_daemon *d, struct ga_engine **out)
     return ga_engine_set_fallback(*out, cpu);
 }
 
+int ga_daemon_open_engine(struct ga_daemon *d, struct ga_engine **out)
+{
+    return open_engine(d, out);
+}
+
+/* Cluster mode: the JetStream log instead of the journal; the cluster
+ * module starts and replaces the engine worker as partitions move. */
+static int start_cluster_path(struct ga_daemon *d, char *err, size_t errlen)
+{
+    const struct ga_config *c = d->cfg;
+    char member[64];
+    snprintf(member, sizeof member, "%s", c->cluster.member);
+    if (!member[0] && gethostname(member, sizeof member) != 0)
+        snprintf(member, sizeof member, "gpuaggd");
+    member[sizeof member - 1] = '\0';
+    struct jsl_opts jo = { .urls = c->cluster.nats, .stream = c->cluster.stream,
+                           .replicas = c->cluster.replicas, .credentials = c->cluster.credentials,
+                           .token = c->cluster.token, .name = member,
+                           .publish_timeout_ms = c->cluster.publish_timeout_ms,
+                           .max_pending_bytes = c->cluster.max_pending_bytes };
+    int rc = jsl_open(&d->jsl, &jo, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = pl_start_cluster(&d->pipeline, d->loop, d->jsl, (size_t)c->cluster.max_pending_bytes,
+                          on_durable, d);
+    if (rc < 0) {
+        snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
+        return rc;
+    }
+    if ((rc = ga_cluster_start(&d->cluster, d, d->jsl, d->pipeline)) < 0) {
+        snprintf(err, errlen, "cluster: %s", ga_strerror(rc));
+        return rc;
+    }
+    ga_log(GA_LOG_INFO, "cluster_mode", "nats=\"%s\" stream=%s replicas=%d", c->cluster.nats,
+           c->cluster.stream, c->cluster.replicas);
+    return ga_ingest_start(d, d->pipeline, &d->ingest, err, errlen);
+}
+
 /* Journal, pipeline, engine worker, listeners — in that order, so the
  * worker knows where live records start before the first is appended. */
 static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
 {
     const struct ga_config *c = d->cfg;
+    if (c->cluster.nats[0])
+        return start_cluster_path(d, err, errlen);
     struct jnl_opts jo = { .dir = c->journal.dir, .segment_bytes = (uint64_t)c->journal.segment_bytes,
                            .max_bytes = (uint64_t)c->journal.max_bytes };
     int rc = jnl_open(&d->journal, &jo, err, errlen);
@@ -261,6 +303,11 @@ static void close_loop_handles(struct ga_daemon *d)
 static void drain_rest(uv_timer_t *t)
 {
     struct ga_daemon *d = t->data;
+    if (ga_cluster_busy(d->cluster)) {
+        uv_timer_start(t, drain_rest, 50, 0);   /* a worker swap finishes first */
+        return;
+    }
+    ga_cluster_freeze(d->cluster);
     uv_close((uv_handle_t *)t, (uv_close_cb)free);
     if (d->ingest_stopped) {
         ga_ingest_free(d->ingest_stopped);
@@ -281,6 +328,14 @@ static void drain_rest(uv_timer_t *t)
     if (d->journal) {
         jnl_close(d->journal);
         d->journal = NULL;
+    }
+    if (d->cluster) {
+        ga_cluster_stop(d->cluster, 1);  /* after the worker let go of its partitions */
+        d->cluster = NULL;
+    }
+    if (d->jsl) {
+        jsl_close(d->jsl);
+        d->jsl = NULL;
     }
     close_loop_handles(d);
 }

@@ -38,6 +38,9 @@ struct ctlj_waiters;
 struct http_server;
 struct cres;
 struct ga_loop_call;
+struct jsl;
+struct ga_cluster;
+struct ga_engine;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -60,7 +63,9 @@ struct ga_daemon {
     struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/ingest/admit.h) */
     struct ga_ingest *ingest;
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
-    struct ga_engine_worker *worker;
+    struct ga_engine_worker *worker;     /* cluster mode: NULL while being replaced */
+    struct jsl *jsl;                     /* cluster mode: the JetStream log */
+    struct ga_cluster *cluster;          /* cluster mode: ownership (daemon/cluster.h) */
     struct pgq *query;                   /* read queries of the control ops; blocking */
     struct ga_jobs *jobs;                /* the job manager (daemon/jobs/job_kinds.h) */
     struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
@@ -94,5 +99,8 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
 void ga_daemon_shutdown(struct ga_daemon *d, const char *why);
 
 const char *ga_state_name(enum ga_state s);
+/* A new engine on the configured backends (GPUs, else the CPU), for an
+ * engine worker.  Any thread.  Returns 0 or GA_E*. */
+int ga_daemon_open_engine(struct ga_daemon *d, struct ga_engine **out);
 
 #endif

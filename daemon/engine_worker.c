@@ -14,6 +14,7 @@
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
 #include "storage/journal.h"
+#include "storage/js_log.h"
 #include "storage/pg_load.h"
 #include "storage/pg_writers.h"
 
@@ -65,6 +66,10 @@ struct ga_engine_worker {
     int broken;                       /* a batch was not stored: claim no more windows */
     struct ga_ratelimit late_rl;
     uint64_t windows_lost;            /* failover windows lost so far */
+    /* cluster mode (ew_start_cluster): the stream instead of the journal */
+    struct jsl *jsl;
+    uint64_t owned;                   /* the partitions this worker owns */
+    uint32_t next_k[GA_PARTITIONS];   /* the next id of partition p: next_k[p] * 64 + p */
 };
 
 /* Copy the engine's backend states into the status (worker thread). */
@@ -155,7 +160,7 @@ static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
     struct ga_engine_worker *w = ctx;
     /* Records below the committed window set can be rebuilt from PostgreSQL:
      * the journal no longer needs them. */
-    if (window_lsn && jnl_release(w->j, window_lsn) == 0)
+    if (w->j && window_lsn && jnl_release(w->j, window_lsn) == 0)
         pl_journal_released(w->pl);
 }
 
@@ -500,8 +505,19 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         struct load_ctx lc = { 0 };
         char err[256];
         int rc = pgl_load(w->cfg->storage.conninfo, s, keep_window, &lc, err, sizeof err);
+        if (w->jsl)
+            memset(w->next_k, 0, sizeof w->next_k);
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
             const struct pgl_metric *m = &s->metrics[i];
+            if (w->jsl) {
+                /* every stored id counts for the placement of new ones; only
+                 * the owned partitions' metrics are restored */
+                uint32_t r = m->id % GA_PARTITIONS, k = m->id / GA_PARTITIONS + 1;
+                if (k > w->next_k[r])
+                    w->next_k[r] = k;
+                if (!(w->owned >> ga_partition_of(m->name, strlen(m->name)) & 1))
+                    continue;
+            }
             rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), m->id, m->policy);
             if (rc == 0 && w->d->admit)
                 rc = ga_admit_add(w->d->admit, m->name, strlen(m->name));
@@ -517,8 +533,9 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
             memset(w->dirty, 0, nm);
             memset(w->pend, 0, nm * sizeof *w->pend);
             for (size_t i = 0; i < s->nmetrics; i++)
-                w->part[s->metrics[i].id] = (uint8_t)ga_partition_of(s->metrics[i].name,
-                                                                     strlen(s->metrics[i].name));
+                if (s->metrics[i].id < nm)
+                    w->part[s->metrics[i].id] = (uint8_t)ga_partition_of(
+                        s->metrics[i].name, strlen(s->metrics[i].name));
             w->loaded_max_lsn = 0;
             for (int p = 0; p < GA_PARTITIONS; p++) {
                 w->loaded_part_lsn[p] = s->part_window_lsn[p];
@@ -528,6 +545,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         }
         for (size_t i = 0; rc == 0 && i < lc.n; i++) {
             struct ga_metric_info *mi = ga_metrics_get(w->metrics, lc.v[i].metric);
+            if (!mi && w->jsl)
+                continue;              /* another daemon's partition */
             rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
                     : GA_ECORRUPT;
             if (rc < 0)
@@ -577,18 +596,19 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
 static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
 {
     const struct ga_config *c = w->cfg;
-    struct jnl_stats js;          /* a fresh journal is numbered from the clock: the lag
+    struct jnl_stats js = { 0 };  /* a fresh journal is numbered from the clock: the lag
                                      counts from its first LSN, not from 0 */
-    jnl_get_stats(w->j, &js);
+    if (w->j)
+        jnl_get_stats(w->j, &js);
     struct pgws_opts so = { .nwriters = c->storage.writers, .partition_of = partition_of,
-                            .pctx = w };
+                            .pctx = w, .parts = w->jsl ? w->owned : 0 };
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
         .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
         .part_window_lsn = s->part_window_lsn, .lsn_floor = js.first_lsn,
-        .on_commit = on_commit, .ctx = w,
+        .on_commit = on_commit, .ctx = w, .fence = w->jsl != NULL,
     };
     so.w = o;
     int rc = pgws_start(&w->writers, &so);
@@ -644,7 +664,15 @@ int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ct
     struct flush_req *f = calloc(1, sizeof *f);
     if (!f)
         return GA_ENOMEM;
-    f->target = pl_durable_lsn(w->pl);
+    if (w->jsl) {
+        /* everything this daemon published: the messages of its partitions
+         * aggregated and committed */
+        struct jsl_stats js;
+        jsl_get_stats(w->jsl, &js);
+        f->target = js.last_acked_seq + 1;
+    } else {
+        f->target = pl_durable_lsn(w->pl);
+    }
     f->cb = cb;
     f->ctx = ctx;
     pthread_mutex_lock(&w->mu);
@@ -694,9 +722,134 @@ static void consume(struct ga_engine_worker *w, const struct pl_entry *e)
     }
 }
 
+/* ---- cluster mode --------------------------------------------------------- */
+
+/* The id of a new metric: its partition's next slot (ga_metrics_set_allocator). */
+static uint32_t cluster_id(void *ctx, const char *name, size_t len)
+{
+    struct ga_engine_worker *w = ctx;
+    int p = ga_partition_of(name, len);
+    if (w->next_k[p] >= UINT32_MAX / GA_PARTITIONS)
+        return UINT32_MAX;
+    return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
+}
+
+/* Wait until every writer is connected, i.e. holds its partitions' locks
+ * (and read their positions after taking them).  0 or GA_ESHUTDOWN. */
+static int wait_locked(struct ga_engine_worker *w)
+{
+    int64_t t0 = ga_now_mono_ns(), last_log = t0;
+    for (;;) {
+        struct pgw_status st;
+        pgws_get_status(w->writers, &st);
+        if (st.state == PGC_CONNECTED && st.connects > 0)
+            return 0;
+        if (stopping(w))
+            return GA_ESHUTDOWN;
+        if (ga_now_mono_ns() - last_log > 5LL * 1000000000) {
+            last_log = ga_now_mono_ns();
+            ga_log(GA_LOG_INFO, "cluster_waiting_for_locks", "parts=0x%016llx waited_s=%.1f "
+                   "last_error=\"%s\"", (unsigned long long)w->owned,
+                   (double)(last_log - t0) / 1e9, st.last_error);
+        }
+        struct timespec ts = { 0, 20 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* One stream message: aggregate it when its partition is ours, else only
+ * move past it. */
+static void consume_message(struct ga_engine_worker *w, uint64_t seq, int part, const void *data,
+                            size_t len)
+{
+    if (part >= 0 && (w->owned >> part & 1)) {
+        struct ing_msg m;
+        char err[256];
+        int t = ing_decode(data, len, NULL, &m, err, sizeof err);
+        if (t == ING_POINTS) {
+            process_logged(w, &m.u.points, seq, seq + 1);
+            ing_msg_free(&m);
+            if (w->processed_lsn >= seq + 1)
+                return;
+        } else {
+            ga_log(GA_LOG_ERROR, "stream_message_undecodable", "seq=%llu partition=%d "
+                   "error=\"%s\"", (unsigned long long)seq, part,
+                   t < 0 ? err : "not a points message");
+            ing_msg_free(&m);
+        }
+    }
+    if (w->broken)
+        return;                        /* keep the position: the rest is replayed */
+    w->processed_lsn = seq + 1;
+    pthread_mutex_lock(&w->mu);
+    w->st.processed_lsn = seq + 1;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Cluster mode: take the owned partitions' locks (writers first, so that
+ * what is loaded next is what the previous owner committed last), load
+ * their state, consume the stream from the lowest of their window
+ * positions, and leave with a window set of every owned partition. */
+static void *cluster_main(struct ga_engine_worker *w)
+{
+    struct pgl_state s = { 0 }, none = { 0 };
+    struct jsl_sub *sub = NULL;
+    char err[256];
+    set_state(w, EW_LOADING);
+    ga_metrics_set_allocator(w->metrics, cluster_id, w);
+    if (start_writer(w, &none) < 0) {
+        ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
+        goto out;
+    }
+    if (wait_locked(w) < 0 || load_state(w, &s) < 0)
+        goto out;
+    uint64_t from = UINT64_MAX;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if ((w->owned >> p & 1) && s.part_window_lsn[p] < from)
+            from = s.part_window_lsn[p];
+    if (from == UINT64_MAX)
+        from = 0;                      /* owns nothing */
+    pgl_free(&s);
+    w->processed_lsn = from;
+    pthread_mutex_lock(&w->mu);
+    w->st.processed_lsn = from;
+    pthread_mutex_unlock(&w->mu);
+    if (jsl_sub_open(&sub, w->jsl, from ? from : 1, err, sizeof err) < 0) {
+        ga_log(GA_LOG_ERROR, "stream_subscribe_failed", "error=\"%s\"", err);
+        goto out;
+    }
+    ga_log(GA_LOG_INFO, "cluster_partitions_taken", "parts=0x%016llx count=%d from_seq=%llu",
+           (unsigned long long)w->owned, __builtin_popcountll(w->owned),
+           (unsigned long long)from);
+    w->last_tick_ns = ga_now_mono_ns();
+    set_state(w, EW_RUNNING);
+    publish_backends(w);
+    while (!stopping(w)) {
+        take_reload(w);
+        uint64_t seq;
+        int part;
+        const void *data;
+        size_t len;
+        int rc = jsl_sub_next(sub, &seq, &part, &data, &len, 100);
+        if (rc == 1)
+            consume_message(w, seq, part, data, len);
+        snapshot_tick(w);
+        serve_flushes(w);
+    }
+    snapshot_parts(w, 0, w->processed_lsn);
+    serve_flushes(w);
+out:
+    jsl_sub_close(sub);
+    pgl_free(&s);
+    set_state(w, EW_STOPPED);
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     struct ga_engine_worker *w = arg;
+    if (w->jsl)
+        return cluster_main(w);
     struct pgl_state s = { 0 };
     set_state(w, EW_LOADING);
     if (load_state(w, &s) < 0)
@@ -750,8 +903,23 @@ drain:
     return NULL;
 }
 
+static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+                 struct jnl *j, struct jsl *jsl, uint64_t owned, struct ga_engine *engine);
+
 int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
              struct jnl *j, struct ga_engine *engine)
+{
+    return start(out, d, pl, j, NULL, 0, engine);
+}
+
+int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+                     struct jsl *jsl, uint64_t owned, struct ga_engine *engine)
+{
+    return start(out, d, pl, NULL, jsl, owned, engine);
+}
+
+static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+                 struct jnl *j, struct jsl *jsl, uint64_t owned, struct ga_engine *engine)
 {
     struct ga_engine_worker *w = calloc(1, sizeof *w);
     if (!w)
@@ -759,14 +927,18 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
     w->d = d;
     w->pl = pl;
     w->j = j;
+    w->jsl = jsl;
+    w->owned = owned;
+    w->st.owned = owned;
     w->engine = engine;
     w->late_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
     w->cfg = malloc(sizeof *w->cfg);
     if (!w->cfg || ga_metrics_open(&w->metrics) < 0)
         goto fail;
     *w->cfg = *d->cfg;
-    struct jnl_stats js;
-    jnl_get_stats(j, &js);
+    struct jnl_stats js = { 0 };
+    if (j)
+        jnl_get_stats(j, &js);
     w->live_lsn = js.next_lsn;
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {

@@ -25,6 +25,7 @@
 struct ga_daemon;
 struct ga_pipeline;
 struct jnl;
+struct jsl;
 struct ga_engine_worker;
 
 enum ew_state { EW_LOADING = 0, EW_REPLAYING, EW_RUNNING, EW_STOPPED };
@@ -50,11 +51,24 @@ struct ew_status {
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
     int have_writer;
     struct pgw_status writer;
+    uint64_t owned;                   /* cluster mode: the partitions worked on */
 };
 
 /* Start the worker.  engine: ownership passes.  Returns 0 or GA_E*. */
 int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
              struct jnl *j, struct ga_engine *engine);
+/* Cluster mode (docs/CLUSTER.md): the worker of the partitions in owned
+ * (bit p).  It starts the writers of those partitions first (each takes
+ * its partitions' advisory locks, waiting while the previous owner still
+ * holds them; fenced: a lost session is not re-made), then loads their
+ * metrics and windows, and consumes the stream from the lowest of their
+ * window positions (messages of other partitions are skipped).  New
+ * metrics get ids by partition (id % 64 = partition), so daemons owning
+ * different partitions never clash.  ew_stop commits a window set of every
+ * owned partition at the position reached, so the next owner starts from
+ * there.  pl: the cluster pipeline (ew_flush waits for what it published). */
+int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+                     struct jsl *jsl, uint64_t owned, struct ga_engine *engine);
 /* Drain: process everything the pipeline holds, commit it, stop.  Blocks
  * up to timeout_ms for the final commit (what stays uncommitted is still
  * in the journal).  Call after pl_stop.  Returns 0, or the storage

@@ -7,8 +7,11 @@
 #include "proto/ga_err.h"
 
 struct ga_metrics {
-    struct ga_metric_info *info;   /* by id */
+    struct ga_metric_info *info;   /* by id; a hole (id never given) has name NULL */
     uint32_t count, cap;
+    uint32_t named;                /* ids that are not holes */
+    uint32_t (*alloc)(void *ctx, const char *name, size_t len);
+    void *alloc_ctx;
     uint32_t *slots;               /* id + 1, 0 = empty */
     uint32_t nslots;               /* power of two */
     struct ga_policy **policies;   /* distinct policies, owned */
@@ -81,7 +84,8 @@ static int grow_slots(struct ga_metrics *m)
     m->slots = ns;
     m->nslots = n;
     for (uint32_t id = 0; id < m->count; id++)
-        *probe(m, m->info[id].name, m->info[id].len) = id + 1;
+        if (m->info[id].name)
+            *probe(m, m->info[id].name, m->info[id].len) = id + 1;
     return 0;
 }
 
@@ -112,13 +116,19 @@ static const struct ga_policy *keep_policy(struct ga_metrics *m, const struct ga
     return copy;
 }
 
+/* Add name at id want: a hole, or >= count (the ids in between become
+ * holes). */
 static int add(struct ga_metrics *m, const char *name, size_t len, const struct ga_policy *p,
-               uint32_t *id)
+               uint32_t want, uint32_t *id)
 {
-    if ((m->count + 1) * 4 > m->nslots * 3 && grow_slots(m) < 0)
+    if (want == UINT32_MAX || (want < m->count && m->info[want].name))
+        return GA_EINVAL;
+    if ((m->named + 1) * 4 > m->nslots * 3 && grow_slots(m) < 0)
         return GA_ENOMEM;
-    if (m->count == m->cap) {
-        uint32_t ncap = m->cap ? m->cap * 2 : 256;
+    if (want >= m->cap) {
+        uint32_t ncap = m->cap ? m->cap : 256;
+        while (ncap <= want)
+            ncap = ncap > UINT32_MAX / 2 ? UINT32_MAX : ncap * 2;
         struct ga_metric_info *ni = realloc(m->info, ncap * sizeof *ni);
         if (!ni)
             return GA_ENOMEM;
@@ -133,11 +143,23 @@ static int add(struct ga_metrics *m, const char *name, size_t len, const struct 
     }
     memcpy(copy, name, len);
     copy[len] = '\0';
-    struct ga_metric_info *mi = &m->info[m->count];
+    if (want >= m->count) {
+        memset(m->info + m->count, 0, (size_t)(want - m->count) * sizeof *m->info);
+        m->count = want + 1;
+    }
+    struct ga_metric_info *mi = &m->info[want];
     *mi = (struct ga_metric_info){ .name = copy, .len = (uint32_t)len, .policy = kept };
-    *probe(m, name, len) = m->count + 1;
-    *id = m->count++;
+    *probe(m, name, len) = want + 1;
+    m->named++;
+    *id = want;
     return 0;
+}
+
+void ga_metrics_set_allocator(struct ga_metrics *m,
+                              uint32_t (*fn)(void *ctx, const char *name, size_t len), void *ctx)
+{
+    m->alloc = fn;
+    m->alloc_ctx = ctx;
 }
 
 int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
@@ -155,7 +177,7 @@ int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
     const struct ga_policy *p = ga_config_policy_for(cfg, tmp);
     if (!p)
         return GA_ENOENT;
-    int rc = add(m, name, len, p, id);
+    int rc = add(m, name, len, p, m->alloc ? m->alloc(m->alloc_ctx, name, len) : m->count, id);
     if (rc == 0 && created)
         *created = 1;
     return rc;
@@ -167,9 +189,7 @@ int ga_metrics_restore(struct ga_metrics *m, const char *name, size_t len, uint3
     uint32_t have;
     if (ga_metrics_find(m, name, len, &have) == 0)
         return have == id ? 0 : GA_EEXIST;
-    if (id != m->count)
-        return GA_EINVAL;              /* restored in id order, densely */
-    return add(m, name, len, p, &have);
+    return add(m, name, len, p, id, &have);   /* GA_EINVAL: the id is taken */
 }
 
 uint32_t ga_metrics_count(const struct ga_metrics *m)
@@ -179,5 +199,5 @@ uint32_t ga_metrics_count(const struct ga_metrics *m)
 
 struct ga_metric_info *ga_metrics_get(struct ga_metrics *m, uint32_t id)
 {
-    return id < m->count ? &m->info[id] : NULL;
+    return id < m->count && m->info[id].name ? &m->info[id] : NULL;
 }

@@ -866,6 +866,10 @@ int jnl_release(struct jnl *j, uint64_t lsn)
 
 void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
 {
+    if (!j) {                        /* cluster mode: no local journal */
+        memset(st, 0, sizeof *st);
+        return;
+    }
     pthread_mutex_lock(&j->mu);
     *st = j->st;
     st->first_lsn = j->segs[0];

@@ -109,6 +109,8 @@ int jnl_replay(struct jnl *j, uint64_t from,
 int jnl_release(struct jnl *j, uint64_t lsn);
 
 /* Snapshot of the counters. */
+/* A snapshot of j's counters and positions; all zero when j is NULL (no
+ * local journal: cluster mode). */
 void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
 
 /* Set fn(ctx) to be called after every successful append, from the

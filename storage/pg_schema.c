@@ -458,6 +458,20 @@ static const char schema_v8[] =
 
 _Static_assert(GA_PARTITIONS == 64, "migration 5 creates 64 partitions");
 
+/* v9: cluster mode (docs/CLUSTER.md): the daemons sharing this database,
+ * each with a heartbeat (the database's clock) and the partitions it owns
+ * now, which the others read to spread the partitions and status shows. */
+static const char schema_v9[] =
+    "CREATE TABLE cluster_members (\n"
+    "    name      text PRIMARY KEY,\n"
+    "    started   timestamptz NOT NULL DEFAULT now(),\n"
+    "    heartbeat timestamptz NOT NULL DEFAULT now(),\n"
+    "    owned     bigint NOT NULL DEFAULT 0,\n"
+    "    stream_seq bigint NOT NULL DEFAULT 0,\n"
+    "    pid       integer NOT NULL DEFAULT 0,\n"
+    "    host      text NOT NULL DEFAULT ''\n"
+    ");\n";
+
 struct step {
     int version;
     const char *name;
@@ -474,6 +488,7 @@ static const struct step steps[] = {
     { 6, "committed positions per partition, for parallel writers", schema_v6, NULL },
     { 7, "resources and metric ids for the HTTP API", schema_v7, NULL },
     { 8, "rows a flush could not store", schema_v8, NULL },
+    { 9, "cluster members", schema_v9, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -40,7 +40,6 @@ struct pgs_part {
 
 /* The newest schema version this binary knows. */
 int pgs_latest_version(void);
-
 /* How many migrations this binary knows above version `after` (the
  * versions need not be contiguous). */
 int pgs_step_count(int after);

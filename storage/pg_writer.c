@@ -149,11 +149,33 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     struct pgt_checkpoint cp;
     if (w->tc.c)
         return 0;
+    if (w->o.fence && w->st.connects) {
+        /* The session that held the partition locks is gone: another daemon
+         * may own them now.  Stay down; the daemon restarts its side. */
+        pthread_mutex_lock(&w->mu);
+        int first = !w->st.fenced;
+        w->st.fenced = 1;
+        pthread_mutex_unlock(&w->mu);
+        if (first) {
+            set_state(w, PGC_DOWN, "fenced: the session holding the partition locks ended; "
+                                   "nothing more is written by this writer");
+            ga_log(GA_LOG_WARN, "storage_writer_fenced", "parts=0x%016" PRIx64 " msg=\"session "
+                   "lost with its partition locks; not reconnecting\"", w->o.parts);
+        }
+        return sleep_ms(w, 100) ? GA_ETIMEDOUT : GA_EIO;
+    }
     pthread_mutex_lock(&w->mu);
     set_state_locked(w, w->st.connects ? PGC_CONNECTING : w->st.state);
     pthread_mutex_unlock(&w->mu);
     int rc = pgt_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
                       sizeof err);
+    if (rc == 0 && w->o.fence) {
+        /* The server must notice a dead host soon, so that its partition
+         * locks go to the next owner (TCP only; ignored on a Unix socket). */
+        char ignore[128];
+        pgu_exec(w->tc.c, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; "
+                          "SET tcp_keepalives_count = 5", ignore, sizeof ignore);
+    }
     if (rc == 0) {
         w->backoff_ms = 0;
         w->next_maint_mono = 0;

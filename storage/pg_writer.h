@@ -112,6 +112,10 @@ struct pgw_opts {
                                          it holds their advisory locks and moves their rows
                                          of `partitions`; units carry only their metrics */
     int no_instance_lock;             /* another writer of the daemon holds the instance lock */
+    int fence;                        /* cluster mode: once connected, never reconnect: a
+                                         lost session lost its partition locks, and another
+                                         daemon may own them now; the writer stays down
+                                         ("fenced") and writes nothing more */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */
@@ -152,6 +156,7 @@ struct pgw_status {
                                          (or counted only, where even that was refused) */
     uint64_t isolations;              /* flushes that failed on their data and were split */
     char last_rejected[256];          /* "metric M: <database message>" of the last; "" none */
+    int fenced;                       /* pgw_opts.fence: the session was lost */
 };
 
 /* Start the writer thread; it connects (with backoff) on its own.  Returns

@@ -34,6 +34,8 @@ struct pgws {
     struct slot *slots;
     struct share *share;
     uint64_t *parts;                  /* per writer: the partitions it owns */
+    uint8_t writer_of[GA_PARTITIONS]; /* the writer of each partition */
+    int masked;                       /* pgws_opts.parts set: always split */
     int (*partition_of)(void *ctx, uint32_t metric);
     void *pctx;
     void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
@@ -67,13 +69,17 @@ static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
 
 int pgws_start(struct pgws **out, const struct pgws_opts *o)
 {
-    if (o->nwriters < 1 || o->nwriters > GA_PARTITIONS || (o->nwriters > 1 && !o->partition_of))
+    if (o->nwriters < 1 || o->nwriters > GA_PARTITIONS ||
+        ((o->nwriters > 1 || o->parts) && !o->partition_of))
         return GA_EINVAL;
     struct pgws *s = calloc(1, sizeof *s);
     if (!s)
         return GA_ENOMEM;
-    int n = o->nwriters;
+    int n = o->nwriters, owned = __builtin_popcountll(o->parts);
+    if (o->parts && owned < n)
+        n = owned;
     s->n = n;
+    s->masked = o->parts != 0;
     s->partition_of = o->partition_of;
     s->pctx = o->pctx;
     s->on_commit = o->w.on_commit;
@@ -90,13 +96,18 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
     }
     pthread_mutex_init(&s->mu, NULL);
     s->mu_ok = 1;
-    for (int p = 0; p < GA_PARTITIONS; p++)
-        s->parts[p % n] |= 1ULL << p;
+    for (int p = 0, k = 0; p < GA_PARTITIONS; p++) {
+        if (o->parts && !(o->parts >> p & 1))
+            continue;
+        int i = o->parts ? k++ % n : p % n;
+        s->parts[i] |= 1ULL << p;
+        s->writer_of[p] = (uint8_t)i;
+    }
     for (int i = 0; i < n; i++) {
         struct pgw_opts wo = o->w;
         s->slots[i] = (struct slot){ s, i };
-        wo.parts = n > 1 ? s->parts[i] : 0;
-        wo.no_instance_lock = i > 0;        /* the first writer holds it */
+        wo.parts = n > 1 || s->masked ? s->parts[i] : 0;
+        wo.no_instance_lock = i > 0 || s->masked;  /* the first writer holds it */
         if (i > 0)
             wo.maintenance_interval_ms = -1; /* partitions ahead and retention: the first */
         wo.on_commit = on_commit;
@@ -133,6 +144,12 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
          ? GA_ENOMEM                                                                          \
          : ((sh)->field[(sh)->n##field++] = (val), 0))
 
+/* The share of the writer of a metric's partition. */
+static struct share *share_of(struct pgws *s, uint32_t metric)
+{
+    return &s->share[s->writer_of[s->partition_of(s->pctx, metric) % GA_PARTITIONS]];
+}
+
 static int split(struct pgws *s, const struct pgw_unit *u)
 {
     for (int i = 0; i < s->n; i++) {
@@ -143,7 +160,7 @@ static int split(struct pgws *s, const struct pgw_unit *u)
         size_t span = ga_agg_span(&u->aggs[i]);
         if (span > u->naggs - i)
             break;                          /* cut short: no writer would read it either */
-        struct share *sh = &s->share[s->partition_of(s->pctx, u->aggs[i].metric) % s->n];
+        struct share *sh = share_of(s, u->aggs[i].metric);
         if (grow((void **)&sh->aggs, &sh->cap_aggs, sh->naggs + span, sizeof *sh->aggs))
             return GA_ENOMEM;
         memcpy(sh->aggs + sh->naggs, &u->aggs[i], span * sizeof *sh->aggs);
@@ -151,17 +168,17 @@ static int split(struct pgws *s, const struct pgw_unit *u)
         i += span;
     }
     for (size_t i = 0; i < u->nlate; i++)
-        if (PUT(&s->share[s->partition_of(s->pctx, u->late[i].metric) % s->n], late, u->late[i]))
+        if (PUT(share_of(s, u->late[i].metric), late, u->late[i]))
             return GA_ENOMEM;
     for (size_t i = 0; i < u->ndefs; i++)
-        if (PUT(&s->share[s->partition_of(s->pctx, u->defs[i].id) % s->n], defs, u->defs[i]))
+        if (PUT(share_of(s, u->defs[i].id), defs, u->defs[i]))
             return GA_ENOMEM;
     for (size_t i = 0; i < u->ncounts; i++)
-        if (PUT(&s->share[s->partition_of(s->pctx, u->counts[i].metric) % s->n], counts,
+        if (PUT(share_of(s, u->counts[i].metric), counts,
                 u->counts[i]))
             return GA_ENOMEM;
     for (size_t i = 0; i < u->nwindows; i++)
-        if (PUT(&s->share[s->partition_of(s->pctx, u->windows[i].metric) % s->n], windows,
+        if (PUT(share_of(s, u->windows[i].metric), windows,
                 u->windows[i]))
             return GA_ENOMEM;
     return 0;
@@ -169,11 +186,12 @@ static int split(struct pgws *s, const struct pgw_unit *u)
 
 int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx), void *sctx)
 {
-    if (s->n > 1 && split(s, u) < 0)
+    int splitting = s->n > 1 || s->masked;
+    if (splitting && split(s, u) < 0)
         return GA_ENOMEM;
     for (int i = 0; i < s->n; i++) {
         struct pgw_unit part = *u;
-        if (s->n > 1) {
+        if (splitting) {
             const struct share *sh = &s->share[i];
             part = (struct pgw_unit){
                 .aggs = sh->aggs, .naggs = sh->naggs, .late = sh->late, .nlate = sh->nlate,
@@ -306,6 +324,7 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         MAX_(last_upsert_ms);
         MAX_(last_commit_ms);
         MAX_(last_fresh_ms);
+        MAX_(fenced);
 #undef MIN_
 #undef MAX_
 #undef SUM_

@@ -27,6 +27,11 @@ struct pgws_opts {
     struct pgw_opts w;                /* for every writer; parts, no_instance_lock and the
                                          callbacks are set here per writer */
     int nwriters;                     /* 1..GA_PARTITIONS */
+    uint64_t parts;                   /* cluster mode: write only these partitions (bit p),
+                                         spread over min(nwriters, their count) writers in
+                                         turn; no writer takes the instance lock.  0 = all
+                                         (writer i: p % nwriters == i, writer 0 holds the
+                                         instance lock) */
     /* the partition of a metric id; called on the thread of pgws_submit */
     int (*partition_of)(void *ctx, uint32_t metric);
     void *pctx;

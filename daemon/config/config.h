@@ -79,6 +79,21 @@ struct ga_config {
     } journal;
 
     struct {
+        char nats[1024];                    /* cluster.nats: NATS URLs, comma-separated;
+                                               "" = single node with the local journal */
+        char stream[64];                    /* cluster.stream, default "GPUAGG" */
+        int partitions;                     /* cluster.partitions: must be GA_PARTITIONS (64) */
+        int replicas;                       /* cluster.replicas, default 3 */
+        char member[64];                    /* cluster.member: this daemon's name, "" = host name */
+        char credentials[GA_PATH_MAX];      /* cluster.credentials: NATS .creds file, "" = none */
+        char token[256];                    /* cluster.token: NATS token, "" = none */
+        int heartbeat_ms;                   /* cluster.heartbeat_ms, default 1000 */
+        int member_timeout_ms;              /* cluster.member_timeout_ms, default 5000 */
+        int publish_timeout_ms;             /* cluster.publish_timeout_ms, default 5000 */
+        int64_t max_pending_bytes;          /* cluster.max_pending_bytes, default 64 MiB */
+    } cluster;
+
+    struct {
         int all;                            /* gpu.devices: all */
         int ndevices;                       /* gpu.devices: [0, 1] (or none → 0, all=0) */
         int devices[GA_CONFIG_MAX_GPUS];

@@ -131,7 +131,8 @@ static int pack_value(msgpack_packer *pk, const struct ga_config *c, const struc
     switch (kd->type) {
     case GA_K_STR:
     case GA_K_SOCK:
-        if (!strcmp(kd->key, "listen.telemetry_secret") || !strcmp(kd->key, "listen.token"))
+        if (!strcmp(kd->key, "listen.telemetry_secret") || !strcmp(kd->key, "listen.token") ||
+            !strcmp(kd->key, "cluster.token"))
             return pack_str(pk, f[0] ? "***" : "");
         if (!strcmp(kd->key, "storage.conninfo")) {
             mask_conninfo(f, buf, sizeof buf);

@@ -4,6 +4,7 @@
  * ga_parse_hostport().  The rules are documented in etc/gpuaggd.yaml. */
 #include "daemon/config/config.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,12 @@ static const struct range ranges[] = {
     { "journal.fsync_interval_ms", 1, 60000, "milliseconds" },
     { "journal.segment_bytes", 1 * MiB, 4 * GiB, "bytes" },
     { "journal.max_bytes", 2 * MiB, 1024 * TiB, "bytes" },
+    { "cluster.partitions", 64, 64, "partitions (fixed: the on-disk mapping)" },
+    { "cluster.replicas", 1, 5, "replicas" },
+    { "cluster.heartbeat_ms", 50, 60000, "milliseconds" },
+    { "cluster.member_timeout_ms", 200, 600000, "milliseconds" },
+    { "cluster.publish_timeout_ms", 100, 600000, "milliseconds" },
+    { "cluster.max_pending_bytes", 1 * MiB, 64 * GiB, "bytes" },
     { "gpu.streams", 2, 64, "streams" },
     { "gpu.staging_bytes", 1 * MiB, 64 * GiB, "bytes" },
     { "gpu.cpu_threads", 0, 4096, "threads" },
@@ -262,6 +269,35 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* cluster: NATS URLs, stream name, timing. */
+static int check_cluster(const struct ga_config *c, char *err, size_t errlen)
+{
+    int rc;
+    if (!c->cluster.nats[0])
+        return 0;
+    if ((rc = check_ranges(c, "cluster.", err, errlen)) < 0)
+        return rc;
+    char urls[sizeof c->cluster.nats];
+    snprintf(urls, sizeof urls, "%s", c->cluster.nats);
+    for (char *save = NULL, *u = strtok_r(urls, ", ", &save); u; u = strtok_r(NULL, ", ", &save))
+        if (strncmp(u, "nats://", 7) != 0 && strncmp(u, "tls://", 6) != 0)
+            return verr(c, err, errlen, "cluster.nats", "\"%s\" is not a NATS URL "
+                        "(nats://host:port or tls://host:port)", u);
+    if (!c->cluster.stream[0])
+        return verr(c, err, errlen, "cluster.stream", "must not be empty");
+    for (const char *s = c->cluster.stream; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '-'))
+            return verr(c, err, errlen, "cluster.stream", "\"%s\": only letters, digits, '_' "
+                        "and '-' (it is also the subject prefix)", c->cluster.stream);
+    if (c->cluster.member_timeout_ms < 2 * c->cluster.heartbeat_ms)
+        return verr(c, err, errlen, "cluster.member_timeout_ms", "%d is less than twice "
+                    "heartbeat_ms (%d)", c->cluster.member_timeout_ms, c->cluster.heartbeat_ms);
+    if (c->cluster.credentials[0] && (rc = check_abs(c, "cluster.credentials",
+                                                     c->cluster.credentials, 0, err, errlen)) < 0)
+        return rc;
+    return 0;
+}
+
 static int check_resources(const struct ga_config *c, char *err, size_t errlen)
 {
     char k[64];
@@ -341,7 +377,8 @@ static int check_policies(const struct ga_config *c, char *err, size_t errlen)
 int ga_config_validate(const struct ga_config *c, char *err, size_t errlen)
 {
     int rc;
-    if ((rc = check_daemon(c, err, errlen)) < 0 || (rc = check_resources(c, err, errlen)) < 0 ||
+    if ((rc = check_daemon(c, err, errlen)) < 0 || (rc = check_cluster(c, err, errlen)) < 0 ||
+        (rc = check_resources(c, err, errlen)) < 0 ||
         (rc = check_policies(c, err, errlen)) < 0)
         return rc;
     return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/cluster.h"
 #include "daemon/ingest/admit.h"
 #include "daemon/control/control.h"
 #include "daemon/control/control_ops.h"
@@ -195,7 +196,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
-    msgpack_pack_map(pk, 16);
+    msgpack_pack_map(pk, d->cluster ? 17 : 16);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -229,6 +230,10 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_cstr(pk, "jobs");
     ctlj_pack_status(d, pk);
     mp_pack_kv_str(pk, "last_reload_error", d->last_reload_error);
+    if (d->cluster) {
+        mp_pack_cstr(pk, "cluster");
+        ga_cluster_pack_status(d->cluster, pk);
+    }
     return 0;
 }
 

@@ -58,6 +58,11 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
                  FLUSH_TIMEOUT_MAX_MS);
         return GA_EBADARG;
     }
+    if (d->state != GA_STATE_DRAINING && !d->worker && d->cluster) {
+        snprintf(err, errlen, "cluster: this daemon's partitions are being reassigned (or it "
+                 "owns none); retry");
+        return GA_EBUSY;
+    }
     if (d->state == GA_STATE_DRAINING || !d->worker) {
         snprintf(err, errlen, "the daemon is shutting down");
         return GA_ESHUTDOWN;

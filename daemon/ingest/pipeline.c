@@ -11,6 +11,11 @@
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+#include "proto/ga_partition.h"
+#include "storage/js_log.h"
+
+#define PL_PREC_MAX_BYTES (256 * 1024)   /* one message's points (estimated) */
+#define PL_GROUP_MAX_ITEMS 256
 
 /* How long a batch waits for journal space before it is answered "busy". */
 #define JOURNAL_FULL_BUSY_MS 1000
@@ -50,6 +55,9 @@ struct ga_pipeline {
      * decode workers */
     void (*udp_sink)(void *ctx, const void *dgram, size_t len);
     void *udp_sink_ctx;
+    struct jsl *jsl;                   /* cluster mode: publish here instead */
+    uint64_t pub_ctr;                  /* cluster mode: items published */
+    size_t max_group_bytes;
 };
 
 /* ---- decode workers ---------------------------------------------------- */
@@ -100,6 +108,85 @@ static int encode_record(struct pl_item *it, const struct ing_batch *b)
     it->record = (uint8_t *)sb.data;
     it->record_len = sb.size;
     return 0;
+}
+
+/* Cluster mode: the batch as one columnar points message per partition
+ * (more when a partition's points pass PL_PREC_MAX_BYTES), in point order. */
+static int encode_parts(struct pl_item *it, const struct ing_batch *b)
+{
+    int rc = GA_ENOMEM;
+    uint8_t *name_part = malloc(b->nnames ? b->nnames : 1);
+    uint32_t *remap = malloc((b->nnames ? b->nnames : 1) * sizeof *remap);
+    const char **names = malloc((b->nnames ? b->nnames : 1) * sizeof *names);
+    uint32_t *idx = malloc((b->n ? b->n : 1) * sizeof *idx);
+    int64_t *ts = malloc((b->n ? b->n : 1) * sizeof *ts);
+    double *val = malloc((b->n ? b->n : 1) * sizeof *val);
+    size_t cap = 0;
+    if (!name_part || !remap || !names || !idx || !ts || !val)
+        goto out;
+    uint64_t present = 0;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        name_part[i] = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
+        present |= 1ULL << name_part[i];
+    }
+    for (int p = 0; p < GA_PARTITIONS; p++) {
+        if (!(present >> p & 1))
+            continue;
+        size_t k = 0, est = 0;
+        uint32_t nn = 0;
+        for (uint32_t i = 0; i < b->nnames; i++)
+            remap[i] = UINT32_MAX;
+        for (size_t i = 0; i <= b->n; i++) {
+            int last = i == b->n;
+            if (!last && name_part[b->name_idx[i]] != p)
+                continue;
+            if (k && (last || est > PL_PREC_MAX_BYTES)) {
+                msgpack_sbuffer sb;
+                msgpack_packer pk;
+                msgpack_sbuffer_init(&sb);
+                msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+                ing_pack_points_columnar(&pk, b->seq, nn, names, idx, NULL, k, ts, val);
+                if (!sb.data)
+                    goto out;
+                if (it->nprecs == cap) {
+                    size_t nc = cap ? cap * 2 : 4;
+                    struct pl_prec *np = realloc(it->precs, nc * sizeof *np);
+                    if (!np) {
+                        msgpack_sbuffer_destroy(&sb);
+                        goto out;
+                    }
+                    it->precs = np;
+                    cap = nc;
+                }
+                it->precs[it->nprecs++] = (struct pl_prec){ p, (uint8_t *)sb.data, sb.size };
+                for (uint32_t j = 0; j < b->nnames; j++)
+                    remap[j] = UINT32_MAX;
+                k = est = 0;
+                nn = 0;
+            }
+            if (last)
+                break;
+            uint32_t ni = b->name_idx[i];
+            if (remap[ni] == UINT32_MAX) {
+                remap[ni] = nn;
+                names[nn++] = b->names[ni];
+                est += b->name_len[ni] + 8;
+            }
+            idx[k] = remap[ni];
+            ts[k] = b->ts[i];
+            val[k++] = b->value[i];
+            est += 24;
+        }
+    }
+    rc = 0;
+out:
+    free(name_part);
+    free(remap);
+    free(names);
+    free(idx);
+    free(ts);
+    free(val);
+    return rc;
 }
 
 /* UDP items: [u32 len][datagram]... decoded as Ceilometer samples into one
@@ -185,6 +272,15 @@ static void decode_work(uv_work_t *w)
         return;
     }
     it->accepted = b->n;
+    if (b->n > 0 && dc->p->jsl) {
+        if (encode_parts(it, b) < 0) {
+            it->rc = GA_ENOMEM;
+            snprintf(it->err, sizeof it->err, "out of memory encoding the partition messages");
+        }
+        ing_batch_free(b);             /* the engine worker reads the stream */
+        free(b);
+        return;
+    }
     if (b->n > 0 && encode_record(it, b) == 0) {
         it->batch = b;
         return;
@@ -239,6 +335,9 @@ void pl_item_free(struct pl_item *it)
     free(it->rejected);
     free(it->record);
     free(it->secret);
+    for (size_t i = 0; i < it->nprecs; i++)
+        free(it->precs[i].data);
+    free(it->precs);
     if (it->batch) {
         ing_batch_free(it->batch);
         free(it->batch);
@@ -400,6 +499,103 @@ static void *sequencer_main(void *arg)
         pthread_mutex_lock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* ---- cluster sequencer ------------------------------------------------------ */
+
+static int publish_stop(void *ctx)
+{
+    struct ga_pipeline *p = ctx;
+    pthread_mutex_lock(&p->mu);
+    int s = p->stop || p->draining;
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+/* Publish the items queued now as one group; ack them once JetStream
+ * stored every message (jsl_publish retries until then or until stop). */
+static void *cluster_sequencer_main(void *arg)
+{
+    struct ga_pipeline *p = arg;
+    struct jsl_msg *msgs = NULL;
+    size_t mcap = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->sq_head && !p->stop)
+            pthread_cond_wait(&p->seq_cv, &p->mu);
+        if (!p->sq_head)
+            break;
+        /* the group: items at the head, up to the bounds (at least one) */
+        size_t k = 0, n = 0, bytes = 0;
+        struct pl_item *it = p->sq_head, *grp[PL_GROUP_MAX_ITEMS];
+        for (; it && k < PL_GROUP_MAX_ITEMS; it = it->seq_next) {
+            size_t b = 0;
+            for (size_t i = 0; i < it->nprecs; i++)
+                b += it->precs[i].len;
+            if (k && bytes + b > p->max_group_bytes)
+                break;
+            bytes += b;
+            n += it->nprecs;
+            grp[k++] = it;
+        }
+        pthread_mutex_unlock(&p->mu);
+        int rc = 0;
+        if (n > mcap) {
+            struct jsl_msg *nm = realloc(msgs, n * sizeof *nm);
+            if (nm) {
+                msgs = nm;
+                mcap = n;
+            } else {
+                rc = GA_ENOMEM;
+            }
+        }
+        size_t m = 0;
+        for (size_t i = 0; rc == 0 && i < k; i++)   /* only this thread removes items */
+            for (size_t j = 0; j < grp[i]->nprecs; j++)
+                msgs[m++] = (struct jsl_msg){ grp[i]->precs[j].part, grp[i]->precs[j].data,
+                                              grp[i]->precs[j].len };
+        if (rc == 0)
+            rc = jsl_publish(p->jsl, msgs, m, NULL, publish_stop, p);
+        pthread_mutex_lock(&p->mu);
+        for (size_t i = 0; i < k; i++) {
+            it = p->sq_head;
+            p->sq_head = it->seq_next;
+            if (!p->sq_head)
+                p->sq_tail = NULL;
+            p->sq_len--;
+            if (rc < 0 && it->nprecs) {
+                it->rc = rc;
+                snprintf(it->err, sizeof it->err, "%s",
+                         rc == GA_ESHUTDOWN ? "JetStream did not acknowledge before shutdown; "
+                                              "resend"
+                                            : rc == GA_ETOOBIG ? "a partition message is over "
+                                                                 "the NATS max_payload"
+                                                               : "publishing to JetStream failed");
+            } else if (it->nprecs) {
+                it->lsn = p->pub_ctr;
+                it->end = ++p->pub_ctr;
+                p->st.batches++;
+                p->st.points += it->accepted;
+                for (size_t j = 0; j < it->nprecs; j++)
+                    p->st.journal_bytes += it->precs[j].len;
+            }
+            for (size_t j = 0; j < it->nprecs; j++)
+                free(it->precs[j].data);
+            free(it->precs);
+            it->precs = NULL;
+            it->nprecs = 0;
+            p->st.rejected += it->nrejected;
+            it->state = it->rc < 0 ? PL_FAILED : PL_SEQUENCED;
+        }
+        if (rc == 0)
+            p->durable = p->pub_ctr;
+        pthread_mutex_unlock(&p->mu);
+        uv_async_send(&p->notify);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    free(msgs);
     return NULL;
 }
 
@@ -614,6 +810,33 @@ fail:
     return rc;
 }
 
+int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
+                     size_t max_group_bytes,
+                     void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
+{
+    struct ga_pipeline *p = calloc(1, sizeof *p);
+    if (!p)
+        return GA_ENOMEM;
+    p->loop = loop;
+    p->jsl = jsl;
+    p->on_durable = on_durable;
+    p->ctx = ctx;
+    p->max_entries = 1;
+    p->max_group_bytes = max_group_bytes ? max_group_bytes : 1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->seq_cv, NULL);
+    pthread_cond_init(&p->eng_cv, NULL);
+    pthread_cond_init(&p->space_cv, NULL);
+    uv_async_init(loop, &p->notify, on_notify);
+    p->notify.data = p;
+    if (pthread_create(&p->seq_thread, NULL, cluster_sequencer_main, p) != 0) {
+        uv_close((uv_handle_t *)&p->notify, free_pipeline);
+        return GA_ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
 void pl_stop(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
@@ -622,7 +845,8 @@ void pl_stop(struct ga_pipeline *p)
     pthread_cond_broadcast(&p->space_cv);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->seq_thread, NULL);
-    jnl_commit_stop(p->commit);        /* final sync + on_commit */
+    if (p->commit)
+        jnl_commit_stop(p->commit);    /* final sync + on_commit */
     pthread_mutex_lock(&p->mu);
     p->stopped = 1;
     pthread_cond_broadcast(&p->eng_cv);

@@ -29,6 +29,15 @@
 #include "proto/ingest_proto.h"
 #include "storage/journal.h"
 
+struct jsl;
+
+/* Cluster mode: one message of a batch, the points of one partition. */
+struct pl_prec {
+    int part;
+    uint8_t *data;                /* columnar points message (owned) */
+    size_t len;
+};
+
 enum pl_item_state {
     PL_DECODING = 0,     /* with a decode worker */
     PL_DECODED,          /* back on the loop, not yet submitted */
@@ -57,7 +66,10 @@ struct pl_item {
     struct ing_batch *batch;      /* handed to the engine queue by the sequencer */
     uint8_t *record;              /* journal payload (columnar points message) */
     size_t record_len;
-    uint64_t lsn, end;            /* journal range; end 0 = nothing journaled */
+    uint64_t lsn, end;            /* journal range; end 0 = nothing journaled (cluster
+                                     mode: the publish counter, see pl_start_cluster) */
+    struct pl_prec *precs;        /* cluster mode: the batch by partition, instead of record */
+    size_t nprecs;
     uint64_t udp_rejects[16];     /* per ceilo_reject reason, for UDP items */
     char *secret;                 /* UDP: telemetry secret (owned), NULL = none */
     /* links */
@@ -101,6 +113,19 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync
  * before any UDP item is submitted. */
 void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
                      void *ctx);
+/* Cluster mode (docs/CLUSTER.md): no journal.  Decoding splits each batch
+ * into one message per partition (chunks of at most 256 KiB); the
+ * sequencer publishes the items queued at that moment as one group to
+ * JetStream (jsl_publish: ack once every message is stored on a quorum of
+ * replicas) and then gives them ends from a counter (lsn = n, end = n + 1)
+ * and moves the "durable" position to the counter, so the ingest layer acks
+ * them exactly as it does journaled items.  While JetStream does not
+ * acknowledge, the sequencer retries and the backlog grows: the loop stops
+ * reading sockets (backpressure).  The engine queue is not used: the
+ * engine worker consumes the stream.  Returns 0 or GA_E*. */
+int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
+                     size_t max_group_bytes,
+                     void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Drain: every submitted item is journaled and synced (items still waiting
  * for journal space fail with GA_ESHUTDOWN: they were never acknowledged);
  * stops the threads.  Blocks; call once the loop no longer submits.  The

@@ -149,7 +149,8 @@ def test_daemon_status_fields_documented():
     missing = fields - doc
     assert not missing, "printed by gpuaggctl status but not in docs/COUNTERS.md: %s" % sorted(missing)
     # The other way: GPU entries appear only with a GPU, so check the source.
-    src = read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c")
+    src = (read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c") +
+           read("daemon/cluster.c"))
     quoted = set(re.findall(r'"([a-z_]+)"', src))
     gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
     assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)

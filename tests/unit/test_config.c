@@ -463,6 +463,36 @@ static void test_v_journal_sizes(void)
                 "t.yaml:2: journal.fsync_interval_ms: 0 out of range 1..60000 (milliseconds)");
 }
 
+static void test_v_cluster(void)
+{
+    /* off by default: the rules apply only with cluster.nats set */
+    CHECK_LOADS("cluster:\n  replicas: 9\n");
+    CHECK_LOADS("cluster:\n  nats: \"nats://10.0.0.1:4222, nats://10.0.0.2:4222\"\n"
+                "  member: a\n");
+    CHECK_STR(cfg.cluster.stream, "GPUAGG");
+    CHECK_INT(cfg.cluster.replicas, 3);
+    CHECK_FAILS("cluster:\n  nats: \"10.0.0.1:4222\"\n",
+                "t.yaml:2: cluster.nats: \"10.0.0.1:4222\" is not a NATS URL (nats://host:port "
+                "or tls://host:port)");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  partitions: 32\n",
+                "t.yaml:3: cluster.partitions: 32 out of range 64..64 (partitions (fixed: the "
+                "on-disk mapping))");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  replicas: 6\n",
+                "t.yaml:3: cluster.replicas: 6 out of range 1..5 (replicas)");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  stream: \"a.b\"\n",
+                "t.yaml:3: cluster.stream: \"a.b\": only letters, digits, '_' and '-' (it is "
+                "also the subject prefix)");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  stream: \"\"\n",
+                "t.yaml:3: cluster.stream: must not be empty");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  heartbeat_ms: 1000\n  member_timeout_ms: 1500\n",
+                "t.yaml:4: cluster.member_timeout_ms: 1500 is less than twice heartbeat_ms (1000)");
+    CHECK_FAILS("cluster:\n  nats: nats://h:1\n  credentials: a.creds\n",
+                "t.yaml:3: cluster.credentials: must be an absolute path, got \"a.creds\"");
+    /* the token is masked in config.get like the other secrets */
+    CHECK_LOADS("cluster:\n  nats: nats://h:1\n  token: s3cret\n");
+    CHECK_STR(cfg.cluster.token, "s3cret");
+}
+
 static void test_v_gpu_streams_and_staging(void)
 {
     CHECK_FAILS("gpu:\n  streams: 1\n", "t.yaml:2: gpu.streams: 1 out of range 2..64 (streams)");
@@ -836,10 +866,12 @@ static void test_pack_mirrors_yaml_and_masks_secrets(void)
     CHECK_INT(msgpack_unpack_next(&up, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *root = &up.data;
     CHECK_INT(root->type, MSGPACK_OBJECT_MAP);
-    CHECK_INT(root->via.map.size, 12);
+    CHECK_INT(root->via.map.size, 13);
     CHECK(str_is(get(get(root, "http"), "auth"), "basic"));
     CHECK(str_is(get(get(root, "listen"), "http"), ""));
     CHECK(str_is(get(get(root, "log"), "level"), "info"));
+    CHECK(str_is(get(get(root, "cluster"), "nats"), ""));
+    CHECK(str_is(get(get(root, "cluster"), "token"), ""));
     CHECK(str_is(get(get(root, "control"), "mode"), "0660"));
     CHECK(str_is(get(get(root, "listen"), "tcp"), "127.0.0.1:4951"));
     CHECK(str_is(get(get(root, "listen"), "unix"), "/run/gpuaggd/ingest.sock"));
@@ -944,6 +976,7 @@ void run_tests(void)
     RUN(test_v_retry_initial_le_max);
     RUN(test_v_journal_dir_absolute);
     RUN(test_v_journal_sizes);
+    RUN(test_v_cluster);
     RUN(test_v_gpu_streams_and_staging);
     RUN(test_v_gpu_devices);
     RUN(test_v_limits);

@@ -152,8 +152,8 @@ static void test_bad_lines_reported_with_numbers(void)
     struct run r = run_cli("metric,timestamp,value\nm,1700000000,1\n\n# c\nm,17000x,2\n", args, 4);
     CHECK_INT(r.rc, 1);
     CHECK_STR(r.out, "");
-    CHECK_CONTAINS(r.err, "line 5");
-    CHECK_CONTAINS(r.err, "17000x");
+    CHECK_CONTAINS(r.err, "line 5: bad timestamp");
+    CHECK(!strstr(r.err, "17000x"));            /* input bytes are never echoed */
     run_free(&r);
     r = run_cli("m,1700000000,1\n", args, 4);
     CHECK_INT(r.rc, 1);

@@ -1,0 +1,352 @@
+/* cluster.c — cluster mode's ownership and worker swaps (cluster.h). */
+#include "daemon/cluster.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/daemon.h"
+#include "daemon/engine_worker.h"
+#include "proto/base/log.h"
+#include "gpu/engine.h"
+#include "proto/ga_err.h"
+#include "proto/mp_util.h"
+#include "storage/js_log.h"
+#include "storage/pg_members.h"
+
+struct ga_cluster {
+    struct ga_daemon *d;
+    struct jsl *jsl;
+    struct ga_pipeline *pl;
+    struct pgm *pgm;
+    char member[64];
+    int heartbeat_ms, timeout_ms;
+    pthread_t thread;
+    pthread_mutex_t mu;               /* guards the fields below it */
+    pthread_cond_t cv;
+    int stop;
+    uint64_t want;                    /* the partitions we should own */
+    uint64_t have;                    /* the running worker's */
+    int have_view;
+    struct pgm_view view;
+    char last_error[256];
+    int64_t last_ok_ns;               /* last successful heartbeat (monotonic) */
+    uint64_t swaps;
+    /* loop thread only */
+    uv_async_t async;
+    uv_work_t work;
+    int swapping, frozen;
+    struct ga_engine_worker *old_w, *new_w;
+    uint64_t swap_to;
+    int swap_rc;
+    int stop_timeout_ms;
+    uint64_t stream_last;             /* the stream's last sequence, asked each heartbeat
+                                         (0: unknown); guarded by mu */
+    uint64_t last_processed;          /* the worker's position, and since when */
+    int64_t last_progress_ns;
+};
+
+#define STALL_RESTART_NS (10LL * 1000000000)  /* no progress with messages due: restart */
+
+static void free_cluster(uv_handle_t *h);
+
+static void *heartbeat_main(void *arg)
+{
+    struct ga_cluster *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        uint64_t have = c->have;
+        pthread_mutex_unlock(&c->mu);
+        struct jsl_stats js;
+        jsl_get_stats(c->jsl, &js);
+        struct pgm_view v;
+        char err[256] = "";
+        uint64_t stream_last = 0;
+        if (jsl_stream_last(c->jsl, &stream_last, c->heartbeat_ms / 4 + 1) < 0)
+            stream_last = 0;
+        int rc = pgm_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
+                               sizeof err);
+        int64_t now = ga_now_mono_ns();
+        pthread_mutex_lock(&c->mu);
+        c->stream_last = stream_last;
+        uint64_t want = c->want;
+        if (rc == 0) {
+            c->view = v;
+            c->have_view = 1;
+            c->last_ok_ns = now;
+            c->last_error[0] = '\0';
+            want = v.self_index >= 0 ? pgm_assign(v.self_index, v.nlive) : 0;
+        } else {
+            if (strcmp(c->last_error, err) != 0)
+                ga_log(GA_LOG_WARN, "cluster_heartbeat_failed", "error=\"%s\"", err);
+            snprintf(c->last_error, sizeof c->last_error, "heartbeat: %s", err);
+            if (now - c->last_ok_ns > (int64_t)c->timeout_ms * 1000000)
+                want = 0;              /* the others think we are dead: let go */
+        }
+        if (want != c->want) {
+            ga_log(GA_LOG_INFO, "cluster_assignment", "member=%s live=%d index=%d "
+                   "partitions=%d parts=0x%016llx", c->member, rc == 0 ? v.nlive : 0,
+                   rc == 0 ? v.self_index : -1, __builtin_popcountll(want),
+                   (unsigned long long)want);
+            c->want = want;
+        }
+        pthread_mutex_unlock(&c->mu);
+        uv_async_send(&c->async);      /* the loop compares and checks the fence */
+        pthread_mutex_lock(&c->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)c->heartbeat_ms * 1000000;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        if (!c->stop)
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---- worker swaps (loop thread + pool) ------------------------------------ */
+
+static void swap_work(uv_work_t *w)
+{
+    struct ga_cluster *c = w->data;
+    if (c->old_w)                      /* window sets committed, locks released; a fenced
+                                          writer cannot commit: do not wait long for it */
+        ew_stop(c->old_w, c->stop_timeout_ms);
+    c->old_w = NULL;
+    c->new_w = NULL;
+    c->swap_rc = 0;
+    if (!c->swap_to)
+        return;
+    struct ga_engine *engine;
+    int rc = ga_daemon_open_engine(c->d, &engine);
+    if (rc == 0)
+        rc = ew_start_cluster(&c->new_w, c->d, c->pl, c->jsl, c->swap_to, engine);
+    c->swap_rc = rc;
+}
+
+static void check(struct ga_cluster *c);
+
+static void swap_after(uv_work_t *w, int status)
+{
+    struct ga_cluster *c = w->data;
+    c->swapping = 0;
+    if (c->swap_rc < 0) {
+        ga_log(GA_LOG_ERROR, "cluster_worker_start_failed", "error=\"%s\" msg=\"retrying at "
+               "the next heartbeat\"", ga_strerror(c->swap_rc));
+        pthread_mutex_lock(&c->mu);
+        c->have = 0;
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    c->d->worker = c->new_w;
+    c->new_w = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->have = c->swap_to;
+    c->swaps++;
+    pthread_mutex_unlock(&c->mu);
+    check(c);
+}
+
+/* Replace the worker when the assignment moved or a writer was fenced. */
+static void check(struct ga_cluster *c)
+{
+    if (c->swapping || c->frozen)
+        return;
+    pthread_mutex_lock(&c->mu);
+    uint64_t want = c->want, have = c->have;
+    pthread_mutex_unlock(&c->mu);
+    int fenced = 0, stalled = 0;
+    if (c->d->worker) {
+        struct ew_status st;
+        ew_get_status(c->d->worker, &st);
+        fenced = st.have_writer && st.writer.fenced;
+        /* A worker whose stream position stays put while the stream holds
+         * messages past it is stuck (seen after quick successive swaps):
+         * replace it; it restarts from the committed positions. */
+        int64_t now = ga_now_mono_ns();
+        pthread_mutex_lock(&c->mu);
+        uint64_t last = c->stream_last;
+        pthread_mutex_unlock(&c->mu);
+        if (st.state != EW_RUNNING || st.processed_lsn != c->last_processed || last == 0 ||
+            last < st.processed_lsn) {          /* moving, or nothing due */
+            c->last_processed = st.processed_lsn;
+            c->last_progress_ns = now;
+        } else if (now - c->last_progress_ns > STALL_RESTART_NS) {
+            stalled = 1;
+            c->last_progress_ns = now;
+            ga_log(GA_LOG_WARN, "cluster_worker_stalled", "processed_seq=%llu stream_last_seq=%llu "
+                   "msg=\"no progress for 10 s with messages due: restarting the worker\"",
+                   (unsigned long long)st.processed_lsn, (unsigned long long)last);
+        }
+    }
+    if (want == have && !fenced && !stalled && (c->d->worker || !want))
+        return;
+    if (fenced)
+        ga_log(GA_LOG_WARN, "cluster_fenced", "parts=0x%016llx msg=\"a writer lost its session "
+               "and locks: restarting on the current assignment\"", (unsigned long long)have);
+    c->swapping = 1;
+    c->old_w = c->d->worker;
+    c->d->worker = NULL;
+    c->swap_to = want;
+    c->stop_timeout_ms = fenced ? 1000 : 10000;
+    c->work.data = c;
+    if (uv_queue_work(c->d->loop, &c->work, swap_work, swap_after) < 0) {
+        c->d->worker = c->old_w;
+        c->old_w = NULL;
+        c->swapping = 0;
+    }
+}
+
+static void on_async(uv_async_t *a)
+{
+    check(a->data);
+}
+
+int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *jsl,
+                     struct ga_pipeline *pl)
+{
+    struct ga_cluster *c = calloc(1, sizeof *c);
+    if (!c)
+        return GA_ENOMEM;
+    const struct ga_config *cfg = d->cfg;
+    c->d = d;
+    c->jsl = jsl;
+    c->pl = pl;
+    c->heartbeat_ms = cfg->cluster.heartbeat_ms;
+    c->timeout_ms = cfg->cluster.member_timeout_ms;
+    snprintf(c->member, sizeof c->member, "%s", cfg->cluster.member);
+    if (!c->member[0] && gethostname(c->member, sizeof c->member) != 0)
+        snprintf(c->member, sizeof c->member, "gpuaggd");
+    c->member[sizeof c->member - 1] = '\0';
+    c->last_ok_ns = ga_now_mono_ns();
+    int rc = pgm_open(&c->pgm, cfg->storage.conninfo, c->member);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    uv_async_init(d->loop, &c->async, on_async);
+    c->async.data = c;
+    if (pthread_create(&c->thread, NULL, heartbeat_main, c) != 0) {
+        pgm_close(c->pgm, 0);
+        uv_close((uv_handle_t *)&c->async, free_cluster);
+        return GA_ENOMEM;
+    }
+    ga_log(GA_LOG_INFO, "cluster_member", "member=%s heartbeat_ms=%d member_timeout_ms=%d",
+           c->member, c->heartbeat_ms, c->timeout_ms);
+    *out = c;
+    return 0;
+}
+
+int ga_cluster_busy(struct ga_cluster *c)
+{
+    return c && c->swapping;
+}
+
+void ga_cluster_freeze(struct ga_cluster *c)
+{
+    if (c)
+        c->frozen = 1;
+}
+
+static void free_cluster(uv_handle_t *h)
+{
+    struct ga_cluster *c = h->data;
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+void ga_cluster_stop(struct ga_cluster *c, int leave)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    pgm_close(c->pgm, leave);
+    uv_close((uv_handle_t *)&c->async, free_cluster);
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+static void pack_parts(msgpack_packer *pk, uint64_t mask)
+{
+    msgpack_pack_array(pk, (size_t)__builtin_popcountll(mask));
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if (mask >> p & 1)
+            msgpack_pack_int(pk, p);
+}
+
+void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
+{
+    struct jsl_stats js;
+    jsl_get_stats(c->jsl, &js);
+    pthread_mutex_lock(&c->mu);
+    struct pgm_view v = c->view;
+    int have_view = c->have_view;
+    uint64_t want = c->want, have = c->have, swaps = c->swaps;
+    char last_error[256];
+    snprintf(last_error, sizeof last_error, "%s", c->last_error);
+    pthread_mutex_unlock(&c->mu);
+    uint64_t last = js.stream_last_seq;
+    for (int i = 0; i < v.nmembers; i++)
+        if (v.members[i].stream_seq > last)
+            last = v.members[i].stream_seq;
+    msgpack_pack_map(pk, 8);
+    mp_pack_kv_str(pk, "member", c->member);
+    mp_pack_kv_str(pk, "last_error", last_error);
+    mp_pack_kv_bool(pk, "rebalancing", c->swapping || want != have);
+    mp_pack_kv_uint(pk, "worker_swaps", swaps);
+    mp_pack_cstr(pk, "owned");
+    pack_parts(pk, have);
+    mp_pack_cstr(pk, "members");
+    msgpack_pack_array(pk, (size_t)(have_view ? v.nmembers : 0));
+    for (int i = 0; have_view && i < v.nmembers; i++) {
+        const struct pgm_member *m = &v.members[i];
+        msgpack_pack_map(pk, 7);
+        mp_pack_kv_str(pk, "name", m->name);
+        mp_pack_kv_str(pk, "host", m->host);
+        mp_pack_kv_int(pk, "pid", m->pid);
+        mp_pack_kv_bool(pk, "live", m->live);
+        mp_pack_kv_double(pk, "heartbeat_age_s", m->heartbeat_age_s);
+        mp_pack_kv_int(pk, "partitions", __builtin_popcountll(m->owned));
+        mp_pack_cstr(pk, "owned");
+        pack_parts(pk, m->owned);
+    }
+    mp_pack_cstr(pk, "nats");
+    msgpack_pack_map(pk, 9);
+    mp_pack_kv_bool(pk, "connected", js.connected);
+    mp_pack_kv_str(pk, "server", js.server);
+    mp_pack_kv_uint(pk, "published", js.published);
+    mp_pack_kv_uint(pk, "publish_groups", js.publish_groups);
+    mp_pack_kv_uint(pk, "publish_retries", js.publish_retries);
+    mp_pack_kv_uint(pk, "consumed", js.consumed);
+    mp_pack_kv_uint(pk, "consumer_resets", js.consumer_resets);
+    mp_pack_kv_uint(pk, "stream_last_seq", last);
+    mp_pack_kv_str(pk, "last_error", js.last_error);
+    /* lag: stream messages after the partition's committed position (of
+     * every partition: a position moves past other partitions' messages
+     * when its owner has read them) */
+    mp_pack_cstr(pk, "partitions");
+    msgpack_pack_array(pk, have_view ? GA_PARTITIONS : 0);
+    for (int p = 0; have_view && p < GA_PARTITIONS; p++) {
+        const char *owner = "";
+        for (int i = 0; i < v.nmembers; i++)
+            if (v.members[i].live && (v.members[i].owned >> p & 1))
+                owner = v.members[i].name;
+        uint64_t pos = v.committed_lsn[p] ? v.committed_lsn[p] : 1;
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_int(pk, "id", p);
+        mp_pack_kv_str(pk, "owner", owner);
+        mp_pack_kv_uint(pk, "committed_seq", v.committed_lsn[p]);
+        mp_pack_kv_uint(pk, "window_seq", v.window_lsn[p]);
+        mp_pack_kv_uint(pk, "lag", last + 1 > pos ? last + 1 - pos : 0);
+    }
+}
