@@ -822,6 +822,48 @@ static void test_bad_rows_isolated(void)
     PQfinish(c);
 }
 
+/* A flush that carries definitions of an unchanged policy takes no lock on
+ * the policy's row: while another transaction holds the lock an
+ * ON CONFLICT DO UPDATE took (FOR NO KEY UPDATE: another writer's open
+ * flush), this writer's flush of new metrics still commits.  A changed
+ * policy is still written. */
+static void test_policy_rows_not_locked(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct ga_policy pol = nano;
+    struct pgw_metric_def d1 = { 1, "lock.one", &pol }, d2 = { 2, "lock.two", &pol };
+    int64_t g = pol.defs[0].granularity_ns;
+    struct ga_agg a1 = { 1, GA_M_MEAN, 0, g, 10 * g, 1.5 }, a2 = { 2, GA_M_MEAN, 0, g, 10 * g, 2.5 };
+    struct pgw_unit u1 = { .aggs = &a1, .naggs = 1, .defs = &d1, .ndefs = 1, .lsn = 5 };
+    struct pgw_unit u2 = { .aggs = &a2, .naggs = 1, .defs = &d2, .ndefs = 1, .lsn = 6 };
+    CHECK_INT(pgw_submit(w, &u1), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    PGconn *lk = pgenv_connect(&env), *c = pgenv_connect(&env);
+    CHECK_INT(pg_cmd(lk, "BEGIN"), 0);
+    CHECK_INT(pg_scalar(lk, "SELECT count(*) FROM (SELECT 1 FROM archive_policies "
+                            "WHERE name = 'nano' FOR NO KEY UPDATE) l"), 1);
+    CHECK_INT(pgw_submit(w, &u2), 0);
+    CHECK_INT(pgw_flush_sync(w, 5000), 0);       /* not behind the lock */
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 2);
+    CHECK_INT(pg_cmd(lk, "ROLLBACK"), 0);
+    /* the policy's definition changes: its row is updated */
+    pol.back_window = 7;
+    d1 = (struct pgw_metric_def){ 3, "lock.three", &pol };
+    a1.metric = 3;
+    u1.lsn = 7;
+    CHECK_INT(pgw_submit(w, &u1), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT back_window FROM archive_policies WHERE name = 'nano'"), 7);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM archive_policies"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 3);
+    PQfinish(c);
+    PQfinish(lk);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -835,6 +877,7 @@ void run_tests(void)
     CHECK(env_ok);
     if (!env_ok)
         return;
+    RUN(test_policy_rows_not_locked);
     RUN(test_partition_window_sets);
     RUN(test_idle_writer_wakes);
     RUN(test_replace_or_merge);
