@@ -456,25 +456,6 @@ static const char schema_v8[] =
     ");\n"
     "CREATE INDEX rejected_rows_metric ON rejected_rows (metric);\n";
 
-/* v10: the writers' cost per new metric.  gpuagg_metric_uuid becomes
- * PL/pgSQL, with the same result for every name (only the language
- * changes): a SQL function whose body cannot be inlined (convert_to is
- * stable) starts an executor per call, and metrics_uuid evaluates it for
- * every metric inserted and every row version an UPDATE of metrics makes
- * that is not HOT, several times the cost of the row itself.  metrics gets
- * fillfactor 80, so that the writers' "count points" (an UPDATE of each
- * metric whose window set is saved) finds room on the row's page: a HOT
- * update that touches none of the three indexes. */
-static const char schema_v10[] =
-    "CREATE OR REPLACE FUNCTION gpuagg_metric_uuid(name text) RETURNS uuid\n"
-    "    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE\n"
-    "    AS $$ DECLARE h bytea := decode(md5('\\x" GA_METRIC_NS_HEX "'::bytea\n"
-    "                                        || convert_to(name, 'UTF8')), 'hex');\n"
-    "          BEGIN RETURN encode(set_byte(set_byte(h, 6, (get_byte(h, 6) & 15) | 48),\n"
-    "                                       8, (get_byte(h, 8) & 63) | 128), 'hex')::uuid;\n"
-    "          END $$;\n"
-    "ALTER TABLE metrics SET (fillfactor = 80);\n";
-
 _Static_assert(GA_PARTITIONS == 64, "migration 5 creates 64 partitions");
 
 struct step {
@@ -493,7 +474,6 @@ static const struct step steps[] = {
     { 6, "committed positions per partition, for parallel writers", schema_v6, NULL },
     { 7, "resources and metric ids for the HTTP API", schema_v7, NULL },
     { 8, "rows a flush could not store", schema_v8, NULL },
-    { 10, "metric ids in PL/pgSQL, metrics with fillfactor 80", schema_v10, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -277,38 +277,6 @@ static void test_partitions_ahead(void)
     PQfinish(c);
 }
 
-/* Migration 10 changes gpuagg_metric_uuid's language, not its result: the
- * ids of names (ASCII, UTF-8, empty) and the index lookup by id are those
- * of migration 7's function; metrics gets fillfactor 80. */
-static void test_v10_same_metric_ids(void)
-{
-    char err[512] = "";
-    PGconn *c = pgenv_connect(&env);
-    reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 8, err, sizeof err), 8);
-    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
-                        "VALUES ('p', 0, '[]', '{mean}')"), 0);
-    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) SELECT i, n, 'p' FROM "
-                        "unnest(ARRAY['a', 'cpu.util/h\xc3\xa9', '', repeat('x', 300)]) "
-                        "WITH ORDINALITY u(n, i)"), 0);
-    CHECK_INT(pg_cmd(c, "CREATE TABLE before AS SELECT name, gpuagg_metric_uuid(name) u FROM metrics"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(8));
-    CHECK_STR(err, "");
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
-                           "WHERE p.proname = 'gpuagg_metric_uuid' AND l.lanname = 'plpgsql'"), 1);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM before b JOIN metrics m USING (name) "
-                           "WHERE gpuagg_metric_uuid(m.name) = b.u"), 4);
-    CHECK_INT(pg_scalar(c, "SELECT (gpuagg_metric_uuid('a') = "
-                           "'115e6418-3c41-3d4c-acf7-f1896ece73a3')::int"), 1);
-    /* the index still answers the lookup by id */
-    CHECK_INT(pg_cmd(c, "SET enable_seqscan = off"), 0);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM before b JOIN LATERAL (SELECT 1 FROM metrics m "
-                           "WHERE gpuagg_metric_uuid(m.name) = b.u) x ON true"), 4);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class WHERE relname = 'metrics' "
-                           "AND reloptions @> '{fillfactor=80}'"), 1);
-    PQfinish(c);
-}
-
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_schema");
@@ -323,7 +291,6 @@ void run_tests(void)
     RUN(test_v4_moves_rows);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
-    RUN(test_v10_same_metric_ids);
     RUN(test_retention);
     RUN(test_partitions_ahead);
     pgenv_destroy(&env);
