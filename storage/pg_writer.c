@@ -395,11 +395,11 @@ static int write_batch(struct pgw *w)
                                   t.step_what[i], t.step_ms[i]);
         ga_log(GA_LOG_DEBUG, "storage_commit",
                "rows=%zu buckets=%zu fresh=%zu defs=%zu counts=%zu late=%zu windows=%zu "
-               "lsn=%" PRIu64 " ms=%.1f sort_ms=%.1f learn_ms=%.1f parts_ms=%.1f fresh_ms=%.1f "
+               "lsn=%" PRIu64 " ms=%.1f wall_ms=%.1f sort_ms=%.1f learn_ms=%.1f parts_ms=%.1f fresh_ms=%.1f "
                "copy_ms=%.1f upsert_ms=%.1f steps=\"%s\"",
                w->flushing.naggs, t.rows, t.rows_fresh, w->flushing.ndefs, w->flushing.ncounts,
                w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
-               (double)(ga_now_mono_ns() - t0) / 1e6, sort_ms, learn_ms, t.partitions_ms,
+               t.total_ms, (double)(ga_now_mono_ns() - t0) / 1e6, sort_ms, learn_ms, t.partitions_ms,
                t.fresh_ms, t.copy_ms, t.upsert_ms, steps);
     }
     return 0;
