@@ -14,7 +14,7 @@
 
 #define COPY_CHUNK (1u << 20)
 #define PGT_UPDATE_MISS "GA001"
-#define MAX_STEPS 12
+#define MAX_STEPS PGT_MAX_STEPS
 #define MAX_PARAMS 8
 
 static const char session_sql[] =
@@ -40,14 +40,22 @@ static const char session_sql[] =
  * raises GA001 and the writer redoes the transaction with the upsert. */
 static const char update_aggs_fmt[] =
     "DO $gpuagg$ DECLARE n bigint; BEGIN\n"
-    "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;\n"
     "UPDATE buckets b SET mset = s.mset, vals = s.vals FROM gpuagg_stage_buckets s\n"
     "WHERE NOT s.merge AND b.metric = s.metric AND b.granularity = s.granularity AND b.ts = s.ts;\n"
     "GET DIAGNOSTICS n = ROW_COUNT;\n"
     "IF n <> %zu THEN RAISE EXCEPTION 'gpuagg: %% of %zu rewritten buckets not found', %zu - n\n"
     "    USING ERRCODE = '" PGT_UPDATE_MISS "'; END IF;\n"
-    "SET LOCAL enable_hashjoin = on; SET LOCAL enable_mergejoin = on;\n"
     "END $gpuagg$";
+
+/* Every statement of the flush transaction looks its rows up by key, a
+ * batch's worth: joined to the staged or unnested rows by nested loops over
+ * the primary keys.  Given the arrays' real lengths (unnest of a parameter
+ * is estimated at its length), the planner would otherwise hash or sort
+ * the whole table for a large batch: "count points" hashed every row of
+ * metrics (spilling to disk) for each partition's window set, a cost that
+ * grows with the metrics there are, not with the batch. */
+static const char begin_sql[] =
+    "BEGIN; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
 
 static const char upsert_aggs_sql[] =
     "INSERT INTO buckets AS b (metric, mset, granularity, ts, vals)\n"
@@ -63,14 +71,23 @@ static const char merge_aggs_sql[] =
     "    vals = CASE WHEN b.mset = EXCLUDED.mset THEN EXCLUDED.vals\n"
     "                ELSE (gpuagg_merge(b.mset, b.vals, EXCLUDED.mset, EXCLUDED.vals)).vals END";
 
+/* The policies of the batch's definitions: inserted when new, updated when
+ * changed, and otherwise left alone without a row lock.  Every writer's
+ * flush that carries definitions runs this, in its transaction; an
+ * ON CONFLICT DO UPDATE would lock the policy's row (FOR NO KEY UPDATE)
+ * even where its WHERE then skips the update, until the commit, and so
+ * run the writers' transactions one at a time while metrics are new.  The
+ * UPDATE's filter is evaluated before it locks a row, and ON CONFLICT DO
+ * NOTHING takes no lock on the row it finds. */
 static const char upsert_policy_sql[] =
+    "WITH u AS (SELECT n, bw, d::jsonb AS d, m::text[] AS m\n"
+    "           FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) u(n, bw, d, m)),\n"
+    "changed AS (UPDATE archive_policies p SET back_window = u.bw, definition = u.d,\n"
+    "                methods = u.m, updated = now()\n"
+    "            FROM u WHERE p.name = u.n\n"
+    "            AND (p.back_window, p.definition, p.methods) IS DISTINCT FROM (u.bw, u.d, u.m))\n"
     "INSERT INTO archive_policies (name, back_window, definition, methods)\n"
-    "SELECT n, bw, d::jsonb, m::text[] FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[])\n"
-    "    u(n, bw, d, m)\n"
-    "ON CONFLICT (name) DO UPDATE SET back_window = EXCLUDED.back_window,\n"
-    "    definition = EXCLUDED.definition, methods = EXCLUDED.methods, updated = now()\n"
-    "WHERE (archive_policies.back_window, archive_policies.definition, archive_policies.methods)\n"
-    "    IS DISTINCT FROM (EXCLUDED.back_window, EXCLUDED.definition, EXCLUDED.methods)";
+    "SELECT n, bw, d, m FROM u ON CONFLICT (name) DO NOTHING";
 
 static const char insert_metrics_sql[] =
     "INSERT INTO metrics (id, name, policy)\n"
@@ -854,8 +871,10 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
         pgu_errcopy(err, errlen, PQerrorMessage(c));
         return fail_code(c);
     }
+    /* A flush request after each step: the server sends each result when
+     * its statement ends (not all at the sync), so step_ms times each one. */
     for (int i = 0; i < n && !rc; i++)
-        if ((rc = send_step(c, &st[i])) < 0)
+        if ((rc = send_step(c, &st[i])) < 0 || (rc = PQsendFlushRequest(c) == 1 ? 0 : GA_EIO) < 0)
             pgu_errcopy(err, errlen, rc == GA_ENOMEM ? "out of memory" : PQerrorMessage(c));
     if (rc < 0 || PQpipelineSync(c) != 1) {
         if (!rc)
@@ -863,7 +882,8 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
         PQexitPipelineMode(c);
         return fail_code(c);
     }
-    int64_t commit_t0 = 0;
+    int64_t commit_t0 = 0, step_t0 = t0;
+    t->nsteps = n;
     for (int i = 0; i < n; i++) {
         PGresult *r = PQgetResult(c);
         if (!r) {
@@ -889,6 +909,9 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
             PQclear(r);
         if (i == 0)
             t->upsert_ms = ms_since(t0);
+        t->step_what[i] = st[i].what;
+        t->step_ms[i] = ms_since(step_t0);
+        step_t0 = ga_now_mono_ns();
         if (st[i].sql == checkpoint_sql)
             commit_t0 = ga_now_mono_ns();
     }
@@ -979,7 +1002,7 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
         for (size_t i = 0; i < b->naggs; i++)
             fresh_rows += fresh[i] = (uint8_t)pgf_fresh(hw, &b->aggs[i]);
     }
-    if ((rc = pgu_exec(c, "BEGIN", err, errlen)) < 0)
+    if ((rc = pgu_exec(c, begin_sql, err, errlen)) < 0)
         goto fail;
     if (fresh_rows && (rc = copy_fresh(tc, b, fresh, &nfresh, t, err, errlen)) < 0)
         goto fail;

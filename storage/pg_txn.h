@@ -50,8 +50,13 @@ struct pgt_checkpoint {
     uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn, every partition */
 };
 
+#define PGT_MAX_STEPS 12
+
 struct pgt_timing {
     double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;
+    int nsteps;                      /* the pipelined steps after the COPY */
+    const char *step_what[PGT_MAX_STEPS];       /* their names (static strings) */
+    double step_ms[PGT_MAX_STEPS];              /* each one's time, from the previous result */
     int partitions_created;
     size_t rows;                     /* bucket rows written */
     size_t rows_fresh;               /* of which COPYed straight into buckets */

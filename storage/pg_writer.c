@@ -320,7 +320,10 @@ static int write_batch(struct pgw *w)
     struct pgt_timing t;
     int maybe_committed = 0, isolations = 0;
     uint64_t unrecorded = 0;
+    int64_t t0 = ga_now_mono_ns(), tl;
+    double learn_ms = 0;
     pgb_sort(&w->flushing);
+    double sort_ms = (double)(ga_now_mono_ns() - t0) / 1e6;
     /* the journal position this batch's commit lets go of */
     uint64_t after[GA_PARTITIONS];
     pthread_mutex_lock(&w->mu);
@@ -342,7 +345,9 @@ static int write_batch(struct pgw *w)
             break;
         }
         maybe_committed = 0;
+        tl = ga_now_mono_ns();
         learn_pairs(w);
+        learn_ms = (double)(ga_now_mono_ns() - tl) / 1e6;
         rc = pgt_write(&w->tc, &w->flushing, &w->hw, id, &t, err, sizeof err);
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
@@ -404,10 +409,21 @@ static int write_batch(struct pgw *w)
     st->window_lsn = lowest(w, st->part_window_lsn);
     set_state_locked(w, PGC_CONNECTED);
     pthread_mutex_unlock(&w->mu);
-    ga_log(GA_LOG_DEBUG, "storage_commit",
-           "rows=%zu late=%zu windows=%zu lsn=%" PRIu64 " ms=%.1f copy_ms=%.1f upsert_ms=%.1f",
-           w->flushing.naggs, w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
-           t.total_ms, t.copy_ms, t.upsert_ms);
+    if (ga_log_get_level() <= GA_LOG_DEBUG) {
+        char steps[PGT_MAX_STEPS * 40] = "";
+        size_t o = 0;
+        for (int i = 0; i < t.nsteps && o < sizeof steps; i++)
+            o += (size_t)snprintf(steps + o, sizeof steps - o, "%s%s:%.1f", i ? "," : "",
+                                  t.step_what[i], t.step_ms[i]);
+        ga_log(GA_LOG_DEBUG, "storage_commit",
+               "rows=%zu buckets=%zu fresh=%zu defs=%zu counts=%zu late=%zu windows=%zu "
+               "lsn=%" PRIu64 " ms=%.1f wall_ms=%.1f sort_ms=%.1f learn_ms=%.1f parts_ms=%.1f fresh_ms=%.1f "
+               "copy_ms=%.1f upsert_ms=%.1f steps=\"%s\"",
+               w->flushing.naggs, t.rows, t.rows_fresh, w->flushing.ndefs, w->flushing.ncounts,
+               w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
+               t.total_ms, (double)(ga_now_mono_ns() - t0) / 1e6, sort_ms, learn_ms, t.partitions_ms,
+               t.fresh_ms, t.copy_ms, t.upsert_ms, steps);
+    }
     return 0;
 }
 

@@ -3,7 +3,8 @@
  * records), coalescing, late points,
  * metric definitions and counters, checkpoint and commit callback, flush
  * requests, backpressure, replay skipping, graceful stop, the fresh-bucket
- * COPY path and its fallback. */
+ * COPY path and its fallback, flushes of new metrics without the policy
+ * row's lock, window-set counts applied by key. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -822,6 +823,105 @@ static void test_bad_rows_isolated(void)
     PQfinish(c);
 }
 
+/* A flush that carries definitions of an unchanged policy takes no lock on
+ * the policy's row: while another transaction holds the lock an
+ * ON CONFLICT DO UPDATE took (FOR NO KEY UPDATE: another writer's open
+ * flush), this writer's flush of new metrics still commits.  A changed
+ * policy is still written. */
+static void test_policy_rows_not_locked(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct ga_policy pol = nano;
+    struct pgw_metric_def d1 = { 1, "lock.one", &pol }, d2 = { 2, "lock.two", &pol };
+    int64_t g = pol.defs[0].granularity_ns;
+    struct ga_agg a1 = { 1, GA_M_MEAN, 0, g, 10 * g, 1.5 }, a2 = { 2, GA_M_MEAN, 0, g, 10 * g, 2.5 };
+    struct pgw_unit u1 = { .aggs = &a1, .naggs = 1, .defs = &d1, .ndefs = 1, .lsn = 5 };
+    struct pgw_unit u2 = { .aggs = &a2, .naggs = 1, .defs = &d2, .ndefs = 1, .lsn = 6 };
+    CHECK_INT(pgw_submit(w, &u1), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    PGconn *lk = pgenv_connect(&env), *c = pgenv_connect(&env);
+    CHECK_INT(pg_cmd(lk, "BEGIN"), 0);
+    CHECK_INT(pg_scalar(lk, "SELECT count(*) FROM (SELECT 1 FROM archive_policies "
+                            "WHERE name = 'nano' FOR NO KEY UPDATE) l"), 1);
+    CHECK_INT(pgw_submit(w, &u2), 0);
+    CHECK_INT(pgw_flush_sync(w, 5000), 0);       /* not behind the lock */
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 2);
+    CHECK_INT(pg_cmd(lk, "ROLLBACK"), 0);
+    /* the policy's definition changes: its row is updated */
+    pol.back_window = 7;
+    d1 = (struct pgw_metric_def){ 3, "lock.three", &pol };
+    a1.metric = 3;
+    u1.lsn = 7;
+    CHECK_INT(pgw_submit(w, &u1), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT back_window FROM archive_policies WHERE name = 'nano'"), 7);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM archive_policies"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 3);
+    PQfinish(c);
+    PQfinish(lk);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+/* Seq scans of metrics, once the statistics show `col` >= want. */
+static long long metrics_scans_when(PGconn *c, const char *col, long long want)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT %s FROM pg_stat_user_tables WHERE relname = 'metrics'", col);
+    for (int i = 0; i < 100 && pg_scalar(c, sql) < want; i++) {
+        usleep(100000);
+        pg_cmd(c, "SELECT pg_stat_clear_snapshot()");
+    }
+    CHECK(pg_scalar(c, sql) >= want);
+    return pg_scalar(c, "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'metrics'");
+}
+
+/* One writer session (its statistics are reported when it ends). */
+static void one_session(const struct pgw_unit *u)
+{
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pgw_submit(w, u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+/* The counts of a window set are applied by key: a flush with 5,000 counts
+ * scans metrics no more than one without (with the arrays' lengths known
+ * the planner would hash the whole table, a cost that grows with the
+ * metrics there are). */
+static void test_counts_by_key(void)
+{
+    char err[512];
+    reset_db();
+    PGconn *c = pgenv_connect(&env);
+    CHECK(pgs_migrate(c, err, sizeof err) >= 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
+                        "VALUES ('nano', 0, '[]', '{mean}')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) SELECT i, 'count.' || i, 'nano' "
+                        "FROM generate_series(1, 50000) i"), 0);
+    CHECK_INT(pg_cmd(c, "ANALYZE metrics"), 0);
+    CHECK_INT(pg_cmd(c, "SELECT pg_stat_force_next_flush()"), 0);
+    long long base = metrics_scans_when(c, "n_tup_ins", 50000);
+    enum { N = 5000 };
+    struct pgw_count *cnt = calloc(N, sizeof *cnt);
+    for (int i = 0; i < N; i++)
+        cnt[i] = (struct pgw_count){ (uint32_t)(1 + i * 10), 3 };
+    struct pgw_metric_def d = { 60000, "count.new", &nano };
+    one_session(&(struct pgw_unit){ .defs = &d, .ndefs = 1, .counts = cnt, .ncounts = N, .lsn = 5 });
+    long long with = metrics_scans_when(c, "n_tup_upd", N) - base;
+    d = (struct pgw_metric_def){ 60001, "count.newer", &nano };
+    one_session(&(struct pgw_unit){ .defs = &d, .ndefs = 1, .lsn = 6 });
+    long long without = metrics_scans_when(c, "n_tup_ins", 50002) - base - with;
+    CHECK_INT(with, without);
+    CHECK_INT(pg_scalar(c, "SELECT sum(points) FROM metrics"), 3 * N);
+    free(cnt);
+    PQfinish(c);
+}
+
 void run_tests(void)
 {
     PGENV_SKIP_IF_NO_PG("test_pg_writer");
@@ -835,6 +935,8 @@ void run_tests(void)
     CHECK(env_ok);
     if (!env_ok)
         return;
+    RUN(test_policy_rows_not_locked);
+    RUN(test_counts_by_key);
     RUN(test_partition_window_sets);
     RUN(test_idle_writer_wakes);
     RUN(test_replace_or_merge);
