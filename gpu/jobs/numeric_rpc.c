@@ -1,4 +1,4 @@
-/* job_numeric.c — the `dot` and `blackscholes` jobs (gpu/jobs/dot.h,
+/* numeric_rpc.c — the `dot` and `blackscholes` jobs (gpu/jobs/dot.h,
  * gpu/jobs/blackscholes.h).  docs/JOBS.md, "dot" and "blackscholes".
  *
  * dot           x·y.  Input: a binary matrix of 2 rows (x, y; float32 or
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/jobs/job_kinds.h"
-#include "daemon/jobs/job_matrix.h"
+#include "gpu/jobs/kind.h"
+#include "gpu/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "gpu/jobs/blackscholes/blackscholes.h"
 #include "gpu/jobs/dot/dot.h"
