@@ -16,6 +16,7 @@
 
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
+#include "proto/mp_util.h"
 
 /* ---- parameters -------------------------------------------------------------- */
 
@@ -251,4 +252,29 @@ void jk_pack_doubles(msgpack_packer *pk, const double *v, size_t n)
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
         msgpack_pack_double(pk, v[i]);
+}
+
+/* ---- shared by the kinds' results ------------------------------------------- */
+
+void jk_device_name(int device, char *buf, size_t cap)
+{
+    snprintf(buf, cap, device < 0 ? "cpu" : "cuda:%d", device);
+}
+
+void jk_pack_timings(msgpack_packer *pk, double load_s, double compute_s)
+{
+    mp_pack_cstr(pk, "timings");
+    msgpack_pack_map(pk, 2);
+    mp_pack_kv_double(pk, "load_s", load_s);
+    mp_pack_kv_double(pk, "compute_s", compute_s);
+}
+
+int jk_no_input_and_generator(const struct ga_job_params *p, size_t input_len,
+                              const char *gen, char *err, size_t errlen)
+{
+    if (jk_has_input(p, input_len) && ga_job_param(p, gen)) {
+        snprintf(err, errlen, "give either an input or the generator param '%s', not both", gen);
+        return GA_EBADARG;
+    }
+    return 0;
 }

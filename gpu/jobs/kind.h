@@ -125,4 +125,12 @@ extern const struct ga_job_kind jk_blackscholes;
 extern const struct ga_job_kind jk_gf820;
 extern const struct ga_job_kind jk_apd;
 
+/* "cpu" or "cuda:N", the device a result names. */
+void jk_device_name(int device, char *buf, size_t cap);
+/* Pack "timings": {"load_s", "compute_s"}. */
+void jk_pack_timings(msgpack_packer *pk, double load_s, double compute_s);
+/* GA_EBADARG when both an input and the generator parameter gen are given. */
+int jk_no_input_and_generator(const struct ga_job_params *p, size_t input_len, const char *gen,
+                              char *err, size_t errlen);
+
 #endif
