@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "daemon/ingest/admit.h"
+#include "proto/base/deadline.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 
@@ -297,13 +298,7 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
                 return;
             }
             p->st.journal_full_waits++;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+            struct timespec ts = ga_deadline_ms(CLOCK_REALTIME, 100);
             pthread_cond_timedwait(&p->space_cv, &p->mu, &ts);
             pthread_mutex_unlock(&p->mu);
             continue;
@@ -464,14 +459,7 @@ void pl_journal_released(struct ga_pipeline *p)
 
 int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&p->mu);
     int rc = 0;
     for (;;) {
