@@ -1,4 +1,5 @@
-/* listeners.c — the table of ingest listeners (listener.h). */
+/* listeners.c — the table of ingest listeners (listener.h): at most
+ * IC_MAX_LISTENERS rows (ingest_priv.h), started in this order. */
 #include "daemon/ingest/listener.h"
 
 #include <stddef.h>
