@@ -26,6 +26,7 @@
 #include "proto/ceilometer.h"
 #include "proto/ceilometer_tcp.h"
 #include "proto/ga_err.h"
+#include "proto/mp_util.h"
 
 #define CT_BATCH_SAMPLES 4096
 #define CT_BATCH_BYTES (1u << 20)
@@ -430,6 +431,30 @@ static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, ch
     return 0;
 }
 
+#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
+
+static int ctcp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    KV("ceilometer_tcp.connections_open", st->ctcp_conns_open);
+    KV("ceilometer_tcp.connections_total", st->ctcp_conns_total);
+    KV("ceilometer_tcp.connections_refused", st->ctcp_conns_refused);
+    KV("ceilometer_tcp.bytes_in", st->ctcp_bytes_in);
+    KV("ceilometer_tcp.frames", st->ctcp_frames);
+    KV("ceilometer_tcp.accepted", st->ctcp_accepted);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
+        KV(key, st->ctcp_rejected[r]);
+    }
+    for (int r = 0; r < IC_CTCP_NBAD; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
+        KV(key, st->ctcp_bad_frames[r]);
+    }
+    return n;
+}
+
 static const char *ctcp_addr(const struct ga_config *cfg)
 {
     return cfg->listen.ceilometer_tcp;
@@ -443,4 +468,5 @@ const struct ic_listener_kind ic_listener_ceilometer_tcp = {
     .drain = ctcp_drain,
     .close = ctcp_close,
     .port = ctcp_port,
+    .pack_stats = ctcp_pack_stats,
 };

@@ -4,6 +4,7 @@
  * on the thread pool; the batch goes through the journal like any other.
  * UDP has no acks and no backpressure: datagrams that arrive while the
  * pipeline is overloaded are dropped and counted. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+#include "proto/mp_util.h"
 
 #define UDP_BATCH_DATAGRAMS 4096
 #define UDP_BATCH_BYTES (1u << 20)
@@ -224,6 +226,22 @@ static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, cha
     return 0;
 }
 
+#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
+
+static int udp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    KV("udp.datagrams", st->udp_datagrams);
+    KV("udp.accepted", st->udp_accepted);
+    KV("udp.dropped_backpressure", st->udp_dropped_backpressure);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
+        KV(key, st->udp_rejected[r]);
+    }
+    return n;
+}
+
 static const char *udp_addr(const struct ga_config *cfg)
 {
     return cfg->listen.udp;
@@ -237,4 +255,5 @@ const struct ic_listener_kind ic_listener_udp = {
     .drain = udp_drain,
     .close = udp_close,
     .port = udp_port,
+    .pack_stats = udp_pack_stats,
 };

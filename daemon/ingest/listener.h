@@ -6,18 +6,21 @@
  * into pl_items (setting pl_item.decode and dctx when its bytes are not
  * protocol v1 frames), hands them to pl_decode and, once decoded, to
  * pl_submit in arrival order; the pipeline does not know which listener an
- * item came from.  Its counters are fields of ga_ingest_stats.
+ * item came from.
  *
  * Adding a producer format: one file with its ic_listener_kind, one line
  * in ic_listeners[], its config key (daemon/config/, etc/gpuaggd.yaml) and
- * its counters (ingest.h, control_ops.c, docs/COUNTERS.md). */
+ * its counters (fields of ga_ingest_stats in ingest.h, packed by its
+ * pack_stats, named in docs/COUNTERS.md). */
 #ifndef GA_LISTENER_H
 #define GA_LISTENER_H
 
+#include <msgpack.h>
 #include <stddef.h>
 
 struct ga_config;
 struct ga_ingest;
+struct ga_ingest_stats;
 
 struct ic_listener_kind {
     const char *key;                   /* its config key, "listen.<key>" */
@@ -38,6 +41,10 @@ struct ic_listener_kind {
     void (*close)(void *state);
     /* The bound port (for "port 0"), 0 when none. */
     int (*port)(const void *state);
+    /* Its own counters from a stats snapshot, as flat "name": uint pairs
+     * of the stats op (docs/COUNTERS.md); returns how many.  NULL: none
+     * (protocol v1's are the core's ingest.* counters). */
+    int (*pack_stats)(const struct ga_ingest_stats *st, msgpack_packer *pk);
 };
 
 /* The listeners, NULL-terminated. */
