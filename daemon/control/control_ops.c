@@ -21,7 +21,6 @@
 #include "storage/journal.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
-#include "proto/ceilometer.h"
 #include "proto/mp_util.h"
 #include "storage/pg_conn.h"
 
