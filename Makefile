@@ -46,7 +46,8 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 
 # gpu/jobs/X/: a job kind's kernels.  X.c is the CPU reference (always
 # built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in
-# answering ENOGPU (CUDA=0); gpu/jobs/*.c are helpers the kinds share.  A .c
+# answering ENOGPU (CUDA=0), X_rpc.c its job glue (gpu/jobs/kind.h);
+# gpu/jobs/*.c are the kinds' table (kinds.c) and helpers they share.  A .c
 # and a .cu must not share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))

@@ -218,7 +218,6 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
             snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
             return rc;
         }
-        pl_set_udp_sink(d->pipeline, cres_sample, d->resources);
     }
     struct ga_engine *engine;
     if ((rc = open_engine(d, &engine)) < 0 ||

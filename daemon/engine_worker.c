@@ -8,6 +8,7 @@
 
 #include "daemon/ingest/admit.h"
 #include "daemon/daemon.h"
+#include "proto/base/grow.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
 #include "daemon/ingest/pipeline.h"
@@ -116,17 +117,7 @@ static void set_state(struct ga_engine_worker *w, enum ew_state s)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 1024;
-    while (n < need)
-        n *= 2;
-    void *np = realloc(*p, n * elem);
-    if (!np)
-        return GA_ENOMEM;
-    *p = np;
-    *cap = n;
-    return 0;
+    return ga_grow(p, cap, need, elem, 1024);
 }
 
 /* Room for metric ids below n in dirty, part and pend (new ones zeroed). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "proto/base/deadline.h"
 #include "proto/ga_err.h"
 
 enum { LC_QUEUED, LC_RUNNING, LC_DONE, LC_FAILED };
@@ -70,14 +71,7 @@ int ga_loop_call_open(struct ga_loop_call **out, uv_loop_t *loop)
 int ga_loop_call(struct ga_loop_call *lc, void (*fn)(void *arg), void *arg, int timeout_ms)
 {
     struct lc_req r = { fn, arg, LC_QUEUED, NULL };
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = ga_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&lc->mu);
     if (lc->closed) {
         pthread_mutex_unlock(&lc->mu);

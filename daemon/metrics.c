@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 
 struct ga_metrics {
@@ -18,17 +19,10 @@ struct ga_metrics {
     int npolicies;
 };
 
+/* FNV-1a, then a final mix (the slots of an in-memory table only). */
 static uint64_t hash_name(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL;          /* FNV-1a, then a final mix */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
+    return ga_hash_fmix64(ga_hash_fnv1a(s, len));
 }
 
 int ga_metrics_open(struct ga_metrics **out)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "proto/base/deadline.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 
@@ -83,14 +84,8 @@ static void *commit_main(void *arg)
             break;
         /* at most one sync per interval: wait until last + interval (while
          * stalled, STALL_RETRY_MS) */
-        struct timespec until = last;
         int iv = c->stalled && c->interval_ms < STALL_RETRY_MS ? STALL_RETRY_MS : c->interval_ms;
-        until.tv_sec += iv / 1000;
-        until.tv_nsec += (long)(iv % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = ga_timespec_add_ns(last, (int64_t)iv * 1000000);
         while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
             ;
         if (c->stop)

@@ -145,10 +145,10 @@ static int seed_methods(PGconn *c, char *err, size_t errlen)
     ids[io++] = '{';
     names[no++] = '{';
     for (int rate = 0; rate < 2; rate++) {
-        for (int b = GA_M_MEAN; b < GA_M_PCT_BASE + 100; b++) {
-            if (b > GA_M_MEDIAN && b <= GA_M_PCT_BASE)
-                continue;
+        for (int b = 1; b <= 0xff; b++) {       /* every base the methods table knows */
             ga_method_t m = (ga_method_t)(b | (rate ? GA_M_RATE : 0));
+            if (!ga_method_info(m))
+                continue;
             io += (size_t)snprintf(ids + io, sizeof ids - io, "%s%u", first ? "" : ",", m);
             no += (size_t)snprintf(names + no, sizeof names - no, "%s\"%s\"", first ? "" : ",",
                                    ga_method_name(m, nm));

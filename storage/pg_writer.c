@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "proto/base/deadline.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "storage/pg_batch.h"
@@ -100,9 +101,7 @@ static int sleep_ms(struct pgw *w, int ms)
     int64_t dl = w->stop_deadline_mono, now = ga_now_mono_ns();
     if (w->stopping && dl && dl - now < ms_to_ns(ms))
         ms = dl > now ? (int)((dl - now) / 1000000) + 1 : 0;
-    int64_t ns = until.tv_nsec + ms_to_ns(ms);
-    until.tv_sec += ns / 1000000000;
-    until.tv_nsec = ns % 1000000000;
+    until = ga_timespec_add_ns(until, ms_to_ns(ms));
     for (;;) {
         if (pthread_cond_timedwait(&w->wake, &w->mu, &until) != 0)
             break;
@@ -591,9 +590,7 @@ static void *writer_main(void *arg)
                 wait_ns = 0;                /* go back to ensure_conn's backoff */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            int64_t ns = until.tv_nsec + wait_ns;
-            until.tv_sec += ns / 1000000000;
-            until.tv_nsec = ns % 1000000000;
+            until = ga_timespec_add_ns(until, wait_ns);
             if (wait_ns)
                 pthread_cond_timedwait(&w->wake, &w->mu, &until);
             pthread_mutex_unlock(&w->mu);
@@ -763,11 +760,7 @@ int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_ls
 
 int pgw_flush_sync(struct pgw *w, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = until.tv_nsec + ms_to_ns(timeout_ms < 0 ? 0 : timeout_ms);
-    until.tv_sec += ns / 1000000000;
-    until.tv_nsec = ns % 1000000000;
+    struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms < 0 ? 0 : timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/base/grow.h"
 #include "proto/ga_err.h"
 
 /* One writer's share of a unit being split. */
@@ -126,17 +127,7 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    void *np = realloc(*p, c * elem);
-    if (!np)
-        return GA_ENOMEM;
-    *p = np;
-    *cap = c;
-    return 0;
+    return ga_grow(p, cap, need, elem, 256);
 }
 
 #define PUT(sh, field, val)                                                                  \

@@ -17,11 +17,11 @@
 #include "daemon/http/ceilo_resources.h"
 #include "daemon/http/http_server.h"
 #include "daemon/ingest/ingest.h"
+#include "daemon/ingest/listener.h"
 #include "daemon/ingest/pipeline.h"
 #include "storage/journal.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
-#include "proto/ceilometer.h"
 #include "proto/mp_util.h"
 #include "storage/pg_conn.h"
 
@@ -271,30 +271,9 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
     KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
-    KV("udp.datagrams", s->in.udp_datagrams);
-    KV("udp.accepted", s->in.udp_accepted);
-    KV("udp.dropped_backpressure", s->in.udp_dropped_backpressure);
-    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
-        KV(key, s->in.udp_rejected[r]);
-    }
-    KV("ceilometer_tcp.connections_open", s->in.ctcp_conns_open);
-    KV("ceilometer_tcp.connections_total", s->in.ctcp_conns_total);
-    KV("ceilometer_tcp.connections_refused", s->in.ctcp_conns_refused);
-    KV("ceilometer_tcp.bytes_in", s->in.ctcp_bytes_in);
-    KV("ceilometer_tcp.frames", s->in.ctcp_frames);
-    KV("ceilometer_tcp.accepted", s->in.ctcp_accepted);
-    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
-        KV(key, s->in.ctcp_rejected[r]);
-    }
-    for (int r = 0; r < IC_CTCP_NBAD; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
-        KV(key, s->in.ctcp_bad_frames[r]);
-    }
+    for (int i = 0; ic_listeners[i]; i++)   /* each listener's own counters */
+        if (ic_listeners[i]->pack_stats)
+            n += ic_listeners[i]->pack_stats(&s->in, pk);
     KV("journal.retained_bytes", s->jn.retained_bytes);
     KV("journal.segments", s->jn.segments);
     KV("journal.appends", s->jn.appends);

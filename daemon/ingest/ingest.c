@@ -43,6 +43,19 @@ struct ic_conn {
     struct ic_conn *prev, *next;
 };
 
+/* A protocol v1 server socket (listen.unix, listen.tcp); its connections
+ * are the core's (g->conns).  Freed with the ingest. */
+struct ic_srv {
+    union {
+        uv_handle_t h;
+        uv_stream_t s;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } u;
+    struct ga_ingest *g;
+    int tcp, port, closed;
+};
+
 struct ic_write {
     uv_write_t req;
     uv_buf_t buf;
@@ -317,8 +330,9 @@ void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn)
         next = c->next;                /* pump may free c */
         conn_pump(c);
     }
-    ic_udp_pump(g);
-    ic_ctcp_pump(g);
+    for (int i = 0; i < g->nls; i++)
+        if (g->ls[i] && ic_listeners[i]->pump)
+            ic_listeners[i]->pump(g->ls[i]);
     update_backpressure(g);
     ic_check_stopped(g);
 }
@@ -556,14 +570,15 @@ static int peer_conns(struct ga_ingest *g, const struct ic_conn *c)
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-    struct ga_ingest *g = srv->data;
+    struct ic_srv *sv = srv->data;
+    struct ga_ingest *g = sv->g;
     if (status < 0 || g->stopping)
         return;
     struct ic_conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
     c->g = g;
-    c->tcp = srv == (uv_stream_t *)&g->tcp_srv;
+    c->tcp = sv->tcp;
     if (c->tcp)
         uv_tcp_init(g->loop, &c->u.tcp);
     else
@@ -631,24 +646,41 @@ static void on_sweep(uv_timer_t *t)
     ic_check_stopped(g);
 }
 
-static int listen_unix(struct ga_ingest *g, const char *path, char *err, size_t errlen)
+static struct ic_srv *srv_new(struct ga_ingest *g, int tcp, void **slot)
+{
+    struct ic_srv *sv = calloc(1, sizeof *sv);
+    if (!sv)
+        return NULL;
+    sv->g = g;
+    sv->tcp = tcp;
+    if (tcp)
+        uv_tcp_init(g->loop, &sv->u.tcp);
+    else
+        uv_pipe_init(g->loop, &sv->u.pipe, 0);
+    sv->u.h.data = sv;
+    g->open_handles++;
+    *slot = sv;
+    return sv;
+}
+
+static int unix_start(struct ga_ingest *g, const char *path, void **slot, char *err, size_t errlen)
 {
     unlink(path);
-    uv_pipe_init(g->loop, &g->unix_srv, 0);
-    g->unix_srv.data = g;
-    g->have_unix = 1;
-    g->open_handles++;
-    int rc = uv_pipe_bind(&g->unix_srv, path);
+    struct ic_srv *sv = srv_new(g, 0, slot);
+    if (!sv)
+        return GA_ENOMEM;
+    int rc = uv_pipe_bind(&sv->u.pipe, path);
     if (rc == 0 && chmod(path, 0660) < 0)
         rc = uv_translate_sys_error(errno);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&g->unix_srv, 256, on_connection);
+        rc = uv_listen(&sv->u.s, 256, on_connection);
     if (rc < 0)
         snprintf(err, errlen, "listen.unix %s: %s", path, uv_strerror(rc));
     return rc < 0 ? GA_EIO : 0;
 }
 
-static int listen_tcp(struct ga_ingest *g, const char *hostport, char *err, size_t errlen)
+static int tcp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
+                     size_t errlen)
 {
     char host[256];
     int port;
@@ -660,24 +692,66 @@ static int listen_tcp(struct ga_ingest *g, const char *hostport, char *err, size
     int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
     if (rc < 0)
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss);
-    uv_tcp_init(g->loop, &g->tcp_srv);
-    g->tcp_srv.data = g;
-    g->have_tcp = 1;
-    g->open_handles++;
+    struct ic_srv *sv = srv_new(g, 1, slot);
+    if (!sv)
+        return GA_ENOMEM;
     if (rc == 0)
-        rc = uv_tcp_bind(&g->tcp_srv, (struct sockaddr *)&ss, 0);
+        rc = uv_tcp_bind(&sv->u.tcp, (struct sockaddr *)&ss, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&g->tcp_srv, 256, on_connection);
+        rc = uv_listen(&sv->u.s, 256, on_connection);
     if (rc < 0) {
         snprintf(err, errlen, "listen.tcp %s: %s", hostport, uv_strerror(rc));
         return GA_EIO;
     }
     int len = sizeof ss;
-    uv_tcp_getsockname(&g->tcp_srv, (struct sockaddr *)&ss, &len);
-    g->tcp_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    uv_tcp_getsockname(&sv->u.tcp, (struct sockaddr *)&ss, &len);
+    sv->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
     return 0;
 }
+
+static void on_srv_closed(uv_handle_t *h)
+{
+    struct ic_srv *sv = h->data;
+    sv->g->open_handles--;
+    ic_check_stopped(sv->g);
+}
+
+/* The drain begins: accept no more (the connections drain in the core). */
+static int srv_drain(void *state)
+{
+    struct ic_srv *sv = state;
+    if (!sv->closed) {
+        sv->closed = 1;
+        uv_close(&sv->u.h, on_srv_closed);
+        if (!sv->tcp)
+            unlink(sv->g->d->cfg->listen.unix_path);
+    }
+    return 1;
+}
+
+static int srv_port(const void *state)
+{
+    return ((const struct ic_srv *)state)->port;
+}
+
+static const char *unix_addr(const struct ga_config *cfg)
+{
+    return cfg->listen.unix_path;
+}
+
+static const char *tcp_addr(const struct ga_config *cfg)
+{
+    return cfg->listen.tcp;
+}
+
+const struct ic_listener_kind ic_listener_unix = {
+    .key = "unix", .addr = unix_addr, .start = unix_start, .drain = srv_drain, .port = srv_port,
+};
+
+const struct ic_listener_kind ic_listener_tcp = {
+    .key = "tcp", .addr = tcp_addr, .start = tcp_start, .drain = srv_drain, .port = srv_port,
+};
 
 int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_ingest **out,
                     char *err, size_t errlen)
@@ -698,14 +772,13 @@ int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_inges
     uv_timer_start(&g->sweep, on_sweep, 1000, 1000);
     *out = g;
     int rc = 0;
-    if (cfg->listen.unix_path[0])
-        rc = listen_unix(g, cfg->listen.unix_path, err, errlen);
-    if (rc == 0 && cfg->listen.tcp[0])
-        rc = listen_tcp(g, cfg->listen.tcp, err, errlen);
-    if (rc == 0 && cfg->listen.udp[0])
-        rc = ic_udp_start(g, cfg->listen.udp, err, errlen);
-    if (rc == 0 && cfg->listen.ceilometer_tcp[0])
-        rc = ic_ctcp_start(g, cfg->listen.ceilometer_tcp, err, errlen);
+    while (g->nls < IC_MAX_LISTENERS && ic_listeners[g->nls])
+        g->nls++;
+    for (int i = 0; rc == 0 && i < g->nls; i++) {
+        const char *addr = ic_listeners[i]->addr(cfg);
+        if (addr[0])
+            rc = ic_listeners[i]->start(g, addr, &g->ls[i], err, errlen);
+    }
     return rc;
 }
 
@@ -724,8 +797,9 @@ void ic_check_stopped(struct ga_ingest *g)
     int busy = 0;
     for (struct ic_conn *c = g->conns; c; c = c->next)
         busy |= c->head != NULL;
-    busy |= !ic_udp_idle(g);
-    busy |= !ic_ctcp_idle(g);
+    for (int i = 0; i < g->nls; i++)
+        if (g->ls[i] && ic_listeners[i]->drain)
+            busy |= !ic_listeners[i]->drain(g->ls[i]);
     if (g->stopping == 1 && (!busy || now > g->stop_deadline_ns)) {
         g->stopping = 2;               /* close everything */
         if (busy)                      /* items waiting for journal space give up */
@@ -738,8 +812,9 @@ void ic_check_stopped(struct ga_ingest *g)
             conn_close_gently(c);
         }
         uv_close((uv_handle_t *)&g->sweep, on_server_closed);
-        ic_udp_stop(g);
-        ic_ctcp_stop(g);
+        for (int i = 0; i < g->nls; i++)
+            if (g->ls[i] && ic_listeners[i]->close)
+                ic_listeners[i]->close(g->ls[i]);
     }
     if (g->stopping == 2 && !g->conns && g->open_handles == 0) {
         g->stopping = 3;
@@ -755,12 +830,6 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
     g->stop_done = done;
     g->stop_ctx = ctx;
     g->stop_deadline_ns = ga_now_mono_ns() + (int64_t)deadline_ms * 1000000;
-    if (g->have_unix) {
-        uv_close((uv_handle_t *)&g->unix_srv, on_server_closed);
-        unlink(g->d->cfg->listen.unix_path);
-    }
-    if (g->have_tcp)
-        uv_close((uv_handle_t *)&g->tcp_srv, on_server_closed);
     for (struct ic_conn *c = g->conns; c; c = c->next)
         conn_update_reading(c);
     ic_check_stopped(g);
@@ -768,6 +837,11 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
 
 void ga_ingest_free(struct ga_ingest *g)
 {
+    if (!g)
+        return;
+    for (int i = 0; i < g->nls; i++)
+        if (g->ls[i] && ic_listeners[i]->drain == srv_drain)
+            free(g->ls[i]);            /* server sockets: closed, kept for their port */
     free(g);
 }
 
@@ -776,17 +850,25 @@ void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st)
     *st = g->st;
 }
 
+int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k)
+{
+    for (int i = 0; g && i < g->nls; i++)
+        if (ic_listeners[i] == k && g->ls[i] && k->port)
+            return k->port(g->ls[i]);
+    return 0;
+}
+
 int ga_ingest_tcp_port(const struct ga_ingest *g)
 {
-    return g && g->have_tcp ? g->tcp_port : 0;
+    return ga_ingest_port(g, &ic_listener_tcp);
 }
 
 int ga_ingest_udp_port(const struct ga_ingest *g)
 {
-    return g ? ic_udp_port(g) : 0;
+    return ga_ingest_port(g, &ic_listener_udp);
 }
 
 int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g)
 {
-    return ic_ctcp_port(g);
+    return ga_ingest_port(g, &ic_listener_ceilometer_tcp);
 }

@@ -1,5 +1,6 @@
 /* ingest.h — the ingest listeners: protocol v1 on Unix and TCP streams
- * (proto/INGEST.md) and Ceilometer's UDP publisher datagrams.
+ * (proto/INGEST.md) and Ceilometer's udp:// and tcp:// publishers; each
+ * is a row of ic_listeners[] (listener.h).
  *
  * The loop thread accepts, reads, frames (mp_frame_scan) and answers the
  * hello; every points frame becomes a pl_item decoded on the thread pool
@@ -55,6 +56,8 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
 void ga_ingest_free(struct ga_ingest *g);
 void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
 /* Bound ports (for "port 0" configs), 0 when the listener is off. */
+struct ic_listener_kind;
+int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k);
 int ga_ingest_tcp_port(const struct ga_ingest *g);
 int ga_ingest_udp_port(const struct ga_ingest *g);
 int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g);

@@ -26,6 +26,7 @@
 #include "proto/ceilometer.h"
 #include "proto/ceilometer_tcp.h"
 #include "proto/ga_err.h"
+#include "proto/mp_util.h"
 
 #define CT_BATCH_SAMPLES 4096
 #define CT_BATCH_BYTES (1u << 20)
@@ -48,6 +49,7 @@ struct ic_ctcp {
     uv_tcp_t srv;
     uv_timer_t timer;
     struct ga_ingest *g;
+    void **slot;                       /* ga_ingest.ls[] row, cleared when freed */
     int port, srv_open, ticks;
     uint8_t *buf;                      /* gathered bodies: [u32 len][body]... */
     size_t len, cap;
@@ -60,15 +62,16 @@ struct ic_ctcp {
 
 const char *const ic_ctcp_bad_names[IC_CTCP_NBAD] = { "oversize", "garbage", "truncated", "slow" };
 
+static void ctcp_pump(void *state);
+
 static void on_decoded(struct pl_item *it)
 {
     struct ic_ctcp *l = it->owner;
     struct ga_ingest *g = l->g;
     g->st.decode_bytes_inflight -= it->len;
-    for (int r = 1; r < 16; r++)
-        g->st.ctcp_rejected[r] += it->udp_rejects[r];
+    ic_ceilo_count_rejects(it, g->st.ctcp_rejected);
     g->st.ctcp_accepted += it->accepted;
-    ic_ctcp_pump(g);
+    ctcp_pump(*l->slot);
 }
 
 /* Hand the gathered bodies to a decode worker. */
@@ -77,16 +80,9 @@ static int flush(struct ic_ctcp *l)
     struct ga_ingest *g = l->g;
     if (!l->n)
         return 0;
-    struct pl_item *it = calloc(1, sizeof *it);
-    const char *secret = g->d->cfg->listen.telemetry_secret;
-    if (!it || (secret[0] && !(it->secret = strdup(secret)))) {
-        free(it);
+    struct pl_item *it = ic_ceilo_item(g, l->buf, l->len, l->n);
+    if (!it)
         return GA_ENOMEM;              /* kept: tried again on the next tick */
-    }
-    it->udp = 1;
-    it->frame = l->buf;
-    it->len = l->len;
-    it->ndatagrams = l->n;
     it->owner = l;
     l->buf = NULL;
     l->len = l->cap = 0;
@@ -100,7 +96,7 @@ static int flush(struct ic_ctcp *l)
     if (pl_decode(g->pl, it, NULL, on_decoded) < 0) {
         it->state = PL_FAILED;
         g->st.decode_bytes_inflight -= it->len;
-        ga_log(GA_LOG_ERROR, "ceilometer_tcp_decode_failed", "samples=%u", it->ndatagrams);
+        ga_log(GA_LOG_ERROR, "ceilometer_tcp_decode_failed", "samples=%u", ic_ceilo_samples(it));
     }
     return 0;
 }
@@ -301,9 +297,9 @@ static void handle_gone(struct ic_ctcp *l)
     struct ga_ingest *g = l->g;
     g->open_handles--;
     if (--l->handles == 0 && l->stopping) {
+        *l->slot = NULL;
         free(l->buf);
         free(l);
-        g->ctcp = NULL;
     }
     ic_check_stopped(g);
 }
@@ -331,11 +327,12 @@ static void on_handle_closed(uv_handle_t *h)
 
 /* ---- the FIFO and the drain ----------------------------------------------- */
 
-void ic_ctcp_pump(struct ga_ingest *g)
+static void ctcp_pump(void *state)
 {
-    struct ic_ctcp *l = g->ctcp;
+    struct ic_ctcp *l = state;
     if (!l)
         return;
+    struct ga_ingest *g = l->g;
     for (struct pl_item *it = l->head; it; it = it->next) {
         enum pl_item_state s = pl_item_state(g->pl, it);
         if (s == PL_DECODING)
@@ -356,11 +353,9 @@ void ic_ctcp_pump(struct ga_ingest *g)
     update_reading(l);
 }
 
-int ic_ctcp_idle(struct ga_ingest *g)
+static int ctcp_drain(void *state)
 {
-    struct ic_ctcp *l = g->ctcp;
-    if (!l)
-        return 1;
+    struct ic_ctcp *l = state;
     if (!l->quiesced) {                /* the drain begins: accept and read no more */
         l->quiesced = 1;
         if (l->srv_open) {
@@ -373,10 +368,10 @@ int ic_ctcp_idle(struct ga_ingest *g)
     return !l->head && !l->n;
 }
 
-void ic_ctcp_stop(struct ga_ingest *g)
+static void ctcp_close(void *state)
 {
-    struct ic_ctcp *l = g->ctcp;
-    if (!l || l->stopping)
+    struct ic_ctcp *l = state;
+    if (l->stopping)
         return;
     l->stopping = 1;
     if (l->srv_open) {
@@ -388,12 +383,13 @@ void ic_ctcp_stop(struct ga_ingest *g)
         conn_close(c);
 }
 
-int ic_ctcp_port(const struct ga_ingest *g)
+static int ctcp_port(const void *state)
 {
-    return g && g->ctcp ? g->ctcp->port : 0;
+    return ((const struct ic_ctcp *)state)->port;
 }
 
-int ic_ctcp_start(struct ga_ingest *g, const char *hostport, char *err, size_t errlen)
+static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
+                      size_t errlen)
 {
     char host[256];
     int port;
@@ -407,7 +403,8 @@ int ic_ctcp_start(struct ga_ingest *g, const char *hostport, char *err, size_t e
         return GA_ENOMEM;
     l->g = g;
     l->rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(1000000000);
-    g->ctcp = l;
+    l->slot = slot;
+    *slot = l;
     uv_tcp_init(g->loop, &l->srv);
     uv_timer_init(g->loop, &l->timer);
     l->srv.data = l->timer.data = l;
@@ -433,3 +430,43 @@ int ic_ctcp_start(struct ga_ingest *g, const char *hostport, char *err, size_t e
     ga_log(GA_LOG_INFO, "ceilometer_tcp_listen", "address=%s port=%d", hostport, l->port);
     return 0;
 }
+
+#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
+
+static int ctcp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    KV("ceilometer_tcp.connections_open", st->ctcp_conns_open);
+    KV("ceilometer_tcp.connections_total", st->ctcp_conns_total);
+    KV("ceilometer_tcp.connections_refused", st->ctcp_conns_refused);
+    KV("ceilometer_tcp.bytes_in", st->ctcp_bytes_in);
+    KV("ceilometer_tcp.frames", st->ctcp_frames);
+    KV("ceilometer_tcp.accepted", st->ctcp_accepted);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
+        KV(key, st->ctcp_rejected[r]);
+    }
+    for (int r = 0; r < IC_CTCP_NBAD; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
+        KV(key, st->ctcp_bad_frames[r]);
+    }
+    return n;
+}
+
+static const char *ctcp_addr(const struct ga_config *cfg)
+{
+    return cfg->listen.ceilometer_tcp;
+}
+
+const struct ic_listener_kind ic_listener_ceilometer_tcp = {
+    .key = "ceilometer_tcp",
+    .addr = ctcp_addr,
+    .start = ctcp_start,
+    .pump = ctcp_pump,
+    .drain = ctcp_drain,
+    .close = ctcp_close,
+    .port = ctcp_port,
+    .pack_stats = ctcp_pack_stats,
+};

@@ -4,6 +4,7 @@
  * on the thread pool; the batch goes through the journal like any other.
  * UDP has no acks and no backpressure: datagrams that arrive while the
  * pipeline is overloaded are dropped and counted. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+#include "proto/mp_util.h"
 
 #define UDP_BATCH_DATAGRAMS 4096
 #define UDP_BATCH_BYTES (1u << 20)
@@ -21,6 +23,7 @@ struct ic_udp {
     uv_udp_t h;
     uv_timer_t timer;
     struct ga_ingest *g;
+    void **slot;                       /* ga_ingest.ls[] row, cleared when freed */
     int port;
     uint8_t *buf;
     size_t len, cap;
@@ -30,15 +33,16 @@ struct ic_udp {
     int quiesced, closing;
 };
 
+static void udp_pump(void *state);
+
 static void on_udp_decoded(struct pl_item *it)
 {
     struct ic_udp *u = it->owner;
     struct ga_ingest *g = u->g;
     g->st.decode_bytes_inflight -= it->len;
-    for (int r = 1; r < 16; r++)
-        g->st.udp_rejected[r] += it->udp_rejects[r];
+    ic_ceilo_count_rejects(it, g->st.udp_rejected);
     g->st.udp_accepted += it->accepted;
-    ic_udp_pump(g);
+    udp_pump(*u->slot);
 }
 
 /* Hand the gathered datagrams to a decode worker. */
@@ -47,18 +51,12 @@ static void flush(struct ic_udp *u)
     struct ga_ingest *g = u->g;
     if (!u->n)
         return;
-    struct pl_item *it = calloc(1, sizeof *it);
-    const char *secret = g->d->cfg->listen.telemetry_secret;
-    if (!it || (secret[0] && !(it->secret = strdup(secret)))) {
-        free(it);
+    struct pl_item *it = ic_ceilo_item(g, u->buf, u->len, u->n);
+    if (!it) {
         g->st.udp_dropped_backpressure += u->n;
         u->len = u->n = 0;
         return;
     }
-    it->udp = 1;
-    it->frame = u->buf;
-    it->len = u->len;
-    it->ndatagrams = u->n;
     it->owner = u;
     u->buf = NULL;
     u->len = u->cap = 0;
@@ -122,11 +120,12 @@ static void on_timer(uv_timer_t *t)
     flush(t->data);
 }
 
-void ic_udp_pump(struct ga_ingest *g)
+static void udp_pump(void *state)
 {
-    struct ic_udp *u = g->udp;
+    struct ic_udp *u = state;
     if (!u)
         return;
+    struct ga_ingest *g = u->g;
     for (struct pl_item *it = u->head; it; it = it->next) {
         enum pl_item_state s = pl_item_state(g->pl, it);
         if (s == PL_DECODING)
@@ -146,11 +145,9 @@ void ic_udp_pump(struct ga_ingest *g)
     }
 }
 
-int ic_udp_idle(struct ga_ingest *g)
+static int udp_drain(void *state)
 {
-    struct ic_udp *u = g->udp;
-    if (!u)
-        return 1;
+    struct ic_udp *u = state;
     if (!u->quiesced) {               /* the drain begins: take no more, flush the rest */
         u->quiesced = 1;
         uv_udp_recv_stop(&u->h);
@@ -159,9 +156,9 @@ int ic_udp_idle(struct ga_ingest *g)
     return !u->head && !u->n;
 }
 
-int ic_udp_port(const struct ga_ingest *g)
+static int udp_port(const void *state)
 {
-    return g->udp ? g->udp->port : 0;
+    return ((const struct ic_udp *)state)->port;
 }
 
 static void on_closed(uv_handle_t *h)
@@ -171,23 +168,24 @@ static void on_closed(uv_handle_t *h)
     g->open_handles--;
     if (++u->closing == 3) {          /* both handles closed */
         free(u->buf);
+        *u->slot = NULL;
         free(u);
-        g->udp = NULL;
     }
     ic_check_stopped(g);
 }
 
-void ic_udp_stop(struct ga_ingest *g)
+static void udp_close(void *state)
 {
-    struct ic_udp *u = g->udp;
-    if (!u || u->closing)
+    struct ic_udp *u = state;
+    if (u->closing)
         return;
     u->closing = 1;
     uv_close((uv_handle_t *)&u->h, on_closed);
     uv_close((uv_handle_t *)&u->timer, on_closed);
 }
 
-int ic_udp_start(struct ga_ingest *g, const char *hostport, char *err, size_t errlen)
+static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
+                     size_t errlen)
 {
     char host[256];
     int port;
@@ -200,7 +198,8 @@ int ic_udp_start(struct ga_ingest *g, const char *hostport, char *err, size_t er
     if (!u)
         return GA_ENOMEM;
     u->g = g;
-    g->udp = u;
+    u->slot = slot;
+    *slot = u;
     uv_udp_init(g->loop, &u->h);
     uv_timer_init(g->loop, &u->timer);
     u->h.data = u->timer.data = u;
@@ -226,3 +225,35 @@ int ic_udp_start(struct ga_ingest *g, const char *hostport, char *err, size_t er
     uv_timer_start(&u->timer, on_timer, UDP_FLUSH_MS, UDP_FLUSH_MS);
     return 0;
 }
+
+#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
+
+static int udp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    KV("udp.datagrams", st->udp_datagrams);
+    KV("udp.accepted", st->udp_accepted);
+    KV("udp.dropped_backpressure", st->udp_dropped_backpressure);
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
+        KV(key, st->udp_rejected[r]);
+    }
+    return n;
+}
+
+static const char *udp_addr(const struct ga_config *cfg)
+{
+    return cfg->listen.udp;
+}
+
+const struct ic_listener_kind ic_listener_udp = {
+    .key = "udp",
+    .addr = udp_addr,
+    .start = udp_start,
+    .pump = udp_pump,
+    .drain = udp_drain,
+    .close = udp_close,
+    .port = udp_port,
+    .pack_stats = udp_pack_stats,
+};

@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "daemon/ingest/admit.h"
+#include "proto/base/deadline.h"
 #include "proto/base/log.h"
-#include "proto/ceilometer.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
 #include "storage/js_log.h"
@@ -51,10 +51,6 @@ struct ga_pipeline {
     size_t eq_entries, eq_bytes, max_entries, max_bytes;
     uint64_t durable;                  /* guarded by mu */
     struct pl_stats st;
-    /* pl_set_udp_sink: every accepted Ceilometer datagram, from the
-     * decode workers */
-    void (*udp_sink)(void *ctx, const void *dgram, size_t len);
-    void *udp_sink_ctx;
     struct jsl *jsl;                   /* cluster mode: publish here instead */
     uint64_t pub_ctr;                  /* cluster mode: items published */
     size_t max_group_bytes;
@@ -189,44 +185,6 @@ out:
     return rc;
 }
 
-/* UDP items: [u32 len][datagram]... decoded as Ceilometer samples into one
- * batch of one name per accepted sample. */
-static int decode_udp(struct ga_pipeline *p, struct pl_item *it, struct ing_batch *b,
-                      const char *secret)
-{
-    size_t n = it->ndatagrams, name_bytes = 0, off = 0, k = 0;
-    struct ceilo_sample *s = malloc((n ? n : 1) * sizeof *s);
-    if (!s)
-        return GA_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t len;
-        memcpy(&len, it->frame + off, 4);
-        char err[128];
-        int r = ceilo_decode(it->frame + off + 4, len, secret, secret ? strlen(secret) : 0, &s[k],
-                             err, sizeof err);
-        if (r == CEILO_OK && p->udp_sink)
-            p->udp_sink(p->udp_sink_ctx, it->frame + off + 4, len);
-        off += 4 + (size_t)len;
-        if (r != CEILO_OK) {
-            it->udp_rejects[r < 16 ? r : 15]++;
-            continue;
-        }
-        name_bytes += strlen(s[k].metric);
-        k++;
-    }
-    int rc = ing_batch_init(b, (uint32_t)k, name_bytes, k);
-    for (size_t i = 0; rc == 0 && i < k; i++) {
-        ing_batch_add_name(b, s[i].metric, (uint32_t)strlen(s[i].metric));
-        b->name_idx[i] = (uint32_t)i;
-        b->ts[i] = s[i].ts_ns;
-        b->value[i] = s[i].value;
-    }
-    if (rc == 0)
-        b->n = k;
-    free(s);
-    return rc;
-}
-
 static void decode_work(uv_work_t *w)
 {
     struct pl_item *it = w->data;
@@ -237,8 +195,8 @@ static void decode_work(uv_work_t *w)
         snprintf(it->err, sizeof it->err, "out of memory decoding a batch");
         return;
     }
-    if (it->udp) {
-        it->rc = decode_udp(dc->p, it, b, it->secret);
+    if (it->decode) {
+        it->rc = it->decode(it, b);
         it->has_seq = 0;
         if (it->rc == 0 && dc->p->admit && ga_admit_batch(dc->p->admit, b) < 0)
             it->rc = GA_ENOMEM;
@@ -334,10 +292,13 @@ void pl_item_free(struct pl_item *it)
     free(it->frame);
     free(it->rejected);
     free(it->record);
-    free(it->secret);
     for (size_t i = 0; i < it->nprecs; i++)
         free(it->precs[i].data);
     free(it->precs);
+    if (it->dctx_free)
+        it->dctx_free(it->dctx);
+    else
+        free(it->dctx);
     if (it->batch) {
         ing_batch_free(it->batch);
         free(it->batch);
@@ -436,13 +397,7 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
                 return;
             }
             p->st.journal_full_waits++;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+            struct timespec ts = ga_deadline_ms(CLOCK_REALTIME, 100);
             pthread_cond_timedwait(&p->space_cv, &p->mu, &ts);
             pthread_mutex_unlock(&p->mu);
             continue;
@@ -700,14 +655,7 @@ void pl_journal_released(struct ga_pipeline *p)
 
 int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&p->mu);
     int rc = 0;
     for (;;) {
@@ -764,13 +712,6 @@ static void free_pipeline(uv_handle_t *h)
     pthread_cond_destroy(&p->space_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
-}
-
-void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
-                     void *ctx)
-{
-    p->udp_sink = fn;
-    p->udp_sink_ctx = ctx;
 }
 
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,

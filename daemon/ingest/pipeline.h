@@ -53,8 +53,12 @@ struct pl_item {
     /* in */
     uint8_t *frame;               /* the frame bytes (freed after decode) */
     size_t len;
-    int udp;                      /* frame holds datagrams: [u32 len][bytes]... */
-    uint32_t ndatagrams;
+    /* The listener's decoder, run on a decode worker: fill b (a zeroed
+     * batch) from frame/len and dctx; 0 or GA_E*.  NULL = protocol v1
+     * (ing_decode, with its seq and per-point rejections). */
+    int (*decode)(struct pl_item *it, struct ing_batch *b);
+    void *dctx;                   /* the listener's per-item state, owned */
+    void (*dctx_free)(void *dctx); /* frees dctx with the item; NULL = free() */
     /* out */
     int rc;                       /* ing_decode() result or GA_E* */
     char err[256];
@@ -70,8 +74,6 @@ struct pl_item {
                                      mode: the publish counter, see pl_start_cluster) */
     struct pl_prec *precs;        /* cluster mode: the batch by partition, instead of record */
     size_t nprecs;
-    uint64_t udp_rejects[16];     /* per ceilo_reject reason, for UDP items */
-    char *secret;                 /* UDP: telemetry secret (owned), NULL = none */
     /* links */
     void *owner;                  /* the ingest connection or listener */
     struct pl_item *next;         /* the owner's FIFO */
@@ -107,12 +109,6 @@ struct ga_pipeline;
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
              size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
-/* Have fn(ctx, datagram, len) called, on a decode worker thread, for
- * every Ceilometer datagram that decodes (the HTTP API's resource
- * recorder).  fn must be thread-safe and must not keep the datagram.  Call
- * before any UDP item is submitted. */
-void pl_set_udp_sink(struct ga_pipeline *p, void (*fn)(void *ctx, const void *dgram, size_t len),
-                     void *ctx);
 /* Cluster mode (docs/CLUSTER.md): no journal.  Decoding splits each batch
  * into one message per partition (chunks of at most 256 KiB); the
  * sequencer publishes the items queued at that moment as one group to

@@ -50,69 +50,6 @@ const char *ga_job_state_name(enum ga_job_state s)
 
 /* ---- parameters ------------------------------------------------------------ */
 
-const char *ga_job_param(const struct ga_job_params *p, const char *key)
-{
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->kv[i].key, key) == 0)
-            return p->kv[i].value;
-    return NULL;
-}
-
-int ga_job_param_int(const struct ga_job_params *p, const char *key, int64_t def, int64_t lo,
-                     int64_t hi, int64_t *v, char *err, size_t errlen)
-{
-    const char *s = ga_job_param(p, key);
-    if (!s) {
-        *v = def;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (errno || end == s || *end || x < lo || x > hi) {
-        snprintf(err, errlen, "param '%s': expected an integer in %" PRId64 "..%" PRId64 ", got '%s'",
-                 key, lo, hi, s);
-        return GA_EBADARG;
-    }
-    *v = x;
-    return 0;
-}
-
-int ga_job_param_double(const struct ga_job_params *p, const char *key, double def, double lo,
-                        double hi, double *v, char *err, size_t errlen)
-{
-    const char *s = ga_job_param(p, key);
-    if (!s) {
-        *v = def;
-        return 0;
-    }
-    char *end;
-    double x = strtod(s, &end);
-    if (end == s || *end || !isfinite(x) || x < lo || x > hi) {
-        snprintf(err, errlen, "param '%s': expected a number in %g..%g, got '%s'", key, lo, hi, s);
-        return GA_EBADARG;
-    }
-    *v = x;
-    return 0;
-}
-
-int ga_job_params_check_known(const struct ga_job_params *p, const char *const *known, char *err,
-                              size_t errlen)
-{
-    for (int i = 0; i < p->n; i++) {
-        int ok = 0;
-        for (const char *const *k = known; *k && !ok; k++)
-            ok = strcmp(*k, p->kv[i].key) == 0;
-        if (!ok) {
-            snprintf(err, errlen, "unknown param '%s'", p->kv[i].key);
-            return GA_EBADARG;
-        }
-    }
-    return 0;
-}
-
-/* ---- running ------------------------------------------------------------- */
-
 int ga_job_progress(struct ga_job_ctx *ctx, double pct)
 {
     struct ga_job *j = ctx->job;

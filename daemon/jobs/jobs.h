@@ -17,59 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GA_JOB_MAX_PARAMS 32
-#define GA_JOB_KEY_MAX 64
-#define GA_JOB_VALUE_MAX 1024
-
-/* key=value parameters, as `gpuaggctl job submit --param k=v` sends them. */
-struct ga_job_params {
-    int n;
-    uint64_t max_bytes;              /* set by the manager: jobs.max_job_bytes, the memory a
-                                        job may take for its data (0: no bound) */
-    struct {
-        char key[GA_JOB_KEY_MAX];
-        char value[GA_JOB_VALUE_MAX];
-    } kv[GA_JOB_MAX_PARAMS];
-};
-
-/* Look up a parameter; NULL when absent. */
-const char *ga_job_param(const struct ga_job_params *p, const char *key);
-/* Typed look-ups: 0 and *v (the default when absent), or GA_EBADARG with
- * "param 'k': expected an integer in lo..hi, got 'x'" in err. */
-int ga_job_param_int(const struct ga_job_params *p, const char *key, int64_t def, int64_t lo,
-                     int64_t hi, int64_t *v, char *err, size_t errlen);
-int ga_job_param_double(const struct ga_job_params *p, const char *key, double def, double lo,
-                        double hi, double *v, char *err, size_t errlen);
-/* GA_EBADARG naming the first key not in `known` (NULL-terminated). */
-int ga_job_params_check_known(const struct ga_job_params *p, const char *const *known, char *err,
-                              size_t errlen);
-
-struct ga_job;
-
-/* What a running job sees. */
-struct ga_job_ctx {
-    struct ga_job *job;
-    int device;                        /* GPU ordinal for GPU kinds, -1 = CPU */
-    const uint8_t *input;              /* inline input or the file's bytes; may be NULL */
-    size_t input_len;
-    char err[512];                     /* set by run() before returning < 0 */
-};
-
-/* Report progress (0..100).  Returns 1 when the job was cancelled: run()
- * should stop and return GA_ECANCELED. */
-int ga_job_progress(struct ga_job_ctx *ctx, double pct);
-
-/* Result of a job: run() appends the result object's msgpack bytes. */
-int ga_job_set_result(struct ga_job_ctx *ctx, const void *msgpack_bytes, size_t len);
-
-struct ga_job_kind {
-    const char *name;
-    /* Check parameters (and input presence) before queuing; 0 or GA_EBADARG + err. */
-    int (*validate)(const struct ga_job_params *p, size_t input_len, char *err, size_t errlen);
-    /* Run; 0 or a negative GA_E* with ctx->err set. */
-    int (*run)(struct ga_job_ctx *ctx, const struct ga_job_params *p);
-    int wants_gpu;                     /* 1: runs on a GPU when one is usable */
-};
+#include "gpu/jobs/kind.h"
 
 enum ga_job_state { GA_JOB_QUEUED, GA_JOB_RUNNING, GA_JOB_DONE, GA_JOB_FAILED, GA_JOB_CANCELLED };
 const char *ga_job_state_name(enum ga_job_state s);

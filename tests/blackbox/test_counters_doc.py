@@ -9,6 +9,7 @@ ctlj_pack_stats).  The doc's names are the first cells of the tables in its
 section "## `gpuaggctl stats`".  Also: every field of a running daemon's
 `status` is in the section "## `gpuaggctl status`", and every field listed
 there still exists in the source."""
+import glob
 import json
 import os
 import re
@@ -60,6 +61,11 @@ def source_stats_names():
     ops = read("daemon/control/control_ops.c")
     names = set()
     body = function_body(ops, "pack_stats")
+    # each ingest listener packs its own counters (its pack_stats hook)
+    for f in sorted(glob.glob(os.path.join(ROOT, "daemon/ingest/*.c"))):
+        lsrc = open(f).read()
+        for fn in re.findall(r"^static int (\w+_pack_stats)\(", lsrc, re.M):
+            body += function_body(lsrc, fn)
     names |= set(re.findall(r'\bKV\(\s*"([^"]+)"', body))
     templates = set(re.findall(r'"([a-z_.]*%s[a-z_.]*)"', body))
     reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))

@@ -1,4 +1,4 @@
-/* job_resample.c — the `resample` job: the roll-ups of a point CSV with
+/* resample_rpc.c — the `resample` job: the roll-ups of a point CSV with
  * Gnocchi's semantics, the same bytes as `gpuaggctl resample --local`
  * (gpu/resample.c does both).  docs/JOBS.md, "resample".
  *
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/jobs/job_kinds.h"
+#include "gpu/jobs/kind.h"
 #include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/resample.h"

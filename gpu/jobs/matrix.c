@@ -1,12 +1,12 @@
-/* job_matrix.c — binary ("GAMX") and CSV matrix inputs (see job_matrix.h). */
-#include "daemon/jobs/job_matrix.h"
+/* matrix.c — binary ("GAMX") and CSV matrix inputs (see matrix.h). */
+#include "gpu/jobs/matrix.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/jobs/job_kinds.h"
+#include "gpu/jobs/kind.h"
 #include "proto/ga_err.h"
 
 static uint64_t le64(const uint8_t *p)

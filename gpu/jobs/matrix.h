@@ -1,4 +1,4 @@
-/* job_matrix.h — the numeric matrix input of the job kinds (kmeans, dot),
+/* matrix.h — the numeric matrix input of the job kinds (kmeans, dot),
  * docs/JOBS.md "Matrix input".  Two forms, told apart by the first bytes:
  *
  *   binary   24-byte header, then the elements, little-endian, row-major:

@@ -1,4 +1,4 @@
-/* job_apd.c — the `apd-fit` job (gpu/jobs/apd.h): rolling maximum-likelihood
+/* apd_rpc.c — the `apd-fit` job (gpu/jobs/apd.h): rolling maximum-likelihood
  * fits of the asymmetric power distribution with value-at-risk quantiles.
  * docs/JOBS.md, "apd-fit".
  *
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/jobs/job_kinds.h"
-#include "daemon/jobs/job_matrix.h"
+#include "gpu/jobs/kind.h"
+#include "gpu/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "gpu/jobs/apd/apd.h"
 #include "proto/ga_err.h"
