@@ -79,7 +79,11 @@ def test_connection_limit(D):
     # http.max_connections: 4.  A fifth connection is closed at once, without
     # an answer, while four are open; once they close, connections are served.
     held = [socket.create_connection(("127.0.0.1", D.port), timeout=5) for _ in range(4)]
-    time.sleep(0.2)
+    # the listener accepts on its own thread: a request answered on each
+    # (kept alive) shows it holds all four
+    for s in held:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200"), "a held connection was not served"
     extra = socket.create_connection(("127.0.0.1", D.port), timeout=5)
     try:
         extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
