@@ -40,6 +40,7 @@ struct opts {
     double interval_s, rate, duration_s, sample_s, report_s, drain_timeout_s, warmup_s;
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
     int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep;
+    long max_metrics;
 };
 
 static void usage(FILE *f)
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 "  --flush-interval-ms N storage.flush_interval_ms (default: the daemon's)\n"
 "  --writers N           storage.writers (default: the daemon's)\n"
 "  --window-snapshot-s S storage.window_snapshot_s (default: the daemon's)\n"
+"  --max-metrics N       limits.max_metrics (default: --metrics, the live metrics the\n"
+"                        run needs; 0: the daemon's default, one a KiB of memory budget)\n"
 "  --sample-ms N         status sampling period (default 200)\n"
 "  --report-s S          seconds between table lines (default 5)\n"
 "  --warmup S            the summary also gives the lag without the first S s (default 10)\n"
@@ -112,7 +115,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -123,7 +126,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "drain-timeout", 1, 0, O_DRAIN }, { "bindir", 1, 0, O_BINDIR }, { "pg-script", 1, 0, O_SCRIPT },
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS },
-        { "window-snapshot-s", 1, 0, O_SNAP }, { "help", 0, 0, 'h' },
+        { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
+        { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     int opt;
@@ -150,6 +154,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_FROWS: if (parse_num(optarg, 1, 1e9, &v) < 0) return bad("--flush-rows", optarg); o->flush_rows = (int)v; break;
         case O_FMS: if (parse_num(optarg, 1, 3.6e6, &v) < 0) return bad("--flush-interval-ms", optarg); o->flush_interval_ms = (int)v; break;
         case O_WRITERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--writers", optarg); o->writers = (int)v; break;
+        case O_MAXM: if (parse_num(optarg, 0, 1e9, &v) < 0) return bad("--max-metrics", optarg); o->max_metrics = (long)v; break;
         case O_SNAP: if (parse_num(optarg, 10, 86400, &v) < 0) return bad("--window-snapshot-s", optarg); o->snapshot_s = (int)v; break;
         case O_SAMPLE: if (parse_num(optarg, 10, 60000, &v) < 0) return bad("--sample-ms", optarg); o->sample_s = v / 1e3; break;
         case O_REPORT: if (parse_num(optarg, 0.1, 3600, &o->report_s) < 0) return bad("--report-s", optarg); break;
@@ -341,6 +346,7 @@ static int write_config(struct run *r)
         fprintf(f, "  writers: %d\n", o->writers);
     if (o->snapshot_s)
         fprintf(f, "  window_snapshot_s: %d\n", o->snapshot_s);
+    fprintf(f, "limits: { max_metrics: %ld }\n", o->max_metrics);
     fprintf(f, "journal: { dir: \"%s/journal\" }\n"
                "gpu: { devices: %s }\n"
                "archive_policy_rules: []\n"
@@ -739,12 +745,15 @@ int main(int argc, char **argv)
 {
     struct opts o = {
         .metrics = 100000, .connections = 2, .batch = 5000, .inflight = 8, .interval_s = 2,
+        .max_metrics = -1,
         .duration_s = 120, .sample_s = 0.2, .report_s = 5, .drain_timeout_s = 300, .warmup_s = 10, .policy = "medium",
         .backend = "cpu", .out = "bench-capacity", .table = "buckets", .log_level = "info",
     };
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc;
+    if (o.max_metrics < 0)
+        o.max_metrics = (long)o.metrics;
     struct run r = { .o = &o };
     r.ctl.fd = -1;
     signal(SIGPIPE, SIG_IGN);
