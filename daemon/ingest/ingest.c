@@ -427,21 +427,25 @@ static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
     }
 }
 
+void ic_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out)
+{
+    if (*cap - len < chunk && *cap < max) {
+        size_t ncap = *cap ? *cap * 2 : chunk;
+        if (ncap > max)
+            ncap = max;
+        uint8_t *nb = realloc(*b, ncap);
+        if (nb) {
+            *b = nb;
+            *cap = ncap;
+        }
+    }
+    *out = uv_buf_init((char *)*b + len, (unsigned)(*cap - len));
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct ic_conn *c = h->data;
-    size_t max = c->g->lim.max_frame + IC_READ_CHUNK;
-    if (c->cap - c->len < IC_READ_CHUNK && c->cap < max) {
-        size_t ncap = c->cap ? c->cap * 2 : IC_READ_CHUNK;
-        if (ncap > max)
-            ncap = max;
-        uint8_t *nb = realloc(c->buf, ncap);
-        if (nb) {
-            c->buf = nb;
-            c->cap = ncap;
-        }
-    }
-    *buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+    ic_read_buf(&c->buf, &c->cap, c->len, IC_READ_CHUNK, c->g->lim.max_frame + IC_READ_CHUNK, buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

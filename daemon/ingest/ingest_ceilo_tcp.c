@@ -178,18 +178,8 @@ static void update_reading(struct ic_ctcp *l)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct ct_conn *c = h->data;
-    size_t max = c->l->g->lim.max_frame + CEILO_TCP_HDR + CT_READ_CHUNK;
-    if (c->cap - c->len < CT_READ_CHUNK && c->cap < max) {
-        size_t ncap = c->cap ? c->cap * 2 : CT_READ_CHUNK;
-        if (ncap > max)
-            ncap = max;
-        uint8_t *nb = realloc(c->buf, ncap);
-        if (nb) {
-            c->buf = nb;
-            c->cap = ncap;
-        }
-    }
-    *buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+    ic_read_buf(&c->buf, &c->cap, c->len, CT_READ_CHUNK,
+                c->l->g->lim.max_frame + CEILO_TCP_HDR + CT_READ_CHUNK, buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

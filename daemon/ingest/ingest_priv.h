@@ -41,6 +41,11 @@ struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uin
 uint32_t ic_ceilo_samples(const struct pl_item *it);
 /* Add a decoded item's rejections, by ceilo_reject reason, to rejected. */
 void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t rejected[16]);
+/* A stream listener's read buffer for libuv's alloc callback: when less
+ * than chunk is free, grow *b (doubling from chunk) up to max bytes; *out
+ * is the free space after len (empty when max is reached: the frame is too
+ * big and the reader says so). */
+void ic_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out);
 /* Check whether a stopping ingest has finished (closes and calls done). */
 void ic_check_stopped(struct ga_ingest *g);
 
