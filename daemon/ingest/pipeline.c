@@ -714,28 +714,41 @@ static void free_pipeline(uv_handle_t *h)
     free(p);
 }
 
-int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
-             size_t max_entries, size_t max_bytes,
-             void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
+/* What both kinds of pipeline share: locks, the loop's wake-up, the
+ * callback.  NULL when out of memory. */
+static struct ga_pipeline *new_pipeline(uv_loop_t *loop,
+                                        void (*on_durable)(void *ctx, uint64_t durable_lsn),
+                                        void *ctx)
 {
     struct ga_pipeline *p = calloc(1, sizeof *p);
     if (!p)
-        return GA_ENOMEM;
+        return NULL;
     p->loop = loop;
-    p->j = j;
     p->on_durable = on_durable;
     p->ctx = ctx;
-    p->max_entries = max_entries ? max_entries : 1;
-    p->max_bytes = max_bytes;
-    struct jnl_stats js;
-    jnl_get_stats(j, &js);
-    p->durable = js.durable_lsn;
+    p->max_entries = 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->seq_cv, NULL);
     pthread_cond_init(&p->eng_cv, NULL);
     pthread_cond_init(&p->space_cv, NULL);
     uv_async_init(loop, &p->notify, on_notify);
     p->notify.data = p;
+    return p;
+}
+
+int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
+             size_t max_entries, size_t max_bytes,
+             void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
+{
+    struct ga_pipeline *p = new_pipeline(loop, on_durable, ctx);
+    if (!p)
+        return GA_ENOMEM;
+    p->j = j;
+    p->max_entries = max_entries ? max_entries : 1;
+    p->max_bytes = max_bytes;
+    struct jnl_stats js;
+    jnl_get_stats(j, &js);
+    p->durable = js.durable_lsn;
     int rc = jnl_commit_start(&p->commit, j, fsync_interval_ms, on_commit, p);
     if (rc < 0)
         goto fail;
@@ -755,21 +768,11 @@ int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
                      size_t max_group_bytes,
                      void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
-    struct ga_pipeline *p = calloc(1, sizeof *p);
+    struct ga_pipeline *p = new_pipeline(loop, on_durable, ctx);
     if (!p)
         return GA_ENOMEM;
-    p->loop = loop;
     p->jsl = jsl;
-    p->on_durable = on_durable;
-    p->ctx = ctx;
-    p->max_entries = 1;
     p->max_group_bytes = max_group_bytes ? max_group_bytes : 1;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->seq_cv, NULL);
-    pthread_cond_init(&p->eng_cv, NULL);
-    pthread_cond_init(&p->space_cv, NULL);
-    uv_async_init(loop, &p->notify, on_notify);
-    p->notify.data = p;
     if (pthread_create(&p->seq_thread, NULL, cluster_sequencer_main, p) != 0) {
         uv_close((uv_handle_t *)&p->notify, free_pipeline);
         return GA_ENOMEM;
