@@ -106,7 +106,8 @@ int api_parse_time(const char *s, int64_t now_ns, int64_t *ns, char *why, size_t
         if (parse_units(s + 1, &d) < 0)
             return ga_fail(GA_EINVAL, why, whylen, "Unable to parse timestamp '%s' (relative "
                            "forms look like '-1 day', '-5min')", s);
-        *ns = s[0] == '-' ? now_ns - d : now_ns + d;
+        if (s[0] == '-' ? __builtin_sub_overflow(now_ns, d, ns) : __builtin_add_overflow(now_ns, d, ns))
+            return ga_fail(GA_EINVAL, why, whylen, "timestamp '%s' out of range", s);
         return 0;
     }
     /* ISO 8601: complete a date alone or a time without seconds */

@@ -55,6 +55,9 @@ static void test_times(void)
     CHECK_INT(ns, 1795262400LL * S);
     CHECK_INT(api_parse_time("1795262400.5", now, &ns, why, sizeof why), 0);
     CHECK_INT(ns, 1795262400LL * S + S / 2);
+    /* a relative form past int64 nanoseconds is refused, not wrapped */
+    CHECK_INT(api_parse_time("+101049d", now, &ns, why, sizeof why), GA_EINVAL);
+    CHECK(strstr(why, "out of range") != NULL);
     CHECK_INT(api_parse_time("now", now, &ns, why, sizeof why), 0);
     CHECK_INT(ns, now);
     CHECK_INT(api_parse_time("-1 day", now, &ns, why, sizeof why), 0);
