@@ -672,6 +672,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
         pthread_mutex_destroy(&w->mu);
         goto fail;
     }
+    pthread_setname_np(w->thread, "ga-writer");
     *out = w;
     return 0;
 fail:
