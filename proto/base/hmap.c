@@ -42,7 +42,7 @@ static size_t cap_for(size_t n)
 
 int ga_hmap_reserve(struct ga_hmap *m, size_t n)
 {
-    if (n > (m->max ? m->max : GA_HMAP_MAX_ENTRIES))
+    if (n > GA_HMAP_MAX_ENTRIES)
         return GA_ENOSPC;
     if (n * 4 <= m->cap * 3)
         return 0;
@@ -53,7 +53,7 @@ int ga_hmap_put_grow(struct ga_hmap *m, uint64_t h, uint32_t v)
 {
     if (v > GA_HMAP_VALUE_MAX)
         return GA_EINVAL;
-    if (m->n >= (m->max ? m->max : GA_HMAP_MAX_ENTRIES))
+    if (m->n >= GA_HMAP_MAX_ENTRIES)
         return GA_ENOSPC;
     if ((m->n + 1) * 4 > m->cap * 3) {
         int rc = rehash(m, m->cap ? m->cap * 2 : 16);

@@ -30,9 +30,10 @@
  * A delete moves the entries after it back (no tombstones), so lookups stay
  * as short after deletes as after inserts.
  *
- * Bound: m->max entries (0: GA_HMAP_MAX_ENTRIES).  A put past it fails with
- * GA_ENOSPC and changes nothing.  Memory: 8 bytes a slot, so 10.7 to 21.3
- * bytes an entry (3/4 to 3/8 full) once past the first 16 slots.
+ * Bound: GA_HMAP_MAX_ENTRIES; a put past it fails with GA_ENOSPC and
+ * changes nothing.  A caller with a bound of its own checks m->n before
+ * putting.  Memory: 8 bytes a slot, so 10.7 to 21.3 bytes an entry (3/4 to
+ * 3/8 full) once past the first 16 slots.
  *
  * A zeroed struct is an empty map; ga_hmap_free frees it.  No global state;
  * not thread-safe (the caller locks). */
@@ -51,7 +52,6 @@ struct ga_hmap {
     uint64_t *slot;                  /* cap slots: tag << 32 | (value + 1); 0 free */
     size_t cap;                      /* a power of two (2^32 at most), or 0 */
     size_t n;                        /* entries */
-    size_t max;                      /* bound on n; 0: GA_HMAP_MAX_ENTRIES */
 };
 
 /* A walk over the values stored under one hash (ga_hmap_find). */
@@ -99,8 +99,7 @@ int ga_hmap_put_grow(struct ga_hmap *m, uint64_t h, uint32_t v);
  * changed. */
 static inline int ga_hmap_put(struct ga_hmap *m, const struct ga_hmap_it *it, uint64_t h, uint32_t v)
 {
-    size_t lim = m->max ? m->max : GA_HMAP_MAX_ENTRIES;
-    if (it && it->slot && it->slot == m->slot && !m->slot[it->i] && m->n < lim &&
+    if (it && it->slot && it->slot == m->slot && !m->slot[it->i] && m->n < GA_HMAP_MAX_ENTRIES &&
         (m->n + 1) * 4 <= m->cap * 3 && v <= GA_HMAP_VALUE_MAX) {
         m->slot[it->i] = (h & 0xffffffff00000000ULL) | ((uint64_t)v + 1);
         m->n++;
@@ -120,10 +119,11 @@ void ga_hmap_del(struct ga_hmap *m, struct ga_hmap_it *it);
  * GA_ENOMEM (the map unchanged). */
 int ga_hmap_reserve(struct ga_hmap *m, size_t n);
 
-/* Forget every entry, keeping the slots' memory. */
+/* Forget every entry, keeping the slots' memory (walks begun before are
+ * void). */
 void ga_hmap_clear(struct ga_hmap *m);
 
-/* Free the slots; the map is left empty (max kept). */
+/* Free the slots; the map is left empty. */
 void ga_hmap_free(struct ga_hmap *m);
 
 #endif
