@@ -21,8 +21,8 @@
  * free slot), so values go up to GA_HMAP_VALUE_MAX.  A key's first slot is
  * taken from the same 32 bits, so the map grows without asking for the keys,
  * and a walk hands back only values whose 32 bits match: the caller
- * compares keys for those alone (and for 64-bit keys with different high
- * halves, never).
+ * compares keys for those alone (another key's value comes back about once
+ * in 2^32 slots walked).
  *
  * Load: at most 3/4 of the slots are used; the map doubles (from 16 slots)
  * before a put would pass that, or reserves room ahead (ga_hmap_reserve:
