@@ -321,7 +321,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
         pack_parts(pk, m->owned);
     }
     mp_pack_cstr(pk, "nats");
-    msgpack_pack_map(pk, 9);
+    msgpack_pack_map(pk, 10);
     mp_pack_kv_bool(pk, "connected", js.connected);
     mp_pack_kv_str(pk, "server", js.server);
     mp_pack_kv_uint(pk, "published", js.published);
@@ -329,6 +329,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "publish_retries", js.publish_retries);
     mp_pack_kv_uint(pk, "consumed", js.consumed);
     mp_pack_kv_uint(pk, "consumer_resets", js.consumer_resets);
+    mp_pack_kv_uint(pk, "async_errors", js.async_errors);
     mp_pack_kv_uint(pk, "stream_last_seq", last);
     mp_pack_kv_str(pk, "last_error", js.last_error);
     /* lag: stream messages after the partition's committed position (of

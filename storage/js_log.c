@@ -35,9 +35,15 @@ struct jsl {
     char ack_err[200];
     struct jsl_stats st;
     uint64_t reconnects;              /* connection re-made (subscriptions re-created) */
+    struct ga_ratelimit err_rl;       /* nats_async_error lines */
 };
 
 #define JSL_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
+/* The consumer's pending bound: above nats-server's flow-control window
+ * (32 MiB of messages delivered and not yet taken), so the server's flow
+ * control, not a drop, holds the delivery back. */
+#define JSL_SUB_PENDING_BYTES (64 * 1024 * 1024)
+#define JSL_SUB_HEARTBEAT_NS 1000000000LL   /* idle heartbeat: a flow-control stall ends */
 
 struct jsl_sub {
     struct jsl *j;
@@ -131,6 +137,22 @@ static void on_reconnected(natsConnection *nc, void *closure)
     ga_log(GA_LOG_INFO, "nats_connected", "server=\"%s\"", url);
 }
 
+static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
+                           void *closure)
+{
+    (void)nc;
+    (void)sub;
+    struct jsl *j = closure;
+    uint64_t suppressed;
+    pthread_mutex_lock(&j->mu);
+    j->st.async_errors++;
+    int log = ga_ratelimit_ok(&j->err_rl, &suppressed);
+    pthread_mutex_unlock(&j->mu);
+    if (log)
+        ga_log(GA_LOG_WARN, "nats_async_error", "error=\"%s\" suppressed_lines=%llu",
+               natsStatus_GetText(err), (unsigned long long)suppressed);
+}
+
 /* Create the stream, or check that the existing one has our subjects.
  * 0 or GA_EIO / GA_ECONFIG with the reason in j's last_error. */
 static int ensure_stream(struct jsl *j)
@@ -199,6 +221,7 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
         rnd = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)j;
     snprintf(j->id_prefix, sizeof j->id_prefix, "%.20s-%016" PRIx64, j->name, rnd);
     pthread_mutex_init(&j->mu, NULL);
+    j->err_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
 
     const char *urls[JSL_MAX_URLS];
     int nurls = 0;
@@ -227,6 +250,8 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
         s = natsOptions_SetDisconnectedCB(j->nopts, on_disconnected, j);
     if (s == NATS_OK)
         s = natsOptions_SetReconnectedCB(j->nopts, on_reconnected, j);
+    if (s == NATS_OK)
+        s = natsOptions_SetErrorHandler(j->nopts, on_async_error, j);
     if (s == NATS_OK && j->creds[0])
         s = natsOptions_SetUserCredentialsFromFiles(j->nopts, j->creds, NULL);
     if (s == NATS_OK && j->token[0])
@@ -429,6 +454,7 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverByStartSequence;
     so.Config.OptStartSeq = s->next ? s->next : 1;
+    so.Config.Heartbeat = JSL_SUB_HEARTBEAT_NS;
     jsErrCode jerr = 0;
     natsStatus st = js_SubscribeSync(&s->sub, j->js, j->subj_all, NULL, &so, &jerr);
     if (st != NATS_OK) {
@@ -436,7 +462,11 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
         return ga_fail(GA_EIO, err, errlen, "subscribing to %s from %" PRIu64 ": %s (%d)",
                        j->subj_all, s->next, natsStatus_GetText(st), (int)jerr);
     }
-    natsSubscription_SetPendingLimits(s->sub, 4096, 256 * 1024 * 1024);
+    /* Bounded by bytes only, above the server's flow-control window: a
+     * subscription that drops messages (slow consumer) loses the flow
+     * control requests among them too, and the server then sends nothing
+     * until the next idle heartbeat, so catching up would crawl. */
+    natsSubscription_SetPendingLimits(s->sub, -1, JSL_SUB_PENDING_BYTES);
     pthread_mutex_lock(&j->mu);
     s->reconnects = j->reconnects;
     pthread_mutex_unlock(&j->mu);

@@ -48,6 +48,8 @@ struct jsl_stats {
     uint64_t last_acked_seq;        /* highest stream sequence acknowledged to us */
     uint64_t stream_last_seq;       /* the stream's last sequence, last seen */
     uint64_t consumed, consumer_resets;
+    uint64_t async_errors;          /* errors the client library reported on its own
+                                       (a subscription's slow consumer, ...) */
     char last_error[256];           /* "" when the last publish went through */
     char server[128];               /* URL of the server we are connected to */
 };
