@@ -29,6 +29,7 @@ struct ga_cluster {
     int stop;
     uint64_t want;                    /* the partitions we should own */
     uint64_t have;                    /* the running worker's */
+    uint64_t last_share;              /* the share the last heartbeat computed */
     int have_view;
     struct pgm_view view;
     char last_error[256];
@@ -77,7 +78,13 @@ static void *heartbeat_main(void *arg)
             c->have_view = 1;
             c->last_ok_ns = now;
             c->last_error[0] = '\0';
-            want = v.self_index >= 0 ? pgm_assign(v.self_index, v.nlive) : 0;
+            /* A new share is taken once two heartbeats in a row computed
+             * it: a member restarting within a heartbeat, or one heartbeat
+             * read just too late, does not move partitions back and forth. */
+            uint64_t share = pgm_share(&v);
+            if (share == c->last_share)
+                want = share;
+            c->last_share = share;
         } else {
             if (strcmp(c->last_error, err) != 0)
                 ga_log(GA_LOG_WARN, "cluster_heartbeat_failed", "error=\"%s\"", err);

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 #include "storage/pg_schema.h"
+#include "storage/pg_txn.h"
 #include "storage/pg_util.h"
 
 struct pgm {
@@ -86,6 +88,11 @@ int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeou
             m->c = NULL;
             return GA_EIO;
         }
+        /* A heartbeat need not survive a crash of the server, and must not
+         * wait behind the writers' WAL flushes: the others judge it by the
+         * time it becomes visible. */
+        char ignore[128];
+        pgu_exec(m->c, "SET synchronous_commit = off", ignore, sizeof ignore);
         if (!m->migrated) {
             int rc = pgs_migrate(m->c, err, errlen);
             if (rc < 0) {
@@ -141,13 +148,91 @@ int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeou
     return 0;
 }
 
-uint64_t pgm_assign(int i, int n)
+/* A member's claim on a partition: rendezvous (highest random weight)
+ * hashing, a fixed function of the member's name and the partition. */
+static uint64_t score(uint64_t name_hash, int p)
 {
-    uint64_t mask = 0;
-    if (n <= 0 || i < 0 || i >= n)
+    return ga_hash_fmix64(name_hash ^ ga_hash_fmix64((uint64_t)p + 1));
+}
+
+struct claim {
+    uint64_t score;
+    uint8_t p, m;
+};
+
+static int claim_cmp(const void *a, const void *b)
+{
+    const struct claim *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;        /* highest first */
+    if (x->p != y->p)
+        return x->p < y->p ? -1 : 1;
+    return x->m < y->m ? -1 : (x->m > y->m);
+}
+
+int pgm_assign(const char *const *names, int n, uint64_t *out)
+{
+    if (n <= 0 || n > PGM_MAX_MEMBERS)
+        return GA_EINVAL;
+    struct claim *cl = malloc((size_t)n * GA_PARTITIONS * sizeof *cl);
+    if (!cl)
+        return GA_ENOMEM;
+    size_t k = 0;
+    for (int m = 0; m < n; m++) {
+        uint64_t h = ga_hash_fnv1a(names[m], strlen(names[m]));
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            cl[k++] = (struct claim){ score(h, p), (uint8_t)p, (uint8_t)m };
+    }
+    qsort(cl, k, sizeof *cl, claim_cmp);
+    int count[PGM_MAX_MEMBERS] = { 0 };
+    uint64_t taken = 0;
+    for (int m = 0; m < n; m++)
+        out[m] = 0;
+    for (size_t i = 0; i < k; i++) {
+        int p = cl[i].p, m = cl[i].m;
+        int quota = GA_PARTITIONS / n + (m < GA_PARTITIONS % n);
+        if ((taken >> p & 1) || count[m] >= quota)
+            continue;
+        taken |= 1ULL << p;
+        out[m] |= 1ULL << p;
+        count[m]++;
+    }
+    free(cl);
+    return 0;
+}
+
+uint64_t pgm_share(const struct pgm_view *v)
+{
+    const char *names[PGM_MAX_MEMBERS];
+    uint64_t out[PGM_MAX_MEMBERS];
+    int n = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (v->members[i].live)
+            names[n++] = v->members[i].name;
+    if (v->self_index < 0 || v->self_index >= n || pgm_assign(names, n, out) < 0)
         return 0;
-    for (int p = 0; p < GA_PARTITIONS; p++)
-        if (p % n == i)
-            mask |= 1ULL << p;
-    return mask;
+    return out[v->self_index];
+}
+
+int pgm_parts_held(PGconn *c, uint64_t parts, uint64_t *held, char *err, size_t errlen)
+{
+    char mask[24];
+    snprintf(mask, sizeof mask, "%lld", (long long)parts);
+    const char *params[] = { mask };
+    PGresult *r = PQexecParams(c,
+        "SELECT DISTINCT objid FROM pg_locks\n"
+        "WHERE locktype = 'advisory' AND granted AND classid = " PGT_PART_LOCK_CLASS "\n"
+        "  AND objsubid = 2 AND objid < 64 AND pid <> pg_backend_pid()\n"
+        "  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())\n"
+        "  AND ($1::bigint >> objid::int) & 1 = 1", 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        pgu_result_error(err, errlen, c, r);
+        PQclear(r);
+        return PQstatus(c) == CONNECTION_OK ? GA_EDB : GA_EIO;
+    }
+    *held = 0;
+    for (int i = 0; i < PQntuples(r); i++)
+        *held |= 1ULL << (strtoul(PQgetvalue(r, i, 0), NULL, 10) & 63);
+    PQclear(r);
+    return 0;
 }

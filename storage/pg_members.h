@@ -4,16 +4,16 @@
  * cluster.heartbeat_ms (heartbeat = the database's now(), so one clock
  * judges every member) with the partitions it owns at that moment; a member
  * whose heartbeat is older than cluster.member_timeout_ms is dead.  The live
- * members, sorted by name, split the partitions: member i of n owns the
- * partitions p with p % n == i (pgm_assign).  A daemon owning a partition
- * still takes its advisory lock on the writer session that commits it
- * (storage/pg_writers.h): membership only says who should; the locks
- * decide who can.
+ * members split the partitions by rendezvous hashing (pgm_assign).  A
+ * daemon owning a partition still takes its advisory lock on the writer
+ * session that commits it (storage/pg_writers.h): membership only says who
+ * should; the locks decide who can.
  *
  * Not thread-safe: one thread (the daemon's cluster thread) owns a pgm. */
 #ifndef GA_PG_MEMBERS_H
 #define GA_PG_MEMBERS_H
 
+#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,7 +55,25 @@ void pgm_close(struct pgm *m, int leave);
 int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeout_ms,
                   struct pgm_view *v, char *err, size_t errlen);
 
-/* The partitions live member index i of n owns: p % n == i. */
-uint64_t pgm_assign(int i, int n);
+/* Which of the partitions in parts some other session holds the partition
+ * lock of (storage/pg_txn.h), in c's database: *held.  A new owner waits
+ * for its partitions to be free before its writers take them, so that no
+ * writer holds some of its partitions' locks while it waits for the rest.
+ * Returns 0, or GA_EDB / GA_EIO with err. */
+int pgm_parts_held(PGconn *c, uint64_t parts, uint64_t *held, char *err, size_t errlen);
+
+/* Spread the partitions over the n live members names[0..n) (sorted by
+ * name, as in a view): out[i] gets member i's partitions.  Rendezvous
+ * hashing with bounded loads: the (member, partition) claims are taken in
+ * the order of a hash of both, highest first, each member up to its quota
+ * (64 / n, one more for the first 64 % n members), so the shares differ by
+ * one partition at most, and a member joining or leaving moves few
+ * partitions besides its own share (docs/CLUSTER.md).  A function of the
+ * names only: every member computes the same split.  Returns 0, GA_EINVAL
+ * (n out of 1..PGM_MAX_MEMBERS), GA_ENOMEM. */
+int pgm_assign(const char *const *names, int n, uint64_t *out);
+/* This member's share in v (pgm_assign over its live members); 0 when it
+ * is not live itself. */
+uint64_t pgm_share(const struct pgm_view *v);
 
 #endif
