@@ -15,8 +15,8 @@
 #include "proto/ga_err.h"
 
 /* Ranges of at least this many points per thread, at most SPLIT_MAX_PARTS
- * ranges (and no more than the online cores); the split's cost by thread
- * count is in docs/PERFORMANCE.md. */
+ * ranges (and no more than the online cores); tools/bench/bench_engine_gpus
+ * prints the split's time. */
 #define SPLIT_PART_MIN ((size_t)1 << 16)
 
 void eng_free_sub(struct eng_batch *b)

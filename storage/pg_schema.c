@@ -472,6 +472,25 @@ static const char schema_v9[] =
     "    host      text NOT NULL DEFAULT ''\n"
     ");\n";
 
+/* v10: registering a metric costs its row and plain index entries only.
+ * Its id is computed by the daemon (proto/uuid.h) and stored in
+ * metrics.uuid, indexed as a column: the expression index of v7 ran the
+ * SQL MD5 function for every new metric.  The foreign key to
+ * archive_policies goes: every definition checked it with a row lock on
+ * its policy's row, taken by every writer at once while metrics are new;
+ * the writer stores a definition's policy in the same transaction, before
+ * it (docs/STORAGE.md).  metrics leaves room on its pages (fillfactor 80)
+ * so that point-count updates stay on the page (HOT) and add no index
+ * entries. */
+static const char schema_v10[] =
+    "ALTER TABLE metrics ADD COLUMN uuid uuid;\n"
+    "UPDATE metrics SET uuid = gpuagg_metric_uuid(name);\n"
+    "ALTER TABLE metrics ALTER COLUMN uuid SET NOT NULL;\n"
+    "DROP INDEX metrics_uuid;\n"
+    "CREATE INDEX metrics_uuid ON metrics (uuid);\n"
+    "ALTER TABLE metrics DROP CONSTRAINT IF EXISTS metrics_policy_fkey;\n"
+    "ALTER TABLE metrics SET (fillfactor = 80);\n";
+
 struct step {
     int version;
     const char *name;
@@ -489,6 +508,7 @@ static const struct step steps[] = {
     { 7, "resources and metric ids for the HTTP API", schema_v7, NULL },
     { 8, "rows a flush could not store", schema_v8, NULL },
     { 9, "cluster members", schema_v9, NULL },
+    { 10, "metric ids stored, no per-definition policy check", schema_v10, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -14,15 +14,9 @@
 #include <stdint.h>
 
 #include "proto/policy.h"
+#include "proto/uuid.h"
 
 #define PGS_DAY_NS (86400LL * 1000000000LL)
-
-/* The namespace of metric ids: a metric's id (the HTTP API's, docs/API.md)
- * is the version-3 UUID of its name in this namespace,
- * uuid.uuid3(uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47"), name) in Python;
- * SQL: gpuagg_metric_uuid(name). */
-#define GA_METRIC_NS "5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47"
-#define GA_METRIC_NS_HEX "5c1e5b8e07c54c53a2a53f2b1d6e9a47"
 
 /* The buckets table is partitioned by (granularity, ts): each archive's
  * rows in ranges of pgs_partition_width(granularity) ns, aligned to the

@@ -90,8 +90,8 @@ static const char upsert_policy_sql[] =
     "SELECT n, bw, d, m FROM u ON CONFLICT (name) DO NOTHING";
 
 static const char insert_metrics_sql[] =
-    "INSERT INTO metrics (id, name, policy)\n"
-    "SELECT * FROM unnest($1::int4[], $2::text[], $3::text[])\n"
+    "INSERT INTO metrics (id, name, policy, uuid)\n"
+    "SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::uuid[])\n"
     "ON CONFLICT (id) DO NOTHING";
 
 static const char insert_late_sql[] =
@@ -757,14 +757,19 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
     }
     if (b->ndefs) {
         struct step *s = &st[n++];
-        *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 3 };
+        *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 4 };
         pgu_array_begin(&s->p[0], PGU_INT4OID, b->ndefs);
         pgu_array_begin(&s->p[1], PGU_TEXTOID, b->ndefs);
         pgu_array_begin(&s->p[2], PGU_TEXTOID, b->ndefs);
+        pgu_array_begin(&s->p[3], PGU_UUIDOID, b->ndefs);
         for (size_t i = 0; i < b->ndefs; i++) {
+            size_t len = strlen(b->defs[i].name);
+            uint8_t id[16];
+            ga_metric_uuid(b->defs[i].name, len, id);
             pgu_array_i32(&s->p[0], (int32_t)b->defs[i].id);
-            pgu_array_bytes(&s->p[1], b->defs[i].name, strlen(b->defs[i].name));
+            pgu_array_bytes(&s->p[1], b->defs[i].name, len);
             pgu_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
+            pgu_array_bytes(&s->p[3], id, sizeof id);
         }
     }
     if (b->nlate) {

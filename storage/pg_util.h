@@ -18,6 +18,7 @@
 #define PGU_INT4OID 23
 #define PGU_TEXTOID 25
 #define PGU_FLOAT8OID 701
+#define PGU_UUIDOID 2950
 
 struct pgu_buf {
     uint8_t *p;

@@ -60,7 +60,7 @@ const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen,
 /* SQL of a metric's JSON object as Gnocchi shows it, over metrics m,
  * archive_policies p and LEFT JOIN resource_metrics rm. */
 #define API_METRIC_JSON_SQL                                                              \
-    "json_build_object('id', gpuagg_metric_uuid(m.name), 'gpuagg_name', m.name,"         \
+    "json_build_object('id', m.uuid, 'gpuagg_name', m.name,"                            \
     " 'name', coalesce(rm.name, m.name), 'unit', rm.unit, 'resource_id', rm.resource,"   \
     " 'creator', r.creator, 'created_by_user_id', r.user_id,"                           \
     " 'created_by_project_id', r.project_id,"                                            \

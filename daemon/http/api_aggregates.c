@@ -868,7 +868,7 @@ static json_t *metrics_of(struct http_req *req, struct http_resp *resp, const js
     }
     const char *vals[] = { idlist };
     json_t *rows = api_query_json(req, resp, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
-                                  " WHERE gpuagg_metric_uuid(m.name) IN (SELECT x::uuid FROM "
+                                  " WHERE m.uuid IN (SELECT x::uuid FROM "
                                   "json_array_elements_text($1::json) x)", 1, vals);
     free(idlist);
     if (!rows)
@@ -931,7 +931,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
             vals[0] = is_id ? uuid : refs.r[k].name;
             snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
                      " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",
-                     is_id ? "gpuagg_metric_uuid(m.name) = $1::uuid" : "m.name = $1",
+                     is_id ? "m.uuid = $1::uuid" : "m.name = $1",
                      api_scope_sql(&req->ident, sq, sizeof sq, vals, &n));
             json_t *rows = api_query_json(req, resp, sql, n, vals);
             if (!rows) {

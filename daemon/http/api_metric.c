@@ -106,7 +106,7 @@ static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const
     char sql[2048];
     snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
              " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",
-             is_id ? "gpuagg_metric_uuid(m.name) = $1::uuid" : "m.name = $1",
+             is_id ? "m.uuid = $1::uuid" : "m.name = $1",
              api_scope_sql(&req->ident, sq, sizeof sq, vals, &n));
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     if (!rows)
@@ -164,7 +164,7 @@ void api_metric_list(struct http_req *req, struct http_resp *resp)
     if (mk[0]) {
         vals[n++] = mk;
         snprintf(where + strlen(where), sizeof where - strlen(where),
-                 " AND gpuagg_metric_uuid(m.name) > $%d::uuid", n);
+                 " AND m.uuid > $%d::uuid", n);
     }
     if (name) {
         vals[n++] = name;
@@ -177,7 +177,7 @@ void api_metric_list(struct http_req *req, struct http_resp *resp)
     const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, vals, &n);
     snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
              " WHERE %s AND (rm.resource IS NULL OR %s)"
-             " ORDER BY gpuagg_metric_uuid(m.name) LIMIT $%d::int8", where, scope, lim_idx);
+             " ORDER BY m.uuid LIMIT $%d::int8", where, scope, lim_idx);
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     if (!rows)
         return;

@@ -14,6 +14,7 @@
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 #include "storage/pg_query.h"
 
 #define NS 1000000000LL
@@ -190,77 +191,6 @@ int api_uuid_parse(const char *s, char out[API_UUID_LEN])
     return 1;
 }
 
-/* SHA-1 (FIPS 180-4), for RFC 4122 version-5 UUIDs only. */
-struct sha1 {
-    uint32_t h[5];
-    uint64_t len;
-    unsigned char buf[64];
-    size_t n;
-};
-
-static uint32_t rol(uint32_t x, int k)
-{
-    return (x << k) | (x >> (32 - k));
-}
-
-static void sha1_block(struct sha1 *c, const unsigned char *p)
-{
-    uint32_t w[80], a = c->h[0], b = c->h[1], d = c->h[3], e = c->h[4], cc = c->h[2];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-               p[4 * i + 3];
-    for (int i = 16; i < 80; i++)
-        w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    for (int i = 0; i < 80; i++) {
-        uint32_t f, k;
-        if (i < 20)
-            f = (b & cc) | (~b & d), k = 0x5A827999;
-        else if (i < 40)
-            f = b ^ cc ^ d, k = 0x6ED9EBA1;
-        else if (i < 60)
-            f = (b & cc) | (b & d) | (cc & d), k = 0x8F1BBCDC;
-        else
-            f = b ^ cc ^ d, k = 0xCA62C1D6;
-        uint32_t t = rol(a, 5) + f + e + k + w[i];
-        e = d;
-        d = cc;
-        cc = rol(b, 30);
-        b = a;
-        a = t;
-    }
-    c->h[0] += a, c->h[1] += b, c->h[2] += cc, c->h[3] += d, c->h[4] += e;
-}
-
-static void sha1_update(struct sha1 *c, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    c->len += len;
-    while (len) {
-        size_t k = 64 - c->n < len ? 64 - c->n : len;
-        memcpy(c->buf + c->n, p, k);
-        c->n += k, p += k, len -= k;
-        if (c->n == 64) {
-            sha1_block(c, c->buf);
-            c->n = 0;
-        }
-    }
-}
-
-static void sha1_final(struct sha1 *c, unsigned char out[20])
-{
-    uint64_t bits = c->len * 8;
-    unsigned char pad = 0x80, zero = 0, lb[8];
-    sha1_update(c, &pad, 1);
-    while (c->n != 56)
-        sha1_update(c, &zero, 1);
-    for (int i = 0; i < 8; i++)
-        lb[i] = (unsigned char)(bits >> (56 - 8 * i));
-    sha1_update(c, lb, 8);
-    for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 4; j++)
-            out[4 * i + j] = (unsigned char)(c->h[i] >> (24 - 8 * j));
-}
-
 /* Gnocchi's RESOURCE_ID_NAMESPACE, 0a7a15ff-aa13-4ac2-897c-9bdf30ce175b. */
 static const unsigned char resource_ns[16] = { 0x0a, 0x7a, 0x15, 0xff, 0xaa, 0x13, 0x4a, 0xc2,
                                                0x89, 0x7c, 0x9b, 0xdf, 0x30, 0xce, 0x17, 0x5b };
@@ -275,22 +205,16 @@ int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_
     if (strlen(value) > 255)
         return ga_fail(GA_EINVAL, why, whylen,
                        "transformable resource id >255 max allowed characters");
-    struct sha1 c = { { 0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0 }, 0, { 0 }, 0 };
-    unsigned char h[20];
-    sha1_update(&c, resource_ns, 16);
-    sha1_update(&c, value, strlen(value));
-    sha1_update(&c, "", 1);                    /* the "\x00" separator */
-    if (creator && creator[0])
-        sha1_update(&c, creator, strlen(creator));
-    else
-        sha1_update(&c, "", 1);                /* creator None is "\x00" */
-    sha1_final(&c, h);
-    h[6] = (unsigned char)((h[6] & 0x0f) | 0x50);
-    h[8] = (unsigned char)((h[8] & 0x3f) | 0x80);
-    snprintf(out, API_UUID_LEN,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", h[0], h[1],
-             h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14],
-             h[15]);
+    static const char zero = 0;
+    struct ga_uuid_part parts[3] = {
+        { value, strlen(value) },
+        { &zero, 1 },                          /* the "\x00" separator */
+        { creator && creator[0] ? creator : &zero,
+          creator && creator[0] ? strlen(creator) : 1 }, /* creator None is "\x00" */
+    };
+    uint8_t u[16];
+    ga_uuid_named(5, resource_ns, parts, 3, u);
+    ga_uuid_format(u, out);
     return 0;
 }
 

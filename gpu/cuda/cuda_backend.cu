@@ -1086,7 +1086,7 @@ int feed_gpu(cuda_backend *cb, const struct ga_points *pts, inflight *fl)
     // Producers mostly send each metric's points in time order; then a stable
     // sort by slot alone (2 radix passes for 10^4 metrics) gives that order.
     // The dedupe pass checks it (disorder); only where it does not hold are
-    // the points sorted by ts first (8 passes more), then by slot, as before.
+    // the points sorted by ts first (8 passes more), then by slot.
     // Sized for n (U <= A <= n): the counts are read once, at the end.
     int sb = bits_for(cb->nslots);
     uint64_t c[NW];
@@ -1295,7 +1295,7 @@ int cu_prefetch(struct ga_backend *b, const struct ga_points *pts)
     if (!n || n >= UINT32_MAX)
         return 0;
     if (!cb->emu && !(is_pinned(pts->metric) && is_pinned(ts_at(pts, 0)) && is_pinned(pts->value)))
-        return 0;                 // pageable: the feed packs it through the ring as before
+        return 0;                 // pageable: the feed packs it through the ring
     int set = cb->npre ? 1 - cb->pre[0].set : 1 - cb->in_set;
     TRY(reserve_input(cb, set, n, !pts->ts));
     TRY(wait_ev(cb, cb->s_h2d, cb->ev_in_free[set]));   // the feed before may still read it

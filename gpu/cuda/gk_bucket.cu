@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(GK_THREADS) rows_mid(rows_f fn)
 //    metric, granularity and bucket start (kept once a task).  A 16-byte pad
 //    slot after every 8 row slots shifts each task's 8 rows ("basic") by one
 //    bank group, so the threads of a quarter warp store to different banks.
-//    Rows that do not fit (many methods) are written row by row as before.
+//    Rows that do not fit (many methods) are written row by row.
 //  * Sum and min/max are read in one pass (bucket<true>), std in a second.
 //
 // Shared memory and occupancy: a block asks for half an SM's shared memory

@@ -54,7 +54,7 @@ struct gk_bits_differ_f {
 struct gk_sort_cfg {
     unsigned small_max;           // parts of 1..small_max values: the shared-memory kernel
                                   // (capped at GK_SORT_SMALL_MAX); longer ones gather + CUB.
-                                  // 0: every part through gather + CUB, as before the kernel
+                                  // 0: every part through gather + CUB, no shared-memory kernel
                                   // (no split, no wait): the bench's baseline, and a way out.
     // The split's one host wait: read the device word *d into *h once the
     // stream's work before it is done; 0 or an error code.  The backend

@@ -1,8 +1,8 @@
 """The end of the accepted time range (proto/ga_time.h; proto/INGEST.md
 §4, §6) against the real gpuaggd and a private PostgreSQL.
 
-A point dated 2262-04-11 used to be acknowledged; the partition function
-then overflowed int64 and every flush failed for every metric.  Here such
+A point dated 2262-04-11, were it acknowledged, would overflow the
+partition function's int64 and fail every flush for every metric.  Here such
 points travel among good ones, in both point forms and as RFC 3339 text:
 each is rejected in the ack with its reason and counted, and the good
 points, including one at exactly 2200-01-01T00:00:00Z (GA_TS_MAX), are

@@ -128,6 +128,40 @@ static void test_v4_moves_rows(void)
     PQfinish(c);
 }
 
+/* Migration 10 on a database migration 9 left: every metric gets the id
+ * the expression of v7 gave it, which is the daemon's ga_metric_uuid; the
+ * index is on the column; a definition no longer checks its policy. */
+static void test_v10_stores_metric_ids(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 9, err, sizeof err), pgs_step_count(0) - pgs_step_count(9));
+    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
+                        "VALUES ('p', 0, '[]', '{mean}')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) VALUES (0, 'cpu.util', 'p'), "
+                        "(1, 'm\xc3\xbcnchen.temp', 'p'), (2, repeat('x', 100), 'p')"), 0);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(9));
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics WHERE uuid = gpuagg_metric_uuid(name)"), 3);
+    PGresult *r = PQexec(c, "SELECT name, uuid FROM metrics ORDER BY id");
+    CHECK_INT(PQntuples(r), 3);
+    for (int i = 0; i < PQntuples(r); i++) {
+        uint8_t u[16];
+        char s[GA_UUID_STR];
+        ga_metric_uuid(PQgetvalue(r, i, 0), strlen(PQgetvalue(r, i, 0)), u);
+        ga_uuid_format(u, s);
+        CHECK_STR(PQgetvalue(r, i, 1), s);
+    }
+    PQclear(r);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_indexes WHERE indexname = 'metrics_uuid' "
+                           "AND indexdef LIKE '%(uuid)'"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'metrics'::regclass "
+                           "AND contype = 'f'"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) VALUES (3, 'no.id', 'p')") != 0, 1);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -289,6 +323,7 @@ void run_tests(void)
     RUN(test_migrations_idempotent);
     RUN(test_v2_alters_existing_partitions);
     RUN(test_v4_moves_rows);
+    RUN(test_v10_stores_metric_ids);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);

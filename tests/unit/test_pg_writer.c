@@ -901,7 +901,8 @@ static void test_counts_by_key(void)
     CHECK(pgs_migrate(c, err, sizeof err) >= 0);
     CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
                         "VALUES ('nano', 0, '[]', '{mean}')"), 0);
-    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) SELECT i, 'count.' || i, 'nano' "
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy, uuid) "
+                        "SELECT i, 'count.' || i, 'nano', gpuagg_metric_uuid('count.' || i) "
                         "FROM generate_series(1, 50000) i"), 0);
     CHECK_INT(pg_cmd(c, "ANALYZE metrics"), 0);
     CHECK_INT(pg_cmd(c, "SELECT pg_stat_force_next_flush()"), 0);

@@ -22,7 +22,7 @@
  * locked, the result's rows: ga_cuda_feed_stats.allocs) with the host
  * seconds that took.
  * --backend cuda also runs the N GPUs with the batch split into pageable
- * memory (ga_engine_set_pinned_split(e, 0)), as before the engine pinned it.
+ * memory (ga_engine_set_pinned_split(e, 0)), for comparison with the pinned split.
  * Engines 4 and 5 are engines 1 and 2 fed with ga_engine_feed_start /
  * ga_engine_feed_wait, two batches in flight (the split of batch k + 1 on
  * the caller while the backends feed batch k); their seconds are the wall

@@ -1,6 +1,6 @@
 /* bench_jobs_a.c — GPU benchmarks of the dot, Black-Scholes and k-means jobs,
- * each against its baseline in the same run (docs/PERFORMANCE.md, "Jobs: dot,
- * Black-Scholes, k-means").
+ * each against its baseline in the same run (docs/PERFORMANCE.md, "Jobs on the
+ * GPU").
  *
  *   bench_jobs_a [--only dot|bs|kmeans] [--reps N] [--quick]
  *                [--centres FILE]    write the k-means GPU centres (for the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A change to the feed, before against after on one GPU in one call: the
+# A change to the feed, before against after on one GPU in one run: the
 # GPU test and memcheck of the change, then bench_gpu's pipeline table for
 # each build, alternating, twice each, at each batch size given.
 #   tools/gpu-host/ab_pipeline.sh BEFORE_DIR [batch ...]   (default 4000000 100000)

@@ -1,12 +1,12 @@
 #!/bin/sh
 # On the GPU host, everything the CUDA backend needs checked and measured,
-# in one call with a time cap per step (device time is scarce):
+# in one run with a time cap per step:
 #   test_cuda_backend (GPU vs CPU, both rows kernels), bench_gpu (one
 #   table with its ceilings), bench_engine_gpus over all GPUs present
 #   (1 vs N), then compute-sanitizer memcheck and racecheck (a process
 #   a rows kernel, side by side) on a small
 #   scale of the test.  Needs build-gpu/ from tools/gpu-host/build.sh;
-#   with build-py/ (tools/gpu-host/pybundle.sh) carried too, also
+#   with build-py/ (tools/gpu-host/pybundle.sh) there too, also
 #   carbonara on the pipeline's points (tools/bench/bench_gpu_carbonara.py).
 # Logs in $OUT (or ./gpu-all-out); a summary is printed last.
 #   tools/gpu-host/all_in_one.sh [test_scale]   (default 0.5; RACECHECK=0: no racecheck)

@@ -1,7 +1,7 @@
 #!/bin/bash
-# The GPU host's numbers for issues 4, 5 and 7 in one run (about 2 to 3
-# minutes on 16 cores with the defaults), from the bundle
-# (tools/gpu-host/bundle.sh):
+# Ingest capacity, ack-to-visible latency and the resample job on a GPU
+# host, in one run (about 2 to 3 minutes on 16 cores with the defaults),
+# from the bundle (tools/gpu-host/bundle.sh):
 #   1. ingest capacity: gpuagg-load, columnar, batches of 100,000, max rate,
 #      INGEST_POINTS points with 4, 8 and 16 connections (and 16 connections
 #      spread over 4 and 16 processes: INGEST_SPLIT), against gpuaggd on the

@@ -2,7 +2,7 @@
 # Build the GPU test and benchmark binaries as self-contained programs for a
 # GPU host that lacks libuv / msgpack / libpq (a GPU host may have only the
 # CUDA toolkit): only the objects they need, the CUDA runtime linked
-# statically.  Run here (where nvcc and the build deps are), carry
+# statically.  Run here (where nvcc and the build deps are), copy
 # build-gpu/ to the GPU host, run tools/gpu-host/all_in_one.sh there.
 #   tools/gpu-host/build.sh   -> build-gpu/{test_cuda_backend,bench_gpu,bench_engine_gpus,wait_cost}
 set -eu

@@ -3,10 +3,10 @@
 # gpuagg binaries, every shared library they and PostgreSQL 15 need (glibc
 # excepted: the host's is newer), and a relocatable PostgreSQL server laid
 # out as usr/lib/postgresql/15 + usr/share/postgresql/15 so its relative
-# paths resolve.  Output: build-bundle/gpuagg-bundle.tar.xz; carry
-# build-bundle and run tools/gpu-host/e2e.sh (or bench_host.sh: it also
-# needs build/bench/gen_points_csv and a pure-Python msgpack, both packed
-# here) there; `root/bench_capacity` (tools/gpu-host/bench_capacity.sh) runs
+# paths resolve.  Output: build-bundle/gpuagg-bundle.tar.xz; copy
+# build-bundle/ to the GPU host and run tools/gpu-host/e2e.sh there (or
+# bench_host.sh: it also needs build/bench/gen_points_csv and a pure-Python
+# msgpack, both packed here); `root/bench_capacity` (tools/gpu-host/bench_capacity.sh) runs
 # the capacity benchmark with the bundle's PostgreSQL.
 set -eu
 cd "$(dirname "$0")/../.."

@@ -145,7 +145,7 @@ for n in ("kmeans", "dot", "blackscholes", "gf820", "apd"):
     elif n == "blackscholes":
         x, y = a["call"] + a["put"], b["call"] + b["put"]
         l1 = sum(abs(u - v) for u, v in zip(x, y)) / sum(abs(u) for u in x)
-        check(n, l1 <= 1e-6 and len(a["call"]) == 1000, f"device={dev} L1 relative {l1:.2e} (issue: <= 1e-6)")
+        check(n, l1 <= 1e-6 and len(a["call"]) == 1000, f"device={dev} L1 relative {l1:.2e} (docs/JOBS.md: <= 1e-6)")
     elif n == "gf820":
         check(n, abs(b["v0"][0] - 0.61861431190676) <= 1e-12 and abs(a["v0"][0] - b["v0"][0]) <= 1e-12,
               f"device={dev} V0={b['v0'][0]!r}")

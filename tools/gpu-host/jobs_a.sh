@@ -77,7 +77,7 @@ fi
     nproc; "$NVCC" --version | tail -1
 } >"$OUT/host.log" 2>&1
 if [ ! -x $BIN/test_dot ]; then
-    echo "no carried binaries: building with $NVCC" | tee -a "$OUT/host.log"
+    echo "no prebuilt binaries: building with $NVCC" | tee -a "$OUT/host.log"
     build_there >>"$OUT/host.log" 2>&1 || { echo "build failed"; tail -30 "$OUT/host.log"; exit 1; }
 fi
 # cuBLAS for the dot comparison (dlopen): the toolkit's or PyTorch's wheel.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # GPU checks and benchmarks of the apd-fit and gf820 job kernels, for a GPU
-# host (one `run` of the device tool).  Build first, here:
+# host.  Build first, here:
 #     tools/gpu-host/jobs_b_build.sh
-# then on the GPU host, from the repository root, with build/jobs_b carried:
+# then on the GPU host, from the repository root, with build/jobs_b copied there:
 #     sh tools/gpu-host/jobs_b.sh
 # Runs the unit tests with a GPU required (GA_REQUIRE_GPU=1) and the slow
 # CPU cases on (GA_TEST_SLOW=1: GF820 steps 10 on the CPU too), then

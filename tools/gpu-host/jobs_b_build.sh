@@ -5,7 +5,7 @@
 # objects, proto/ga_err.o, proto/base/log.o and the static CUDA runtime.
 # Output: build/jobs_b/{test_special_fn,test_apd,test_gf820,bench_jobs_b}.
 #   tools/gpu-host/jobs_b_build.sh          (CUDA=1 when nvcc is found)
-# Then run tools/gpu-host/jobs_b.sh on the GPU host (carry build/jobs_b).
+# Then run tools/gpu-host/jobs_b.sh on the GPU host (with build/jobs_b copied there).
 set -eu
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}

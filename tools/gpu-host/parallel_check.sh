@@ -1,6 +1,6 @@
 #!/bin/sh
 # The checks of a change to the kernels, spread over a 4-GPU host in one
-# call: compute-sanitizer racecheck on GPU 3 in the background while GPU 0
+# run: compute-sanitizer racecheck on GPU 3 in the background while GPU 0
 # runs the test, memcheck and bench_gpu's kernel table for the build before
 # and after the change (alternating, twice each), and GPUs 1-2 the engines.
 #   tools/gpu-host/parallel_check.sh BEFORE_DIR [test_scale]

@@ -4,7 +4,7 @@
 # network): the interpreter, its standard library, the dist-packages that
 # tools/bench/bench_gpu_carbonara.py imports and the shared libraries they
 # need but glibc's.  Needs python3-gnocchi installed here (tests/engine).
-#   tools/gpu-host/pybundle.sh   -> build-py/py311.tar.xz (carry build-py)
+#   tools/gpu-host/pybundle.sh   -> build-py/py311.tar.xz (copy build-py/ to the host)
 # On the host:
 #   tar -C /tmp -xJf build-py/py311.tar.xz && P=/tmp/py311
 #   PYTHONHOME=$P PYTHONPATH=$P/dist LD_LIBRARY_PATH=$P/lib $P/bin/python3.11 \

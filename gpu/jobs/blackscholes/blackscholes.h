@@ -1,5 +1,5 @@
 /* blackscholes.h — the `blackscholes` job: European call and put prices under
- * Black-Scholes, the CUDA SDK sample's model (issue 8).
+ * Black-Scholes, the CUDA SDK sample's model.
  *
  * Options are given as three float arrays S (spot), X (strike), T (years);
  * prices come back as float (GPU) or double (CPU reference).  CND is the

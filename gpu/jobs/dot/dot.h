@@ -1,4 +1,4 @@
-/* dot.h — the `dot` job: x·y over float32 or float64 vectors (issue 8).
+/* dot.h — the `dot` job: x·y over float32 or float64 vectors.
  *
  * Three entry points share one parameter struct:
  *   ga_dot_validate  checks the parameters (0 or GA_EBADARG + message);

@@ -1,4 +1,4 @@
-/* kmeans.h — the k-means kernel (issue 7; the job manager wraps it).
+/* kmeans.h — the k-means kernel (the job manager wraps it).
  *
  * Objects are float64 rows (row-major [nobjs][coords] in this API; the GPU
  * keeps them column-major, one coordinate after another, for coalescing).

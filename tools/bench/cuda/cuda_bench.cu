@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
 // ---- The same tasks in two passes, no look-back ---------------------------
 //
 // keys_tasks' blocks wait: seven warps at a barrier while warp 0 looks back
-// through the tiles before (ncu, docs/PERFORMANCE.md).  Here the first pass
+// through the tiles before (ncu).  Here the first pass
 // (kt_mark) reads the tile the same way and writes its head flags as bits
 // (a byte a thread, 1/64 of the timestamps' bytes), its head count, and its
 // heads' bucket starts in order at the tile's place in `bslot` (8 bytes a
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(KT_T) keys_tasks(const int64_t *ts, uint32_t N
 // (kt_heads<true>), not in registers, and runs 8 blocks an SM at 32
 // registers, no spill: 198 us on the H100.  Holding them in registers took
 // 40 (6 blocks an SM, 203 us); the same code at 42 registers, 5 blocks,
-// 214 us (docs/PERFORMANCE.md).
+// 214 us.
 __global__ void __launch_bounds__(KT_T, 8) kt_mark(const int64_t *ts, uint32_t N, uint32_t P, int64_t g,
                                                 uint8_t *mask, uint64_t *tcnt, int64_t *bslot)
 {
