@@ -36,6 +36,7 @@ struct jsl {
     struct jsl_stats st;
     uint64_t reconnects;              /* connection re-made (subscriptions re-created) */
     struct ga_ratelimit err_rl;       /* nats_async_error lines */
+    char description[256];            /* of a stream we create (guarded by mu) */
 };
 
 #define JSL_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
@@ -188,6 +189,12 @@ static int ensure_stream(struct jsl *j)
     cfg.Storage = js_FileStorage;
     cfg.Replicas = j->o.replicas;
     cfg.Duplicates = JSL_DUP_WINDOW_NS;
+    char desc[sizeof j->description];
+    pthread_mutex_lock(&j->mu);
+    snprintf(desc, sizeof desc, "%s", j->description);
+    pthread_mutex_unlock(&j->mu);
+    if (desc[0])
+        cfg.Description = desc;
     s = js_AddStream(&si, j->js, &cfg, NULL, &jerr);
     if (s != NATS_OK) {
         set_error(j, "creating stream %s (R=%d): %s (%d)", j->stream, j->o.replicas,
@@ -645,7 +652,14 @@ void jsl_sub_close(struct jsl_sub *s)
     free(s);
 }
 
-int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms)
+void jsl_set_description(struct jsl *j, const char *desc)
+{
+    pthread_mutex_lock(&j->mu);
+    snprintf(j->description, sizeof j->description, "%s", desc);
+    pthread_mutex_unlock(&j->mu);
+}
+
+int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -655,11 +669,48 @@ int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms)
     pthread_mutex_lock(&j->mu);
     int up = j->st.connected;
     pthread_mutex_unlock(&j->mu);
-    if (!up || js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK)
+    if (!up)
         return GA_EIO;
-    *seq = si->State.LastSeq;
+    int rc = ensure_stream(j);
+    if (rc < 0)
+        return rc;
+    if (js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK) {
+        if (jerr == JSStreamNotFoundErr)
+            j->stream_ok = 0;          /* deleted: made again on the next use */
+        return GA_EIO;
+    }
+    memset(out, 0, sizeof *out);
+    out->last_seq = si->State.LastSeq;
+    out->created_ns = si->Created;
+    if (si->Config && si->Config->Description)
+        snprintf(out->description, sizeof out->description, "%s", si->Config->Description);
     jsStreamInfo_Destroy(si);
     return 0;
+}
+
+int jsl_stream_describe(struct jsl *j, const char *desc, int timeout_ms)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = timeout_ms;
+    if (js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK)
+        return GA_EIO;
+    int rc = 0;
+    if (si->Config) {
+        jsStreamConfig cfg = *si->Config;      /* the same, but the description */
+        cfg.Description = desc;
+        jsStreamInfo *upd = NULL;
+        if (js_UpdateStream(&upd, j->js, &cfg, &o, &jerr) != NATS_OK) {
+            set_error(j, "setting the description of stream %s: %s (%d)", j->stream,
+                      nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "failed", (int)jerr);
+            rc = GA_EIO;
+        }
+        jsStreamInfo_Destroy(upd);
+    }
+    jsStreamInfo_Destroy(si);
+    return rc;
 }
 
 void jsl_get_stats(struct jsl *j, struct jsl_stats *st)

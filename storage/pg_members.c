@@ -19,6 +19,8 @@ struct pgm {
     char host[64];
     PGconn *c;
     int migrated;
+    int named;                        /* held the member name's lock (row is ours) */
+    struct pgm_identity id;           /* read at connect */
 };
 
 static const char beat_sql[] =
@@ -54,7 +56,7 @@ void pgm_close(struct pgm *m, int leave)
 {
     if (!m)
         return;
-    if (m->c && leave && PQstatus(m->c) == CONNECTION_OK) {
+    if (m->c && leave && m->named && PQstatus(m->c) == CONNECTION_OK) {
         const char *params[] = { m->name };
         PQclear(PQexecParams(m->c, "DELETE FROM cluster_members WHERE name = $1", 1, NULL,
                              params, NULL, NULL, 0));
@@ -75,34 +77,126 @@ static int fail(struct pgm *m, PGresult *r, char *err, size_t errlen)
     return rc;
 }
 
+static void drop(struct pgm *m)
+{
+    PQfinish(m->c);
+    m->c = NULL;
+}
+
+/* Hold the lock of this member's name for the session, or say who has it. */
+static int lock_name(struct pgm *m, char *err, size_t errlen)
+{
+    const char *params[] = { m->name };
+    PGresult *r = PQexecParams(m->c, "SELECT pg_try_advisory_lock(" PGM_NAME_LOCK_CLASS
+                               ", hashtext($1))", 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return fail(m, r, err, errlen);
+    int got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (got) {
+        m->named = 1;
+        return 0;
+    }
+    r = PQexecParams(m->c, "SELECT host, pid, round(extract(epoch FROM now() - heartbeat)::numeric, 1)"
+                     " FROM cluster_members WHERE name = $1", 1, NULL, params, NULL, NULL, 0);
+    int ours = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+               strcmp(PQgetvalue(r, 0, 0), m->host) == 0 && atoi(PQgetvalue(r, 0, 1)) == getpid();
+    if (ours)                          /* our session was lost and the name taken meanwhile */
+        snprintf(err, errlen, "cluster.member \"%s\" is taken: this daemon's membership "
+                 "session ended and another session holds the name's lock now (another gpuaggd "
+                 "starting under that name?); every daemon of a cluster needs a name of its own",
+                 m->name);
+    else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(err, errlen, "cluster.member \"%s\" is taken: another gpuaggd runs under that "
+                 "name (host %s, pid %s, heartbeat %s s ago); every daemon of a cluster needs a "
+                 "name of its own", m->name, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+                 PQgetvalue(r, 0, 2));
+    else
+        snprintf(err, errlen, "cluster.member \"%s\" is taken: another session of this "
+                 "database holds its lock (another gpuaggd starting under that name); every "
+                 "daemon of a cluster needs a name of its own", m->name);
+    PQclear(r);
+    drop(m);
+    m->named = 0;                      /* the row, if any, is the other daemon's */
+    return GA_EEXIST;
+}
+
+static int read_identity(struct pgm *m, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(m->c, "SELECT database_id, stream, stream_created_ns "
+                               "FROM cluster_identity WHERE id = 1");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return fail(m, r, err, errlen);
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        drop(m);
+        return ga_fail(GA_ECORRUPT, err, errlen, "cluster_identity has no row: restore it "
+                       "(docs/STORAGE.md) or use a new database");
+    }
+    snprintf(m->id.database_id, sizeof m->id.database_id, "%s", PQgetvalue(r, 0, 0));
+    snprintf(m->id.stream, sizeof m->id.stream, "%s", PQgetvalue(r, 0, 1));
+    m->id.stream_created_ns = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+int pgm_connect(struct pgm *m, char *err, size_t errlen)
+{
+    if (m->c)
+        return 0;
+    m->c = pgu_connect(m->conninfo, "gpuaggd-members");
+    if (!m->c)
+        return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
+    if (PQstatus(m->c) != CONNECTION_OK) {
+        pgu_errcopy(err, errlen, PQerrorMessage(m->c));
+        drop(m);
+        return GA_EIO;
+    }
+    /* A heartbeat need not survive a crash of the server, and must not wait
+     * behind the writers' WAL flushes: the others judge it by the time it
+     * becomes visible. */
+    char ignore[128];
+    pgu_exec(m->c, "SET synchronous_commit = off", ignore, sizeof ignore);
+    if (!m->migrated) {
+        int rc = pgs_migrate(m->c, err, errlen);
+        if (rc < 0) {
+            drop(m);
+            return rc;
+        }
+        m->migrated = 1;
+    }
+    int rc = lock_name(m, err, errlen);
+    return rc < 0 ? rc : read_identity(m, err, errlen);
+}
+
+const struct pgm_identity *pgm_identity(const struct pgm *m)
+{
+    return m->c ? &m->id : NULL;
+}
+
+int pgm_claim_stream(struct pgm *m, const char *stream, int64_t created_ns, char *err,
+                     size_t errlen)
+{
+    if (!m->c)
+        return ga_fail(GA_EIO, err, errlen, "not connected");
+    char cr[24];
+    snprintf(cr, sizeof cr, "%lld", (long long)created_ns);
+    const char *params[] = { stream, cr };
+    PGresult *r = PQexecParams(m->c, "UPDATE cluster_identity SET stream = $1, "
+                               "stream_created_ns = $2::bigint WHERE id = 1 AND stream = ''",
+                               2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return fail(m, r, err, errlen);
+    PQclear(r);
+    return read_identity(m, err, errlen);       /* whoever recorded first */
+}
+
 int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeout_ms,
                   struct pgm_view *v, char *err, size_t errlen)
 {
-    if (!m->c) {
-        m->c = pgu_connect(m->conninfo, "gpuaggd-members");
-        if (!m->c)
-            return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
-        if (PQstatus(m->c) != CONNECTION_OK) {
-            pgu_errcopy(err, errlen, PQerrorMessage(m->c));
-            PQfinish(m->c);
-            m->c = NULL;
-            return GA_EIO;
-        }
-        /* A heartbeat need not survive a crash of the server, and must not
-         * wait behind the writers' WAL flushes: the others judge it by the
-         * time it becomes visible. */
-        char ignore[128];
-        pgu_exec(m->c, "SET synchronous_commit = off", ignore, sizeof ignore);
-        if (!m->migrated) {
-            int rc = pgs_migrate(m->c, err, errlen);
-            if (rc < 0) {
-                PQfinish(m->c);
-                m->c = NULL;
-                return rc;
-            }
-            m->migrated = 1;
-        }
-    }
+    int rc = pgm_connect(m, err, errlen);
+    if (rc < 0)
+        return rc;
     char o[24], s[24], pid[16], to[16];
     snprintf(o, sizeof o, "%lld", (long long)owned);
     snprintf(s, sizeof s, "%llu", (unsigned long long)stream_seq);

@@ -41,17 +41,43 @@ struct pgm_view {
     uint64_t committed_lsn[GA_PARTITIONS];
 };
 
+/* Advisory lock class (two-key form) of member names: key hashtext(name),
+ * held by the membership session of the daemon of that name. */
+#define PGM_NAME_LOCK_CLASS "745263747"
+
+/* The database's side of the identity check (table cluster_identity). */
+struct pgm_identity {
+    char database_id[64];             /* random, made by migration 11 */
+    char stream[64];                  /* the stream its positions are of; "" = none yet */
+    int64_t stream_created_ns;        /* that stream's creation time */
+};
+
 struct pgm;
 
 /* name: this member; conninfo copied.  Returns 0, GA_ENOMEM. */
 int pgm_open(struct pgm **out, const char *conninfo, const char *name);
-/* Delete this member's row (graceful leave), close, free.  NULL: no-op. */
+/* Delete this member's row (graceful leave; only when this pgm held the
+ * name), close, free.  NULL: no-op. */
 void pgm_close(struct pgm *m, int leave);
 
-/* Connect if needed, upsert this member's heartbeat with owned and
- * stream_seq, then read every member and the partitions' positions into
- * *v.  Returns 0, or GA_EIO / GA_EDB with err (the connection is dropped
- * and made again next time). */
+/* Connect if not connected: migrations, the lock of the member name (held
+ * for the session: a second daemon of the same name cannot have it), the
+ * identity row.  Returns 0; GA_EEXIST when another session holds the name
+ * (err names the holder as its member row tells); GA_EIO / GA_EDB with err
+ * (connection dropped, made again next time). */
+int pgm_connect(struct pgm *m, char *err, size_t errlen);
+/* The identity read at the last connect; NULL while not connected. */
+const struct pgm_identity *pgm_identity(const struct pgm *m);
+/* Record stream / created_ns as the stream of this database's positions if
+ * none is recorded yet, then read the identity again (whoever recorded
+ * first wins).  Returns 0 or GA_E* with err. */
+int pgm_claim_stream(struct pgm *m, const char *stream, int64_t created_ns, char *err,
+                     size_t errlen);
+
+/* Connect if needed (pgm_connect), upsert this member's heartbeat with
+ * owned and stream_seq, then read every member and the partitions'
+ * positions into *v.  Returns 0, or pgm_connect's errors, or GA_EIO /
+ * GA_EDB with err (the connection is dropped and made again next time). */
 int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeout_ms,
                   struct pgm_view *v, char *err, size_t errlen);
 
