@@ -45,6 +45,7 @@ struct ga_cluster {
     int stop_timeout_ms;
     uint64_t stream_last;             /* the stream's last sequence, asked each heartbeat
                                          (0: unknown); guarded by mu */
+    char stream_leader[64];           /* the server leading the stream, as last asked (mu) */
     uint64_t last_processed;          /* the worker's position, and since when */
     int64_t last_progress_ns;
     /* heartbeat thread only */
@@ -188,6 +189,8 @@ static void *heartbeat_main(void *arg)
         int64_t now = ga_now_mono_ns();
         pthread_mutex_lock(&c->mu);
         c->stream_last = have_si ? si.last_seq : 0;
+        if (have_si)
+            snprintf(c->stream_leader, sizeof c->stream_leader, "%s", si.leader);
         uint64_t want = c->want;
         if (rc == 0) {
             c->view = v;
@@ -445,8 +448,9 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     struct pgm_view v = c->view;
     int have_view = c->have_view;
     uint64_t want = c->want, have = c->have, swaps = c->swaps;
-    char last_error[sizeof c->last_error];
+    char last_error[sizeof c->last_error], leader[sizeof c->stream_leader];
     snprintf(last_error, sizeof last_error, "%s", c->last_error);
+    snprintf(leader, sizeof leader, "%s", c->stream_leader);
     pthread_mutex_unlock(&c->mu);
     uint64_t last = js.stream_last_seq;
     for (int i = 0; i < v.nmembers; i++)
@@ -474,7 +478,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
         pack_parts(pk, m->owned);
     }
     mp_pack_cstr(pk, "nats");
-    msgpack_pack_map(pk, 10);
+    msgpack_pack_map(pk, 11);
     mp_pack_kv_bool(pk, "connected", js.connected);
     mp_pack_kv_str(pk, "server", js.server);
     mp_pack_kv_uint(pk, "published", js.published);
@@ -484,6 +488,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "consumer_resets", js.consumer_resets);
     mp_pack_kv_uint(pk, "async_errors", js.async_errors);
     mp_pack_kv_uint(pk, "stream_last_seq", last);
+    mp_pack_kv_str(pk, "stream_leader", leader);
     mp_pack_kv_str(pk, "last_error", js.last_error);
     /* lag: stream messages after the partition's committed position (of
      * every partition: a position moves past other partitions' messages

@@ -684,6 +684,8 @@ int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms)
     out->created_ns = si->Created;
     if (si->Config && si->Config->Description)
         snprintf(out->description, sizeof out->description, "%s", si->Config->Description);
+    if (si->Cluster && si->Cluster->Leader)
+        snprintf(out->leader, sizeof out->leader, "%s", si->Cluster->Leader);
     jsStreamInfo_Destroy(si);
     return 0;
 }

@@ -99,6 +99,7 @@ struct jsl_stream_info {
     uint64_t last_seq;              /* the stream's last sequence */
     int64_t created_ns;             /* when it was created (JetStream's clock) */
     char description[256];          /* its description: "" when none */
+    char leader[64];                /* the server leading it (its server_name); "" unknown */
 };
 
 /* The description the stream gets when this daemon creates it (the

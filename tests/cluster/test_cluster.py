@@ -13,6 +13,8 @@ the acknowledged points once):
   - rolling restart of every daemon under load: SIGTERM, the others take
     its partitions, start, it takes its share back; each hand-over moves
     the leaving (joining) member's share and few others.
+  - quick restarts (not in CI): every daemon stopped and started at once,
+    one after the other, faster than the others settle.
 
 Then: a second daemon of a running member's name, a daemon of another
 database and one of another stream are refused; a daemon whose name is
@@ -203,11 +205,13 @@ def trial_kill_daemon():
 
 def trial_kill_nats():
     i = rng.randrange(3)
+    led = {}
 
     def act():
+        led["leader"] = C.live()[0].cluster_status()["nats"]["stream_leader"] == "n%d" % i
         C.nats.kill(i)
     row = under_load(act, "kill -9 nats-server n%d" % i)
-    row.update(kind="kill -9 nats-server n%d" % i)
+    row.update(kind="kill -9 nats-server n%d%s" % (i, " (stream leader)" if led["leader"] else ""))
     TRIAL_ROWS.append(row)
     assert row["ack_pause_s"] <= 10.0, row         # the service continues
     C.nats.start(i)
@@ -270,6 +274,19 @@ def trial_rolling_restart():
         assert own_out <= out <= own_out + 8 and own_in <= back <= own_in + 8, moves
 
 
+def trial_quick_restarts():
+    """Every daemon in turn stopped (SIGTERM) and started at once, faster
+    than the others settle: shares flip while workers are being replaced."""
+    def act():
+        for d in list(C.daemons):
+            d.stop()
+            time.sleep(rng.uniform(0.3, 1.5))   # the others notice, and start to move
+            d.start()
+    row = under_load(act, "quick restarts", settle=60)
+    row.update(kind="quick restarts")
+    TRIAL_ROWS.append(row)
+
+
 def test_start_and_settle():
     def one_owner_each():
         st = C.daemons[0].cluster_status()
@@ -285,6 +302,8 @@ def test_start_and_settle():
 
 def test_trials():
     kinds = [trial_kill_daemon, trial_fence, trial_kill_nats, trial_rolling_restart]
+    if TRIALS > 1 or "quick" in os.environ.get("GA_CLUSTER_KINDS", ""):
+        kinds.append(trial_quick_restarts)
     only = os.environ.get("GA_CLUSTER_KINDS")
     if only:
         kinds = [k for k in kinds if any(o in k.__name__ for o in only.split(","))]
