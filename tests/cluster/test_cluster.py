@@ -6,7 +6,8 @@ Trials (each at a random moment of the load, each followed by the check
 that the stored aggregates equal, row for row, those of a single daemon fed
 the acknowledged points once):
   - kill -9 of a daemon: its partitions are owned again within 10 s;
-  - kill -9 of a NATS server: producers keep being acknowledged;
+  - kill -9 of a NATS server: producers keep being acknowledged (a pause
+    while JetStream elects a new leader when the server led the stream);
   - a daemon's PostgreSQL writer backends terminated: its writers are
     fenced (they do not reconnect with their old state), the daemon
     re-takes its partitions from PostgreSQL;
@@ -213,7 +214,10 @@ def trial_kill_nats():
     row = under_load(act, "kill -9 nats-server n%d" % i)
     row.update(kind="kill -9 nats-server n%d%s" % (i, " (stream leader)" if led["leader"] else ""))
     TRIAL_ROWS.append(row)
-    assert row["ack_pause_s"] <= 10.0, row         # the service continues
+    # The service continues: acknowledgements pause while JetStream elects a
+    # new leader when the killed server led the stream (4.5-9.6 s measured;
+    # nats-server's election timeout is 4-9 s), hardly otherwise.
+    assert row["ack_pause_s"] <= 20.0, row
     C.nats.start(i)
     assert cl.wait_for(lambda: C.nats.answers(i), timeout=20)
 
