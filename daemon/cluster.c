@@ -205,9 +205,11 @@ static void *heartbeat_main(void *arg)
                 want = share;
             c->last_share = share;
         } else {
-            if (strcmp(c->last_error, err) != 0)
+            char line[sizeof c->last_error];
+            snprintf(line, sizeof line, "heartbeat: %s", err);
+            if (strcmp(c->last_error, line) != 0)   /* once per distinct error */
                 ga_log(GA_LOG_WARN, "cluster_heartbeat_failed", "error=\"%s\"", err);
-            snprintf(c->last_error, sizeof c->last_error, "heartbeat: %s", err);
+            snprintf(c->last_error, sizeof c->last_error, "%s", line);
             if (!c->verified || now - c->last_ok_ns > (int64_t)c->timeout_ms * 1000000)
                 want = 0;              /* the others think we are dead: let go */
         }
