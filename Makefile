@@ -42,7 +42,7 @@ ifeq ($(SAN),thread)
 CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=thread
 endif
-TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_failover test_engine_multi)
+TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_failover test_engine_multi test_pg_writer)
 
 # gpu/jobs/X/: a job kind's kernels.  X.c is the CPU reference (always
 # built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in

@@ -192,18 +192,26 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask, uint64_t l
     struct pgw_window *pw = calloc(k ? k : 1, sizeof *pw);
     struct ga_window *win = calloc(k ? k : 1, sizeof *win);
     struct pgw_count *cnt = calloc(k ? k : 1, sizeof *cnt);
+    uint32_t *ids = calloc(k ? k : 1, sizeof *ids);
     size_t m = 0, nc = 0;
-    int rc = pw && win && cnt ? 0 : GA_ENOMEM;
+    int rc = pw && win && cnt && ids ? 0 : GA_ENOMEM;
     for (uint32_t id = 0; rc == 0 && id < n; id++) {
         if (!w->dirty[id] || (mask && !(mask >> w->part[id] & 1)))
             continue;
         if (w->pend[id])
             cnt[nc++] = (struct pgw_count){ id, w->pend[id] };
-        rc = ga_engine_window_get(w->engine, id, &win[m]);
         pw[m].metric = id;
         pw[m].window = &win[m];
-        m += rc == 0;
+        ids[m++] = id;
     }
+    /* read in slices: one copy from the GPU for each, of bounded size */
+    enum { SLICE = 16384 };
+    size_t got = 0;
+    for (; rc == 0 && got < m; got += rc == 0 ? (m - got < SLICE ? m - got : SLICE) : 0)
+        rc = ga_engine_windows_get(w->engine, ids + got, m - got < SLICE ? m - got : SLICE,
+                                   win + got);
+    m = got;
+    free(ids);
     if (rc == 0) {
         struct pgw_unit u = { .windows = pw, .nwindows = m, .counts = cnt, .ncounts = nc,
                               .lsn = lsn, .window_lsn = lsn, .window_parts = mask };
@@ -391,6 +399,7 @@ struct replay_ctx {
     struct ga_engine_worker *w;
     uint64_t until;                   /* stop at records at or above */
     uint64_t set_lsn;                 /* where the last full window set was taken */
+    int full_sets;                    /* a full window set every segment (start-up replay) */
 };
 
 static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
@@ -409,13 +418,15 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     }
     process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len);
     ing_msg_free(&m);
-    /* Progress is saved while replaying, so that a daemon killed before
-     * the end starts further on next time (a crash loop shortens): every
-     * journal segment replayed, every partition's windows (the journal
-     * position replay starts from is the lowest partition's); between,
-     * one partition at a time as when running. */
+    /* Progress is saved while replaying at start-up, so that a daemon
+     * killed before the end starts further on next time (a crash loop
+     * shortens): every journal segment replayed, every partition's windows
+     * (the journal position replay starts from is the lowest partition's);
+     * between, one partition at a time as when running.  Batches read back
+     * while running (the engine fell behind the ingest) are paced as live
+     * ones: a full set there would cost the engine the time it is short of. */
     uint64_t seg = (uint64_t)rc->w->cfg->journal.segment_bytes;
-    if (lsn - rc->set_lsn >= seg) {
+    if (rc->full_sets && lsn - rc->set_lsn >= seg) {
         snapshot_parts(rc->w, 0, rc->w->processed_lsn);
         rc->set_lsn = lsn;
     } else {
@@ -427,7 +438,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     return 0;
 }
 
-static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until)
+static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, int full_sets)
 {
     struct jnl_stats js;
     jnl_get_stats(w->j, &js);
@@ -441,9 +452,12 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until)
     }
     if (from >= until)
         return;
-    struct replay_ctx rc = { w, until, from };
+    struct replay_ctx rc = { w, until, from, full_sets };
+    /* start-up replay is an event; reading back while running is counted
+     * (pipeline.journal_only_batches) and logged at debug level */
+    enum ga_log_level lvl = full_sets ? GA_LOG_INFO : GA_LOG_DEBUG;
     int64_t t0 = ga_now_mono_ns();
-    ga_log(GA_LOG_INFO, "journal_replay_start", "from=%llu until=%llu bytes=%llu",
+    ga_log(lvl, "journal_replay_start", "from=%llu until=%llu bytes=%llu",
            (unsigned long long)from, (unsigned long long)until,
            (unsigned long long)(until - from));
     int r = jnl_replay(w->j, from, replay_one, &rc);
@@ -451,7 +465,7 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until)
         ga_log(GA_LOG_ERROR, "journal_replay_failed", "from=%llu error=\"%s\"",
                (unsigned long long)from, ga_strerror(r));
     else
-        ga_log(GA_LOG_INFO, "journal_replayed", "from=%llu until=%llu ms=%.0f",
+        ga_log(lvl, "journal_replayed", "from=%llu until=%llu ms=%.0f",
                (unsigned long long)from, (unsigned long long)until,
                (double)(ga_now_mono_ns() - t0) / 1e6);
 }
@@ -597,6 +611,7 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
                             .pctx = w, .parts = w->jsl ? w->owned : 0 };
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
+        .queue_max_rows = (size_t)c->storage.queue_max_rows,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
         .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
@@ -710,7 +725,7 @@ static void consume(struct ga_engine_worker *w, const struct pl_entry *e)
         ing_batch_free(e->batch);
         free(e->batch);
     } else {
-        replay(w, e->lsn, e->end);     /* dropped from memory: read it back */
+        replay(w, e->lsn, e->end, 0);  /* dropped from memory: read it back */
         w->processed_lsn = e->end;
     }
 }
@@ -897,7 +912,7 @@ static void *worker_main(void *arg)
     set_state(w, EW_REPLAYING);
     w->processed_lsn = s.window_lsn;
     w->last_tick_ns = ga_now_mono_ns();
-    replay(w, s.window_lsn, w->live_lsn);
+    replay(w, s.window_lsn, w->live_lsn, 1);
     w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pgl_free(&s);
     set_state(w, EW_RUNNING);
@@ -981,6 +996,7 @@ static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_p
         pthread_mutex_destroy(&w->mu);
         goto fail;
     }
+    pthread_setname_np(w->thread, "ga-engine");
     *out = w;
     return 0;
 fail:

@@ -1,10 +1,12 @@
-/* metrics.c — metric registry: open-addressing hash of names → dense ids. */
+/* metrics.c — metric registry: names → dense ids through the hash map
+ * (proto/base/hmap.h), keyed by the name's hash, valued by the id. */
 #include "daemon/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/base/hash.h"
+#include "proto/base/hmap.h"
 #include "proto/ga_err.h"
 
 struct ga_metrics {
@@ -13,13 +15,12 @@ struct ga_metrics {
     uint32_t named;                /* ids that are not holes */
     uint32_t (*alloc)(void *ctx, const char *name, size_t len);
     void *alloc_ctx;
-    uint32_t *slots;               /* id + 1, 0 = empty */
-    uint32_t nslots;               /* power of two */
+    struct ga_hmap ids;            /* hash_name(name) → id */
     struct ga_policy **policies;   /* distinct policies, owned */
     int npolicies;
 };
 
-/* FNV-1a, then a final mix (the slots of an in-memory table only). */
+/* FNV-1a, then a final mix (the map's slots only). */
 static uint64_t hash_name(const char *s, size_t len)
 {
     return ga_hash_fmix64(ga_hash_fnv1a(s, len));
@@ -28,11 +29,7 @@ static uint64_t hash_name(const char *s, size_t len)
 int ga_metrics_open(struct ga_metrics **out)
 {
     struct ga_metrics *m = calloc(1, sizeof *m);
-    if (!m)
-        return GA_ENOMEM;
-    m->nslots = 1024;
-    m->slots = calloc(m->nslots, sizeof *m->slots);
-    if (!m->slots) {
+    if (!m || ga_hmap_reserve(&m->ids, 768) < 0) {
         free(m);
         return GA_ENOMEM;
     }
@@ -50,46 +47,30 @@ void ga_metrics_close(struct ga_metrics *m)
         free(m->policies[i]);
     free(m->policies);
     free(m->info);
-    free(m->slots);
+    ga_hmap_free(&m->ids);
     free(m);
 }
 
-/* Slot holding name, or the empty slot where it would go. */
-static uint32_t *probe(const struct ga_metrics *m, const char *name, size_t len)
+/* The id of name, or GA_ENOENT with *it resting where it goes. */
+static int lookup(const struct ga_metrics *m, const char *name, size_t len, uint64_t h,
+                  struct ga_hmap_it *it, uint32_t *id)
 {
-    uint32_t mask = m->nslots - 1;
-    for (uint64_t i = hash_name(name, len) & mask;; i = (i + 1) & mask) {
-        uint32_t *s = &m->slots[i];
-        if (*s == 0)
-            return s;
-        const struct ga_metric_info *mi = &m->info[*s - 1];
-        if (mi->len == len && memcmp(mi->name, name, len) == 0)
-            return s;
+    *it = ga_hmap_find(&m->ids, h);
+    uint32_t v;
+    while (ga_hmap_next(it, &v)) {
+        const struct ga_metric_info *mi = &m->info[v];
+        if (mi->len == len && memcmp(mi->name, name, len) == 0) {
+            *id = v;
+            return 0;
+        }
     }
-}
-
-static int grow_slots(struct ga_metrics *m)
-{
-    uint32_t n = m->nslots * 2;
-    uint32_t *ns = calloc(n, sizeof *ns);
-    if (!ns)
-        return GA_ENOMEM;
-    free(m->slots);
-    m->slots = ns;
-    m->nslots = n;
-    for (uint32_t id = 0; id < m->count; id++)
-        if (m->info[id].name)
-            *probe(m, m->info[id].name, m->info[id].len) = id + 1;
-    return 0;
+    return GA_ENOENT;
 }
 
 int ga_metrics_find(const struct ga_metrics *m, const char *name, size_t len, uint32_t *id)
 {
-    uint32_t *s = probe(m, name, len);
-    if (*s == 0)
-        return GA_ENOENT;
-    *id = *s - 1;
-    return 0;
+    struct ga_hmap_it it;
+    return lookup(m, name, len, hash_name(name, len), &it, id);
 }
 
 /* The registry's copy of policy p (shared between metrics of equal policy). */
@@ -110,14 +91,14 @@ static const struct ga_policy *keep_policy(struct ga_metrics *m, const struct ga
     return copy;
 }
 
-/* Add name at id want: a hole, or >= count (the ids in between become
- * holes). */
-static int add(struct ga_metrics *m, const char *name, size_t len, const struct ga_policy *p,
-               uint32_t want, uint32_t *id)
+/* Add name (hash h, not in the registry: the lookup it ended there) at id
+ * want: a hole, or >= count (the ids in between become holes). */
+static int add(struct ga_metrics *m, const char *name, size_t len, uint64_t h,
+               const struct ga_hmap_it *it, const struct ga_policy *p, uint32_t want, uint32_t *id)
 {
-    if (want == UINT32_MAX || (want < m->count && m->info[want].name))
+    if (want >= GA_HMAP_VALUE_MAX || (want < m->count && m->info[want].name))
         return GA_EINVAL;
-    if ((m->named + 1) * 4 > m->nslots * 3 && grow_slots(m) < 0)
+    if (ga_hmap_reserve(&m->ids, m->named + 1) < 0)
         return GA_ENOMEM;
     if (want >= m->cap) {
         uint32_t ncap = m->cap ? m->cap : 256;
@@ -143,7 +124,7 @@ static int add(struct ga_metrics *m, const char *name, size_t len, const struct 
     }
     struct ga_metric_info *mi = &m->info[want];
     *mi = (struct ga_metric_info){ .name = copy, .len = (uint32_t)len, .policy = kept };
-    *probe(m, name, len) = want + 1;
+    ga_hmap_put(&m->ids, it, h, want);       /* room reserved: cannot fail */
     m->named++;
     *id = want;
     return 0;
@@ -163,7 +144,9 @@ int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
         *created = 0;
     if (len == 0 || len > GA_METRIC_NAME_MAX)
         return GA_EINVAL;
-    if (ga_metrics_find(m, name, len, id) == 0)
+    uint64_t h = hash_name(name, len);
+    struct ga_hmap_it it;
+    if (lookup(m, name, len, h, &it, id) == 0)
         return 0;
     char tmp[GA_METRIC_NAME_MAX + 1];
     memcpy(tmp, name, len);
@@ -171,7 +154,7 @@ int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
     const struct ga_policy *p = ga_config_policy_for(cfg, tmp);
     if (!p)
         return GA_ENOENT;
-    int rc = add(m, name, len, p, m->alloc ? m->alloc(m->alloc_ctx, name, len) : m->count, id);
+    int rc = add(m, name, len, h, &it, p, m->alloc ? m->alloc(m->alloc_ctx, name, len) : m->count, id);
     if (rc == 0 && created)
         *created = 1;
     return rc;
@@ -181,9 +164,11 @@ int ga_metrics_restore(struct ga_metrics *m, const char *name, size_t len, uint3
                        const struct ga_policy *p)
 {
     uint32_t have;
-    if (ga_metrics_find(m, name, len, &have) == 0)
+    uint64_t h = hash_name(name, len);
+    struct ga_hmap_it it;
+    if (lookup(m, name, len, h, &it, &have) == 0)
         return have == id ? 0 : GA_EEXIST;
-    return add(m, name, len, p, id, &have);   /* GA_EINVAL: the id is taken */
+    return add(m, name, len, h, &it, p, id, &have);   /* GA_EINVAL: the id is taken */
 }
 
 uint32_t ga_metrics_count(const struct ga_metrics *m)

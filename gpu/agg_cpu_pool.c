@@ -92,6 +92,7 @@ int agg_pool_open(struct agg_pool **out, int nthreads)
             rc = -e;
             goto fail;
         }
+        pthread_setname_np(p->threads[i], "ga-cpu-agg");
         p->nstarted = i;
     }
     *out = p;

@@ -186,6 +186,60 @@ int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w)
     return b->ops->window_get(b, id, w);
 }
 
+static void free_windows(struct ga_window *out, const size_t *idx, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct ga_window *w = &out[idx ? idx[i] : i];
+        free(w->ts);
+        free(w->value);
+        w->ts = NULL;
+        w->value = NULL;
+    }
+}
+
+int ga_engine_windows_get(struct ga_engine *e, const uint32_t *ids, size_t n, struct ga_window *out)
+{
+    eng_drain(e);
+    for (size_t i = 0; i < n; i++)
+        if (!metric_at(e, ids[i]))
+            return GA_ENOENT;
+    memset(out, 0, n * sizeof *out);
+    uint32_t *sub = malloc((n ? n : 1) * sizeof *sub);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    struct ga_window *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    int rc = sub && idx && tmp ? 0 : GA_ENOMEM;
+    size_t done = 0;                    /* windows in out, listed in idx[0..done) */
+    for (int bi = 0; rc == 0 && bi < eng_nslots(e); bi++) {
+        struct ga_backend *b = e->b[bi];
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (e->slot_of[ids[i]] == bi) {
+                sub[k] = ids[i];
+                idx[done + k++] = i;
+            }
+        if (!k)
+            continue;
+        size_t *at = idx + done;        /* where sub[j]'s window goes: out[at[j]] */
+        if (b->ops->windows_get) {
+            rc = b->ops->windows_get(b, sub, k, tmp);
+            for (size_t j = 0; rc == 0 && j < k; j++)
+                out[at[j]] = tmp[j];
+            done += rc == 0 ? k : 0;
+        } else {
+            for (size_t j = 0; rc == 0 && j < k; j++) {
+                rc = b->ops->window_get(b, sub[j], &out[at[j]]);
+                done += rc == 0;
+            }
+        }
+    }
+    if (rc)
+        free_windows(out, idx, done);
+    free(sub);
+    free(idx);
+    free(tmp);
+    return rc;
+}
+
 int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_policy *p,
                          const struct ga_window *w)
 {

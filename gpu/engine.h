@@ -111,6 +111,11 @@ struct ga_backend_ops {
      * page-locked memory, or n 0); GA_EBUSY with two held; GA_ECUDA.
      * Pipelined: prefetch(k + 1), feed_start(k), feed_wait(k - 1). */
     int (*prefetch)(struct ga_backend *b, const struct ga_points *pts);
+    /* Optional (NULL: window_get for each): copy out the windows of
+     * metrics ids[0..n) into out[0..n) at once (the caller frees each
+     * out[i].ts, out[i].value).  0, or GA_ENOENT (an id not held),
+     * GA_ENOMEM, GA_ECUDA with nothing allocated in out. */
+    int (*windows_get)(struct ga_backend *b, const uint32_t *ids, size_t n, struct ga_window *out);
 };
 
 struct ga_backend {
@@ -211,6 +216,10 @@ void ga_engine_metric_drop(struct ga_engine *e, uint32_t id);
  * one (the metric is added under p if needed).  0, GA_ENOENT, GA_ENOMEM or
  * GA_EINVAL (window not sorted/unique, ts < 0, non-finite value). */
 int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w);
+/* The windows of ids[0..n) into out[0..n), read from each backend in one
+ * go (a window set of a partition: one copy from the GPU, not one per
+ * metric).  0, or as ga_engine_window_get with nothing allocated in out. */
+int ga_engine_windows_get(struct ga_engine *e, const uint32_t *ids, size_t n, struct ga_window *out);
 int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_policy *p,
                          const struct ga_window *w);
 int  ga_engine_nbackends(const struct ga_engine *e);

@@ -398,6 +398,7 @@ int ga_engine_feed_start(struct ga_engine *e, const struct ga_points *pts, struc
     if (!e->feeder_on) {
         if (pthread_create(&e->feeder, NULL, feeder_main, e) != 0)
             return GA_ENOMEM;
+        pthread_setname_np(e->feeder, "ga-feeder");
         e->feeder_on = 1;
     }
     struct eng_batch *bt;

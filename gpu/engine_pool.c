@@ -52,6 +52,7 @@ static void pool_grow(struct eng_pool *p, int want)
             pthread_mutex_destroy(&w->mu);
             return;
         }
+        pthread_setname_np(w->th, "ga-engine-pool");
         p->n++;
     }
 }

@@ -10,6 +10,7 @@
 
 #include "proto/base/grow.h"
 #include "proto/base/hash.h"
+#include "proto/base/hmap.h"
 #include "proto/ga_err.h"
 #include "proto/ts_parse.h"
 
@@ -70,37 +71,27 @@ static void trim(const char **s, size_t *len)
 /* Id of metric name s[0..len), adding it.  >= 0 or GA_ENOMEM. */
 static int64_t metric_id(struct csv_input *in, const char *s, size_t len)
 {
-    if ((in->nnames + 1) * 2 > in->hash_cap) {
-        size_t cap = in->hash_cap ? in->hash_cap * 2 : 1024;
-        uint32_t *h = calloc(cap, sizeof *h);
-        if (!h)
-            return GA_ENOMEM;
-        for (size_t i = 0; i < in->nnames; i++) {
-            size_t at = ga_hash_fnv1a(in->names[i], strlen(in->names[i])) & (cap - 1);
-            while (h[at])
-                at = (at + 1) & (cap - 1);
-            h[at] = (uint32_t)i + 1;
-        }
-        free(in->hash);
-        in->hash = h;
-        in->hash_cap = cap;
-    }
-    size_t at = ga_hash_fnv1a(s, len) & (in->hash_cap - 1);
-    while (in->hash[at]) {
-        const char *nm = in->names[in->hash[at] - 1];
+    uint64_t h = ga_hash_fmix64(ga_hash_fnv1a(s, len));
+    struct ga_hmap_it it = ga_hmap_find(&in->ids, h);
+    uint32_t v;
+    while (ga_hmap_next(&it, &v)) {
+        const char *nm = in->names[v];
         if (strlen(nm) == len && memcmp(nm, s, len) == 0)
-            return in->hash[at] - 1;
-        at = (at + 1) & (in->hash_cap - 1);
+            return v;
     }
-    if (ga_grow((void **)&in->names, &in->cap_names, in->nnames + 1, sizeof *in->names, 1024))
+    if (in->nnames >= GA_HMAP_VALUE_MAX ||
+        ga_grow((void **)&in->names, &in->cap_names, in->nnames + 1, sizeof *in->names, 1024))
         return GA_ENOMEM;
     char *copy = malloc(len + 1);
     if (!copy)
         return GA_ENOMEM;
     memcpy(copy, s, len);
     copy[len] = 0;
+    if (ga_hmap_put(&in->ids, &it, h, (uint32_t)in->nnames) < 0) {
+        free(copy);
+        return GA_ENOMEM;
+    }
     in->names[in->nnames] = copy;
-    in->hash[at] = (uint32_t)in->nnames + 1;
     return (int64_t)in->nnames++;
 }
 
@@ -293,7 +284,7 @@ void csv_input_free(struct csv_input *in)
     free(in->value);
     free(in->line);
     free(in->batch_end);
-    free(in->hash);
+    ga_hmap_free(&in->ids);
     memset(in, 0, sizeof *in);
 }
 

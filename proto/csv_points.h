@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "proto/base/hmap.h"
+
 struct csv_input {
     size_t n, cap;
     uint32_t *metric;             /* index into names */
@@ -27,8 +29,7 @@ struct csv_input {
     size_t nbatches, cap_batches;
     char **names;                 /* metric id -> name, NUL-terminated */
     size_t nnames, cap_names;
-    uint32_t *hash;               /* open addressing: id + 1, 0 = empty */
-    size_t hash_cap;
+    struct ga_hmap ids;           /* name's hash → id (proto/base/hmap.h) */
 };
 
 /* Read all points of f into in (zero it first).  Returns 0; GA_EINVAL with

@@ -127,6 +127,7 @@ int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,
         free(c);
         return -rc;
     }
+    pthread_setname_np(c->thread, "ga-jcommit");
     jnl_set_append_hook(j, kick, c);
     *out = c;
     return 0;

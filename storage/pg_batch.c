@@ -23,117 +23,46 @@ static int agg_same(const struct ga_agg *a, const struct ga_agg *b)
            a->granularity_ns == b->granularity_ns;
 }
 
-static int rehash_aggs(struct pgb_batch *b, size_t nslots)
+/* The hash of a uint32 key of def_ix, count_ix, window_ix. */
+static uint64_t id_hash(uint32_t id)
 {
-    uint32_t *s = calloc(nslots, sizeof *s);
-    if (!s)
-        return GA_ENOMEM;
-    for (size_t i = 0; i < b->naggs; i++) {
-        size_t h = agg_hash(&b->aggs[i]) & (nslots - 1);
-        while (s[h])
-            h = (h + 1) & (nslots - 1);
-        s[h] = (uint32_t)(i + 1);
-    }
-    free(b->slots);
-    b->slots = s;
-    b->nslots = nslots;
-    return 0;
-}
-
-/* Find key in m; returns its index or -1; *slot gets where it is or would go. */
-static long map_find(const struct pgb_map *m, uint32_t key, size_t *slot)
-{
-    size_t h = ga_hash_fmix64(key) & (m->cap - 1);
-    while (m->vals[h]) {
-        if (m->keys[h] == key) {
-            *slot = h;
-            return (long)m->vals[h] - 1;
-        }
-        h = (h + 1) & (m->cap - 1);
-    }
-    *slot = h;
-    return -1;
-}
-
-/* Make room for `more` keys (load <= 1/2).  0 or GA_ENOMEM. */
-static int map_reserve(struct pgb_map *m, size_t more)
-{
-    if (m->cap && (m->n + more) * 2 <= m->cap)
-        return 0;
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    while ((m->n + more) * 2 > cap)
-        cap *= 2;
-    struct pgb_map nm = { calloc(cap, 4), calloc(cap, 4), cap, m->n };
-    if (!nm.keys || !nm.vals) {
-        free(nm.keys);
-        free(nm.vals);
-        return GA_ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->vals[i])
-            continue;
-        size_t s;
-        map_find(&nm, m->keys[i], &s);
-        nm.keys[s] = m->keys[i];
-        nm.vals[s] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    *m = nm;
-    return 0;
+    return ga_hash_fmix64(id);
 }
 
 int pgb_has_def(const struct pgb_batch *b, uint32_t id)
 {
-    size_t slot;
-    return b->def_ix.cap && map_find(&b->def_ix, id, &slot) >= 0;
+    struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(id));
+    uint32_t v;
+    while (ga_hmap_next(&it, &v))
+        if (b->defs[v].id == id)
+            return 1;
+    return 0;
 }
 
-static void map_put(struct pgb_map *m, size_t slot, uint32_t key, size_t index)
-{
-    m->keys[slot] = key;
-    m->vals[slot] = (uint32_t)(index + 1);
-    m->n++;
-}
-
-static void map_clear(struct pgb_map *m)
-{
-    if (m->cap)
-        memset(m->vals, 0, m->cap * sizeof *m->vals);
-    m->n = 0;
-}
-
+/* Room reserved by merge_aggs. */
 static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
 {
-    size_t h = agg_hash(a) & (b->nslots - 1);
-    for (;;) {
-        uint32_t s = b->slots[h];
-        if (!s) {
-            b->aggs[b->naggs] = *a;
-            b->slots[h] = (uint32_t)++b->naggs;
+    uint64_t h = agg_hash(a);
+    struct ga_hmap_it it = ga_hmap_find(&b->ix, h);
+    uint32_t v;
+    while (ga_hmap_next(&it, &v)) {
+        if (agg_same(&b->aggs[v], a)) {
+            b->aggs[v].value = a->value;
             return;
         }
-        if (agg_same(&b->aggs[s - 1], a)) {
-            b->aggs[s - 1].value = a->value;
-            return;
-        }
-        h = (h + 1) & (b->nslots - 1);
     }
+    ga_hmap_put(&b->ix, &it, h, (uint32_t)b->naggs);
+    b->aggs[b->naggs++] = *a;
 }
 
 /* n slots of rows and wide records (engine.h): the batch keeps rows. */
 static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
 {
     size_t rows = ga_aggs_count(aggs, n);
-    if (ga_grow((void **)&b->aggs, &b->cap_aggs, b->naggs + rows, sizeof *b->aggs, 64) < 0)
+    if (b->naggs + rows > GA_HMAP_VALUE_MAX ||
+        ga_grow((void **)&b->aggs, &b->cap_aggs, b->naggs + rows, sizeof *b->aggs, 64) < 0 ||
+        ga_hmap_reserve(&b->ix, b->naggs + rows) < 0)
         return GA_ENOMEM;
-    if ((b->naggs + rows) * 2 > b->nslots) {
-        size_t ns = b->nslots ? b->nslots : 1024;
-        while ((b->naggs + rows) * 2 > ns)
-            ns *= 2;
-        if (rehash_aggs(b, ns) < 0)
-            return GA_ENOMEM;
-    }
     for (size_t i = 0; i < n;) {
         size_t span = ga_agg_span(&aggs[i]);
         if (span > n - i)
@@ -162,15 +91,17 @@ static void merge_policy(struct pgb_batch *b, const struct ga_policy *p)
 /* Takes ownership of name; room reserved by reserve_unit. */
 static void merge_def(struct pgb_batch *b, const struct pgw_metric_def *d, char *name)
 {
-    size_t slot;
     merge_policy(b, d->policy);
-    long ix = map_find(&b->def_ix, d->id, &slot);
-    struct pgb_def *e;
-    if (ix >= 0) {
-        e = &b->defs[ix];
+    struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(d->id));
+    uint32_t v;
+    struct pgb_def *e = NULL;
+    while (!e && ga_hmap_next(&it, &v))
+        if (b->defs[v].id == d->id)
+            e = &b->defs[v];
+    if (e) {
         free(e->name);
     } else {
-        map_put(&b->def_ix, slot, d->id, b->ndefs);
+        ga_hmap_put(&b->def_ix, &it, id_hash(d->id), (uint32_t)b->ndefs);
         e = &b->defs[b->ndefs++];
     }
     e->id = d->id;
@@ -179,29 +110,34 @@ static void merge_def(struct pgb_batch *b, const struct pgw_metric_def *d, char 
     e->policy[sizeof e->policy - 1] = '\0';
 }
 
+/* Room reserved by reserve_unit. */
 static void merge_count(struct pgb_batch *b, const struct pgw_count *c)
 {
-    size_t slot;
-    long ix = map_find(&b->count_ix, c->metric, &slot);
-    if (ix >= 0) {
-        b->counts[ix].points += c->points;
-    } else {
-        map_put(&b->count_ix, slot, c->metric, b->ncounts);
-        b->counts[b->ncounts++] = *c;
+    struct ga_hmap_it it = ga_hmap_find(&b->count_ix, id_hash(c->metric));
+    uint32_t v;
+    while (ga_hmap_next(&it, &v)) {
+        if (b->counts[v].metric == c->metric) {
+            b->counts[v].points += c->points;
+            return;
+        }
     }
+    ga_hmap_put(&b->count_ix, &it, id_hash(c->metric), (uint32_t)b->ncounts);
+    b->counts[b->ncounts++] = *c;
 }
 
 /* Takes ownership of snap; room reserved by reserve_unit. */
 static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *snap, size_t len)
 {
-    size_t slot;
-    long ix = map_find(&b->window_ix, metric, &slot);
-    struct pgb_window *e;
-    if (ix >= 0) {
-        e = &b->windows[ix];
+    struct ga_hmap_it it = ga_hmap_find(&b->window_ix, id_hash(metric));
+    uint32_t v;
+    struct pgb_window *e = NULL;
+    while (!e && ga_hmap_next(&it, &v))
+        if (b->windows[v].metric == metric)
+            e = &b->windows[v];
+    if (e) {
         free(e->snap);
     } else {
-        map_put(&b->window_ix, slot, metric, b->nwindows);
+        ga_hmap_put(&b->window_ix, &it, id_hash(metric), (uint32_t)b->nwindows);
         e = &b->windows[b->nwindows++];
     }
     e->metric = metric;
@@ -347,8 +283,9 @@ static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
         ga_grow((void **)&b->counts, &b->cap_counts, b->ncounts + q->ncounts, sizeof *b->counts, 64) < 0 ||
         ga_grow((void **)&b->windows, &b->cap_windows, b->nwindows + q->nwindows,
              sizeof *b->windows, 64) < 0 ||
-        map_reserve(&b->def_ix, q->ndefs) < 0 || map_reserve(&b->count_ix, q->ncounts) < 0 ||
-        map_reserve(&b->window_ix, q->nwindows) < 0)
+        ga_hmap_reserve(&b->def_ix, b->ndefs + q->ndefs) < 0 ||
+        ga_hmap_reserve(&b->count_ix, b->ncounts + q->ncounts) < 0 ||
+        ga_hmap_reserve(&b->window_ix, b->nwindows + q->nwindows) < 0)
         return GA_ENOMEM;
     return 0;
 }
@@ -428,8 +365,7 @@ void pgb_sort(struct pgb_batch *b)
 {
     if (b->naggs > 1)
         qsort(b->aggs, b->naggs, sizeof *b->aggs, agg_order);
-    if (b->nslots)
-        memset(b->slots, 0, b->nslots * sizeof *b->slots);
+    ga_hmap_clear(&b->ix);
 }
 
 int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r)
@@ -455,11 +391,10 @@ void pgb_reset(struct pgb_batch *b)
         free(b->defs[i].name);
     for (size_t i = 0; i < b->nwindows; i++)
         free(b->windows[i].snap);
-    if (b->nslots)
-        memset(b->slots, 0, b->nslots * sizeof *b->slots);
-    map_clear(&b->def_ix);
-    map_clear(&b->count_ix);
-    map_clear(&b->window_ix);
+    ga_hmap_clear(&b->ix);
+    ga_hmap_clear(&b->def_ix);
+    ga_hmap_clear(&b->count_ix);
+    ga_hmap_clear(&b->window_ix);
     b->naggs = b->nlate = b->ndefs = b->npolicies = b->ncounts = b->nwindows = 0;
     b->nrejects = b->nerrors = 0;
     b->lsn = b->window_lsn = b->units = b->last_seq = 0;
@@ -472,7 +407,7 @@ void pgb_free(struct pgb_batch *b)
 {
     pgb_reset(b);
     free(b->aggs);
-    free(b->slots);
+    ga_hmap_free(&b->ix);
     free(b->late);
     free(b->defs);
     free(b->policies);
@@ -480,10 +415,8 @@ void pgb_free(struct pgb_batch *b)
     free(b->windows);
     free(b->rejects);
     free(b->errors);
-    struct pgb_map *maps[] = { &b->def_ix, &b->count_ix, &b->window_ix };
-    for (int i = 0; i < 3; i++) {
-        free(maps[i]->keys);
-        free(maps[i]->vals);
-    }
+    ga_hmap_free(&b->def_ix);
+    ga_hmap_free(&b->count_ix);
+    ga_hmap_free(&b->window_ix);
     memset(b, 0, sizeof *b);
 }

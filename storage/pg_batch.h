@@ -1,7 +1,7 @@
 /* pg_batch.h — the writer's pending batch: units coalesced in memory.
  *
- * Buckets are keyed by (metric, granularity, method, ts) in an open-
- * addressing hash: a later unit's value replaces an earlier one in place.
+ * Buckets are keyed by (metric, granularity, method, ts) in a hash map
+ * (proto/base/hmap.h): a later unit's value replaces an earlier one in place.
  * Metric definitions are keyed by id (later wins), policies by name (later
  * wins), point counters by metric (summed), window snapshots by metric
  * (later wins; stored encoded, pg_window.h).  Late points are appended.
@@ -14,15 +14,10 @@
 #include <stdint.h>
 
 #include "proto/agg.h"
+#include "proto/base/hmap.h"
 #include "proto/policy.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_writer.h"
-
-/* uint32 key → uint32 index. */
-struct pgb_map {
-    uint32_t *keys, *vals;           /* vals[i] == 0: empty; else index + 1 */
-    size_t cap, n;
-};
 
 struct pgb_def {
     uint32_t id;
@@ -59,21 +54,20 @@ struct pgb_reject_error {
 struct pgb_batch {
     struct ga_agg *aggs;
     size_t naggs, cap_aggs;
-    uint32_t *slots;                 /* index + 1 into aggs, 0 = empty */
-    size_t nslots;
+    struct ga_hmap ix;               /* bucket key → index in aggs */
     struct ga_late *late;
     size_t nlate, cap_late;
     struct pgb_def *defs;
     size_t ndefs, cap_defs;
-    struct pgb_map def_ix;
+    struct ga_hmap def_ix;           /* id → index in defs */
     struct ga_policy *policies;
     size_t npolicies, cap_policies;
     struct pgw_count *counts;
     size_t ncounts, cap_counts;
-    struct pgb_map count_ix;
+    struct ga_hmap count_ix;         /* metric → index in counts */
     struct pgb_window *windows;
     size_t nwindows, cap_windows;
-    struct pgb_map window_ix;
+    struct ga_hmap window_ix;        /* metric → index in windows */
     uint64_t lsn;                    /* highest of the merged units (0: none) */
     uint64_t part_lsn[GA_PARTITIONS]; /* highest window_lsn merged per partition (0: none) */
     int has_windows;                 /* some part_lsn is set */

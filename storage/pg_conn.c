@@ -179,6 +179,7 @@ int pgc_start(struct pgc **out, const char *conninfo, int retry_initial_ms, int 
         pthread_mutex_destroy(&p->mu);
         goto fail;
     }
+    pthread_setname_np(p->thread, "ga-pgconn");
     *out = p;
     return 0;
 fail:

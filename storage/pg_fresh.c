@@ -1,30 +1,36 @@
-/* pg_fresh.c — the writer's high-water map (pg_fresh.h): open addressing,
- * linear probing, keyed by (metric, granularity). */
+/* pg_fresh.c — the writer's high-water map (pg_fresh.h): the pairs in an
+ * array, found through the hash map (proto/base/hmap.h) keyed by
+ * (metric, granularity). */
 #include "storage/pg_fresh.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/base/grow.h"
+#include "proto/base/hash.h"
 #include "proto/ga_err.h"
 
-static size_t slot_of(uint32_t metric, int64_t g, size_t cap)
+static uint64_t pair_hash(uint32_t metric, int64_t g)
 {
-    uint64_t h = ((uint64_t)metric * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)g * 0xc2b2ae3d27d4eb4fULL);
-    h ^= h >> 29;
-    return (size_t)h & (cap - 1);
+    return ga_hash_fmix64(((uint64_t)g * 0x9e3779b97f4a7c15ULL) ^ metric);
+}
+
+/* The pair's entry, or NULL with *it resting where it goes. */
+static struct pgf_ent *lookup(const struct pgf_map *m, uint32_t metric, int64_t g,
+                              struct ga_hmap_it *it)
+{
+    *it = ga_hmap_find(&m->ix, pair_hash(metric, g));
+    uint32_t v;
+    while (ga_hmap_next(it, &v))
+        if (m->e[v].metric == metric && m->e[v].granularity_ns == g)
+            return &m->e[v];
+    return NULL;
 }
 
 static struct pgf_ent *find(const struct pgf_map *m, uint32_t metric, int64_t g)
 {
-    if (!m->cap)
-        return NULL;
-    for (size_t i = slot_of(metric, g, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        struct pgf_ent *e = &m->e[i];
-        if (!e->used)
-            return NULL;
-        if (e->metric == metric && e->granularity_ns == g)
-            return e;
-    }
+    struct ga_hmap_it it;
+    return lookup(m, metric, g, &it);
 }
 
 int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a)
@@ -38,32 +44,12 @@ int pgf_known(const struct pgf_map *m, const struct ga_agg *a)
     return find(m, a->metric, a->granularity_ns) != NULL;
 }
 
-static int grow(struct pgf_map *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 4096;
-    struct pgf_ent *ne = calloc(cap, sizeof *ne);
-    if (!ne)
-        return GA_ENOMEM;
-    for (size_t i = 0; i < m->cap; i++) {
-        const struct pgf_ent *e = &m->e[i];
-        if (!e->used)
-            continue;
-        size_t j = slot_of(e->metric, e->granularity_ns, cap);
-        while (ne[j].used)
-            j = (j + 1) & (cap - 1);
-        ne[j] = *e;
-    }
-    free(m->e);
-    m->e = ne;
-    m->cap = cap;
-    return 0;
-}
-
 int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
         const struct ga_agg *a = &aggs[k];
-        struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+        struct ga_hmap_it it;
+        struct pgf_ent *e = lookup(m, a->metric, a->granularity_ns, &it);
         if (e) {
             if (a->ts > e->hi) {
                 e->hi = a->ts;
@@ -71,17 +57,15 @@ int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
             }
             continue;
         }
-        if (m->n >= PGF_MAX_PAIRS)
+        int cleared = m->n >= PGF_MAX_PAIRS;
+        if (cleared)
             pgf_clear(m);
-        if ((m->n + 1) * 2 > m->cap && grow(m))
+        if (ga_grow((void **)&m->e, &m->cap, m->n + 1, sizeof *m->e, 4096) < 0 ||
+            ga_hmap_put(&m->ix, cleared ? NULL : &it, pair_hash(a->metric, a->granularity_ns),
+                        (uint32_t)m->n) < 0)
             return GA_ENOMEM;
-        size_t i = slot_of(a->metric, a->granularity_ns, m->cap);
-        while (m->e[i].used)
-            i = (i + 1) & (m->cap - 1);
-        m->e[i] = (struct pgf_ent){ .metric = a->metric, .used = 1,
-                                    .granularity_ns = a->granularity_ns, .hi = a->ts,
-                                    .mset = -1 };
-        m->n++;
+        m->e[m->n++] = (struct pgf_ent){ .granularity_ns = a->granularity_ns, .hi = a->ts,
+                                         .metric = a->metric, .mset = -1 };
     }
     return 0;
 }
@@ -101,13 +85,13 @@ void pgf_set_mset(struct pgf_map *m, const struct ga_agg *a, int32_t mset)
 
 void pgf_clear(struct pgf_map *m)
 {
-    if (m->e)
-        memset(m->e, 0, m->cap * sizeof *m->e);
+    ga_hmap_clear(&m->ix);
     m->n = 0;
 }
 
 void pgf_free(struct pgf_map *m)
 {
     free(m->e);
+    ga_hmap_free(&m->ix);
     memset(m, 0, sizeof *m);
 }

@@ -20,20 +20,23 @@
 #include <stdint.h>
 
 #include "proto/agg.h"
+#include "proto/base/hmap.h"
 
 struct pgf_ent {
-    uint32_t metric, used;
     int64_t granularity_ns, hi;
+    uint32_t metric;
     int32_t mset;                    /* method set of the row at hi, -1 unknown */
 };
 
-struct pgf_map {
-    struct pgf_ent *e;
-    size_t cap, n;                   /* cap: a power of two, or 0 */
+struct pgf_map {                     /* zeroed: empty */
+    struct pgf_ent *e;               /* the pairs, n of cap */
+    size_t cap, n;
+    struct ga_hmap ix;               /* (metric, granularity) → index in e */
 };
 
 /* Above this many pairs the map forgets everything (every pair is then
- * "not fresh" until committed again): bounds memory at 32 bytes × 2 × this. */
+ * "not fresh" until committed again): bounds memory at 40 bytes × this
+ * (24 a pair, 16 for the hash map's slots). */
 #define PGF_MAX_PAIRS ((size_t)1 << 22)
 
 /* 1 if a's bucket starts after the high water of its pair, else 0. */

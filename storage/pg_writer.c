@@ -1,12 +1,15 @@
 /* pg_writer.c — the storage writer thread (see pg_writer.h).
  *
- * pgw_submit copies a unit (pgb_copy) onto the inbox, under mu; the writer
- * thread moves the inbox into its `filling` batch, where units coalesce
- * (pgb_take: the hashing, on the writer's thread, not the submitter's),
- * and when it is due swaps it with `flushing` and writes that, retrying
- * until it commits.  Both batches belong to the writer thread; what other
- * threads read of them (rows, units, age) is mirrored under mu.  Lock
- * order: only mu; callbacks run with no lock held. */
+ * pgw_submit copies a unit (pgb_copy) onto the inbox, under mu; the
+ * writer's merge thread moves the inbox into the `filling` batch as units
+ * arrive, where they coalesce (pgb_take: the hashing, off the submitter's
+ * thread), also while the writer thread writes: a bucket rewritten by many
+ * units while a transaction runs is one row in the next.  When `filling`
+ * is due, the writer thread swaps it with `flushing` and writes that,
+ * retrying until it commits.  `filling` is guarded by fill_mu, `flushing`
+ * belongs to the writer thread; what other threads read of them (rows,
+ * units, age) is mirrored under mu.  Lock order: fill_mu, then mu;
+ * callbacks run with no lock held. */
 #include "storage/pg_writer.h"
 
 #include <inttypes.h>
@@ -37,9 +40,11 @@ struct flush_req {
 };
 
 struct pgw {
-    pthread_t thread;
+    pthread_t thread, merger;
     pthread_mutex_t mu;
+    pthread_mutex_t fill_mu;          /* filling, and taking the inbox in order */
     pthread_cond_t wake;              /* the writer waits on it */
+    pthread_cond_t merge;             /* the merge thread waits on it */
     pthread_cond_t done;              /* pgw_flush_sync waits on it */
     char *conninfo;
     struct pgw_opts o;                /* tuning fields guarded by mu */
@@ -60,8 +65,9 @@ struct pgw {
     uint64_t flushing_rows, flushing_units;
     struct pgw_status st;
 
+    struct pgb_batch filling;         /* guarded by fill_mu */
     /* writer thread only */
-    struct pgb_batch filling, flushing;
+    struct pgb_batch flushing;
     struct pgt_conn tc;
     struct pgf_map hw;                /* committed high water (pg_fresh.h) */
     uint64_t pairs_new;               /* pairs noted empty: their metric is new */
@@ -461,11 +467,13 @@ static void complete(struct pgw *w, int committed, int rc)
     }
 }
 
-/* Writer thread: move the inbox into filling.  A unit that cannot be taken
- * for want of memory goes back to the inbox head, with the rest, for the
- * next turn. */
+/* Merge or writer thread: move the inbox into filling, in submission order
+ * (fill_mu held from taking the inbox to its last unit merged).  A unit
+ * that cannot be taken for want of memory goes back to the inbox head,
+ * with the rest, for the next turn. */
 static void take_inbox(struct pgw *w)
 {
+    pthread_mutex_lock(&w->fill_mu);
     pthread_mutex_lock(&w->mu);
     struct pgb_unit *q = w->inbox;
     w->inbox = w->inbox_tail = NULL;
@@ -474,8 +482,10 @@ static void take_inbox(struct pgw *w)
     w->inbox_rows = w->inbox_units = 0;
     w->inbox_oldest_mono = 0;
     pthread_mutex_unlock(&w->mu);
-    if (!q)
+    if (!q) {
+        pthread_mutex_unlock(&w->fill_mu);
         return;
+    }
     int rc = 0;
     while (q && rc == 0) {
         struct pgb_unit *next = q->next;
@@ -503,10 +513,32 @@ static void take_inbox(struct pgw *w)
     w->filling_rows = pgb_rows(&w->filling);
     w->filling_units = w->filling.units;
     w->filling_oldest_mono = w->filling.oldest_mono_ns;
+    if (w->filling_rows >= (size_t)w->o.flush_rows)
+        pthread_cond_signal(&w->wake);     /* due by size */
     pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->fill_mu);
 }
 
-/* Under mu, writer thread: is the filling batch due for writing?  When it
+/* Merge thread: take units into filling as they come, until the writer
+ * stops (its thread takes what is left). */
+static void *merge_main(void *arg)
+{
+    struct pgw *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        if (!w->inbox) {
+            pthread_cond_wait(&w->merge, &w->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&w->mu);
+        take_inbox(w);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Under fill_mu and mu, writer thread: is the filling batch due for writing?  When it
  * is not, *wait_ns is how long the writer may sleep: 0 while units wait
  * in the inbox (it takes them first).  The inbox never delays a due batch:
  * under a steady stream it is seldom empty. */
@@ -569,23 +601,28 @@ static void *writer_main(void *arg)
     struct pgw *w = arg;
     for (;;) {
         take_inbox(w);
+        pthread_mutex_lock(&w->fill_mu);
         pthread_mutex_lock(&w->mu);
         int idle_stop = w->stopping && pgb_empty(&w->filling) && !w->inbox;
         pthread_mutex_unlock(&w->mu);
+        pthread_mutex_unlock(&w->fill_mu);
         if (idle_stop)
             break;
         if (ensure_conn(w, NULL) == 0) {
             maintain(w);
             idle_check(w);
         }
+        pthread_mutex_lock(&w->fill_mu);
         pthread_mutex_lock(&w->mu);
         int64_t wait_ns;
         int due = due_locked(w, ga_now_mono_ns(), &wait_ns);
         if (!due && w->stopping && !w->inbox) {
             pthread_mutex_unlock(&w->mu);
+            pthread_mutex_unlock(&w->fill_mu);
             break;
         }
         if (!due) {
+            pthread_mutex_unlock(&w->fill_mu);
             if (!w->tc.c)
                 wait_ns = 0;                /* go back to ensure_conn's backoff */
             struct timespec until;
@@ -605,6 +642,7 @@ static void *writer_main(void *arg)
         w->filling_rows = w->filling_units = 0;
         w->filling_oldest_mono = 0;
         pthread_mutex_unlock(&w->mu);
+        pthread_mutex_unlock(&w->fill_mu);
         if (write_batch(w) < 0) {
             w->stop_rc = GA_ETIMEDOUT;
             break;
@@ -650,7 +688,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
         goto fail;
     w->o.conninfo = w->conninfo;
     if (!w->o.queue_max_rows)
-        w->o.queue_max_rows = (size_t)o->flush_rows * 8;
+        w->o.queue_max_rows = (size_t)o->flush_rows * PGW_QUEUE_FLUSHES;
     if (!w->o.maintenance_interval_ms)
         w->o.maintenance_interval_ms = DEFAULT_MAINT_MS;
     if (!w->o.partitions_ahead_days)
@@ -664,16 +702,30 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
     w->st.state = PGC_CONNECTING;
     w->st.since_real_ns = ga_now_real_ns();
     pthread_mutex_init(&w->mu, NULL);
+    pthread_mutex_init(&w->fill_mu, NULL);
     pthread_cond_init(&w->wake, NULL);
+    pthread_cond_init(&w->merge, NULL);
     pthread_cond_init(&w->done, NULL);
+    if (pthread_create(&w->merger, NULL, merge_main, w) != 0)
+        goto fail_sync;
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
-        pthread_cond_destroy(&w->done);
-        pthread_cond_destroy(&w->wake);
-        pthread_mutex_destroy(&w->mu);
-        goto fail;
+        pthread_mutex_lock(&w->mu);
+        w->stopping = 1;
+        pthread_cond_signal(&w->merge);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->merger, NULL);
+        goto fail_sync;
     }
+    pthread_setname_np(w->thread, "ga-writer");
+    pthread_setname_np(w->merger, "ga-merge");
     *out = w;
     return 0;
+fail_sync:
+    pthread_cond_destroy(&w->done);
+    pthread_cond_destroy(&w->merge);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->fill_mu);
+    pthread_mutex_destroy(&w->mu);
 fail:
     free(w->conninfo);
     free(w);
@@ -721,8 +773,9 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
     w->inbox_tail = q;
     w->inbox_rows += q->rows;
     w->inbox_units++;
-    /* the writer takes it into its batch (and, for the first unit, starts
-     * the flush interval) */
+    /* the merge thread takes it into the filling batch (for the first
+     * unit, the flush interval starts) */
+    pthread_cond_signal(&w->merge);
     pthread_cond_signal(&w->wake);
     w->st.units_skipped += (uint64_t)skip_rows;
     if (u->lsn > w->st.submitted_lsn)
@@ -824,7 +877,9 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     if (timeout_ms >= 0)
         w->stop_deadline_mono = ga_now_mono_ns() + ms_to_ns(timeout_ms);
     pthread_cond_broadcast(&w->wake);
+    pthread_cond_broadcast(&w->merge);
     pthread_mutex_unlock(&w->mu);
+    pthread_join(w->merger, NULL);
     pthread_join(w->thread, NULL);
     int rc = w->stop_rc;
     for (struct pgb_unit *q = w->inbox, *n; q; q = n) {
@@ -835,7 +890,9 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     pgb_free(&w->flushing);
     pgf_free(&w->hw);
     pthread_cond_destroy(&w->done);
+    pthread_cond_destroy(&w->merge);
     pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->fill_mu);
     pthread_mutex_destroy(&w->mu);
     free(w->conninfo);
     free(w);

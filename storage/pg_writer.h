@@ -25,6 +25,10 @@
  * connection is recognised on reconnect (checkpoints.last_batch) and not
  * applied twice.  New units keep coalescing into the next batch meanwhile,
  * up to queue_max_rows; then pgw_submit returns GA_EBUSY (backpressure).
+ * The rows counted are the next batch's distinct rows (a bucket rewritten
+ * by many units counts once) and those of units not yet merged into it, so
+ * the bound is memory (about 40 bytes a row) and a slow transaction makes
+ * the next one carry more points per row, not block the engine sooner.
  *
  * LSNs.  unit.lsn means: every journal record below this LSN is covered by
  * this unit and the units submitted before it (0 = the unit covers no
@@ -95,13 +99,18 @@ struct pgw_unit {
 
 struct pgw;
 
+/* The default queue_max_rows, in flush_rows: room for every open bucket
+ * of the metrics a writer serves (100,000-row batches: 1,600,000 rows,
+ * 64 MB, the 12 values a point writes under `medium` for 130,000 metrics). */
+#define PGW_QUEUE_FLUSHES 16
+
 struct pgw_opts {
     const char *conninfo;             /* copied */
     int flush_rows;                   /* storage.flush_rows (> 0) */
     int flush_interval_ms;            /* storage.flush_interval_ms (> 0) */
     int retry_initial_ms;             /* storage.retry_initial_ms (> 0) */
     int retry_max_ms;                 /* storage.retry_max_ms (>= initial) */
-    size_t queue_max_rows;            /* pending rows cap; 0 = 8 * flush_rows */
+    size_t queue_max_rows;            /* pending rows cap; 0 = PGW_QUEUE_FLUSHES * flush_rows */
     int maintenance_interval_ms;      /* partitions ahead + retention; 0 = 1 h, < 0 off */
     int partitions_ahead_days;        /* created ahead of today; 0 = 2 */
     uint64_t committed_lsn;           /* the loaded checkpoint (pg_load.h) */

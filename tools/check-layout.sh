@@ -3,7 +3,7 @@
 # (docs/LAYOUT.md).  Run by `make check-layout`, itself run by `make test`.
 #
 # The layers, bottom up; each may include its own and those below it:
-#   proto/base/   leaf utilities (log, grow, hash, deadline); below it only
+#   proto/base/   leaf utilities (log, grow, hash, hmap, deadline); below it only
 #                 proto/ga_err.h, the error table
 #   proto/        the shared vocabulary (policies, methods, points, records,
 #                 errors, time) and the wire formats

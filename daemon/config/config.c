@@ -93,6 +93,7 @@ const struct ga_config_key ga_config_keys[] = {
     { "storage.conninfo", GA_K_STR, FLD(storage.conninfo), 0 },
     { "storage.flush_interval_ms", GA_K_MS, FLD(storage.flush_interval_ms), 1 },
     { "storage.flush_rows", GA_K_INT, FLD(storage.flush_rows), 1 },
+    { "storage.queue_max_rows", GA_K_INT, FLD(storage.queue_max_rows), 0 },
     { "storage.window_snapshot_s", GA_K_SEC, FLD(storage.window_snapshot_s), 1 },
     { "storage.writers", GA_K_INT, FLD(storage.writers), 0 },
     { "storage.pool_size", GA_K_INT, FLD(storage.pool_size), 0 },

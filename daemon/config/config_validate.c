@@ -121,6 +121,7 @@ struct range {
 static const struct range ranges[] = {
     { "storage.flush_interval_ms", 10, 600000, "milliseconds" },
     { "storage.flush_rows", 1, 10000000, "rows" },
+    { "storage.queue_max_rows", 0, 1000000000, "rows" },
     { "storage.window_snapshot_s", 10, 86400, "seconds" },
     { "storage.writers", 1, 64, "connections" },
     { "storage.pool_size", 1, 64, "connections" },

@@ -108,15 +108,12 @@ static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
 
 static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 9);
-    mp_pack_kv_str(pk, "unix", d->cfg->listen.unix_path);
-    mp_pack_kv_int(pk, "tcp_port", ga_ingest_tcp_port(d->ingest));
-    mp_pack_kv_int(pk, "udp_port", ga_ingest_udp_port(d->ingest));
-    mp_pack_kv_int(pk, "ceilometer_tcp_port", ga_ingest_ceilometer_tcp_port(d->ingest));
+    /* each listener's port (or path) and status counters, then the core's */
+    msgpack_pack_map(pk, 4 + (size_t)ic_pack_status(d->ingest, d->cfg, &s->in, NULL));
+    ic_pack_status(d->ingest, d->cfg, &s->in, pk);
     mp_pack_kv_uint(pk, "connections", s->in.conns_open);
     mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
     mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
-    mp_pack_kv_uint(pk, "udp_accepted", s->in.udp_accepted);
     mp_pack_kv_bool(pk, "backpressure", (int)s->in.paused);
 }
 
@@ -271,9 +268,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
     KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
-    for (int i = 0; ic_listeners[i]; i++)   /* each listener's own counters */
-        if (ic_listeners[i]->pack_stats)
-            n += ic_listeners[i]->pack_stats(&s->in, pk);
+    n += ic_pack_stats(&s->in, pk);         /* each listener's own counters */
     KV("journal.retained_bytes", s->jn.retained_bytes);
     KV("journal.segments", s->jn.segments);
     KV("journal.appends", s->jn.appends);

@@ -6,37 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/base/grow.h"
+#include "proto/base/hash.h"
+#include "proto/base/hmap.h"
 #include "proto/ga_err.h"
-
-struct slot {
-    uint64_t h;
-    char *name;                      /* NULL: empty */
-    uint32_t len;
-};
 
 struct ga_admit {
     pthread_mutex_t mu;
-    struct slot *slots;
-    size_t cap, n;
+    char *arena;                     /* the set's names: [u32 len][bytes]..., 4-aligned */
+    size_t used, cap, n;
+    struct ga_hmap ix;               /* hash(name) → offset of its entry in arena */
     uint64_t max, refused;
 };
 
 static uint64_t hash(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;           /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-    return h ? h : 1;
+    return ga_hash_fmix64(ga_hash_fnv1a(s, n));
 }
 
 int ga_admit_open(struct ga_admit **out, uint64_t max)
 {
     struct ga_admit *a = calloc(1, sizeof *a);
-    if (!a || !(a->slots = calloc(1024, sizeof *a->slots))) {
-        free(a);
+    if (!a)
         return GA_ENOMEM;
-    }
-    a->cap = 1024;
     a->max = max;
     pthread_mutex_init(&a->mu, NULL);
     *out = a;
@@ -47,9 +39,8 @@ void ga_admit_close(struct ga_admit *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->cap; i++)
-        free(a->slots[i].name);
-    free(a->slots);
+    free(a->arena);
+    ga_hmap_free(&a->ix);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -61,41 +52,34 @@ void ga_admit_set_max(struct ga_admit *a, uint64_t max)
     pthread_mutex_unlock(&a->mu);
 }
 
-/* Under mu: the slot of name, or the empty one where it would go. */
-static struct slot *find(struct ga_admit *a, uint64_t h, const char *s, size_t n)
+/* Under mu: 1 if s[0..n) is in the set; else 0, *it resting where it goes. */
+static int known(const struct ga_admit *a, uint64_t h, const char *s, size_t n, struct ga_hmap_it *it)
 {
-    size_t i = h & (a->cap - 1);
-    while (a->slots[i].name &&
-           !(a->slots[i].h == h && a->slots[i].len == n && memcmp(a->slots[i].name, s, n) == 0))
-        i = (i + 1) & (a->cap - 1);
-    return &a->slots[i];
+    *it = ga_hmap_find(&a->ix, h);
+    uint32_t v;
+    while (ga_hmap_next(it, &v)) {
+        uint32_t len;
+        memcpy(&len, a->arena + v, 4);
+        if (len == n && memcmp(a->arena + v + 4, s, n) == 0)
+            return 1;
+    }
+    return 0;
 }
 
-/* Under mu: insert at the empty slot e; grows first at half full. */
-static int insert(struct ga_admit *a, struct slot *e, uint64_t h, const char *s, size_t n)
+/* Under mu: add s[0..n), not in the set (known() left it).  0, or GA_ENOMEM
+ * (also when the names would pass 4 GiB). */
+static int insert(struct ga_admit *a, const struct ga_hmap_it *it, uint64_t h, const char *s,
+                  size_t n)
 {
-    char *copy = malloc(n + 1);
-    if (!copy)
+    size_t need = a->used + ((4 + n + 3) & ~(size_t)3);
+    if (need > GA_HMAP_VALUE_MAX ||
+        ga_grow((void **)&a->arena, &a->cap, need, 1, 65536) < 0 ||
+        ga_hmap_put(&a->ix, it, h, (uint32_t)a->used) < 0)
         return GA_ENOMEM;
-    memcpy(copy, s, n);
-    copy[n] = '\0';
-    if ((a->n + 1) * 2 > a->cap) {
-        struct slot *ns = calloc(a->cap * 2, sizeof *ns);
-        if (!ns) {
-            free(copy);
-            return GA_ENOMEM;
-        }
-        struct slot *old = a->slots;
-        size_t oc = a->cap;
-        a->slots = ns;
-        a->cap *= 2;
-        for (size_t i = 0; i < oc; i++)
-            if (old[i].name)
-                *find(a, old[i].h, old[i].name, old[i].len) = old[i];
-        free(old);
-        e = find(a, h, s, n);
-    }
-    *e = (struct slot){ h, copy, (uint32_t)n };
+    uint32_t len = (uint32_t)n;
+    memcpy(a->arena + a->used, &len, 4);
+    memcpy(a->arena + a->used + 4, s, n);
+    a->used = need;
     a->n++;
     return 0;
 }
@@ -104,10 +88,10 @@ int ga_admit_add(struct ga_admit *a, const char *name, size_t len)
 {
     uint64_t h = hash(name, len);
     int rc = 0;
+    struct ga_hmap_it it;
     pthread_mutex_lock(&a->mu);
-    struct slot *e = find(a, h, name, len);
-    if (!e->name)
-        rc = insert(a, e, h, name, len);
+    if (!known(a, h, name, len, &it))
+        rc = insert(a, &it, h, name, len);
     pthread_mutex_unlock(&a->mu);
     return rc;
 }
@@ -125,14 +109,14 @@ long ga_admit_batch(struct ga_admit *a, struct ing_batch *b)
     uint64_t max = a->max;
     for (uint32_t i = 0; i < b->nnames && rc == 0; i++) {
         uint64_t h = hash(b->names[i], b->name_len[i]);
-        struct slot *e = find(a, h, b->names[i], b->name_len[i]);
-        if (e->name)
+        struct ga_hmap_it it;
+        if (known(a, h, b->names[i], b->name_len[i], &it))
             continue;
         if (a->n >= max) {
             drop[i] = 1;
             ndrop++;
         } else {
-            rc = insert(a, e, h, b->names[i], b->name_len[i]);
+            rc = insert(a, &it, h, b->names[i], b->name_len[i]);
         }
     }
     pthread_mutex_unlock(&a->mu);

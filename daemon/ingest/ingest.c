@@ -667,7 +667,8 @@ static struct ic_srv *srv_new(struct ga_ingest *g, int tcp, void **slot)
     return sv;
 }
 
-static int unix_start(struct ga_ingest *g, const char *path, void **slot, char *err, size_t errlen)
+static int unix_start(struct ga_ingest *g, const char *path, void **slot, uint64_t *counters,
+                      char *err, size_t errlen)
 {
     unlink(path);
     struct ic_srv *sv = srv_new(g, 0, slot);
@@ -683,8 +684,8 @@ static int unix_start(struct ga_ingest *g, const char *path, void **slot, char *
     return rc < 0 ? GA_EIO : 0;
 }
 
-static int tcp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
-                     size_t errlen)
+static int tcp_start(struct ga_ingest *g, const char *hostport, void **slot, uint64_t *counters,
+                     char *err, size_t errlen)
 {
     char host[256];
     int port;
@@ -750,7 +751,7 @@ static const char *tcp_addr(const struct ga_config *cfg)
 }
 
 const struct ic_listener_kind ic_listener_unix = {
-    .key = "unix", .addr = unix_addr, .start = unix_start, .drain = srv_drain, .port = srv_port,
+    .key = "unix", .addr = unix_addr, .start = unix_start, .drain = srv_drain,
 };
 
 const struct ic_listener_kind ic_listener_tcp = {
@@ -781,7 +782,7 @@ int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_inges
     for (int i = 0; rc == 0 && i < g->nls; i++) {
         const char *addr = ic_listeners[i]->addr(cfg);
         if (addr[0])
-            rc = ic_listeners[i]->start(g, addr, &g->ls[i], err, errlen);
+            rc = ic_listeners[i]->start(g, addr, &g->ls[i], g->st.listener[i], err, errlen);
     }
     return rc;
 }
@@ -860,19 +861,4 @@ int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k)
         if (ic_listeners[i] == k && g->ls[i] && k->port)
             return k->port(g->ls[i]);
     return 0;
-}
-
-int ga_ingest_tcp_port(const struct ga_ingest *g)
-{
-    return ga_ingest_port(g, &ic_listener_tcp);
-}
-
-int ga_ingest_udp_port(const struct ga_ingest *g)
-{
-    return ga_ingest_port(g, &ic_listener_udp);
-}
-
-int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g)
-{
-    return ga_ingest_port(g, &ic_listener_ceilometer_tcp);
 }

@@ -24,25 +24,19 @@ struct ga_daemon;
 struct ga_pipeline;
 struct ga_ingest;
 
+#define IC_MAX_LISTENERS 16             /* rows of ic_listeners[] (listener.h) */
+#define IC_MAX_COUNTERS 32              /* counter slots of one listener */
+
+/* The core's counters (protocol v1 on Unix and TCP) and each listener's own. */
 struct ga_ingest_stats {
     uint64_t conns_open, conns_total, conns_refused, bytes_in, frames, batches_acked;
     uint64_t points_accepted, points_rejected, protocol_errors, auth_failures;
     uint64_t idle_timeouts, slow_timeouts, pauses, paused, decode_bytes_inflight;
-    uint64_t inflight_waits;
-    uint64_t conns_refused_peer;      /* refused at limits.max_connections_per_peer */          /* reads that stopped at max_inflight unacked batches */
-    uint64_t udp_datagrams, udp_accepted, udp_dropped_backpressure;
-    uint64_t udp_rejected[16];              /* by ceilo_reject reason */
-    /* listen.ceilometer_tcp */
-    uint64_t ctcp_conns_open, ctcp_conns_total, ctcp_conns_refused, ctcp_bytes_in, ctcp_frames;
-    uint64_t ctcp_accepted;
-    uint64_t ctcp_rejected[16];             /* by ceilo_reject reason */
-    uint64_t ctcp_bad_frames[4];            /* by enum ic_ctcp_bad */
+    uint64_t inflight_waits;            /* reads that stopped at max_inflight unacked batches */
+    uint64_t conns_refused_peer;        /* refused at limits.max_connections_per_peer */
+    /* by row of ic_listeners[]: the slots its struct ic_counter table names */
+    uint64_t listener[IC_MAX_LISTENERS][IC_MAX_COUNTERS];
 };
-
-/* Why a Ceilometer TCP connection was closed for a bad frame. */
-enum ic_ctcp_bad { IC_CTCP_OVERSIZE, IC_CTCP_GARBAGE, IC_CTCP_TRUNCATED, IC_CTCP_SLOW, IC_CTCP_NBAD };
-/* Their stats names: "oversize", "garbage", "truncated", "slow". */
-extern const char *const ic_ctcp_bad_names[IC_CTCP_NBAD];
 
 /* Start the configured listeners.  Returns 0 or GA_E* with err. */
 int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_ingest **out,
@@ -55,11 +49,9 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
 /* Free a stopped ingest (after done ran, outside the ingest's callbacks). */
 void ga_ingest_free(struct ga_ingest *g);
 void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
-/* Bound ports (for "port 0" configs), 0 when the listener is off. */
+/* A listener's bound port (for "port 0" configs), 0 when it is off or has
+ * no port. */
 struct ic_listener_kind;
 int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k);
-int ga_ingest_tcp_port(const struct ga_ingest *g);
-int ga_ingest_udp_port(const struct ga_ingest *g);
-int ga_ingest_ceilometer_tcp_port(const struct ga_ingest *g);
 
 #endif

@@ -89,9 +89,9 @@ uint32_t ic_ceilo_samples(const struct pl_item *it)
     return ((const struct ceilo_dctx *)it->dctx)->n;
 }
 
-void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t rejected[16])
+void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected)
 {
     const struct ceilo_dctx *x = it->dctx;
-    for (int r = 1; r < 16; r++)
+    for (int r = 1; r < CEILO_NREASONS && r < 16; r++)
         rejected[r] += x->rejects[r];
 }

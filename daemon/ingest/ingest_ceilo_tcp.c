@@ -26,13 +26,25 @@
 #include "proto/ceilometer.h"
 #include "proto/ceilometer_tcp.h"
 #include "proto/ga_err.h"
-#include "proto/mp_util.h"
 
 #define CT_BATCH_SAMPLES 4096
 #define CT_BATCH_BYTES (1u << 20)
 #define CT_FLUSH_MS 20
 #define CT_READ_CHUNK 65536
 #define CT_SWEEP_TICKS (1000 / CT_FLUSH_MS)
+
+/* Why a connection was closed for a bad frame. */
+enum { BAD_OVERSIZE, BAD_GARBAGE, BAD_TRUNCATED, BAD_SLOW, BAD_N };
+static const char *const bad_names[BAD_N] = { "oversize", "garbage", "truncated", "slow" };
+
+/* Its counters' slots (ctcp_counters below). */
+enum {
+    C_CONNS_OPEN, C_CONNS_TOTAL, C_CONNS_REFUSED, C_BYTES_IN, C_FRAMES, C_ACCEPTED,
+    C_REJECTED,                        /* + reason, CEILO_NREASONS slots (0 unused) */
+    C_BAD_FRAMES = C_REJECTED + CEILO_NREASONS,  /* + BAD_* */
+    C_N = C_BAD_FRAMES + BAD_N
+};
+_Static_assert(C_N <= IC_MAX_COUNTERS, "listen.ceilometer_tcp's counters need more slots");
 
 struct ct_conn {
     uv_tcp_t h;
@@ -50,6 +62,7 @@ struct ic_ctcp {
     uv_timer_t timer;
     struct ga_ingest *g;
     void **slot;                       /* ga_ingest.ls[] row, cleared when freed */
+    uint64_t *c;                       /* its counters, by C_* */
     int port, srv_open, ticks;
     uint8_t *buf;                      /* gathered bodies: [u32 len][body]... */
     size_t len, cap;
@@ -60,8 +73,6 @@ struct ic_ctcp {
     struct ga_ratelimit rl;
 };
 
-const char *const ic_ctcp_bad_names[IC_CTCP_NBAD] = { "oversize", "garbage", "truncated", "slow" };
-
 static void ctcp_pump(void *state);
 
 static void on_decoded(struct pl_item *it)
@@ -69,8 +80,8 @@ static void on_decoded(struct pl_item *it)
     struct ic_ctcp *l = it->owner;
     struct ga_ingest *g = l->g;
     g->st.decode_bytes_inflight -= it->len;
-    ic_ceilo_count_rejects(it, g->st.ctcp_rejected);
-    g->st.ctcp_accepted += it->accepted;
+    ic_ceilo_count_rejects(it, &l->c[C_REJECTED]);
+    l->c[C_ACCEPTED] += it->accepted;
     ctcp_pump(*l->slot);
 }
 
@@ -141,12 +152,11 @@ static void conn_close(struct ct_conn *c)
 
 static void conn_bad(struct ct_conn *c, int reason, const char *what)
 {
-    struct ga_ingest *g = c->l->g;
     uint64_t suppressed;
-    g->st.ctcp_bad_frames[reason]++;
+    c->l->c[C_BAD_FRAMES + reason]++;
     if (ga_ratelimit_ok(&c->l->rl, &suppressed))
         ga_log(GA_LOG_WARN, "ceilometer_tcp_bad_frame", "conn=%llu reason=%s msg=\"%s\" "
-               "suppressed_lines=%llu", (unsigned long long)c->id, ic_ctcp_bad_names[reason], what,
+               "suppressed_lines=%llu", (unsigned long long)c->id, bad_names[reason], what,
                (unsigned long long)suppressed);
     conn_close(c);
 }
@@ -188,7 +198,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     struct ga_ingest *g = c->l->g;
     if (nread < 0) {
         if (c->len)
-            conn_bad(c, IC_CTCP_TRUNCATED, "connection ended inside a frame");
+            conn_bad(c, BAD_TRUNCATED, "connection ended inside a frame");
         else
             conn_close(c);
         return;
@@ -196,7 +206,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     c->len += (size_t)nread;
-    g->st.ctcp_bytes_in += (uint64_t)nread;
+    c->l->c[C_BYTES_IN] += (uint64_t)nread;
     size_t pos = 0, body;
     while (pos < c->len) {
         int r = ceilo_tcp_frame(c->buf + pos, c->len - pos, g->lim.max_frame, &body);
@@ -209,7 +219,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                          g->lim.max_frame);
             else
                 snprintf(msg, sizeof msg, "not a msgpack map after the 8-byte length, or length 0");
-            conn_bad(c, r == GA_ETOOBIG ? IC_CTCP_OVERSIZE : IC_CTCP_GARBAGE, msg);
+            conn_bad(c, r == GA_ETOOBIG ? BAD_OVERSIZE : BAD_GARBAGE, msg);
             return;
         }
         if (gather(c->l, c->buf + pos + CEILO_TCP_HDR, body) < 0) {
@@ -217,7 +227,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             conn_close(c);
             return;
         }
-        g->st.ctcp_frames++;
+        c->l->c[C_FRAMES]++;
         pos += CEILO_TCP_HDR + body;
     }
     memmove(c->buf, c->buf + pos, c->len - pos);
@@ -243,18 +253,18 @@ static void on_connection(uv_stream_t *srv, int status)
     c->h.data = c;
     l->handles++;
     g->open_handles++;
-    c->id = ++g->st.ctcp_conns_total;
+    c->id = ++l->c[C_CONNS_TOTAL];
     c->next = l->conns;
     if (l->conns)
         l->conns->prev = c;
     l->conns = c;
-    g->st.ctcp_conns_open++;
+    l->c[C_CONNS_OPEN]++;
     if (uv_accept(srv, (uv_stream_t *)&c->h) < 0) {
         conn_close(c);
         return;
     }
-    if (g->st.ctcp_conns_open > (uint64_t)g->d->cfg->limits.max_connections) {
-        g->st.ctcp_conns_refused++;
+    if (l->c[C_CONNS_OPEN] > (uint64_t)g->d->cfg->limits.max_connections) {
+        l->c[C_CONNS_REFUSED]++;
         ga_log(GA_LOG_WARN, "ceilometer_tcp_refused", "conn=%llu reason=\"too many connections "
                "(limits.max_connections)\"", (unsigned long long)c->id);
         conn_close(c);
@@ -278,7 +288,7 @@ static void on_timer(uv_timer_t *t)
     for (struct ct_conn *c = l->conns, *next; c; c = next) {
         next = c->next;
         if (!c->closing && c->reading && c->partial_since_ns && now - c->partial_since_ns > slow)
-            conn_bad(c, IC_CTCP_SLOW, "frame incomplete for longer than limits.slow_client_timeout_s");
+            conn_bad(c, BAD_SLOW, "frame incomplete for longer than limits.slow_client_timeout_s");
     }
 }
 
@@ -304,7 +314,7 @@ static void on_conn_closed(uv_handle_t *h)
         l->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    l->g->st.ctcp_conns_open--;
+    l->c[C_CONNS_OPEN]--;
     free(c->buf);
     free(c);
     handle_gone(l);
@@ -378,8 +388,8 @@ static int ctcp_port(const void *state)
     return ((const struct ic_ctcp *)state)->port;
 }
 
-static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
-                      size_t errlen)
+static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, uint64_t *counters,
+                      char *err, size_t errlen)
 {
     char host[256];
     int port;
@@ -394,6 +404,7 @@ static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, ch
     l->g = g;
     l->rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(1000000000);
     l->slot = slot;
+    l->c = counters;
     *slot = l;
     uv_tcp_init(g->loop, &l->srv);
     uv_timer_init(g->loop, &l->timer);
@@ -421,29 +432,23 @@ static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, ch
     return 0;
 }
 
-#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
-
-static int ctcp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+static const char *bad_name(int i)
 {
-    int n = 0;
-    KV("ceilometer_tcp.connections_open", st->ctcp_conns_open);
-    KV("ceilometer_tcp.connections_total", st->ctcp_conns_total);
-    KV("ceilometer_tcp.connections_refused", st->ctcp_conns_refused);
-    KV("ceilometer_tcp.bytes_in", st->ctcp_bytes_in);
-    KV("ceilometer_tcp.frames", st->ctcp_frames);
-    KV("ceilometer_tcp.accepted", st->ctcp_accepted);
-    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "ceilometer_tcp.rejected.%s", ceilo_reject_name(r));
-        KV(key, st->ctcp_rejected[r]);
-    }
-    for (int r = 0; r < IC_CTCP_NBAD; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "ceilometer_tcp.bad_frames.%s", ic_ctcp_bad_names[r]);
-        KV(key, st->ctcp_bad_frames[r]);
-    }
-    return n;
+    return bad_names[i];
 }
+
+static const struct ic_counter ctcp_counters[] = {
+    { .name = "connections_open", .slot = C_CONNS_OPEN },
+    { .name = "connections_total", .slot = C_CONNS_TOTAL },
+    { .name = "connections_refused", .slot = C_CONNS_REFUSED },
+    { .name = "bytes_in", .slot = C_BYTES_IN },
+    { .name = "frames", .slot = C_FRAMES },
+    { .name = "accepted", .slot = C_ACCEPTED },
+    { .name = "rejected", .slot = C_REJECTED, .first = 1, .n = CEILO_NREASONS,
+      .sub = ceilo_reject_name },
+    { .name = "bad_frames", .slot = C_BAD_FRAMES, .n = BAD_N, .sub = bad_name },
+    { .name = NULL },
+};
 
 static const char *ctcp_addr(const struct ga_config *cfg)
 {
@@ -458,5 +463,5 @@ const struct ic_listener_kind ic_listener_ceilometer_tcp = {
     .drain = ctcp_drain,
     .close = ctcp_close,
     .port = ctcp_port,
-    .pack_stats = ctcp_pack_stats,
+    .counters = ctcp_counters,
 };

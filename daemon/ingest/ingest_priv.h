@@ -10,8 +10,6 @@
 
 struct ic_conn;
 
-#define IC_MAX_LISTENERS 16             /* rows of ic_listeners[] */
-
 struct ga_ingest {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
@@ -39,8 +37,9 @@ int ic_overloaded(struct ga_ingest *g);
  * each accepted one).  NULL when out of memory (buf stays the caller's). */
 struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n);
 uint32_t ic_ceilo_samples(const struct pl_item *it);
-/* Add a decoded item's rejections, by ceilo_reject reason, to rejected. */
-void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t rejected[16]);
+/* Add a decoded item's rejections to rejected[r], r a ceilo_reject reason
+ * (1 to CEILO_NREASONS - 1). */
+void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected);
 /* A stream listener's read buffer for libuv's alloc callback: when less
  * than chunk is free, grow *b (doubling from chunk) up to max bytes; *out
  * is the free space after len (empty when max is reached: the frame is too

@@ -13,17 +13,25 @@
 #include "proto/base/log.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"
-#include "proto/mp_util.h"
 
 #define UDP_BATCH_DATAGRAMS 4096
 #define UDP_BATCH_BYTES (1u << 20)
 #define UDP_FLUSH_MS 20
+
+/* Its counters' slots (udp_counters below). */
+enum {
+    C_DATAGRAMS, C_ACCEPTED, C_DROPPED_BACKPRESSURE,
+    C_REJECTED,                        /* + reason, CEILO_NREASONS slots (0 unused) */
+    C_N = C_REJECTED + CEILO_NREASONS
+};
+_Static_assert(C_N <= IC_MAX_COUNTERS, "listen.udp's counters need more slots");
 
 struct ic_udp {
     uv_udp_t h;
     uv_timer_t timer;
     struct ga_ingest *g;
     void **slot;                       /* ga_ingest.ls[] row, cleared when freed */
+    uint64_t *c;                       /* its counters, by C_* */
     int port;
     uint8_t *buf;
     size_t len, cap;
@@ -40,8 +48,8 @@ static void on_udp_decoded(struct pl_item *it)
     struct ic_udp *u = it->owner;
     struct ga_ingest *g = u->g;
     g->st.decode_bytes_inflight -= it->len;
-    ic_ceilo_count_rejects(it, g->st.udp_rejected);
-    g->st.udp_accepted += it->accepted;
+    ic_ceilo_count_rejects(it, &u->c[C_REJECTED]);
+    u->c[C_ACCEPTED] += it->accepted;
     udp_pump(*u->slot);
 }
 
@@ -53,7 +61,7 @@ static void flush(struct ic_udp *u)
         return;
     struct pl_item *it = ic_ceilo_item(g, u->buf, u->len, u->n);
     if (!it) {
-        g->st.udp_dropped_backpressure += u->n;
+        u->c[C_DROPPED_BACKPRESSURE] += u->n;
         u->len = u->n = 0;
         return;
     }
@@ -86,12 +94,12 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struc
     struct ga_ingest *g = u->g;
     if (nread <= 0 || !addr)
         return;
-    g->st.udp_datagrams++;
+    u->c[C_DATAGRAMS]++;
     if ((flags & UV_UDP_PARTIAL) || g->paused || ic_overloaded(g)) {
         if (flags & UV_UDP_PARTIAL)
-            g->st.udp_rejected[CEILO_NOT_MSGPACK]++;
+            u->c[C_REJECTED + CEILO_NOT_MSGPACK]++;
         else
-            g->st.udp_dropped_backpressure++;
+            u->c[C_DROPPED_BACKPRESSURE]++;
         return;
     }
     size_t need = u->len + 4 + (size_t)nread;
@@ -101,7 +109,7 @@ static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struc
             ncap *= 2;
         uint8_t *nb = realloc(u->buf, ncap);
         if (!nb) {
-            g->st.udp_dropped_backpressure++;
+            u->c[C_DROPPED_BACKPRESSURE]++;
             return;
         }
         u->buf = nb;
@@ -184,8 +192,8 @@ static void udp_close(void *state)
     uv_close((uv_handle_t *)&u->timer, on_closed);
 }
 
-static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, char *err,
-                     size_t errlen)
+static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, uint64_t *counters,
+                     char *err, size_t errlen)
 {
     char host[256];
     int port;
@@ -199,6 +207,7 @@ static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, cha
         return GA_ENOMEM;
     u->g = g;
     u->slot = slot;
+    u->c = counters;
     *slot = u;
     uv_udp_init(g->loop, &u->h);
     uv_timer_init(g->loop, &u->timer);
@@ -226,21 +235,14 @@ static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, cha
     return 0;
 }
 
-#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
-
-static int udp_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
-{
-    int n = 0;
-    KV("udp.datagrams", st->udp_datagrams);
-    KV("udp.accepted", st->udp_accepted);
-    KV("udp.dropped_backpressure", st->udp_dropped_backpressure);
-    for (int r = 1; r < CEILO_NREASONS && r < 16; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "udp.rejected.%s", ceilo_reject_name(r));
-        KV(key, st->udp_rejected[r]);
-    }
-    return n;
-}
+static const struct ic_counter udp_counters[] = {
+    { .name = "datagrams", .slot = C_DATAGRAMS },
+    { .name = "accepted", .slot = C_ACCEPTED, .status = 1 },
+    { .name = "dropped_backpressure", .slot = C_DROPPED_BACKPRESSURE },
+    { .name = "rejected", .slot = C_REJECTED, .first = 1, .n = CEILO_NREASONS,
+      .sub = ceilo_reject_name },
+    { .name = NULL },
+};
 
 static const char *udp_addr(const struct ga_config *cfg)
 {
@@ -255,5 +257,5 @@ const struct ic_listener_kind ic_listener_udp = {
     .drain = udp_drain,
     .close = udp_close,
     .port = udp_port,
-    .pack_stats = udp_pack_stats,
+    .counters = udp_counters,
 };

@@ -8,28 +8,50 @@
  * pl_submit in arrival order; the pipeline does not know which listener an
  * item came from.
  *
- * Adding a producer format: one file with its ic_listener_kind, one line
- * in ic_listeners[], its config key (daemon/config/, etc/gpuaggd.yaml) and
- * its counters (fields of ga_ingest_stats in ingest.h, packed by its
- * pack_stats, named in docs/COUNTERS.md). */
+ * A listener's counters are its own: it declares them in its kind (a
+ * table of struct ic_counter) and counts in the row of slots start hands
+ * it (its row of ga_ingest_stats.listener[]); the stats op, `status` and
+ * /metrics show them from the table (ic_pack_stats, ic_pack_status).
+ *
+ * Adding a producer format: one file with its ic_listener_kind (hooks and
+ * counters), one line in ic_listeners[], its config key (daemon/config/,
+ * etc/gpuaggd.yaml) and its counters' names in docs/COUNTERS.md. */
 #ifndef GA_LISTENER_H
 #define GA_LISTENER_H
 
 #include <msgpack.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/ingest/ingest.h"
 
 struct ga_config;
-struct ga_ingest;
-struct ga_ingest_stats;
+
+/* One of a listener's counters: slot `slot` of its row, named
+ * "<key>.<name>" in the stats op (and gpuagg_<key>_<name>_total in
+ * /metrics).  A family (n > 0) is the slots slot + i for i in [first, n),
+ * named "<key>.<name>.<sub(i)>".  status: also shown by `status` as
+ * ingest.<key>_<name> (a single counter only).  A table of them ends with
+ * a row whose name is NULL. */
+struct ic_counter {
+    const char *name;
+    int slot;
+    int first, n;
+    const char *(*sub)(int i);
+    int status;
+};
 
 struct ic_listener_kind {
     const char *key;                   /* its config key, "listen.<key>" */
     /* The configured address ("" = off). */
     const char *(*addr)(const struct ga_config *cfg);
     /* Bind and start reading; *slot receives the listener's state (the
-     * listener may clear it once its state is freed).  Counts its handles
-     * in g->open_handles.  Returns 0 or GA_E* with err naming the key. */
-    int (*start)(struct ga_ingest *g, const char *addr, void **slot, char *err, size_t errlen);
+     * listener may clear it once its state is freed); counters is its row
+     * of IC_MAX_COUNTERS slots (loop thread, lives as long as g).  Counts
+     * its handles in g->open_handles.  Returns 0 or GA_E* with err naming
+     * the key. */
+    int (*start)(struct ga_ingest *g, const char *addr, void **slot, uint64_t *counters,
+                 char *err, size_t errlen);
     /* Durable progress: submit decoded items, free finished ones, resume
      * reading.  NULL: nothing of its own in flight. */
     void (*pump)(void *state);
@@ -39,16 +61,27 @@ struct ic_listener_kind {
     /* Close every handle; as each closes, the listener lowers
      * g->open_handles and calls ic_check_stopped. */
     void (*close)(void *state);
-    /* The bound port (for "port 0"), 0 when none. */
+    /* The bound port (for "port 0"), 0 when none; `status` shows it as
+     * ingest.<key>_port.  NULL: no port (a path); `status` shows the
+     * configured address as ingest.<key>. */
     int (*port)(const void *state);
-    /* Its own counters from a stats snapshot, as flat "name": uint pairs
-     * of the stats op (docs/COUNTERS.md); returns how many.  NULL: none
-     * (protocol v1's are the core's ingest.* counters). */
-    int (*pack_stats)(const struct ga_ingest_stats *st, msgpack_packer *pk);
+    /* Its counters (above), NULL-terminated; NULL: none of its own
+     * (protocol v1's are the core's ingest.* counters).  Every slot is
+     * below IC_MAX_COUNTERS. */
+    const struct ic_counter *counters;
 };
 
 /* The listeners, NULL-terminated. */
 extern const struct ic_listener_kind *const ic_listeners[];
+
+/* Every listener's counters in st, as flat "name": uint pairs of the stats
+ * op (docs/COUNTERS.md), in table order; returns how many were packed. */
+int ic_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk);
+/* Every listener's fields of `status` → ingest: its port or address, and
+ * the counters marked status; returns how many pairs were packed.  g may
+ * be NULL (no ingest: ports 0). */
+int ic_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
+                   const struct ga_ingest_stats *st, msgpack_packer *pk);
 
 extern const struct ic_listener_kind ic_listener_unix, ic_listener_tcp, ic_listener_udp,
     ic_listener_ceilometer_tcp;

@@ -1,8 +1,13 @@
 /* listeners.c — the table of ingest listeners (listener.h): at most
- * IC_MAX_LISTENERS rows (ingest_priv.h), started in this order. */
+ * IC_MAX_LISTENERS rows, started in this order; and the rendering of
+ * their counters for the stats op and `status`. */
 #include "daemon/ingest/listener.h"
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "daemon/config/config.h"
+#include "proto/mp_util.h"
 
 const struct ic_listener_kind *const ic_listeners[] = {
     &ic_listener_unix,             /* protocol v1, Unix stream (ingest.c) */
@@ -11,3 +16,54 @@ const struct ic_listener_kind *const ic_listeners[] = {
     &ic_listener_ceilometer_tcp,   /* Ceilometer tcp:// (ingest_ceilo_tcp.c) */
     NULL,
 };
+
+int ic_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    for (int i = 0; i < IC_MAX_LISTENERS && ic_listeners[i]; i++) {
+        const struct ic_listener_kind *k = ic_listeners[i];
+        const uint64_t *c = st->listener[i];
+        for (const struct ic_counter *ct = k->counters; ct && ct->name; ct++) {
+            char name[160];
+            if (!ct->n) {
+                snprintf(name, sizeof name, "%s.%s", k->key, ct->name);
+                mp_pack_kv_uint(pk, name, c[ct->slot]);
+                n++;
+                continue;
+            }
+            for (int j = ct->first; j < ct->n; j++) {
+                snprintf(name, sizeof name, "%s.%s.%s", k->key, ct->name, ct->sub(j));
+                mp_pack_kv_uint(pk, name, c[ct->slot + j]);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+int ic_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
+                   const struct ga_ingest_stats *st, msgpack_packer *pk)
+{
+    int n = 0;
+    for (int i = 0; i < IC_MAX_LISTENERS && ic_listeners[i]; i++) {
+        const struct ic_listener_kind *k = ic_listeners[i];
+        char name[160];
+        n++;
+        if (pk && k->port) {
+            snprintf(name, sizeof name, "%s_port", k->key);
+            mp_pack_kv_int(pk, name, ga_ingest_port(g, k));
+        } else if (pk) {
+            mp_pack_kv_str(pk, k->key, k->addr(cfg));
+        }
+        for (const struct ic_counter *ct = k->counters; ct && ct->name; ct++) {
+            if (!ct->status || ct->n)
+                continue;
+            n++;
+            if (pk) {
+                snprintf(name, sizeof name, "%s_%s", k->key, ct->name);
+                mp_pack_kv_uint(pk, name, st->listener[i][ct->slot]);
+            }
+        }
+    }
+    return n;
+}

@@ -757,6 +757,7 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync
         rc = GA_ENOMEM;
         goto fail;
     }
+    pthread_setname_np(p->seq_thread, "ga-sequencer");
     *out = p;
     return 0;
 fail:

@@ -840,6 +840,104 @@ fail:
     return rc;
 }
 
+// A window set in one go: the slots up, their lengths summed on the
+// device, every window gathered into one buffer and copied home at once,
+// then split into the windows the caller owns.
+int cu_windows_get(struct ga_backend *b, const uint32_t *ids, size_t n, struct ga_window *out)
+{
+    cuda_backend *cb = (cuda_backend *)b;
+    memset(out, 0, n * sizeof *out);
+    if (!n)
+        return 0;
+    if (use_device(cb))
+        return GA_ECUDA;
+    uint32_t *slots = (uint32_t *)malloc(n * sizeof *slots);
+    uint64_t *off = (uint64_t *)malloc((n + 1) * sizeof *off);
+    int64_t *ts = NULL;
+    double *val = NULL;
+    uint64_t total = 0;
+    size_t done = 0;
+    int rc = slots && off ? 0 : GA_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int32_t s = slot_of_id(cb, ids[i]);
+        if (s < 0)
+            rc = GA_ENOENT;
+        else
+            slots[i] = (uint32_t)s;
+    }
+    if (!rc)
+        rc = settle(cb);
+    if (!rc)
+        rc = sync_tables(cb);
+    if (!rc)
+        rc = dres(cb, &cb->tslot, n * 4, 0);
+    if (!rc)
+        rc = dres(cb, &cb->m_n, (n + 1) * 8, 0);
+    if (!rc)
+        rc = dres(cb, &cb->m_off, (n + 1) * 8, 0);
+    if (!rc)
+        rc = cp(cb, cb->tslot.p, slots, n * 4, cudaMemcpyHostToDevice, cb->x.s);
+    if (!rc)
+        rc = zero(cb, B(m_n, uint64_t) + n, 8);
+    if (!rc)
+        rc = gk_window_lengths(&cb->x, B(d_w_n[cb->cur], uint64_t), B(tslot, uint32_t), n,
+                               B(m_n, uint64_t));
+    if (!rc)
+        rc = gk_scan_u64(&cb->x, B(m_n, uint64_t), B(m_off, uint64_t), n + 1);
+    if (!rc)
+        rc = rd64(cb, B(m_off, uint64_t) + n, &total);
+    if (!rc)
+        rc = dres(cb, &cb->m_ts, (total + 1) * 8, 0);
+    if (!rc)
+        rc = dres(cb, &cb->m_val, (total + 1) * 8, 0);
+    if (!rc)
+        rc = gk_window_gather(&cb->x, B(d_w_off[cb->cur], uint64_t), B(d_w_n[cb->cur], uint64_t),
+                              B(d_pts[cb->cur], int64_t), B(d_pval[cb->cur], double),
+                              B(tslot, uint32_t), B(m_off, uint64_t), n, B(m_ts, int64_t),
+                              B(m_val, double));
+    if (!rc) {
+        ts = (int64_t *)malloc((total + 1) * sizeof *ts);
+        val = (double *)malloc((total + 1) * sizeof *val);
+        rc = ts && val ? 0 : GA_ENOMEM;
+    }
+    if (!rc)
+        rc = cp(cb, off, cb->m_off.p, (n + 1) * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = cp(cb, ts, cb->m_ts.p, total * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = cp(cb, val, cb->m_val.p, total * 8, cudaMemcpyDeviceToHost, cb->x.s);
+    if (!rc)
+        rc = sync_stream(cb, cb->x.s);
+    for (; rc == 0 && done < n; done++) {
+        size_t k = (size_t)(off[done + 1] - off[done]);
+        out[done].ts = (int64_t *)malloc((k ? k : 1) * sizeof *ts);
+        out[done].value = (double *)malloc((k ? k : 1) * sizeof *val);
+        if (!out[done].ts || !out[done].value) {
+            free(out[done].ts);
+            free(out[done].value);
+            out[done].ts = NULL;
+            out[done].value = NULL;
+            rc = GA_ENOMEM;
+            break;
+        }
+        memcpy(out[done].ts, ts + off[done], k * sizeof *ts);
+        memcpy(out[done].value, val + off[done], k * sizeof *val);
+        out[done].n = k;
+    }
+    if (rc) {
+        for (size_t i = 0; i < done; i++) {
+            free(out[i].ts);
+            free(out[i].value);
+        }
+        memset(out, 0, n * sizeof *out);
+    }
+    free(slots);
+    free(off);
+    free(ts);
+    free(val);
+    return rc;
+}
+
 int cu_window_put(struct ga_backend *b, uint32_t id, const struct ga_policy *p,
                   const struct ga_window *win)
 {
@@ -1493,7 +1591,7 @@ void cu_close(struct ga_backend *b)
 
 const struct ga_backend_ops cuda_ops = {
     "cuda", cu_metric_add, cu_feed, cu_window_get, cu_window_put, cu_metric_drop, cu_close,
-    cu_feed_start, cu_feed_wait, cu_prefetch,
+    cu_feed_start, cu_feed_wait, cu_prefetch, cu_windows_get,
 };
 
 int setup_gpu(cuda_backend *cb)

@@ -355,6 +355,33 @@ struct reset_f {
     __host__ __device__ void operator()(size_t k) const { w_n[slots[k]] = 0; }
 };
 
+struct win_len_f {
+    const uint64_t *w_n;
+    const uint32_t *slots;
+    uint64_t *len;
+    __host__ __device__ void operator()(size_t k) const { len[k] = w_n[slots[k]]; }
+};
+
+// one window a thread: windows are tens to thousands of points, and a
+// window set is read every few seconds, not per batch
+struct win_gather_f {
+    const uint64_t *w_off, *w_n;
+    const int64_t *pts;
+    const double *pval;
+    const uint32_t *slots;
+    const uint64_t *out_off;
+    int64_t *ts;
+    double *val;
+    __host__ __device__ void operator()(size_t k) const
+    {
+        uint64_t s = slots[k], o = w_off[s], n = w_n[s], d = out_off[k];
+        for (uint64_t j = 0; j < n; j++) {
+            ts[d + j] = pts[o + j];
+            val[d + j] = pval[o + j];
+        }
+    }
+};
+
 } // namespace
 
 int gk_first_blocks(gk_exec *x, const gk_feed *f)
@@ -434,4 +461,16 @@ int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total_max)
 int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k)
 {
     return gk_for(x, k, reset_f{ w_n, slots });
+}
+
+int gk_window_lengths(gk_exec *x, const uint64_t *w_n, const uint32_t *slots, size_t k, uint64_t *len)
+{
+    return gk_for(x, k, win_len_f{ w_n, slots, len });
+}
+
+int gk_window_gather(gk_exec *x, const uint64_t *w_off, const uint64_t *w_n, const int64_t *pts,
+                     const double *pval, const uint32_t *slots, const uint64_t *out_off, size_t k,
+                     int64_t *ts, double *val)
+{
+    return gk_for(x, k, win_gather_f{ w_off, w_n, pts, pval, slots, out_off, ts, val });
 }

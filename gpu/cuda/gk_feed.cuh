@@ -122,3 +122,9 @@ int gk_rebuild_counts(gk_exec *x, const gk_feed *f, size_t T);
 // total_max: a bound on the new pool's size (new_off[nslots]).
 int gk_rebuild_copy(gk_exec *x, const gk_feed *f, size_t total_max);
 int gk_reset_slots(gk_exec *x, uint64_t *w_n, const uint32_t *slots, size_t k);
+// A window set (cu_windows_get): len[i] = w_n[slots[i]] for i < k; then
+// the points of window slots[i] to ts / val from out_off[i] on.
+int gk_window_lengths(gk_exec *x, const uint64_t *w_n, const uint32_t *slots, size_t k, uint64_t *len);
+int gk_window_gather(gk_exec *x, const uint64_t *w_off, const uint64_t *w_n, const int64_t *pts,
+                     const double *pval, const uint32_t *slots, const uint64_t *out_off, size_t k,
+                     int64_t *ts, double *val);

@@ -3,9 +3,10 @@
 The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
 down: the names do not depend on it) and, as a second source that also sees
 names a daemon might print only sometimes, from the code that packs them
-(daemon/control/control_ops.c pack_stats/ga_ctl_pack_stats, the udp.rejected.<reason> loop
-over proto/ceilometer.c's reject names, daemon/control/control_ops_jobs_pack.c
-ctlj_pack_stats).  The doc's names are the first cells of the tables in its
+(daemon/control/control_ops.c pack_stats/ga_ctl_pack_stats; each ingest
+listener's struct ic_counter table in daemon/ingest/, its families named by
+proto/ceilometer.c's reject names or the bad-frame names of
+ingest_ceilo_tcp.c; daemon/control/control_ops_jobs_pack.c ctlj_pack_stats).  The doc's names are the first cells of the tables in its
 section "## `gpuaggctl stats`".  Also: every field of a running daemon's
 `status` is in the section "## `gpuaggctl status`", and every field listed
 there still exists in the source."""
@@ -57,35 +58,90 @@ def function_body(src, name):
     return m.group(0)
 
 
+KIND = re.compile(r"^const struct ic_listener_kind \w+ = \{(.*?)^\};", re.S | re.M)
+
+
+def listener_kinds():
+    """[(file text, key, kind body)] of every ingest listener (daemon/ingest/*.c)."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "daemon/ingest/*.c"))):
+        lsrc = open(f).read()
+        for body in KIND.findall(lsrc):
+            key = re.search(r'\.key = "([a-z_]+)"', body)
+            assert key, "%s: a listener kind without .key" % f
+            out.append((lsrc, key.group(1), body))
+    keys = [k for _, k, _ in out]
+    assert {"unix", "tcp", "udp", "ceilometer_tcp"} <= set(keys), keys
+    return out
+
+
+def listener_tables():
+    """[(key, [counter rows])] of every ingest listener: the rows of its
+    struct ic_counter table (daemon/ingest/listener.h), each a dict of the
+    row's designated fields."""
+    out = []
+    for lsrc, key, body in listener_kinds():
+        m = re.search(r"\.counters = (\w+)", body)
+        if not m:
+            out.append((key, []))
+            continue
+        table = re.search(r"static const struct ic_counter %s\[\] = \{(.*?)^\};" % m.group(1),
+                          lsrc, re.S | re.M)
+        assert table, "listener %s: counters table %s not found" % (key, m.group(1))
+        rows = []
+        for row in re.findall(r"\{([^{}]*)\}", table.group(1)):
+            fields = dict(re.findall(r"\.(\w+) = ([^,]+?)\s*(?:,|$)", row.strip()))
+            if fields.get("name") != "NULL":
+                rows.append(fields)
+        out.append((key, rows))
+    return out
+
+
+def family_names(sub):
+    """The member names a counter family's sub function gives, by index."""
+    if sub == "ceilo_reject_name":
+        names = re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
+    elif sub == "bad_name":
+        m = re.search(r'bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}',
+                      read("daemon/ingest/ingest_ceilo_tcp.c"))
+        names = re.findall(r'"([a-z_]+)"', m.group(1)) if m else []
+    else:
+        raise AssertionError("a counter family named by %s(): teach this test its names" % sub)
+    assert names, "no names found for %s" % sub
+    return names
+
+
 def source_stats_names():
     ops = read("daemon/control/control_ops.c")
     names = set()
     body = function_body(ops, "pack_stats")
-    # each ingest listener packs its own counters (its pack_stats hook)
-    for f in sorted(glob.glob(os.path.join(ROOT, "daemon/ingest/*.c"))):
-        lsrc = open(f).read()
-        for fn in re.findall(r"^static int (\w+_pack_stats)\(", lsrc, re.M):
-            body += function_body(lsrc, fn)
     names |= set(re.findall(r'\bKV\(\s*"([^"]+)"', body))
-    templates = set(re.findall(r'"([a-z_.]*%s[a-z_.]*)"', body))
-    reasons = [r for r in re.findall(r'\[CEILO_[A-Z_]+\]\s*=\s*"([a-z_]+)"', read("proto/ceilometer.c"))
-               if r != "ok"]
-    assert reasons, "no reject names found in proto/ceilometer.c"
-    bad = re.search(r'ic_ctcp_bad_names\[[A-Z_]*\]\s*=\s*\{([^}]*)\}', read("daemon/ingest/ingest_ceilo_tcp.c"))
-    assert bad, "no bad-frame names found in daemon/ingest/ingest_ceilo_tcp.c"
-    bad = re.findall(r'"([a-z_]+)"', bad.group(1))
-    for t in templates:
-        if t == "ceilometer_tcp.bad_frames.%s":
-            names |= {t % r for r in bad}
-            continue
-        assert t in ("udp.rejected.%s", "ceilometer_tcp.rejected.%s"), \
-            "pack_stats builds names from %r: teach this test how" % t
-        names |= {t % r for r in reasons}
+    assert not re.findall(r'"([a-z_.]*%s[a-z_.]*)"', body), "pack_stats builds names: teach this test"
+    # each ingest listener's own counters: its table (listener.h), packed by ic_pack_stats
+    for key, rows in listener_tables():
+        for r in rows:
+            name = r["name"].strip('"')
+            if "n" not in r:
+                names.add("%s.%s" % (key, name))
+                continue
+            members = family_names(r["sub"])
+            first = int(r.get("first", "0"))
+            names |= {"%s.%s.%s" % (key, name, x) for x in members[first:]}
     names |= set(re.findall(r'mp_pack_kv_\w+\(\s*pk,\s*"([^"]+)"', function_body(ops, "ga_ctl_pack_stats")))
     jobs = function_body(read("daemon/control/control_ops_jobs_pack.c"), "ctlj_pack_stats")
     names |= set(re.findall(r'"(jobs\.[a-z_]+)"', jobs))
     assert len(names) > 50, sorted(names)
     return names
+
+
+def listener_status_fields():
+    """The fields ic_pack_status puts under `status` → ingest: each
+    listener's <key>_port (or <key>, its path, without a port hook) and
+    <key>_<name> for its counters marked status."""
+    out = {key + "_port" if ".port = " in body else key for _, key, body in listener_kinds()}
+    for key, rows in listener_tables():
+        out |= {"%s_%s" % (key, r["name"].strip('"')) for r in rows if r.get("status") == "1"}
+    return out
 
 
 def flatten(obj, prefix=""):
@@ -157,7 +213,7 @@ def test_daemon_status_fields_documented():
     # The other way: GPU entries appear only with a GPU, so check the source.
     src = (read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c") +
            read("daemon/cluster.c"))
-    quoted = set(re.findall(r'"([a-z_]+)"', src))
+    quoted = set(re.findall(r'"([a-z_]+)"', src)) | listener_status_fields()
     gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
     assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)
 

@@ -1,5 +1,5 @@
-/* test_base.c — the leaf utilities of proto/base/ (grow, hash, deadline)
- * and the methods table of proto/method.h. */
+/* test_base.c — the leaf utilities of proto/base/ (grow, hash, deadline;
+ * the hash map has test_hmap.c) and the methods table of proto/method.h. */
 #include "tests/unit/harness.h"
 
 #include <stdint.h>

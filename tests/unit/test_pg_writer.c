@@ -208,6 +208,68 @@ static void test_coalesce_later_wins(void)
     CHECK_INT(pgw_stop(w, 10000), 0);
 }
 
+/* While a transaction runs (held here at its checkpoint update by a lock
+ * on partitions), the units that come meanwhile coalesce into the next
+ * batch: 40 units rewriting the same 60 buckets are 60 pending rows, not
+ * 2,400, and one transaction writes the last values. */
+static void test_coalesce_while_writing(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    o.flush_interval_ms = 20;
+    o.queue_max_rows = 200;                      /* 60 writing + 60 next: fits; 2,400 would not */
+    CHECK_INT(pgw_start(&w, &o), 0);
+    enum { K = 60, U = 40 };
+    struct pgw_metric_def d = { 3, "coalesce.writing", pols[2] };
+    int64_t g = pols[2]->defs[0].granularity_ns;
+    int64_t t0 = ga_now_real_ns() / g * g;
+    struct ga_agg a[K];
+    for (int i = 0; i < K; i++)
+        a[i] = (struct ga_agg){ 3, GA_M_MEAN, 0, g, t0 - (int64_t)i * g, 1.0 };
+    struct pgw_unit u = { .aggs = a, .naggs = K, .defs = &d, .ndefs = 1, .lsn = 10 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    struct pgw_status st0, st;
+    pgw_get_status(w, &st0);
+    PGconn *lk = pgenv_connect(&env), *c = pgenv_connect(&env);
+    CHECK_INT(pg_cmd(lk, "BEGIN; LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE"), 0);
+    for (int i = 0; i < K; i++)
+        a[i].value = 2.0;
+    u.defs = NULL;
+    u.ndefs = 0;
+    u.lsn = 20;
+    CHECK_INT(pgw_submit(w, &u), 0);             /* written, then held at the lock */
+    long long waiting = 0;
+    for (int i = 0; i < 500 && !waiting; i++) {
+        waiting = pg_scalar(c, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'");
+        if (!waiting)
+            usleep(10000);
+    }
+    CHECK_INT(waiting, 1);
+    for (int k = 0; k < U; k++) {
+        for (int i = 0; i < K; i++)
+            a[i].value = 100.0 + k;
+        u.lsn = 30 + (uint64_t)k;
+        CHECK_INT(pgw_submit(w, &u), 0);        /* not EBUSY: each is merged as it comes */
+        wait_pending_rows(w, 2 * K);
+    }
+    CHECK_INT(wait_pending_rows(w, 2 * K), 2 * K);
+    pgw_get_status(w, &st);
+    CHECK_INT(st.busy_refusals, 0);
+    CHECK_INT(st.transactions, st0.transactions);
+    CHECK_INT(pg_cmd(lk, "ROLLBACK"), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    pgw_get_status(w, &st);
+    CHECK_INT(st.transactions, st0.transactions + 2);
+    CHECK_INT(st.committed_lsn, 30 + U - 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 3"), K);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 3 AND value = 139"), K);
+    PQfinish(c);
+    PQfinish(lk);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
 static void test_late_points_and_counters(void)
 {
     reset_db();
@@ -263,7 +325,7 @@ static void test_late_points_and_counters(void)
 static void flushed(void *ctx, int rc, uint64_t lsn)
 {
     int *got = ctx;
-    *got = rc == 0 ? (int)lsn : -1;
+    __atomic_store_n(got, rc == 0 ? (int)lsn : -1, __ATOMIC_RELEASE);
 }
 
 static void test_flush_request_and_stop(void)
@@ -284,9 +346,9 @@ static void test_flush_request_and_stop(void)
     CHECK_INT(pgw_submit(w, &u), 0);
     got = -2;
     CHECK_INT(pgw_flush(w, flushed, &got), 0);
-    for (int i = 0; i < 500 && got == -2; i++)
+    for (int i = 0; i < 500 && __atomic_load_n(&got, __ATOMIC_ACQUIRE) == -2; i++)
         usleep(10000);
-    CHECK_INT(got, 77);
+    CHECK_INT(__atomic_load_n(&got, __ATOMIC_ACQUIRE), 77);
     /* stop commits what is pending, even with a long flush interval */
     a.ts += g;
     u.lsn = 88;
@@ -943,6 +1005,7 @@ void run_tests(void)
     RUN(test_replace_or_merge);
     RUN(test_round_trip_random);
     RUN(test_coalesce_later_wins);
+    RUN(test_coalesce_while_writing);
     RUN(test_late_points_and_counters);
     RUN(test_flush_request_and_stop);
     RUN(test_backpressure);

@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "gpu/engine.h"
+#include "proto/base/hash.h"
+#include "proto/base/hmap.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
 
@@ -33,8 +35,7 @@
 struct names {                     /* metric name <-> dense id */
     char **name;
     uint32_t n, cap;
-    uint32_t *slot;                /* open addressing, id + 1, 0 = empty */
-    uint32_t nslot;
+    struct ga_hmap ids;            /* name's hash → id */
 };
 
 struct batch {
@@ -74,47 +75,25 @@ static void *xrealloc(void *p, size_t n)
     return p;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-    return h;
-}
-
 /* Id of name, adding it if new; *added tells which. */
 static uint32_t names_intern(struct names *t, const char *name, int *added)
 {
-    if (2 * (t->n + 1) > t->nslot) {
-        uint32_t ns = t->nslot ? 2 * t->nslot : 64;
-        uint32_t *slot = xrealloc(NULL, ns * sizeof *slot);
-        memset(slot, 0, ns * sizeof *slot);
-        for (uint32_t i = 0; i < t->n; i++) {
-            uint32_t j = (uint32_t)(fnv1a(t->name[i]) & (ns - 1));
-            while (slot[j])
-                j = (j + 1) & (ns - 1);
-            slot[j] = i + 1;
-        }
-        free(t->slot);
-        t->slot = slot;
-        t->nslot = ns;
-    }
-    uint32_t j = (uint32_t)(fnv1a(name) & (t->nslot - 1));
-    while (t->slot[j]) {
-        if (strcmp(t->name[t->slot[j] - 1], name) == 0) {
+    uint64_t h = ga_hash_fmix64(ga_hash_fnv1a(name, strlen(name)));
+    struct ga_hmap_it it = ga_hmap_find(&t->ids, h);
+    uint32_t v;
+    while (ga_hmap_next(&it, &v)) {
+        if (strcmp(t->name[v], name) == 0) {
             *added = 0;
-            return t->slot[j] - 1;
+            return v;
         }
-        j = (j + 1) & (t->nslot - 1);
     }
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 64;
         t->name = xrealloc(t->name, t->cap * sizeof *t->name);
     }
     t->name[t->n] = strdup(name);
-    if (!t->name[t->n])
+    if (!t->name[t->n] || ga_hmap_put(&t->ids, &it, h, t->n) < 0)
         die_oom();
-    t->slot[j] = t->n + 1;
     *added = 1;
     return t->n++;
 }
@@ -430,6 +409,6 @@ out:
     for (uint32_t i = 0; i < g_names.n; i++)
         free(g_names.name[i]);
     free(g_names.name);
-    free(g_names.slot);
+    ga_hmap_free(&g_names.ids);
     return status;
 }
