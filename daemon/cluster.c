@@ -29,60 +29,188 @@ struct ga_cluster {
     int stop;
     uint64_t want;                    /* the partitions we should own */
     uint64_t have;                    /* the running worker's */
+    uint64_t last_share;              /* the share the last heartbeat computed */
     int have_view;
     struct pgm_view view;
-    char last_error[256];
+    char last_error[600];
     int64_t last_ok_ns;               /* last successful heartbeat (monotonic) */
     uint64_t swaps;
     /* loop thread only */
     uv_async_t async;
     uv_work_t work;
-    int swapping, frozen;
+    int swapping, frozen, fatal_seen;
     struct ga_engine_worker *old_w, *new_w;
     uint64_t swap_to;
     int swap_rc;
     int stop_timeout_ms;
     uint64_t stream_last;             /* the stream's last sequence, asked each heartbeat
                                          (0: unknown); guarded by mu */
+    char stream_leader[64];           /* the server leading the stream, as last asked (mu) */
     uint64_t last_processed;          /* the worker's position, and since when */
     int64_t last_progress_ns;
+    /* heartbeat thread only */
+    char stream[64];
+    int verified;                     /* database and stream found to belong together */
+    /* guarded by mu: a reason to stop the daemon (name taken, identity) */
+    int fatal_rc;
+    char fatal_msg[512];
 };
+
+#define DESC_PREFIX "gpuagg database "
 
 #define STALL_RESTART_NS (10LL * 1000000000)  /* no progress with messages due: restart */
 
 static void free_cluster(uv_handle_t *h);
 
+/* The identity check (docs/CLUSTER.md "Identity"): the stream's
+ * description names the database its members share, and the database
+ * names the stream its positions are of.  The first daemon records both;
+ * a daemon whose database and stream do not belong together refuses.
+ * Returns 0 (they belong together), GA_EAGAIN (recorded now: looked at
+ * again next time), GA_ECONFIG with err, or pgm's errors. */
+static int check_identity(struct ga_cluster *c, const struct jsl_stream_info *si, char *err,
+                          size_t errlen)
+{
+    const struct pgm_identity *id = pgm_identity(c->pgm);
+    if (!id)
+        return ga_fail(GA_EIO, err, errlen, "not connected to PostgreSQL");
+    char want[256];
+    snprintf(want, sizeof want, DESC_PREFIX "%s", id->database_id);
+    if (!si->description[0]) {
+        /* a new stream (or one made before the check existed): ours now */
+        int rc = jsl_stream_describe(c->jsl, want, c->heartbeat_ms);
+        if (rc < 0)
+            return ga_fail(rc, err, errlen, "cannot record the database in stream %s's "
+                           "description", c->stream);
+        ga_log(GA_LOG_INFO, "cluster_stream_described", "stream=%s description=\"%s\"",
+               c->stream, want);
+        return GA_EAGAIN;
+    }
+    if (strcmp(si->description, want) != 0) {
+        if (strncmp(si->description, DESC_PREFIX, strlen(DESC_PREFIX)) == 0)
+            return ga_fail(GA_ECONFIG, err, errlen, "stream %s belongs to the cluster whose "
+                           "database has id %s, but storage.conninfo leads to the database "
+                           "with id %s: every daemon of a cluster must use the same database "
+                           "(or, for a cluster of its own, another cluster.stream)", c->stream,
+                           si->description + strlen(DESC_PREFIX), id->database_id);
+        return ga_fail(GA_ECONFIG, err, errlen, "stream %s has the description \"%s\", not "
+                       "gpuagg's: another application's stream? (set cluster.stream)",
+                       c->stream, si->description);
+    }
+    if (!id->stream[0]) {
+        char e[256];
+        int rc = pgm_claim_stream(c->pgm, c->stream, si->created_ns, e, sizeof e);
+        if (rc < 0)
+            return ga_fail(rc, err, errlen, "recording the stream in cluster_identity: %s", e);
+        id = pgm_identity(c->pgm);
+        if (!id)
+            return ga_fail(GA_EIO, err, errlen, "not connected to PostgreSQL");
+    }
+    if (strcmp(id->stream, c->stream) != 0)
+        return ga_fail(GA_ECONFIG, err, errlen, "this database holds the positions of stream "
+                       "%s, but cluster.stream is %s: every daemon of a cluster must use the "
+                       "same stream (a database serves one cluster)", id->stream, c->stream);
+    if (id->stream_created_ns != si->created_ns)
+        return ga_fail(GA_ECONFIG, err, errlen, "stream %s was created at %lld ns, but the "
+                       "positions in this database are of a stream %s created at %lld ns: "
+                       "the stream was deleted and made again (its sequences start over), or "
+                       "this is another NATS cluster's stream", c->stream,
+                       (long long)si->created_ns, c->stream, (long long)id->stream_created_ns);
+    return 0;
+}
+
+/* A reason to stop: the loop thread drains the daemon and exits 1. */
+static void set_fatal(struct ga_cluster *c, int rc, const char *msg)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->fatal_rc) {
+        c->fatal_rc = rc;
+        snprintf(c->fatal_msg, sizeof c->fatal_msg, "%s", msg);
+    }
+    c->want = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* One round before the heartbeat: connect (the member name's lock), ask
+ * the stream, check the identity while not yet verified (and whenever the
+ * stream answered).  0, or GA_E* with err. */
+static int prepare(struct ga_cluster *c, int timeout_ms, struct jsl_stream_info *si, int *have_si,
+                   char *err, size_t errlen)
+{
+    int rc = pgm_connect(c->pgm, err, errlen);
+    const struct pgm_identity *id = rc == 0 ? pgm_identity(c->pgm) : NULL;
+    if (id) {
+        char desc[256];
+        snprintf(desc, sizeof desc, DESC_PREFIX "%s", id->database_id);
+        jsl_set_description(c->jsl, desc);       /* for a stream we create */
+    }
+    *have_si = jsl_stream_info(c->jsl, si, timeout_ms) == 0;
+    if (rc < 0)
+        return rc;
+    if (*have_si) {
+        rc = check_identity(c, si, err, errlen);
+        if (rc == 0 && !c->verified) {
+            c->verified = 1;
+            ga_log(GA_LOG_INFO, "cluster_identity_checked", "stream=%s database_id=%s",
+                   c->stream, id->database_id);
+        }
+        if (rc < 0 && rc != GA_EAGAIN)
+            return rc;
+    }
+    if (!c->verified)
+        return ga_fail(GA_EAGAIN, err, errlen, "waiting for the stream %s to check that it "
+                       "and the database belong together", c->stream);
+    return 0;
+}
+
 static void *heartbeat_main(void *arg)
 {
     struct ga_cluster *c = arg;
     pthread_mutex_lock(&c->mu);
-    while (!c->stop) {
+    while (!c->stop && !c->fatal_rc) {
         uint64_t have = c->have;
         pthread_mutex_unlock(&c->mu);
         struct jsl_stats js;
         jsl_get_stats(c->jsl, &js);
         struct pgm_view v;
-        char err[256] = "";
-        uint64_t stream_last = 0;
-        if (jsl_stream_last(c->jsl, &stream_last, c->heartbeat_ms / 4 + 1) < 0)
-            stream_last = 0;
-        int rc = pgm_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
+        char err[512] = "";
+        struct jsl_stream_info si;
+        int have_si;
+        int rc = prepare(c, c->heartbeat_ms / 4 + 1, &si, &have_si, err, sizeof err);
+        if (rc == GA_EEXIST || rc == GA_ECONFIG) {
+            set_fatal(c, rc, err);
+            uv_async_send(&c->async);
+            pthread_mutex_lock(&c->mu);
+            break;
+        }
+        if (rc == 0)
+            rc = pgm_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
                                sizeof err);
         int64_t now = ga_now_mono_ns();
         pthread_mutex_lock(&c->mu);
-        c->stream_last = stream_last;
+        c->stream_last = have_si ? si.last_seq : 0;
+        if (have_si)
+            snprintf(c->stream_leader, sizeof c->stream_leader, "%s", si.leader);
         uint64_t want = c->want;
         if (rc == 0) {
             c->view = v;
             c->have_view = 1;
             c->last_ok_ns = now;
             c->last_error[0] = '\0';
-            want = v.self_index >= 0 ? pgm_assign(v.self_index, v.nlive) : 0;
+            /* A new share is taken once two heartbeats in a row computed
+             * it: a member restarting within a heartbeat, or one heartbeat
+             * read just too late, does not move partitions back and forth. */
+            uint64_t share = pgm_share(&v);
+            if (share == c->last_share)
+                want = share;
+            c->last_share = share;
         } else {
-            if (strcmp(c->last_error, err) != 0)
+            char line[sizeof c->last_error];
+            snprintf(line, sizeof line, "heartbeat: %s", err);
+            if (strcmp(c->last_error, line) != 0)   /* once per distinct error */
                 ga_log(GA_LOG_WARN, "cluster_heartbeat_failed", "error=\"%s\"", err);
-            snprintf(c->last_error, sizeof c->last_error, "heartbeat: %s", err);
-            if (now - c->last_ok_ns > (int64_t)c->timeout_ms * 1000000)
+            snprintf(c->last_error, sizeof c->last_error, "%s", line);
+            if (!c->verified || now - c->last_ok_ns > (int64_t)c->timeout_ms * 1000000)
                 want = 0;              /* the others think we are dead: let go */
         }
         if (want != c->want) {
@@ -202,11 +330,23 @@ static void check(struct ga_cluster *c)
 
 static void on_async(uv_async_t *a)
 {
-    check(a->data);
+    struct ga_cluster *c = a->data;
+    char msg[sizeof c->fatal_msg];
+    pthread_mutex_lock(&c->mu);
+    int fatal = c->fatal_rc;
+    snprintf(msg, sizeof msg, "%s", c->fatal_msg);
+    pthread_mutex_unlock(&c->mu);
+    if (fatal && !c->fatal_seen) {
+        c->fatal_seen = 1;
+        ga_log(GA_LOG_ERROR, "cluster_refused", "error=\"%s\" action=\"exit 1\"", msg);
+        c->d->exit_code = 1;
+        ga_daemon_shutdown(c->d, "cluster refused");
+    }
+    check(c);
 }
 
 int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *jsl,
-                     struct ga_pipeline *pl)
+                     struct ga_pipeline *pl, char *err, size_t errlen)
 {
     struct ga_cluster *c = calloc(1, sizeof *c);
     if (!c)
@@ -222,13 +362,31 @@ int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *j
         snprintf(c->member, sizeof c->member, "gpuaggd");
     c->member[sizeof c->member - 1] = '\0';
     c->last_ok_ns = ga_now_mono_ns();
+    snprintf(c->stream, sizeof c->stream, "%s", cfg->cluster.stream);
     int rc = pgm_open(&c->pgm, cfg->storage.conninfo, c->member);
     if (rc < 0) {
         free(c);
-        return rc;
+        return ga_fail(rc, err, errlen, "cluster: %s", ga_strerror(rc));
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    /* Refuse at once what can be seen now: the member name in use, a
+     * database and a stream that do not belong together.  PostgreSQL or
+     * NATS not answering yet: the heartbeat thread checks before the daemon
+     * joins, and stops the daemon if it must. */
+    struct jsl_stream_info si;
+    int have_si;
+    char why[512] = "";
+    rc = prepare(c, 2000, &si, &have_si, why, sizeof why);
+    if (rc == GA_EEXIST || rc == GA_ECONFIG) {
+        pgm_close(c->pgm, 0);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return ga_fail(rc, err, errlen, "cluster: %s", why);
+    }
+    if (rc < 0)
+        ga_log(GA_LOG_INFO, "cluster_check_deferred", "reason=\"%s\"", why);
     uv_async_init(d->loop, &c->async, on_async);
     c->async.data = c;
     if (pthread_create(&c->thread, NULL, heartbeat_main, c) != 0) {
@@ -292,8 +450,9 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     struct pgm_view v = c->view;
     int have_view = c->have_view;
     uint64_t want = c->want, have = c->have, swaps = c->swaps;
-    char last_error[256];
+    char last_error[sizeof c->last_error], leader[sizeof c->stream_leader];
     snprintf(last_error, sizeof last_error, "%s", c->last_error);
+    snprintf(leader, sizeof leader, "%s", c->stream_leader);
     pthread_mutex_unlock(&c->mu);
     uint64_t last = js.stream_last_seq;
     for (int i = 0; i < v.nmembers; i++)
@@ -321,7 +480,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
         pack_parts(pk, m->owned);
     }
     mp_pack_cstr(pk, "nats");
-    msgpack_pack_map(pk, 9);
+    msgpack_pack_map(pk, 11);
     mp_pack_kv_bool(pk, "connected", js.connected);
     mp_pack_kv_str(pk, "server", js.server);
     mp_pack_kv_uint(pk, "published", js.published);
@@ -329,7 +488,9 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "publish_retries", js.publish_retries);
     mp_pack_kv_uint(pk, "consumed", js.consumed);
     mp_pack_kv_uint(pk, "consumer_resets", js.consumer_resets);
+    mp_pack_kv_uint(pk, "async_errors", js.async_errors);
     mp_pack_kv_uint(pk, "stream_last_seq", last);
+    mp_pack_kv_str(pk, "stream_leader", leader);
     mp_pack_kv_str(pk, "last_error", js.last_error);
     /* lag: stream messages after the partition's committed position (of
      * every partition: a position moves past other partitions' messages

@@ -25,10 +25,15 @@ struct ga_cluster;
 struct jsl;
 struct ga_pipeline;
 
-/* Start the heartbeat thread (it connects on its own).  d->worker is
- * replaced by the cluster from now on.  Returns 0 or GA_E*. */
+/* Check what can be checked now (the member name is free; the database
+ * and the stream belong together: docs/CLUSTER.md "Identity"), then start
+ * the heartbeat thread, which joins once those checks passed and stops the
+ * daemon (exit 1, cluster_refused) if they fail later.  d->worker is
+ * replaced by the cluster from now on.  Returns 0, or GA_EEXIST (the name
+ * is taken), GA_ECONFIG (database and stream do not belong together),
+ * GA_ENOMEM, with err. */
 int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *jsl,
-                     struct ga_pipeline *pl);
+                     struct ga_pipeline *pl, char *err, size_t errlen);
 /* A worker swap is running on the pool (the drain waits for it). */
 int ga_cluster_busy(struct ga_cluster *c);
 /* Stop swapping (the drain takes over the worker): loop thread. */

@@ -179,10 +179,8 @@ static int start_cluster_path(struct ga_daemon *d, char *err, size_t errlen)
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
         return rc;
     }
-    if ((rc = ga_cluster_start(&d->cluster, d, d->jsl, d->pipeline)) < 0) {
-        snprintf(err, errlen, "cluster: %s", ga_strerror(rc));
+    if ((rc = ga_cluster_start(&d->cluster, d, d->jsl, d->pipeline, err, errlen)) < 0)
         return rc;
-    }
     ga_log(GA_LOG_INFO, "cluster_mode", "nats=\"%s\" stream=%s replicas=%d", c->cluster.nats,
            c->cluster.stream, c->cluster.replicas);
     return ga_ingest_start(d, d->pipeline, &d->ingest, err, errlen);

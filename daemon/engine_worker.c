@@ -17,6 +17,8 @@
 #include "storage/journal.h"
 #include "storage/js_log.h"
 #include "storage/pg_load.h"
+#include "storage/pg_members.h"
+#include "storage/pg_util.h"
 #include "storage/pg_writers.h"
 
 #define LOAD_RETRY_MAX_MS 30000
@@ -770,6 +772,47 @@ static uint32_t cluster_id(void *ctx, const char *name, size_t len)
     return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
 }
 
+/* Wait until no other session holds the lock of a partition this worker
+ * owns (the previous owner let go), polling every 50 ms, before the writers
+ * take them: a writer never holds some of its locks while it waits for the
+ * rest, which would keep them from their owner and could not be
+ * interrupted.  0 or GA_ESHUTDOWN. */
+static int wait_parts_free(struct ga_engine_worker *w)
+{
+    int64_t t0 = ga_now_mono_ns(), last_log = t0;
+    PGconn *c = NULL;
+    int rc = 0;
+    for (;;) {
+        if (stopping(w)) {
+            rc = GA_ESHUTDOWN;
+            break;
+        }
+        char err[256] = "";
+        uint64_t held = ~0ULL;
+        if (!c)
+            c = pgu_connect(w->cfg->storage.conninfo, "gpuaggd-handover");
+        if (c && PQstatus(c) != CONNECTION_OK)
+            pgu_errcopy(err, sizeof err, PQerrorMessage(c));
+        else if (c && pgm_parts_held(c, w->owned, &held, err, sizeof err) == 0 && !held)
+            break;
+        if (c && PQstatus(c) != CONNECTION_OK) {
+            PQfinish(c);
+            c = NULL;
+        }
+        if (ga_now_mono_ns() - last_log > 5LL * 1000000000) {
+            last_log = ga_now_mono_ns();
+            ga_log(GA_LOG_INFO, "cluster_waiting_for_partitions", "parts=0x%016llx "
+                   "held=0x%016llx waited_s=%.1f error=\"%s\"", (unsigned long long)w->owned,
+                   (unsigned long long)(held & w->owned), (double)(last_log - t0) / 1e9, err);
+        }
+        struct timespec ts = { 0, (c ? 50 : 500) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    if (c)
+        PQfinish(c);
+    return rc;
+}
+
 /* Wait until every writer is connected, i.e. holds its partitions' locks
  * (and read their positions after taking them).  0 or GA_ESHUTDOWN. */
 static int wait_locked(struct ga_engine_worker *w)
@@ -833,6 +876,8 @@ static void *cluster_main(struct ga_engine_worker *w)
     char err[256];
     set_state(w, EW_LOADING);
     ga_metrics_set_allocator(w->metrics, cluster_id, w);
+    if (wait_parts_free(w) < 0)
+        goto out;
     if (start_writer(w, &none) < 0) {
         ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
         goto out;

@@ -35,9 +35,16 @@ struct jsl {
     char ack_err[200];
     struct jsl_stats st;
     uint64_t reconnects;              /* connection re-made (subscriptions re-created) */
+    struct ga_ratelimit err_rl;       /* nats_async_error lines */
+    char description[256];            /* of a stream we create (guarded by mu) */
 };
 
 #define JSL_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
+/* The consumer's pending bound: above nats-server's flow-control window
+ * (32 MiB of messages delivered and not yet taken), so the server's flow
+ * control, not a drop, holds the delivery back. */
+#define JSL_SUB_PENDING_BYTES (64 * 1024 * 1024)
+#define JSL_SUB_HEARTBEAT_NS 1000000000LL   /* idle heartbeat: a flow-control stall ends */
 
 struct jsl_sub {
     struct jsl *j;
@@ -131,6 +138,22 @@ static void on_reconnected(natsConnection *nc, void *closure)
     ga_log(GA_LOG_INFO, "nats_connected", "server=\"%s\"", url);
 }
 
+static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
+                           void *closure)
+{
+    (void)nc;
+    (void)sub;
+    struct jsl *j = closure;
+    uint64_t suppressed;
+    pthread_mutex_lock(&j->mu);
+    j->st.async_errors++;
+    int log = ga_ratelimit_ok(&j->err_rl, &suppressed);
+    pthread_mutex_unlock(&j->mu);
+    if (log)
+        ga_log(GA_LOG_WARN, "nats_async_error", "error=\"%s\" suppressed_lines=%llu",
+               natsStatus_GetText(err), (unsigned long long)suppressed);
+}
+
 /* Create the stream, or check that the existing one has our subjects.
  * 0 or GA_EIO / GA_ECONFIG with the reason in j's last_error. */
 static int ensure_stream(struct jsl *j)
@@ -166,6 +189,12 @@ static int ensure_stream(struct jsl *j)
     cfg.Storage = js_FileStorage;
     cfg.Replicas = j->o.replicas;
     cfg.Duplicates = JSL_DUP_WINDOW_NS;
+    char desc[sizeof j->description];
+    pthread_mutex_lock(&j->mu);
+    snprintf(desc, sizeof desc, "%s", j->description);
+    pthread_mutex_unlock(&j->mu);
+    if (desc[0])
+        cfg.Description = desc;
     s = js_AddStream(&si, j->js, &cfg, NULL, &jerr);
     if (s != NATS_OK) {
         set_error(j, "creating stream %s (R=%d): %s (%d)", j->stream, j->o.replicas,
@@ -199,6 +228,7 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
         rnd = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)j;
     snprintf(j->id_prefix, sizeof j->id_prefix, "%.20s-%016" PRIx64, j->name, rnd);
     pthread_mutex_init(&j->mu, NULL);
+    j->err_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
 
     const char *urls[JSL_MAX_URLS];
     int nurls = 0;
@@ -227,6 +257,8 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
         s = natsOptions_SetDisconnectedCB(j->nopts, on_disconnected, j);
     if (s == NATS_OK)
         s = natsOptions_SetReconnectedCB(j->nopts, on_reconnected, j);
+    if (s == NATS_OK)
+        s = natsOptions_SetErrorHandler(j->nopts, on_async_error, j);
     if (s == NATS_OK && j->creds[0])
         s = natsOptions_SetUserCredentialsFromFiles(j->nopts, j->creds, NULL);
     if (s == NATS_OK && j->token[0])
@@ -429,6 +461,7 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverByStartSequence;
     so.Config.OptStartSeq = s->next ? s->next : 1;
+    so.Config.Heartbeat = JSL_SUB_HEARTBEAT_NS;
     jsErrCode jerr = 0;
     natsStatus st = js_SubscribeSync(&s->sub, j->js, j->subj_all, NULL, &so, &jerr);
     if (st != NATS_OK) {
@@ -436,7 +469,11 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
         return ga_fail(GA_EIO, err, errlen, "subscribing to %s from %" PRIu64 ": %s (%d)",
                        j->subj_all, s->next, natsStatus_GetText(st), (int)jerr);
     }
-    natsSubscription_SetPendingLimits(s->sub, 4096, 256 * 1024 * 1024);
+    /* Bounded by bytes only, above the server's flow-control window: a
+     * subscription that drops messages (slow consumer) loses the flow
+     * control requests among them too, and the server then sends nothing
+     * until the next idle heartbeat, so catching up would crawl. */
+    natsSubscription_SetPendingLimits(s->sub, -1, JSL_SUB_PENDING_BYTES);
     pthread_mutex_lock(&j->mu);
     s->reconnects = j->reconnects;
     pthread_mutex_unlock(&j->mu);
@@ -615,7 +652,14 @@ void jsl_sub_close(struct jsl_sub *s)
     free(s);
 }
 
-int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms)
+void jsl_set_description(struct jsl *j, const char *desc)
+{
+    pthread_mutex_lock(&j->mu);
+    snprintf(j->description, sizeof j->description, "%s", desc);
+    pthread_mutex_unlock(&j->mu);
+}
+
+int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -625,11 +669,50 @@ int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms)
     pthread_mutex_lock(&j->mu);
     int up = j->st.connected;
     pthread_mutex_unlock(&j->mu);
-    if (!up || js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK)
+    if (!up)
         return GA_EIO;
-    *seq = si->State.LastSeq;
+    int rc = ensure_stream(j);
+    if (rc < 0)
+        return rc;
+    if (js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK) {
+        if (jerr == JSStreamNotFoundErr)
+            j->stream_ok = 0;          /* deleted: made again on the next use */
+        return GA_EIO;
+    }
+    memset(out, 0, sizeof *out);
+    out->last_seq = si->State.LastSeq;
+    out->created_ns = si->Created;
+    if (si->Config && si->Config->Description)
+        snprintf(out->description, sizeof out->description, "%s", si->Config->Description);
+    if (si->Cluster && si->Cluster->Leader)
+        snprintf(out->leader, sizeof out->leader, "%s", si->Cluster->Leader);
     jsStreamInfo_Destroy(si);
     return 0;
+}
+
+int jsl_stream_describe(struct jsl *j, const char *desc, int timeout_ms)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = timeout_ms;
+    if (js_GetStreamInfo(&si, j->js, j->stream, &o, &jerr) != NATS_OK)
+        return GA_EIO;
+    int rc = 0;
+    if (si->Config) {
+        jsStreamConfig cfg = *si->Config;      /* the same, but the description */
+        cfg.Description = desc;
+        jsStreamInfo *upd = NULL;
+        if (js_UpdateStream(&upd, j->js, &cfg, &o, &jerr) != NATS_OK) {
+            set_error(j, "setting the description of stream %s: %s (%d)", j->stream,
+                      nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "failed", (int)jerr);
+            rc = GA_EIO;
+        }
+        jsStreamInfo_Destroy(upd);
+    }
+    jsStreamInfo_Destroy(si);
+    return rc;
 }
 
 void jsl_get_stats(struct jsl *j, struct jsl_stats *st)

@@ -48,6 +48,8 @@ struct jsl_stats {
     uint64_t last_acked_seq;        /* highest stream sequence acknowledged to us */
     uint64_t stream_last_seq;       /* the stream's last sequence, last seen */
     uint64_t consumed, consumer_resets;
+    uint64_t async_errors;          /* errors the client library reported on its own
+                                       (a subscription's slow consumer, ...) */
     char last_error[256];           /* "" when the last publish went through */
     char server[128];               /* URL of the server we are connected to */
 };
@@ -93,8 +95,23 @@ void jsl_sub_close(struct jsl_sub *s);
 
 void jsl_get_stats(struct jsl *j, struct jsl_stats *st);
 
-/* Ask the stream for its last sequence (a JetStream API request; blocks up
- * to timeout_ms).  Returns 0 and *seq, or GA_EIO. */
-int jsl_stream_last(struct jsl *j, uint64_t *seq, int timeout_ms);
+struct jsl_stream_info {
+    uint64_t last_seq;              /* the stream's last sequence */
+    int64_t created_ns;             /* when it was created (JetStream's clock) */
+    char description[256];          /* its description: "" when none */
+    char leader[64];                /* the server leading it (its server_name); "" unknown */
+};
+
+/* The description the stream gets when this daemon creates it (the
+ * database identity, docs/CLUSTER.md "Identity").  Any thread. */
+void jsl_set_description(struct jsl *j, const char *desc);
+/* Create the stream if it does not exist yet, then ask for its state (a
+ * JetStream API request; blocks up to timeout_ms).  Returns 0 and *out,
+ * GA_ECONFIG (another application's stream of that name), or GA_EIO (not
+ * connected, no answer). */
+int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms);
+/* Set the existing stream's description, its configuration otherwise
+ * unchanged.  Returns 0 or GA_EIO (reason in the stats' last_error). */
+int jsl_stream_describe(struct jsl *j, const char *desc, int timeout_ms);
 
 #endif

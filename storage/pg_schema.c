@@ -491,6 +491,20 @@ static const char schema_v10[] =
     "ALTER TABLE metrics DROP CONSTRAINT IF EXISTS metrics_policy_fkey;\n"
     "ALTER TABLE metrics SET (fillfactor = 80);\n";
 
+/* v11: cluster mode's identity check (docs/CLUSTER.md): a random id of
+ * this database, which the stream records in its description, and the
+ * stream whose sequences the positions in `partitions` are (its name and
+ * creation time, recorded by the first cluster daemon). */
+static const char schema_v11[] =
+    "CREATE TABLE cluster_identity (\n"
+    "    id                integer PRIMARY KEY CHECK (id = 1),\n"
+    "    database_id       text NOT NULL,\n"
+    "    stream            text NOT NULL DEFAULT '',\n"
+    "    stream_created_ns bigint NOT NULL DEFAULT 0\n"
+    ");\n"
+    "INSERT INTO cluster_identity (id, database_id)\n"
+    "VALUES (1, md5(random()::text || clock_timestamp()::text || pg_backend_pid()::text));\n";
+
 struct step {
     int version;
     const char *name;
@@ -509,6 +523,7 @@ static const struct step steps[] = {
     { 8, "rows a flush could not store", schema_v8, NULL },
     { 9, "cluster members", schema_v9, NULL },
     { 10, "metric ids stored, no per-definition policy check", schema_v10, NULL },
+    { 11, "cluster identity", schema_v11, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

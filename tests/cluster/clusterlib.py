@@ -101,6 +101,8 @@ class ClusterDaemon(IngestDaemon):
         super().__init__(conninfo=pg.conninfo, extra=cl + POLICY + extra,
                          storage={"writers": writers, "flush_interval_ms": 100,
                                   "window_snapshot_s": 10})
+        if os.environ.get("GA_CLUSTER_DIAG"):
+            self.env["GA_LOG_NO_TS"] = "0"     # timestamps, to line the logs up
 
     def cluster_status(self):
         return self.call("status")["result"]["cluster"]
@@ -124,6 +126,7 @@ class Producer:
         self.daemons = daemons
         self.metrics = metrics
         self.acked = []                 # (name, ts_ns, value)
+        self.ack_times = []             # time.monotonic() of each acknowledged batch
         self.seq = 0
         self.t0 = (int(time.time()) - 900) * 10**9   # recent: retention keeps it
         self.step = 0
@@ -170,6 +173,7 @@ class Producer:
             if r and r.get("type") == "ack" and r.get("seq") == self.seq:
                 for i, k in enumerate(idx):
                     self.acked.append((names[k], ts[i], vals[i]))
+                self.ack_times.append(time.monotonic())
                 return
             # not acknowledged: resend elsewhere
             try:
@@ -286,12 +290,66 @@ def wait_committed(pg, daemons, timeout=30):
                 r = d.call("status")["result"]
                 st[d.name] = (r["engine"]["processed_lsn"], r["cluster"]["nats"]["stream_last_seq"])
                 if os.environ.get("GA_CLUSTER_GDB"):   # where a daemon behind is stuck
-                    subprocess.run("gdb -p %d -batch -ex 'thread apply all bt' > %s/gdb.txt 2>&1"
+                    subprocess.run("gdb -p %d -batch -ex 'thread apply all bt' > %s 2>&1"
                                    % (d.proc.pid, os.environ["GA_CLUSTER_GDB"] + "." + d.name),
                                    shell=True, timeout=60)
+        if os.environ.get("GA_CLUSTER_DIAG"):
+            for _ in range(3):
+                diagnose(pg, daemons, os.environ["GA_CLUSTER_DIAG"])
+                time.sleep(3)
         raise AssertionError("not everything committed within %d s: (processed, stream last) %r, "
                              "lowest committed %r" % (timeout, st, pg.sql(
                                  "SELECT min(committed_lsn) FROM partitions")))
+
+
+def _socket_inodes(pid):
+    out = set()
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                m = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if m.startswith("socket:["):
+                out.add(m[8:-1])
+    except OSError:
+        pass
+    return out
+
+
+def diagnose(pg, daemons, path):
+    """Debugging aid (GA_CLUSTER_DIAG=file): which daemon's session holds
+    or waits for which partition lock, and what every backend is doing."""
+    owner = {}                          # socket inode of a daemon -> member
+    for d in daemons:
+        if d.proc and d.proc.poll() is None:
+            for ino in _socket_inodes(d.proc.pid):
+                owner[ino] = d.name
+    peer = {}
+    r = subprocess.run(["ss", "-xn"], capture_output=True, text=True)
+    for line in r.stdout.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 8:
+            peer[f[5]] = f[7]
+    rows = pg.sql("SELECT a.pid, a.application_name, a.state, coalesce(a.wait_event, ''), "
+                  "left(a.query, 80), coalesce((SELECT string_agg(l.objid::text || "
+                  "CASE WHEN l.granted THEN '' ELSE '?' END, ',' ORDER BY l.objid) FROM pg_locks l "
+                  "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.classid = 745263746), '') "
+                  "FROM pg_stat_activity a WHERE a.backend_type = 'client backend'")
+    with open(path, "a") as f:
+        f.write("---- %s\n" % time.strftime("%H:%M:%S"))
+        for d in daemons:
+            if d.proc and d.proc.poll() is None:
+                r = d.call("status")["result"]
+                f.write("%s engine=%r\n%s cluster=%r\n" % (d.name, r.get("engine"), d.name,
+                                                          r.get("cluster", {}).get("nats")))
+        for pid, app, state, wait, q, locks in rows:
+            who = "?"
+            for ino in _socket_inodes(int(pid)):
+                if peer.get(ino) in owner:
+                    who = owner[peer[ino]]
+            f.write("pid=%s member=%s app=%s state=%s wait=%s locks=[%s] query=%r\n"
+                    % (pid, who, app, state, wait, locks, q))
 
 
 def diff(got, want, limit=5):
