@@ -41,6 +41,7 @@ struct opts {
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
     int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep;
     long max_metrics;
+    long journal_gib;
 };
 
 static void usage(FILE *f)
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 "  --flush-interval-ms N storage.flush_interval_ms (default: the daemon's)\n"
 "  --writers N           storage.writers (default: the daemon's)\n"
 "  --window-snapshot-s S storage.window_snapshot_s (default: the daemon's)\n"
+"  --journal-gib G       journal.max_bytes in GiB (default: the daemon's, 4 GiB; it must\n"
+"                        hold a window_snapshot_s of ingest, about 31 MB/s at 1 M points/s)\n"
 "  --max-metrics N       limits.max_metrics (default: --metrics, the live metrics the\n"
 "                        run needs; 0: the daemon's default, one a KiB of memory budget)\n"
 "  --sample-ms N         status sampling period (default 200)\n"
@@ -115,7 +118,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -127,6 +130,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
+        { "journal-gib", 1, 0, O_JGIB },
         { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -155,6 +159,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_FMS: if (parse_num(optarg, 1, 3.6e6, &v) < 0) return bad("--flush-interval-ms", optarg); o->flush_interval_ms = (int)v; break;
         case O_WRITERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--writers", optarg); o->writers = (int)v; break;
         case O_MAXM: if (parse_num(optarg, 0, 1e9, &v) < 0) return bad("--max-metrics", optarg); o->max_metrics = (long)v; break;
+        case O_JGIB: if (parse_num(optarg, 1, 1024, &v) < 0) return bad("--journal-gib", optarg); o->journal_gib = (long)v; break;
         case O_SNAP: if (parse_num(optarg, 10, 86400, &v) < 0) return bad("--window-snapshot-s", optarg); o->snapshot_s = (int)v; break;
         case O_SAMPLE: if (parse_num(optarg, 10, 60000, &v) < 0) return bad("--sample-ms", optarg); o->sample_s = v / 1e3; break;
         case O_REPORT: if (parse_num(optarg, 0.1, 3600, &o->report_s) < 0) return bad("--report-s", optarg); break;
@@ -347,11 +352,14 @@ static int write_config(struct run *r)
     if (o->snapshot_s)
         fprintf(f, "  window_snapshot_s: %d\n", o->snapshot_s);
     fprintf(f, "limits: { max_metrics: %ld }\n", o->max_metrics);
-    fprintf(f, "journal: { dir: \"%s/journal\" }\n"
+    fprintf(f, "journal: { dir: \"%s/journal\"", r->out);
+    if (o->journal_gib)
+        fprintf(f, ", max_bytes: %ldGiB", o->journal_gib);
+    fprintf(f, " }\n"
                "gpu: { devices: %s }\n"
                "archive_policy_rules: []\n"
                "default_archive_policy: \"%s\"\n",
-            r->out, strcmp(o->backend, "gpu") == 0 ? "all" : "none", o->policy);
+            strcmp(o->backend, "gpu") == 0 ? "all" : "none", o->policy);
     int bad_write = ferror(f) | (fclose(f) != 0);
     if (bad_write) {
         fprintf(stderr, "bench_capacity: %s: write failed\n", r->cfg);
