@@ -128,34 +128,34 @@ static void md_init(struct md *m, int sha1)
     m->block = sha1 ? sha1_block : md5_block;
 }
 
-void ga_md5(const struct ga_uuid_part *parts, size_t n, uint8_t out[16])
+/* The digest (SHA-1 when sha1, else MD5) of prefix[0..plen) then the
+ * parts, its first nwords state words into out. */
+static void digest(int sha1, const void *prefix, size_t plen, const struct ga_uuid_part *parts,
+                   size_t n, uint8_t *out)
 {
     struct md m;
-    md_init(&m, 0);
+    md_init(&m, sha1);
+    md_update(&m, prefix, plen);
     for (size_t i = 0; i < n; i++)
         md_update(&m, parts[i].p, parts[i].len);
-    md_final(&m, out, 4);
+    md_final(&m, out, sha1 ? 5 : 4);
+}
+
+void ga_md5(const struct ga_uuid_part *parts, size_t n, uint8_t out[16])
+{
+    digest(0, NULL, 0, parts, n, out);
 }
 
 void ga_sha1(const struct ga_uuid_part *parts, size_t n, uint8_t out[20])
 {
-    struct md m;
-    md_init(&m, 1);
-    for (size_t i = 0; i < n; i++)
-        md_update(&m, parts[i].p, parts[i].len);
-    md_final(&m, out, 5);
+    digest(1, NULL, 0, parts, n, out);
 }
 
 void ga_uuid_named(int version, const uint8_t ns[16], const struct ga_uuid_part *parts, size_t n,
                    uint8_t out[16])
 {
     uint8_t h[20];
-    struct md m;
-    md_init(&m, version == 5);
-    md_update(&m, ns, 16);
-    for (size_t i = 0; i < n; i++)
-        md_update(&m, parts[i].p, parts[i].len);
-    md_final(&m, h, version == 5 ? 5 : 4);
+    digest(version == 5, ns, 16, parts, n, h);
     h[6] = (uint8_t)((h[6] & 0x0f) | (version == 5 ? 0x50 : 0x30));
     h[8] = (uint8_t)((h[8] & 0x3f) | 0x80);
     memcpy(out, h, 16);

@@ -15,7 +15,7 @@
 #include "gpu/jobs/matrix.h"
 #include "gpu/jobs/dot/dot.h"
 #include "gpu/jobs/kmeans/kmeans.h"
-#include "gpu/resample.h"
+#include "gpu/jobs/resample/resample.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

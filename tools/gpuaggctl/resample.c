@@ -1,5 +1,5 @@
 /* resample.c — `gpuaggctl resample`'s options and its --local form (see
- * resample.h); the roll-up itself is gpu/resample.c, shared with the
+ * resample.h); the roll-up itself is gpu/jobs/resample/resample.c, shared with the
  * daemon's resample job (tools/gpuaggctl/resample_job.c submits one). */
 #include "tools/gpuaggctl/resample.h"
 
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "proto/base/log.h"
-#include "gpu/resample.h"
+#include "gpu/jobs/resample/resample.h"
 #include "proto/ga_err.h"
 
 static const char usage[] =

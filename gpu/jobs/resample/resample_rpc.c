@@ -1,6 +1,6 @@
 /* resample_rpc.c — the `resample` job: the roll-ups of a point CSV with
  * Gnocchi's semantics, the same bytes as `gpuaggctl resample --local`
- * (gpu/resample.c does both).  docs/JOBS.md, "resample".
+ * (gpu/jobs/resample/resample.c does both).  docs/JOBS.md, "resample".
  *
  * Params: granularity, method (required), timespan, back-window, json
  * (0|1), threads.  Input: the CSV, inline or input_path.  Result:
@@ -15,7 +15,7 @@
 #include "gpu/jobs/kind.h"
 #include "proto/base/log.h"
 #include "gpu/cuda.h"
-#include "gpu/resample.h"
+#include "gpu/jobs/resample/resample.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 

@@ -1,5 +1,5 @@
 /* resample.c — CSV points → engine → sorted roll-ups (see resample.h). */
-#include "gpu/resample.h"
+#include "gpu/jobs/resample/resample.h"
 
 #include <stdlib.h>
 #include <string.h>
