@@ -358,17 +358,23 @@ def test_cluster_status_fields_documented():
     assert not missing, "cluster status fields not in docs/COUNTERS.md: %s" % missing
 
 
+def lone_daemon(db, name, stream):
+    """A NATS server of its own and a daemon (R=1) on a fresh database db
+    and stream: (nats, daemon), not started."""
+    C.pg.sql("DROP DATABASE IF EXISTS %s" % db)
+    C.pg.sql("CREATE DATABASE %s" % db)
+
+    class Solo:
+        conninfo = C.pg.conninfo.replace("dbname=gpuagg", "dbname=%s" % db)
+    n = cl.Nats(1)
+    return n, cl.ClusterDaemon(Solo, n, name, replicas=1, stream=stream)
+
+
 def test_nats_down_backpressure():
     """A lone daemon (R=1, its own database and stream) whose only NATS
     server dies: batches are not acknowledged (the producer waits), status
     names the cause; once the server is back, they are, and stored."""
-    C.pg.sql("DROP DATABASE IF EXISTS solo")
-    C.pg.sql("CREATE DATABASE solo")
-
-    class Solo:
-        conninfo = C.pg.conninfo.replace("dbname=gpuagg", "dbname=solo")
-    n = cl.Nats(1)
-    d = cl.ClusterDaemon(Solo, n, "solo", replicas=1, stream="SOLO")
+    n, d = lone_daemon("solo", "solo", "SOLO")
     d.start()
     try:
         assert cl.wait_for(lambda: len(d.cluster_status()["owned"]) == 64, timeout=30)
@@ -453,13 +459,7 @@ def test_name_taken_while_running():
     """A running daemon whose membership session ends and whose name
     another session holds by then stops (exit 1, cluster_refused): it
     cannot tell that it is still the only one of that name."""
-    C.pg.sql("DROP DATABASE IF EXISTS solo2")
-    C.pg.sql("CREATE DATABASE solo2")
-
-    class Solo:
-        conninfo = C.pg.conninfo.replace("dbname=gpuagg", "dbname=solo2")
-    n = cl.Nats(1)
-    d = cl.ClusterDaemon(Solo, n, "dup", replicas=1, stream="SOLO2")
+    n, d = lone_daemon("solo2", "dup", "SOLO2")
     d.start()
     holder = None
     try:
