@@ -778,6 +778,7 @@ int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
         uv_close((uv_handle_t *)&p->notify, free_pipeline);
         return GA_ENOMEM;
     }
+    pthread_setname_np(p->seq_thread, "ga-sequencer");
     *out = p;
     return 0;
 }

@@ -4,7 +4,7 @@ a record only once every partition's windows were saved after it, so it
 holds a round of window saves' worth of ingest.  Here a round is
 window_snapshot_s = 10 s of about 1 MB/s against a 4 MiB journal: at the
 configured pace the journal would fill within seconds and refuse batches
-(a pace of one partition per batch, the earlier rule, did at 3 s).  Past
+(so does a pace of at most one partition per batch, at 3 s).  Past
 half full the round speeds up, so the journal stays below its cap:
 gpuagg-load gets every batch acknowledged, none is refused busy (an append
 may wait a moment for space while the first round completes), and every

@@ -130,7 +130,7 @@ static void test_v4_moves_rows(void)
 
 /* Migration 10 on a database migration 9 left: every metric gets the id
  * the expression of v7 gave it, which is the daemon's ga_metric_uuid; the
- * index is on the column; a definition no longer checks its policy. */
+ * index is on the column; a definition checks no policy row. */
 static void test_v10_stores_metric_ids(void)
 {
     PGconn *c = pgenv_connect(&env);
