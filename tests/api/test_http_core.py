@@ -5,7 +5,7 @@ import json
 import socket
 import time
 
-from apilib import HttpDaemon, Results
+from apilib import HttpDaemon, Results, wait_for
 
 R = Results("http_core")
 D = HttpDaemon(http="auth: basic, timeout_s: 1, max_body_bytes: 2KiB")
@@ -78,6 +78,10 @@ def test_slow_client_closed():
 def test_connection_limit(D):
     # http.max_connections: 4.  A fifth connection is closed at once, without
     # an answer, while four are open; once they close, connections are served.
+    # The listener counts a closed client's connection until its thread sees
+    # the close: wait for the earlier requests' connections to be gone.
+    assert wait_for(lambda: D.call("stats")["result"]["http.connections_open"] == 0), \
+        D.call("stats")["result"]["http.connections_open"]
     held = [socket.create_connection(("127.0.0.1", D.port), timeout=5) for _ in range(4)]
     # the listener accepts on its own thread: a request answered on each
     # (kept alive) shows it holds all four
