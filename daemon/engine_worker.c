@@ -11,6 +11,7 @@
 #include "proto/base/grow.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
+#include "gpu/cuda.h"
 #include "daemon/ingest/pipeline.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
@@ -22,6 +23,10 @@
 #include "storage/pg_writers.h"
 
 #define LOAD_RETRY_MAX_MS 30000
+/* The most points one feed takes when batches wait in the queue: 64 Ki
+ * points, at most ~800 k rows for Gnocchi's `medium` (12 a point) spread
+ * over the writers, well inside their queues (storage.queue_max_rows). */
+#define EW_FEED_POINTS 65536
 
 struct flush_req {
     uint64_t target;                  /* aggregate every record below, then commit */
@@ -45,26 +50,31 @@ struct ga_engine_worker {
     struct ga_config *cfg_next;       /* from ew_reload, taken at the next batch */
     struct flush_req *flushes;
     uint64_t live_lsn;                /* records at or above came through the pipeline */
-    /* per-batch scratch */
-    uint32_t *name_ids, *ids, *counts_by_name;
-    size_t name_cap, id_cap, cbn_cap;
-    struct pgw_metric_def *defs;
-    size_t def_cap;
+    /* The points gathered for the next feed: several batches' when more
+     * wait in the queue (gather, feed_gathered), up to EW_FEED_POINTS. */
+    uint32_t *name_ids;               /* per batch: its names' metric ids */
+    size_t name_cap;
+    uint32_t *g_ids;
+    int64_t *g_ts;
+    double *g_val;
+    size_t g_n, g_ids_cap, g_ts_cap, g_val_cap;
+    struct pgw_metric_def *defs;      /* the metrics the gathered batches created */
+    size_t g_ndefs, def_cap;
+    uint64_t g_lsn, g_end;            /* the journal records gathered: [g_lsn, g_end) */
+    uint32_t g_batches;
+    uint32_t g_serial;                /* the gathered run's number (from 1) */
     struct ga_result res;
     /* per metric id, grown together (meta_cap) */
     uint8_t *dirty;                   /* changed since its partition's last snapshot */
     uint8_t *part;                    /* its partition (proto/ga_partition.h) */
     uint64_t *pend;                   /* points taken since then (metrics.points) */
+    uint32_t *g_mark;                 /* g_serial: the metric is in the gathered run */
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
     int next_part;
     int64_t last_tick_ns;
     uint64_t loaded_part_lsn[GA_PARTITIONS];  /* from PostgreSQL at start */
     uint64_t loaded_max_lsn;          /* records ending at or below may be partly in windows */
-    int64_t *fts;                     /* replay scratch: the points kept */
-    double *fval;
-    uint32_t *fids;
-    size_t fcap;
     uint64_t processed_lsn;
     int broken;                       /* a batch was not stored: claim no more windows */
     struct ga_ratelimit late_rl;
@@ -136,9 +146,13 @@ static int grow_meta(struct ga_engine_worker *w, size_t n)
     if (p)
         w->part = p;
     uint64_t *c = p ? realloc(w->pend, cap * sizeof *c) : NULL;
-    if (!c)
+    if (c)
+        w->pend = c;
+    uint32_t *g = c ? realloc(w->g_mark, cap * sizeof *g) : NULL;
+    if (!g)
         return GA_ENOMEM;
-    w->pend = c;
+    w->g_mark = g;
+    memset(w->g_mark + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *g);
     memset(w->dirty + w->meta_cap, 0, cap - w->meta_cap);
     memset(w->part + w->meta_cap, 0, cap - w->meta_cap);
     memset(w->pend + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *c);
@@ -181,10 +195,15 @@ static int partition_of(void *ctx, uint32_t metric)
  * with the points they took since then, as one window set at lsn
  * (pg_writer.h "LSNs").  The journal is released below the lowest
  * partition's set once committed. */
-static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask, uint64_t lsn)
+static void feed_now(struct ga_engine_worker *w);
+
+static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
 {
+    feed_now(w);                       /* the windows at processed_lsn */
+    uint64_t lsn = w->processed_lsn;
     if (w->broken || !w->writers)
         return;                        /* the journal must keep what was not stored */
+    int64_t t0 = ga_now_mono_ns();
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
     for (uint32_t id = 0; id < n; id++)
@@ -223,6 +242,7 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask, uint64_t l
                 w->dirty[id] = 0, w->pend[id] = 0;
         pthread_mutex_lock(&w->mu);
         w->st.snapshots++;
+        w->st.snapshot_ns += (uint64_t)(ga_now_mono_ns() - t0);
         pthread_mutex_unlock(&w->mu);
     } else {
         ga_log(GA_LOG_ERROR, "window_snapshot_failed", "error=\"%s\"", ga_strerror(rc));
@@ -277,7 +297,7 @@ static void snapshot_tick(struct ga_engine_worker *w)
         w->next_part = (w->next_part + 1) % GA_PARTITIONS;
     }
     w->last_tick_ns = now;
-    snapshot_parts(w, mask, w->processed_lsn);
+    snapshot_parts(w, mask);
 }
 
 /* ---- one batch ----------------------------------------------------------- */
@@ -294,14 +314,19 @@ static void log_late(struct ga_engine_worker *w, const struct ga_result *r)
            ga_late_reason_name(l->reason), (unsigned long long)suppressed);
 }
 
-/* Aggregate one batch covering journal records below `end`. */
-static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t end)
+/* Take in one batch covering journal records [lsn, end): its names
+ * interned (new metrics registered with the engine), its points added to
+ * the gathered ones.  A record some partitions' windows already hold
+ * (replaying below loaded_max_lsn) brings only the other partitions'
+ * points: theirs are in their snapshots (and stored). */
+static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn, uint64_t end)
 {
-    size_t ndefs = 0;
+    size_t need = w->g_n + b->n;
     int rc = grow((void **)&w->name_ids, &w->name_cap, b->nnames, sizeof *w->name_ids);
-    rc = rc ? rc : grow((void **)&w->counts_by_name, &w->cbn_cap, b->nnames, sizeof *w->counts_by_name);
-    rc = rc ? rc : grow((void **)&w->ids, &w->id_cap, b->n, sizeof *w->ids);
-    rc = rc ? rc : grow((void **)&w->defs, &w->def_cap, b->nnames, sizeof *w->defs);
+    rc = rc ? rc : grow((void **)&w->defs, &w->def_cap, w->g_ndefs + b->nnames, sizeof *w->defs);
+    rc = rc ? rc : grow((void **)&w->g_ids, &w->g_ids_cap, need, sizeof *w->g_ids);
+    rc = rc ? rc : grow((void **)&w->g_ts, &w->g_ts_cap, need, sizeof *w->g_ts);
+    rc = rc ? rc : grow((void **)&w->g_val, &w->g_val_cap, need, sizeof *w->g_val);
     if (rc < 0)
         return rc;
     for (uint32_t i = 0; i < b->nnames; i++) {
@@ -314,7 +339,8 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
             const struct ga_policy *p = ga_metrics_get(w->metrics, id)->policy;
             if ((rc = ga_engine_metric_add(w->engine, id, p)) < 0)
                 return rc;
-            w->defs[ndefs++] = (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
+            w->defs[w->g_ndefs++] =
+                (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
             if (grow_meta(w, (size_t)id + 1) < 0)
                 return GA_ENOMEM;
             w->dirty[id] = 0;
@@ -322,43 +348,58 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
             w->part[id] = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
         }
         w->name_ids[i] = id;
-        w->counts_by_name[i] = 0;
     }
-    struct ga_points pts = { .n = b->n, .metric = w->ids, .ts = b->ts, .value = b->value };
-    if (end <= w->loaded_max_lsn) {
-        /* Replaying a record some partitions' windows already hold: their
-         * points of it are in their snapshots (and stored); feed the rest. */
-        if (b->n > w->fcap) {
-            int64_t *t = realloc(w->fts, b->n * sizeof *t);
-            double *v = t ? realloc(w->fval, b->n * sizeof *v) : NULL;
-            uint32_t *f = v ? realloc(w->fids, b->n * sizeof *f) : NULL;
-            w->fts = t ? t : w->fts;
-            w->fval = v ? v : w->fval;
-            if (!f)
-                return GA_ENOMEM;
-            w->fids = f;
-            w->fcap = b->n;
-        }
-        size_t kept = 0;
-        for (size_t k = 0; k < b->n; k++) {
-            uint32_t id = w->name_ids[b->name_idx[k]];
-            if (w->loaded_part_lsn[w->part[id]] >= end)
-                continue;
-            w->fids[kept] = id;
-            w->fts[kept] = b->ts[k];
-            w->fval[kept++] = b->value[k];
-            w->counts_by_name[b->name_idx[k]]++;
-        }
-        pts = (struct ga_points){ .n = kept, .metric = w->fids, .ts = w->fts, .value = w->fval };
-    } else {
-        for (size_t k = 0; k < b->n; k++) {
-            w->ids[k] = w->name_ids[b->name_idx[k]];
-            w->counts_by_name[b->name_idx[k]]++;
-        }
+    /* Each metric's points of a feed come from one batch, so that a feed
+     * of several batches gives what feeding them one after another gives
+     * (docs/SEMANTICS.md is per metric, per batch): a batch with a metric
+     * the gathered run has already goes into the next feed. */
+    int clash = 0;
+    for (uint32_t i = 0; i < b->nnames && w->g_batches; i++)
+        clash |= w->g_mark[w->name_ids[i]] == w->g_serial;
+    if (clash)
+        feed_now(w);
+    for (uint32_t i = 0; i < b->nnames; i++)
+        w->g_mark[w->name_ids[i]] = w->g_serial;
+    int partly = end <= w->loaded_max_lsn;
+    size_t n = w->g_n;
+    for (size_t k = 0; k < b->n; k++) {
+        uint32_t id = w->name_ids[b->name_idx[k]];
+        if (partly && w->loaded_part_lsn[w->part[id]] >= end)
+            continue;
+        w->g_ids[n] = id;
+        w->g_ts[n] = b->ts[k];
+        w->g_val[n++] = b->value[k];
     }
+    w->g_n = n;
+    if (!w->g_batches++)
+        w->g_lsn = lsn;
+    w->g_end = end;
+    return 0;
+}
+
+/* Aggregate the gathered points in one feed and hand the rows, late
+ * points and new metrics to the writers as one unit at the last record's
+ * end.  One feed for many batches: a feed's fixed costs (its waits for
+ * counts, and the GPU's window pool, rebuilt each feed: docs/GPU.md) are
+ * paid once for all of them. */
+static int feed_gathered(struct ga_engine_worker *w)
+{
+    if (!w->g_batches)
+        return 0;
+    struct ga_points pts = { .n = w->g_n, .metric = w->g_ids, .ts = w->g_ts, .value = w->g_val };
+    uint64_t end = w->g_end;
+    uint32_t nb = w->g_batches;
+    size_t ndefs = w->g_ndefs;
+    w->g_n = w->g_ndefs = 0;
+    w->g_batches = 0;
+    if (++w->g_serial == 0)
+        w->g_serial = 1;              /* a stale mark equal to it costs one early feed */
+    int64_t t0 = ga_now_mono_ns();
     ga_result_reset(&w->res);
     w->res.want_wide = 1;         /* storage takes wide records: fewer bytes home from a GPU */
-    if ((rc = ga_engine_feed(w->engine, &pts, &w->res)) < 0)
+    int rc = ga_engine_feed(w->engine, &pts, &w->res);
+    int64_t t1 = ga_now_mono_ns();
+    if (rc < 0)
         return rc;
     struct ga_engine_failover_stats fo;
     ga_engine_failover_stats(w->engine, &fo);
@@ -377,11 +418,9 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
         return GA_ECUDA;
     }
     /* counters travel with their partition's next window set */
-    for (uint32_t i = 0; i < b->nnames; i++) {
-        if (!w->counts_by_name[i])
-            continue;
-        w->pend[w->name_ids[i]] += w->counts_by_name[i];
-        w->dirty[w->name_ids[i]] = 1;
+    for (size_t k = 0; k < pts.n; k++) {
+        w->pend[pts.metric[k]]++;
+        w->dirty[pts.metric[k]] = 1;
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
@@ -390,10 +429,26 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
     };
     if ((rc = submit(w, &u)) < 0)
         return rc;
+    int64_t t2 = ga_now_mono_ns();
+    struct ga_cuda_feed_stats cs;
+    uint64_t rebuild_ns = 0, pool = 0;
+    int have_pool = 0;
+    for (int i = 0; i < ga_engine_nbackends(w->engine); i++)
+        if (ga_cuda_backend_stats(ga_engine_backend(w->engine, i), &cs) == 0) {
+            rebuild_ns += (uint64_t)(cs.gpu_rebuild_s * 1e9);
+            pool += cs.pool_points;
+            have_pool = 1;
+        }
     w->processed_lsn = end;
     pthread_mutex_lock(&w->mu);
     w->st.processed_lsn = end;
-    w->st.batches++;
+    w->st.batches += nb;
+    w->st.feeds++;
+    w->st.feed_ns += (uint64_t)(t1 - t0);
+    w->st.submit_ns += (uint64_t)(t2 - t1);
+    w->st.gpu_rebuild_ns += rebuild_ns;
+    if (have_pool)
+        w->st.window_points = pool;
     w->st.points += pts.n;
     w->st.aggs += w->res.nrows;
     w->st.late += w->res.nlate;
@@ -411,18 +466,39 @@ static int process(struct ga_engine_worker *w, const struct ing_batch *b, uint64
 
 /* A batch failing in the engine is a bug or memory exhaustion: it stays in
  * the journal (not released), is logged, and the worker goes on. */
+static void not_stored(struct ga_engine_worker *w, int rc, uint64_t lsn, size_t points)
+{
+    if (rc >= 0 || w->broken)
+        return;
+    /* From here on no window set is claimed, so the journal keeps these
+     * batches and the next start replays them. */
+    w->broken = 1;
+    ga_log(rc == GA_ESHUTDOWN ? GA_LOG_WARN : GA_LOG_ERROR, "engine_batch_not_stored",
+           "lsn=%llu points=%zu error=\"%s\" action=\"journal kept from here; replayed at "
+           "next start\"", (unsigned long long)lsn, points, ga_strerror(rc));
+}
+
+/* Feed what was gathered now: before a window set is taken, before the
+ * position is read, when the queue has nothing more ready. */
+static void feed_now(struct ga_engine_worker *w)
+{
+    uint64_t lsn = w->g_lsn;
+    size_t n = w->g_n;
+    not_stored(w, feed_gathered(w), lsn, n);
+}
+
+/* Gather one batch; feed once EW_FEED_POINTS are gathered. */
 static void process_logged(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn,
                            uint64_t end)
 {
-    int rc = process(w, b, end);
-    if (rc < 0 && !w->broken) {
-        /* From here on no window set is claimed, so the journal keeps this
-         * batch and the next start replays it. */
-        w->broken = 1;
-        ga_log(rc == GA_ESHUTDOWN ? GA_LOG_WARN : GA_LOG_ERROR, "engine_batch_not_stored",
-               "lsn=%llu points=%zu error=\"%s\" action=\"journal kept from here; replayed at "
-               "next start\"", (unsigned long long)lsn, b->n, ga_strerror(rc));
+    int rc = gather(w, b, lsn, end);
+    if (rc < 0) {
+        feed_now(w);                  /* the batches gathered before it */
+        not_stored(w, rc, lsn, b->n);
+        return;
     }
+    if (w->g_n >= EW_FEED_POINTS)
+        feed_now(w);
 }
 
 struct replay_ctx {
@@ -457,7 +533,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
      * ones: a full set there would cost the engine the time it is short of. */
     uint64_t seg = (uint64_t)rc->w->cfg->journal.segment_bytes;
     if (rc->full_sets && lsn - rc->set_lsn >= seg) {
-        snapshot_parts(rc->w, 0, rc->w->processed_lsn);
+        snapshot_parts(rc->w, 0);
         rc->set_lsn = lsn;
     } else {
         snapshot_tick(rc->w);
@@ -491,6 +567,7 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, in
            (unsigned long long)from, (unsigned long long)until,
            (unsigned long long)(until - from));
     int r = jnl_replay(w->j, from, replay_one, &rc);
+    feed_now(w);
     if (r < 0 && r != GA_ECANCELED)
         ga_log(GA_LOG_ERROR, "journal_replay_failed", "from=%llu error=\"%s\"",
                (unsigned long long)from, ga_strerror(r));
@@ -679,7 +756,7 @@ static void serve_flushes(struct ga_engine_worker *w)
         ready = w->processed_lsn >= f->target && w->writers;
     pthread_mutex_unlock(&w->mu);
     if (ready)
-        snapshot_parts(w, 0, w->processed_lsn);
+        snapshot_parts(w, 0);
     pthread_mutex_lock(&w->mu);
     struct flush_req **pp = &w->flushes;
     while (*pp) {
@@ -847,6 +924,7 @@ static void consume_message(struct ga_engine_worker *w, uint64_t seq, int part, 
         int t = ing_decode(data, len, NULL, &m, err, sizeof err);
         if (t == ING_POINTS) {
             process_logged(w, &m.u.points, seq, seq + 1);
+            feed_now(w);               /* the position is per message here */
             ing_msg_free(&m);
             if (w->processed_lsn >= seq + 1)
                 return;
@@ -917,7 +995,7 @@ static void *cluster_main(struct ga_engine_worker *w)
         snapshot_tick(w);
         serve_flushes(w);
     }
-    snapshot_parts(w, 0, w->processed_lsn);
+    snapshot_parts(w, 0);
     serve_flushes(w);
 out:
     jsl_sub_close(sub);
@@ -950,19 +1028,22 @@ static void *worker_main(void *arg)
     for (;;) {
         take_reload(w);
         struct pl_entry e;
-        int rc = pl_engine_pop(w->pl, &e, 100);
+        /* batches ready one after another are gathered into one feed */
+        int rc = pl_engine_pop(w->pl, &e, w->g_batches ? 0 : 100);
         if (rc == 1 && !w->st.fatal)
             consume(w, &e);
         else if (rc == 1 && e.batch) {   /* fatal: the journal keeps it for the restart */
             ing_batch_free(e.batch);
             free(e.batch);
         }
+        if (rc != 1)
+            feed_now(w);
         snapshot_tick(w);
         serve_flushes(w);
         if (rc == GA_ESHUTDOWN)
             break;
     }
-    snapshot_parts(w, 0, w->processed_lsn);
+    snapshot_parts(w, 0);
     serve_flushes(w);
     set_state(w, EW_STOPPED);
     return NULL;
@@ -1005,6 +1086,7 @@ static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_p
     struct ga_engine_worker *w = calloc(1, sizeof *w);
     if (!w)
         return GA_ENOMEM;
+    w->g_serial = 1;
     w->d = d;
     w->pl = pl;
     w->j = j;
@@ -1062,15 +1144,14 @@ int ew_stop(struct ga_engine_worker *w, int timeout_ms)
     ga_metrics_close(w->metrics);
     ga_result_free(&w->res);
     free(w->name_ids);
-    free(w->ids);
-    free(w->counts_by_name);
+    free(w->g_ids);
+    free(w->g_ts);
+    free(w->g_val);
     free(w->defs);
     free(w->dirty);
     free(w->part);
     free(w->pend);
-    free(w->fts);
-    free(w->fval);
-    free(w->fids);
+    free(w->g_mark);
     free(w->cfg);
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);

@@ -48,6 +48,12 @@ struct ew_status {
     char load_error[256];
     uint64_t processed_lsn;           /* every record below is aggregated */
     uint64_t batches, points, aggs, late, metrics, snapshots, replayed_records;
+    /* where the worker's time goes: feeds (several batches each when they
+     * wait), the engine's share and the writers' (handing the rows over,
+     * backpressure included), window sets (reading windows, handing them
+     * over); the GPUs' window pool: its rebuilds (GPU time, the CUDA
+     * backends' own timing) and the raw points it holds */
+    uint64_t feeds, feed_ns, submit_ns, snapshot_ns, gpu_rebuild_ns, window_points;
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
     int have_writer;
     struct pgw_status writer;

@@ -296,6 +296,12 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("engine.late.out_of_range", s->ew.late_out_of_range);
     KV("engine.replayed_records", s->ew.replayed_records);
     KV("engine.window_snapshots", s->ew.snapshots);
+    KV("engine.feeds", s->ew.feeds);
+    KV("engine.feed_ms", s->ew.feed_ns / 1000000);
+    KV("engine.submit_ms", s->ew.submit_ns / 1000000);
+    KV("engine.snapshot_ms", s->ew.snapshot_ns / 1000000);
+    KV("engine.gpu_rebuild_ms", s->ew.gpu_rebuild_ns / 1000000);
+    KV("engine.window_points", s->ew.window_points);
     KV("engine.gpu_failovers", s->ew.failover.failovers);
     KV("engine.gpu_failover_metrics_moved", s->ew.failover.metrics_moved);
     KV("engine.gpu_failover_windows_lost", s->ew.failover.windows_lost);

@@ -184,8 +184,8 @@ class PrivatePG:
         self.conninfo = r.stdout.strip()
         self.sockdir = os.path.join(self.dir, "sock")
 
-    def sql(self, q):
-        cmd = ["psql", "-h", self.sockdir, "-U", "postgres", "-d", "gpuagg", "-Atc", q]
+    def sql(self, q, db="gpuagg"):
+        cmd = ["psql", "-h", self.sockdir, "-U", "postgres", "-d", db, "-Atc", q]
         if os.getuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--"] + cmd
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

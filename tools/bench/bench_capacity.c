@@ -210,6 +210,9 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
+/* the stats read at the end (stats_names): 8 counters, then the engine worker's from S_BATCHES */
+enum { S_BATCHES = 8, NSTATS = 15 };
+
 struct run {
     struct opts *o;
     char out[PATH_MAX], rundir[PATH_MAX], cfg[PATH_MAX + 32], log[PATH_MAX + 32], pgdir[PATH_MAX];
@@ -223,7 +226,7 @@ struct run {
     double t_load_end, drain_s, rss_base_kib;
     int load_rc, drained;
     uint64_t acked_final, rows_final, db_points, db_rows;
-    uint64_t stats[8];              /* the stats_names at the end of the drain */
+    uint64_t stats[NSTATS];         /* the stats_names at the end of the drain */
     int have_stats;
     struct cap_ceiling ceil;
     int ceil_ok;
@@ -596,10 +599,13 @@ static int drive(struct run *r)
 }
 
 /* Counters of `stats` that say where the time went (docs/COUNTERS.md). */
-static const char *const stats_names[8] = {
+static const char *const stats_names[NSTATS] = {
     "storage.transactions", "storage.rows_fresh", "storage.fresh_fallbacks", "storage.retries",
     "pipeline.journal_only_batches", "pipeline.journal_full_waits", "ingest.backpressure_pauses",
     "engine.late_points",
+    /* the engine worker's time (S_FEEDS on) */
+    "engine.batches", "engine.feeds", "engine.feed_ms", "engine.submit_ms", "engine.snapshot_ms",
+    "engine.gpu_rebuild_ms", "engine.window_points",
 };
 
 static void read_stats(struct run *r)
@@ -608,7 +614,7 @@ static void read_stats(struct run *r)
     char err[256];
     if (ctl_client_call(&r->ctl, "stats", NULL, 0, &rep, err, sizeof err) < 0 || !rep.ok)
         return;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < NSTATS; i++)
         if (mp_get_uint(rep.result, stats_names[i], &r->stats[i]) < 0)
             return;
     r->have_stats = 1;
@@ -660,8 +666,17 @@ static void summary(struct run *r, int completed)
     printf("| writer's oldest pending unit | max %.2f s (storage.lag_s) |\n", wmax);
     if (r->have_stats) {
         printf("| counters at the end |");
-        for (int i = 0; i < 8; i++)
-            printf(" %s %llu%s", stats_names[i], (unsigned long long)r->stats[i], i < 7 ? "," : " |\n");
+        for (int i = 0; i < S_BATCHES; i++)
+            printf(" %s %llu%s", stats_names[i], (unsigned long long)r->stats[i],
+                   i < S_BATCHES - 1 ? "," : " |\n");
+        const uint64_t *x = r->stats + S_BATCHES;
+        double wall_ms = td * 1000;
+        printf("| engine worker | %llu batches in %llu feeds (%.1f a feed); of the %.0f s of load "
+               "and drain: feeds %.1f %%, handing rows to the writers %.1f %%, window sets %.1f %%; "
+               "GPU window pool rebuilds %.1f %% of that time, %llu raw points held at the end |\n",
+               (unsigned long long)x[0], (unsigned long long)x[1], x[1] ? (double)x[0] / x[1] : 0.0,
+               td, 100 * x[2] / wall_ms, 100 * x[3] / wall_ms, 100 * x[4] / wall_ms,
+               100 * x[5] / wall_ms, (unsigned long long)x[6]);
     }
     if (r->drained)
         printf("| drain | %.2f s from the load's end to committed = acked |\n", r->drain_s);
