@@ -41,8 +41,17 @@ committed position C = min(partitions.committed_lsn) in PostgreSQL (every
 stream message below C is committed); the storage lag at a sample is how
 long ago D passed C (interpolated between samples); committed points are the
 acked points when D passed C.  Rates are over the steady part of the load:
-from --warmup s to the kill (phase B) or the load's end (phase A).  The
-ratio is phase B's committed points/s over N x phase A's.
+from --warmup s to the kill (phase B) or the load's end (phase A), a whole
+number of intervals.  The ratio is phase B's committed points/s over N x
+phase A's.  A partition's position moves only when its owner commits: with
+several daemons, the messages at the stream's end that belong to the others'
+partitions hold C back until the owner's next commit, so the lag is an upper
+bound by up to the time between two commits of a daemon (with a batch every
+few seconds, that is the gap between batches; under steady load,
+storage.flush_interval_ms).  Takeover: from the kill until the survivors'
+`cluster.owned` hold every partition of the killed daemon; "lag back": from
+the kill until the storage lag is again at most the steady window's p99
+(at least 1 s).
 
 On the GPU host, from the unpacked bundle: /opt/root/bench_cluster (see
 tools/gpu-host/bench_cluster.sh).  Files (configs, logs, samples.tsv,
@@ -974,16 +983,16 @@ def report(ctx, A, B, nc):
     cands.append(("host CPU (busy over all %d cores)" % os.cpu_count(), r["host_busy"]))
     p("use of each ceiling in phase %s (steady window): %s" % (r["phase"], "; ".join("%s %.0f %%" % (k, 100 * v) for k, v in cands)))
     top = max(cands, key=lambda kv: kv[1])
-    keeping_up = r["acked_rate"] >= 0.98 * r["offered"] and r["lag_p99"] <= 2
+    keeping_up = r["acked_rate"] >= 0.98 * r["offered"]
     if top[1] >= 0.8:
         p("binds: %s at %.0f %%%s" % (top[0], 100 * top[1],
                                       "" if not keeping_up else " (the run kept up with the offered load)"))
     elif keeping_up:
-        p("binds: none -- the daemons kept up with the offered load (acked = offered, lag p99 <= 2 s) and no "
+        p("binds: none -- the daemons kept up with the offered load (acked = offered) and no measured "
           "ceiling is above 80 %; raise the rate to find the capacity")
     else:
-        p("binds: none of the measured ceilings is above 80 %% (highest: %s at %.0f %%): the daemons "
-          "themselves bound the run" % (top[0], 100 * top[1]))
+        p("binds: none of the measured ceilings is above 80 %% (highest: %s at %.0f %%) and acked < "
+          "offered: the daemons themselves bound the run" % (top[0], 100 * top[1]))
     if B and A:
         ratio = B["committed_rate"] / (B["daemons"] * base) if base else 0
         p()
