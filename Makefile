@@ -94,7 +94,7 @@ BINS    := $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl $(if $(LOAD_SRC),$(BUILD)
 # here so that CI compiles them.
 GPU_TOOLS := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/wait_cost)
 
-.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity check-layout demo-cluster
+.PHONY: all run test unit asan tsan install install-ceilometer clean deps fuzz bench bench-capacity bench-cluster check-layout demo-cluster
 all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
@@ -173,6 +173,14 @@ $(BUILD)/tests-stamp: $(TEST_BIN)
 BENCH_ARGS ?= --metrics 100000 --interval 2s --policy medium --duration 120 --backend cpu
 bench-capacity: all
 	$(BUILD)/bench/bench_capacity --out $(BUILD)/bench-capacity $(BENCH_ARGS)
+
+# The cluster benchmark (tools/bench/bench_cluster.py): one daemon in
+# cluster mode against N on 3 nats-servers and a private PostgreSQL under
+# build/bench-cluster, with a kill -9 of one of the N; CLUSTER_ARGS
+# overrides the workload (default: a size this 2-core machine holds).
+CLUSTER_ARGS ?= --metrics 20000 --interval 2s --duration 60 --daemons 2 --backend cpu
+bench-cluster: all
+	/usr/bin/python3 tools/bench/bench_cluster.py --out $(BUILD)/bench-cluster $(CLUSTER_ARGS)
 
 # The Ceilometer publisher plugin (tools/ceilometer/): the package and a
 # dist-info whose entry_points.txt registers `gpuagg` on

@@ -39,7 +39,7 @@ struct opts {
     uint32_t metrics, connections, batch, inflight;
     double interval_s, rate, duration_s, sample_s, report_s, drain_timeout_s, warmup_s;
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
-    int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep;
+    int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep, ceiling_only;
     long max_metrics;
     long journal_gib;
 };
@@ -78,6 +78,8 @@ static void usage(FILE *f)
 "  --pg-script PATH      tools/pg-private.sh (default: found next to this program)\n"
 "  --log-level L         gpuaggd's log.level (default info; debug logs every commit's timings)\n"
 "  --keep                keep PostgreSQL running, the COPY file and the ceiling table\n"
+"  --ceiling-only        only PostgreSQL's ceiling for the rows already in --table of\n"
+"                        --conninfo (no daemon, no load); prints one 'ceiling' line\n"
 "exit status: 0 the run completed (goals are reported, not asserted), 1 a step failed, 2 usage\n");
 }
 
@@ -118,7 +120,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -130,7 +132,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
-        { "journal-gib", 1, 0, O_JGIB },
+        { "journal-gib", 1, 0, O_JGIB }, { "ceiling-only", 0, 0, O_CEILONLY },
         { "help", 0, 0, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -167,6 +169,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_BINDIR: o->bindir = optarg; break;
         case O_SCRIPT: o->pg_script = optarg; break;
         case O_KEEP: o->keep = 1; break;
+        case O_CEILONLY: o->ceiling_only = 1; break;
         case O_LOGLEVEL: o->log_level = optarg; break;
         case O_WARMUP: if (parse_num(optarg, 0, 1e6, &o->warmup_s) < 0) return bad("--warmup", optarg); break;
         case 'h': usage(stdout); exit(0);
@@ -175,6 +178,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "bench_capacity: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (o->ceiling_only && !o->conninfo) {
+        fprintf(stderr, "bench_capacity: --ceiling-only needs --conninfo\n");
         return 2;
     }
     if (o->connections > o->metrics) {
@@ -764,6 +771,27 @@ static int setup_dirs(struct run *r)
     return 0;
 }
 
+/* --ceiling-only: the ceiling for the rows in o->table, as one line of
+ * key=value for scripts (tools/bench/bench_cluster.py). */
+static int ceiling_only(const struct opts *o)
+{
+    struct cap_ceiling c;
+    char path[PATH_MAX + 32], err[1024];
+    if (mkdir(o->out, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "bench_capacity: mkdir %s: %s\n", o->out, strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/ceiling.copy", o->out);
+    if (cap_ceiling_run(o->conninfo, o->table, path, o->copy_sessions, o->keep, &c, err, sizeof err) < 0) {
+        fprintf(stderr, "bench_capacity: ceiling: %s\n", err);
+        return 1;
+    }
+    printf("ceiling rows=%llu bytes=%llu sessions=%d export_s=%.3f load_s=%.3f rows_per_s=%.0f partitions=%d\n",
+           (unsigned long long)c.rows, (unsigned long long)c.bytes, c.sessions, c.export_s, c.load_s, c.rows_per_s,
+           c.partitions);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {
@@ -777,6 +805,8 @@ int main(int argc, char **argv)
         return rc;
     if (o.max_metrics < 0)
         o.max_metrics = (long)o.metrics;
+    if (o.ceiling_only)
+        return ceiling_only(&o);
     struct run r = { .o = &o };
     r.ctl.fd = -1;
     signal(SIGPIPE, SIG_IGN);

@@ -7,7 +7,9 @@
 # build-bundle/ to the GPU host and run tools/gpu-host/e2e.sh there (or
 # bench_host.sh: it also needs build/bench/gen_points_csv and a pure-Python
 # msgpack, both packed here); `root/bench_capacity` (tools/gpu-host/bench_capacity.sh) runs
-# the capacity benchmark with the bundle's PostgreSQL.
+# the capacity benchmark with the bundle's PostgreSQL, `root/bench_cluster`
+# (tools/gpu-host/bench_cluster.sh) the cluster benchmark with it and the
+# bundle's nats-server (Debian's; it needs only glibc).
 set -eu
 cd "$(dirname "$0")/../.."
 make -s all >/dev/null
@@ -19,6 +21,9 @@ pgbin=/usr/lib/postgresql/$pgv/bin
 mkdir -p "$root/usr/lib/postgresql/$pgv/bin" "$root/usr/lib/postgresql/$pgv/lib" "$root/usr/share/postgresql"
 cp build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load build/bench/gen_points_csv \
    build/bench/bench_capacity "$root/bin/"
+nats=$(command -v nats-server || echo /usr/sbin/nats-server)
+[ -x "$nats" ] || { echo "bundle.sh: nats-server not found (tools/deps.sh installs it)" >&2; exit 1; }
+cp "$nats" "$root/bin/"
 for b in postgres initdb pg_ctl psql createdb pgbench; do cp "$pgbin/$b" "$root/usr/lib/postgresql/$pgv/bin/"; done
 for l in plpgsql.so dict_snowball.so; do cp "/usr/lib/postgresql/$pgv/lib/$l" "$root/usr/lib/postgresql/$pgv/lib/"; done
 cp -r /usr/share/postgresql/$pgv "$root/usr/share/postgresql/"
@@ -34,6 +39,8 @@ done | sort -u | while read -r lib; do
 done
 cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/gpu-host/pg_rewrite_ceiling.sh tools/pg-private.sh "$root/"
 cp tools/gpu-host/bench_capacity.sh "$root/bench_capacity"
+cp tools/bench/bench_cluster.py "$root/"
+cp tools/gpu-host/bench_cluster.sh "$root/bench_cluster"
 # msgpack for visprobe.py (the host's python3 has none): Debian's package,
 # pure Python only -- its C extension is built for another Python version,
 # and msgpack falls back to msgpack/fallback.py without it.
