@@ -27,6 +27,13 @@
  * points, at most ~800 k rows for Gnocchi's `medium` (12 a point) spread
  * over the writers, well inside their queues (storage.queue_max_rows). */
 #define EW_FEED_POINTS 65536
+/* A window save writes the points appended since the last (a tail,
+ * docs/STORAGE.md "Window snapshots") while the metric has fewer than
+ * SAVE_TAILS_MAX tails stored and its stored points stay within twice its
+ * window; otherwise the whole window, which drops the tails. */
+#define SAVE_TAILS_MAX 8
+enum { DIRTY_TAIL = 1, DIRTY_WHOLE = 2 };
+#define SAVED_NONE INT64_MIN
 
 struct flush_req {
     uint64_t target;                  /* aggregate every record below, then commit */
@@ -65,10 +72,18 @@ struct ga_engine_worker {
     uint32_t g_serial;                /* the gathered run's number (from 1) */
     struct ga_result res;
     /* per metric id, grown together (meta_cap) */
-    uint8_t *dirty;                   /* changed since its partition's last snapshot */
+    uint8_t *dirty;                   /* changed since its partition's last snapshot:
+                                         DIRTY_TAIL (points after the newest
+                                         saved), DIRTY_WHOLE (else) */
     uint8_t *part;                    /* its partition (proto/ga_partition.h) */
     uint64_t *pend;                   /* points taken since then (metrics.points) */
     uint32_t *g_mark;                 /* g_serial: the metric is in the gathered run */
+    /* the window as last saved (snapshot_parts): its newest point
+     * (SAVED_NONE: nothing usable stored), the points of its snapshot and
+     * of the tails written since, and those tails' count */
+    int64_t *saved_last;
+    uint32_t *saved_base, *saved_tail;
+    uint8_t *saved_recs;
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
     int next_part;
@@ -149,10 +164,27 @@ static int grow_meta(struct ga_engine_worker *w, size_t n)
     if (c)
         w->pend = c;
     uint32_t *g = c ? realloc(w->g_mark, cap * sizeof *g) : NULL;
-    if (!g)
+    if (g)
+        w->g_mark = g;
+    int64_t *sl = g ? realloc(w->saved_last, cap * sizeof *sl) : NULL;
+    if (sl)
+        w->saved_last = sl;
+    uint32_t *sb = sl ? realloc(w->saved_base, cap * sizeof *sb) : NULL;
+    if (sb)
+        w->saved_base = sb;
+    uint32_t *st = sb ? realloc(w->saved_tail, cap * sizeof *st) : NULL;
+    if (st)
+        w->saved_tail = st;
+    uint8_t *sr = st ? realloc(w->saved_recs, cap) : NULL;
+    if (!sr)
         return GA_ENOMEM;
-    w->g_mark = g;
+    w->saved_recs = sr;
     memset(w->g_mark + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *g);
+    for (size_t i = w->meta_cap; i < cap; i++)
+        w->saved_last[i] = SAVED_NONE;
+    memset(w->saved_base + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *sb);
+    memset(w->saved_tail + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *st);
+    memset(w->saved_recs + w->meta_cap, 0, cap - w->meta_cap);
     memset(w->dirty + w->meta_cap, 0, cap - w->meta_cap);
     memset(w->part + w->meta_cap, 0, cap - w->meta_cap);
     memset(w->pend + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *c);
@@ -231,12 +263,44 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
                                    win + got);
     m = got;
     free(ids);
+    /* where only points after the newest saved came (and the truncation
+     * dropped old ones), those points alone: a tail */
+    struct ga_window *tv = rc == 0 ? calloc(m ? m : 1, sizeof *tv) : NULL;
+    rc = rc == 0 && !tv ? GA_ENOMEM : rc;
+    for (size_t j = 0; rc == 0 && j < m; j++) {
+        uint32_t id = pw[j].metric;
+        const struct ga_window *x = &win[j];
+        int64_t last = w->saved_last[id];
+        size_t from = x->n;
+        while (from > 0 && x->ts[from - 1] > last)
+            from--;
+        uint64_t stored = (uint64_t)w->saved_base[id] + w->saved_tail[id] + (x->n - from);
+        if (w->dirty[id] == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
+            w->saved_recs[id] < SAVE_TAILS_MAX && stored <= 2 * (uint64_t)x->n) {
+            tv[j] = (struct ga_window){ .n = x->n - from, .ts = x->ts + from, .value = x->value + from };
+            pw[j] = (struct pgw_window){ .metric = id, .window = &tv[j], .tail = 1,
+                                         .keep_from = x->ts[0] };
+        }
+    }
     if (rc == 0) {
         struct pgw_unit u = { .windows = pw, .nwindows = m, .counts = cnt, .ncounts = nc,
                               .lsn = lsn, .window_lsn = lsn, .window_parts = mask };
         rc = submit(w, &u);
     }
     if (rc == 0) {
+        for (size_t j = 0; j < m; j++) {
+            uint32_t id = pw[j].metric;
+            const struct ga_window *x = &win[j];
+            w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
+            if (pw[j].tail) {
+                w->saved_tail[id] += (uint32_t)tv[j].n;
+                w->saved_recs[id]++;
+            } else {
+                w->saved_base[id] = (uint32_t)x->n;
+                w->saved_tail[id] = 0;
+                w->saved_recs[id] = 0;
+            }
+        }
         for (uint32_t id = 0; id < n; id++)
             if (!mask || (mask >> w->part[id] & 1))
                 w->dirty[id] = 0, w->pend[id] = 0;
@@ -252,6 +316,7 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
         free(win[i].value);
     }
     free(win);
+    free(tv);
     free(pw);
     free(cnt);
 }
@@ -345,6 +410,7 @@ static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_
                 return GA_ENOMEM;
             w->dirty[id] = 0;
             w->pend[id] = 0;
+            w->saved_last[id] = SAVED_NONE;
             w->part[id] = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
         }
         w->name_ids[i] = id;
@@ -417,10 +483,16 @@ static int feed_gathered(struct ga_engine_worker *w)
         pthread_mutex_unlock(&w->mu);
         return GA_ECUDA;
     }
-    /* counters travel with their partition's next window set */
+    /* counters travel with their partition's next window set; a point at
+     * or before the newest one saved may have changed the window in the
+     * middle (or was too old): the next save is of the whole window */
     for (size_t k = 0; k < pts.n; k++) {
-        w->pend[pts.metric[k]]++;
-        w->dirty[pts.metric[k]] = 1;
+        uint32_t id = pts.metric[k];
+        w->pend[id]++;
+        if (pts.ts[k] <= w->saved_last[id])
+            w->dirty[id] = DIRTY_WHOLE;
+        else if (!w->dirty[id])
+            w->dirty[id] = DIRTY_TAIL;
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
@@ -582,6 +654,7 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, in
 struct saved_window {
     uint32_t metric;
     struct ga_window w;
+    size_t tail_bytes;
 };
 
 struct load_ctx {
@@ -589,13 +662,15 @@ struct load_ctx {
     size_t n, cap;
 };
 
-static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win)
+static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
+                       size_t tail_bytes)
 {
     struct load_ctx *lc = ctx;
     if (grow((void **)&lc->v, &lc->cap, lc->n + 1, sizeof *lc->v) < 0)
         return GA_ENOMEM;
     struct saved_window *s = &lc->v[lc->n];
     s->metric = metric;
+    s->tail_bytes = tail_bytes;
     s->w = *win;
     s->w.ts = malloc((win->n ? win->n : 1) * sizeof *s->w.ts);
     s->w.value = malloc((win->n ? win->n : 1) * sizeof *s->w.value);
@@ -646,6 +721,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         if (rc == 0) {
             memset(w->dirty, 0, nm);
             memset(w->pend, 0, nm * sizeof *w->pend);
+            for (uint32_t id = 0; id < nm; id++)
+                w->saved_last[id] = SAVED_NONE;
             for (size_t i = 0; i < s->nmetrics; i++)
                 if (s->metrics[i].id < nm)
                     w->part[s->metrics[i].id] = (uint8_t)ga_partition_of(
@@ -663,6 +740,16 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
                 continue;              /* another daemon's partition */
             rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
                     : GA_ECORRUPT;
+            if (rc == 0) {
+                /* what is stored: the next save adds a tail to it; one
+                 * loaded with tails is saved whole next (compacted) */
+                const struct ga_window *x = &lc.v[i].w;
+                uint32_t id = lc.v[i].metric;
+                w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
+                w->saved_base[id] = (uint32_t)x->n;
+                w->saved_tail[id] = 0;
+                w->saved_recs[id] = lc.v[i].tail_bytes ? SAVE_TAILS_MAX : 0;
+            }
             if (rc < 0)
                 snprintf(err, sizeof err, "restoring the window of metric %u: %s", lc.v[i].metric,
                          ga_strerror(rc));
@@ -1152,6 +1239,10 @@ int ew_stop(struct ga_engine_worker *w, int timeout_ms)
     free(w->part);
     free(w->pend);
     free(w->g_mark);
+    free(w->saved_last);
+    free(w->saved_base);
+    free(w->saved_tail);
+    free(w->saved_recs);
     free(w->cfg);
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);

@@ -125,24 +125,41 @@ static void merge_count(struct pgb_batch *b, const struct pgw_count *c)
     b->counts[b->ncounts++] = *c;
 }
 
-/* Takes ownership of snap; room reserved by reserve_unit. */
-static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *snap, size_t len)
+static struct pgb_window *find_window(struct pgb_batch *b, uint32_t metric,
+                                      struct ga_hmap_it *it)
 {
-    struct ga_hmap_it it = ga_hmap_find(&b->window_ix, id_hash(metric));
+    *it = ga_hmap_find(&b->window_ix, id_hash(metric));
     uint32_t v;
-    struct pgb_window *e = NULL;
-    while (!e && ga_hmap_next(&it, &v))
+    while (ga_hmap_next(it, &v))
         if (b->windows[v].metric == metric)
-            e = &b->windows[v];
-    if (e) {
-        free(e->snap);
-    } else {
+            return &b->windows[v];
+    return NULL;
+}
+
+/* Takes ownership of rec (a snapshot, or a tail record); room reserved by
+ * reserve_unit (a tail's too).  A snapshot replaces what the batch held for
+ * the metric; a tail record goes after it. */
+static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *rec, size_t len)
+{
+    struct ga_hmap_it it;
+    struct pgb_window *e = find_window(b, metric, &it);
+    if (!e) {
         ga_hmap_put(&b->window_ix, &it, id_hash(metric), (uint32_t)b->nwindows);
         e = &b->windows[b->nwindows++];
+        *e = (struct pgb_window){ .metric = metric };
     }
-    e->metric = metric;
-    e->snap = snap;
-    e->len = len;
+    if (len && rec[0] == PGWIN_TAIL && e->tail) {
+        memcpy(e->tail + e->tlen, rec, len);
+        e->tlen += len;
+        free(rec);
+    } else if (len && rec[0] == PGWIN_TAIL) {
+        e->tail = rec;
+        e->tlen = e->tcap = len;
+    } else {
+        free(e->snap);
+        free(e->tail);
+        *e = (struct pgb_window){ .metric = metric, .snap = rec, .len = len };
+    }
 }
 
 /* 1 if s is well-formed UTF-8 (PostgreSQL would refuse it otherwise, and a
@@ -260,8 +277,10 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
         rc = q->wmetric && q->snaps && q->lens ? 0 : GA_ENOMEM;
         for (size_t i = 0; rc == 0 && i < nw; i++) {
             q->wmetric[i] = u->windows[i].metric;
-            if ((rc = pgwin_encode(u->windows[i].window, &q->snaps[i], &q->lens[i])) == 0)
-                q->nwindows++;
+            const struct pgw_window *pw = &u->windows[i];
+            rc = pw->tail ? pgwin_encode_tail(pw->keep_from, pw->window, &q->snaps[i], &q->lens[i])
+                          : pgwin_encode(pw->window, &q->snaps[i], &q->lens[i]);
+            q->nwindows += rc == 0;
         }
         q->rows += q->nwindows;
     }
@@ -287,6 +306,20 @@ static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
         ga_hmap_reserve(&b->count_ix, b->ncounts + q->ncounts) < 0 ||
         ga_hmap_reserve(&b->window_ix, b->nwindows + q->nwindows) < 0)
         return GA_ENOMEM;
+    /* a tail record after a tail the batch holds: room for both */
+    for (size_t i = 0; i < q->nwindows; i++) {
+        struct ga_hmap_it it;
+        struct pgb_window *e;
+        if (!q->lens[i] || q->snaps[i][0] != PGWIN_TAIL ||
+            !(e = find_window(b, q->wmetric[i], &it)) || !e->tail || e->tlen + q->lens[i] <= e->tcap)
+            continue;
+        size_t cap = (e->tlen + q->lens[i]) * 2;
+        uint8_t *t = realloc(e->tail, cap);
+        if (!t)
+            return GA_ENOMEM;
+        e->tail = t;
+        e->tcap = cap;
+    }
     return 0;
 }
 
@@ -390,7 +423,7 @@ void pgb_reset(struct pgb_batch *b)
     for (size_t i = 0; i < b->ndefs; i++)
         free(b->defs[i].name);
     for (size_t i = 0; i < b->nwindows; i++)
-        free(b->windows[i].snap);
+        free(b->windows[i].snap), free(b->windows[i].tail);
     ga_hmap_clear(&b->ix);
     ga_hmap_clear(&b->def_ix);
     ga_hmap_clear(&b->count_ix);

@@ -4,7 +4,8 @@
  * (proto/base/hmap.h): a later unit's value replaces an earlier one in place.
  * Metric definitions are keyed by id (later wins), policies by name (later
  * wins), point counters by metric (summed), window snapshots by metric
- * (later wins; stored encoded, pg_window.h).  Late points are appended.
+ * (a snapshot replaces, a tail record goes after; stored encoded,
+ * pg_window.h).  Late points are appended.
  *
  * Not thread-safe: the writer guards a batch with its mutex. */
 #ifndef GA_PG_BATCH_H
@@ -25,10 +26,15 @@ struct pgb_def {
     char policy[GA_POLICY_NAME_MAX];
 };
 
+/* A metric's window as the batch will store it: a whole snapshot (NULL
+ * when none: the stored one stays), then tail records to append to it
+ * (pg_window.h; len 0: none). */
 struct pgb_window {
     uint32_t metric;
     uint8_t *snap;                   /* owned, pgwin_encode */
     size_t len;
+    uint8_t *tail;                   /* owned, pgwin_encode_tail records */
+    size_t tlen, tcap;
 };
 
 /* What a rejected row was (table rejected_rows, column kind). */

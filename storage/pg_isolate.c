@@ -238,7 +238,7 @@ static int take_out(struct iso *s, size_t *nrej)
     k = 0;
     for (size_t i = 0; i < b->nwindows; i++) {
         if (BAD(b->windows[i].metric, PGB_REJ_WINDOW))
-            free(b->windows[i].snap);
+            free(b->windows[i].snap), free(b->windows[i].tail);
         else
             b->windows[k++] = b->windows[i];
     }

@@ -22,7 +22,12 @@ static const char methods_sql[] =
     "ORDER BY p.name COLLATE \"C\"";
 static const char metrics_sql[] = "SELECT id, name, policy, points FROM metrics ORDER BY id";
 static const char checkpoint_sql[] = "SELECT committed_lsn, window_lsn FROM checkpoints WHERE id = 1";
-static const char windows_sql[] = "SELECT metric, lsn, snapshot FROM metric_windows ORDER BY metric";
+/* each window with its tail records, in the order they were written */
+static const char windows_sql[] =
+    "SELECT w.metric, w.lsn, w.snapshot, coalesce(t.recs, ''::bytea)\n"
+    "FROM metric_windows w LEFT JOIN (SELECT metric, string_agg(rec, ''::bytea ORDER BY id) AS recs\n"
+    "                                 FROM metric_window_tails GROUP BY metric) t USING (metric)\n"
+    "ORDER BY w.metric";
 
 /* Run a query returning rows (text format).  NULL on failure with err set. */
 static PGresult *rows(PGconn *c, const char *sql, char *err, size_t errlen)
@@ -194,13 +199,22 @@ static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *
         if (st == PGRES_SINGLE_TUPLE && rc == 0) {
             uint32_t metric = (uint32_t)pgu_get_i32(PQgetvalue(r, 0, 0));
             uint64_t lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
-            struct ga_window w;
-            rc = pgwin_decode((const uint8_t *)PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2), &w);
+            struct ga_window w = { 0 };
+            size_t slen = (size_t)PQgetlength(r, 0, 2), tlen = (size_t)PQgetlength(r, 0, 3);
+            /* an empty snapshot: tail records whose snapshot was never stored */
+            rc = slen ? pgwin_decode((const uint8_t *)PQgetvalue(r, 0, 2), slen, &w) : 0;
+            if (rc == 0 && tlen) {
+                rc = pgwin_apply_tail(&w, (const uint8_t *)PQgetvalue(r, 0, 3), tlen);
+                if (rc < 0) {
+                    free(w.ts);
+                    free(w.value);
+                }
+            }
             if (rc < 0) {
                 snprintf(err, errlen, "metric_windows: snapshot of metric %u does not decode: %s",
                          metric, rc == GA_ENOMEM ? "out of memory" : "corrupt or unknown version");
             } else {
-                rc = cb(ctx, metric, lsn, &w);
+                rc = cb(ctx, metric, lsn, &w, tlen);
                 free(w.ts);
                 free(w.value);
                 if (rc < 0)

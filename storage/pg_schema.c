@@ -505,6 +505,18 @@ static const char schema_v11[] =
     "INSERT INTO cluster_identity (id, database_id)\n"
     "VALUES (1, md5(random()::text || clock_timestamp()::text || pg_backend_pid()::text));\n";
 
+/* v12: a window save writes what changed (docs/STORAGE.md "Window
+ * snapshots"): a row of tail records (pg_window.h) for the points appended
+ * to a metric's window since its snapshot in metric_windows, applied in
+ * id order when loading; a whole snapshot deletes them. */
+static const char schema_v12[] =
+    "CREATE TABLE metric_window_tails (\n"
+    "    metric integer NOT NULL,\n"
+    "    id     bigint GENERATED ALWAYS AS IDENTITY,\n"
+    "    rec    bytea NOT NULL,\n"
+    "    PRIMARY KEY (metric, id)\n"
+    ");\n";
+
 struct step {
     int version;
     const char *name;
@@ -524,6 +536,7 @@ static const struct step steps[] = {
     { 9, "cluster members", schema_v9, NULL },
     { 10, "metric ids stored, no per-definition policy check", schema_v10, NULL },
     { 11, "cluster identity", schema_v11, NULL },
+    { 12, "window tails: a save writes what changed", schema_v12, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

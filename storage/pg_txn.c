@@ -103,11 +103,20 @@ static const char update_counts_sql[] =
     "UPDATE metrics m SET points = m.points + u.n\n"
     "FROM unnest($1::int4[], $2::int8[]) u(id, n) WHERE m.id = u.id";
 
+/* Whole snapshots replace the metrics' rows and drop their tails; tail
+ * records are added as rows of their own, so that a save writes what
+ * changed (docs/STORAGE.md "Window snapshots"). */
 static const char upsert_windows_sql[] =
+    "WITH gone AS (DELETE FROM metric_window_tails t USING unnest($1::int4[]) u(m)\n"
+    "              WHERE t.metric = u.m)\n"
     "INSERT INTO metric_windows (metric, lsn, snapshot)\n"
     "SELECT u.m, $3::bigint, u.s FROM unnest($1::int4[], $2::bytea[]) u(m, s)\n"
     "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, snapshot = EXCLUDED.snapshot,\n"
     "    updated = now()";
+
+static const char insert_tails_sql[] =
+    "INSERT INTO metric_window_tails (metric, rec)\n"
+    "SELECT u.m, u.t FROM unnest($1::int4[], $2::bytea[]) u(m, t)";
 
 static const char partitions_sql[] =
     "UPDATE partitions p SET window_lsn = greatest(p.window_lsn, u.l), updated = now()\n"
@@ -798,18 +807,39 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
         }
     }
     if (b->nwindows) {
-        struct step *s = &st[n++];
-        *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nwindows);
-        pgu_array_begin(&s->p[1], PGU_BYTEAOID, b->nwindows);
+        size_t nsnap = 0, ntail = 0;
         for (size_t i = 0; i < b->nwindows; i++) {
-            pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
-            pgu_array_bytes(&s->p[1], b->windows[i].snap, b->windows[i].len);
+            nsnap += b->windows[i].snap != NULL;
+            ntail += b->windows[i].tail != NULL;
         }
-        uint64_t at = 0;                 /* the newest window set's position */
-        for (int p = 0; p < GA_PARTITIONS; p++)
-            at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
-        step_text(s, 2, "%" PRIu64, at);
+        if (nsnap) {
+            struct step *s = &st[n++];
+            *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
+            pgu_array_begin(&s->p[0], PGU_INT4OID, nsnap);
+            pgu_array_begin(&s->p[1], PGU_BYTEAOID, nsnap);
+            for (size_t i = 0; i < b->nwindows; i++) {
+                if (!b->windows[i].snap)
+                    continue;
+                pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
+                pgu_array_bytes(&s->p[1], b->windows[i].snap, b->windows[i].len);
+            }
+            uint64_t at = 0;             /* the newest window set's position */
+            for (int p = 0; p < GA_PARTITIONS; p++)
+                at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
+            step_text(s, 2, "%" PRIu64, at);
+        }
+        if (ntail) {                      /* after the snapshots: those drop older tails */
+            struct step *s = &st[n++];
+            *s = (struct step){ .what = "insert window tails", .sql = insert_tails_sql, .nparams = 2 };
+            pgu_array_begin(&s->p[0], PGU_INT4OID, ntail);
+            pgu_array_begin(&s->p[1], PGU_BYTEAOID, ntail);
+            for (size_t i = 0; i < b->nwindows; i++) {
+                if (!b->windows[i].tail)
+                    continue;
+                pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
+                pgu_array_bytes(&s->p[1], b->windows[i].tail, b->windows[i].tlen);
+            }
+        }
     }
     if (b->has_windows) {
         size_t np = 0;

@@ -50,7 +50,7 @@ struct pgt_checkpoint {
     uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn, every partition */
 };
 
-#define PGT_MAX_STEPS 12
+#define PGT_MAX_STEPS 14
 
 struct pgt_timing {
     double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;

@@ -52,11 +52,32 @@ size_t pgwin_encoded_max(size_t n)
     return 2 + 10 + (10 + 8) + n * (10 + 8);
 }
 
-int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len)
+/* The points after n (the part both records share); returns its size. */
+static size_t put_points(uint8_t *buf, const struct ga_window *w)
+{
+    size_t o = 0;
+    if (w->n) {
+        o += put_varint(buf + o, zigzag(w->ts[0]));
+        for (size_t i = 1; i < w->n; i++)
+            o += put_varint(buf + o, (uint64_t)w->ts[i] - (uint64_t)w->ts[i - 1]);
+        for (size_t i = 0; i < w->n; i++, o += 8)
+            put_f64(buf + o, w->value[i]);
+    }
+    return o;
+}
+
+static int increasing(const struct ga_window *w)
 {
     for (size_t i = 1; i < w->n; i++)
         if (w->ts[i] <= w->ts[i - 1])
-            return GA_EINVAL;
+            return 0;
+    return 1;
+}
+
+int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len)
+{
+    if (!increasing(w))
+        return GA_EINVAL;
     uint8_t *buf = malloc(pgwin_encoded_max(w->n));
     if (!buf)
         return GA_ENOMEM;
@@ -69,13 +90,24 @@ int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len)
         put_f64(buf + o, w->prev_value);
         o += 8;
     }
-    if (w->n) {
-        o += put_varint(buf + o, zigzag(w->ts[0]));
-        for (size_t i = 1; i < w->n; i++)
-            o += put_varint(buf + o, (uint64_t)w->ts[i] - (uint64_t)w->ts[i - 1]);
-        for (size_t i = 0; i < w->n; i++, o += 8)
-            put_f64(buf + o, w->value[i]);
-    }
+    o += put_points(buf + o, w);
+    *out = buf;
+    *len = o;
+    return 0;
+}
+
+int pgwin_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len)
+{
+    if (!increasing(w) || w->has_prev)
+        return GA_EINVAL;
+    uint8_t *buf = malloc(pgwin_encoded_max(w->n));
+    if (!buf)
+        return GA_ENOMEM;
+    size_t o = 0;
+    buf[o++] = PGWIN_TAIL;
+    o += put_varint(buf + o, zigzag(keep_from));
+    o += put_varint(buf + o, w->n);
+    o += put_points(buf + o, w);
     *out = buf;
     *len = o;
     return 0;
@@ -98,6 +130,28 @@ static int get_varint(const uint8_t *buf, size_t len, size_t *o, uint64_t *v)
         }
     }
     return GA_ECORRUPT;
+}
+
+/* n points at *o into ts[], value[]; 0 or GA_ECORRUPT. */
+static int get_points(const uint8_t *buf, size_t len, size_t *o, size_t n, int64_t *ts, double *value)
+{
+    uint64_t u;
+    if (!n)
+        return 0;
+    if (get_varint(buf, len, o, &u) < 0)
+        return GA_ECORRUPT;
+    ts[0] = unzigzag(u);
+    for (size_t i = 1; i < n; i++) {
+        if (get_varint(buf, len, o, &u) < 0 || u == 0 || u > (uint64_t)INT64_MAX ||
+            ts[i - 1] > INT64_MAX - (int64_t)u)
+            return GA_ECORRUPT;
+        ts[i] = ts[i - 1] + (int64_t)u;
+    }
+    if ((len - *o) / 8 < n)
+        return GA_ECORRUPT;
+    for (size_t i = 0; i < n; i++, *o += 8)
+        value[i] = get_f64(buf + *o);
+    return 0;
 }
 
 int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w)
@@ -129,19 +183,8 @@ int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w)
             rc = GA_ENOMEM;
             goto fail;
         }
-        if (get_varint(buf, len, &o, &u) < 0)
+        if (get_points(buf, len, &o, r.n, r.ts, r.value) < 0)
             goto fail;
-        r.ts[0] = unzigzag(u);
-        for (size_t i = 1; i < r.n; i++) {
-            if (get_varint(buf, len, &o, &u) < 0 || u == 0 || u > (uint64_t)INT64_MAX ||
-                r.ts[i - 1] > INT64_MAX - (int64_t)u)
-                goto fail;
-            r.ts[i] = r.ts[i - 1] + (int64_t)u;
-        }
-        if ((len - o) / 8 < r.n)
-            goto fail;
-        for (size_t i = 0; i < r.n; i++, o += 8)
-            r.value[i] = get_f64(buf + o);
     }
     if (o != len)
         goto fail;
@@ -151,4 +194,70 @@ fail:
     free(r.ts);
     free(r.value);
     return rc;
+}
+
+int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
+{
+    struct ga_window r = *w;
+    size_t cap = w->n;
+    r.ts = cap ? malloc(cap * sizeof *r.ts) : NULL;
+    r.value = cap ? malloc(cap * sizeof *r.value) : NULL;
+    if (cap && (!r.ts || !r.value)) {
+        free(r.ts);
+        free(r.value);
+        return GA_ENOMEM;
+    }
+    if (cap) {
+        memcpy(r.ts, w->ts, cap * sizeof *r.ts);
+        memcpy(r.value, w->value, cap * sizeof *r.value);
+    }
+    size_t o = 0;
+    int rc = 0;
+    while (rc == 0 && o < len) {
+        uint64_t u, n;
+        if (buf[o++] != PGWIN_TAIL || get_varint(buf, len, &o, &u) < 0 ||
+            get_varint(buf, len, &o, &n) < 0 || n > (len - o) / 9) {
+            rc = GA_ECORRUPT;
+            break;
+        }
+        int64_t keep = unzigzag(u);
+        size_t d = 0;                  /* what the truncation dropped since */
+        while (d < r.n && r.ts[d] < keep)
+            d++;
+        memmove(r.ts, r.ts + d, (r.n - d) * sizeof *r.ts);
+        memmove(r.value, r.value + d, (r.n - d) * sizeof *r.value);
+        r.n -= d;
+        if (r.n + n > cap) {
+            size_t nc = (r.n + n) * 2;
+            int64_t *t = realloc(r.ts, nc * sizeof *t);
+            double *v = t ? realloc(r.value, nc * sizeof *v) : NULL;
+            r.ts = t ? t : r.ts;
+            if (!v) {
+                rc = GA_ENOMEM;
+                break;
+            }
+            r.value = v;
+            cap = nc;
+        }
+        rc = get_points(buf, len, &o, (size_t)n, r.ts + r.n, r.value + r.n);
+        /* the points come after every point kept */
+        if (rc == 0 && n && r.n && r.ts[r.n] <= r.ts[r.n - 1])
+            rc = GA_ECORRUPT;
+        r.n += rc == 0 ? (size_t)n : 0;
+    }
+    if (rc < 0) {
+        free(r.ts);
+        free(r.value);
+        return rc;
+    }
+    free(w->ts);
+    free(w->value);
+    if (!r.n) {
+        free(r.ts);
+        free(r.value);
+        r.ts = NULL;
+        r.value = NULL;
+    }
+    *w = r;
+    return 0;
 }

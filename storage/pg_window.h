@@ -15,6 +15,16 @@
  * varint = LEB128 (7 bits a byte, low first, high bit = more); zigzag maps a
  * signed s to (s << 1) ^ (s >> 63).  Nothing may follow the last value.
  *
+ * A tail (metric_windows.tail, docs/STORAGE.md "Window snapshots") is what
+ * changed since the window was saved, when it changed only at its ends:
+ * zero or more records back to back, each
+ *
+ *   byte 0      2 (PGWIN_TAIL)
+ *   zigzag varint keep_from: the window's first timestamp now; the points
+ *               before it were truncated
+ *   varint      n, then the n points appended, laid out as above (ts[0]
+ *               zigzag, deltas >= 1, n values), each after every point kept
+ *
  * Pure functions, thread-safe. */
 #ifndef GA_PG_WINDOW_H
 #define GA_PG_WINDOW_H
@@ -25,6 +35,7 @@
 #include "proto/agg.h"
 
 #define PGWIN_VERSION 1
+#define PGWIN_TAIL 2
 
 /* Encode w.  On success *out is a malloc'ed buffer of *len bytes owned by
  * the caller (free()).  Returns 0, GA_EINVAL when the timestamps are not
@@ -39,5 +50,15 @@ size_t pgwin_encoded_max(size_t n);
  * overlong or malformed snapshot or an unknown version (w untouched), or
  * GA_ENOMEM. */
 int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w);
+
+/* Encode one tail record: keep_from, then the points of w (strictly
+ * increasing, no has_prev).  0, GA_EINVAL or GA_ENOMEM. */
+int pgwin_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len);
+
+/* Apply the tail records of buf[len] to w in order (each drops w's points
+ * before its keep_from, then appends its points).  0 (w updated; its
+ * arrays replaced), GA_ECORRUPT (a malformed record, or points not after
+ * those kept: w untouched) or GA_ENOMEM. */
+int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len);
 
 #endif

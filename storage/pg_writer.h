@@ -73,9 +73,15 @@ struct pgw_count {
 };
 
 /* A metric's raw window (ga_engine_window_get), borrowed. */
+/* A metric's window, whole; or with tail set, only the points appended
+ * since its last save (which holds every point before them), keep_from
+ * being the window's first timestamp now (docs/STORAGE.md "Window
+ * snapshots"). */
 struct pgw_window {
     uint32_t metric;
     const struct ga_window *window;
+    int tail;
+    int64_t keep_from;
 };
 
 /* One unit of work.  Every array is borrowed for the duration of

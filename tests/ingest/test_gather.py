@@ -13,6 +13,7 @@ std, back_window 1) and the points come out of order, some too old: the
 stored buckets, late points and point counts of both databases must be
 equal."""
 import subprocess
+import time
 
 from inglib import (PG_PRIVATE, Client, IngestDaemon, PrivatePG, Results, columnar, rand_value,
                     rng_for, wait_for)
@@ -25,7 +26,7 @@ POLICY = ("archive_policies:\n  - name: gather\n    back_window: 1\n    definiti
           "    aggregation_methods: [mean, count, std, 50pct, last, rate:mean, rate:max]\n"
           "default_archive_policy: gather\n")
 BATCHES, SETS, PER_SET, POINTS = 30, 10, 100, 3
-T0 = 1700000000 * 10**9
+T0 = (int(time.time()) // 600 - 1) * 600 * 10**9   # recent: retention keeps it
 
 
 def make_batches():

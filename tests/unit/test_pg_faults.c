@@ -253,8 +253,10 @@ static void test_partition_dropped_behind_back(void)
     PQfinish(c);
 }
 
-static int count_windows(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win)
+static int count_windows(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
+                         size_t tail_bytes)
 {
+    (void)tail_bytes;
     (void)metric;
     (void)lsn;
     (void)win;

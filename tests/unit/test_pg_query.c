@@ -72,7 +72,7 @@ static void populate(void)
             wins[i].ts[k] = t;
             wins[i].value[k] = rnd_value(&s);
         }
-        pw[i] = (struct pgw_window){ (uint32_t)i, &wins[i] };
+        pw[i] = (struct pgw_window){ .metric = (uint32_t)i, .window = &wins[i] };
     }
     struct ga_agg *all = malloc(NAGG * sizeof *all);
     for (int k = 0; k < NAGG; k++) {
@@ -230,8 +230,10 @@ static void test_grafana_view_matches_query(void)
     PQfinish(c);
 }
 
-static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w)
+static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
+                      size_t tail_bytes)
 {
+    CHECK_INT(tail_bytes, 0);
     int *ok = ctx;
     CHECK_INT(lsn, 4200);
     CHECK(metric < NM);
@@ -246,9 +248,10 @@ static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_
     return 0;
 }
 
-static int stop_at_first(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w)
+static int stop_at_first(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
+                         size_t tail_bytes)
 {
-    (void)ctx, (void)metric, (void)lsn, (void)w;
+    (void)ctx, (void)metric, (void)lsn, (void)w, (void)tail_bytes;
     return GA_ENOSPC;
 }
 

@@ -170,6 +170,108 @@ static void test_documented_example(void)
     free(buf);
 }
 
+/* A base and a chain of tails (front truncated, points appended) give back
+ * the window as it is now, bit for bit; in one blob or record by record. */
+static void test_tail_chain_random(void)
+{
+    uint64_t s = seed ^ 0x7a11;
+    for (int trial = 0; trial < 300; trial++) {
+        struct ga_window now;
+        random_window(&s, &now, rnd_next(&s) % 40);
+        now.has_prev = 0;
+        uint8_t *base;
+        size_t blen;
+        CHECK_INT(pgwin_encode(&now, &base, &blen), 0);
+        uint8_t *chain = NULL;
+        size_t clen = 0;
+        int steps = (int)(rnd_next(&s) % 6);
+        size_t ends[7] = { 0 };
+        for (int k = 0; k < steps; k++) {
+            size_t drop = now.n ? rnd_next(&s) % (now.n + 1) : 0;
+            size_t add = rnd_next(&s) % 30;
+            int64_t t = now.n ? now.ts[now.n - 1] : (int64_t)(rnd_next(&s) % 1000000000000ULL);
+            struct ga_window tail = { .n = add, .ts = malloc((add + 1) * 8), .value = malloc((add + 1) * 8) };
+            for (size_t i = 0; i < add; i++) {
+                t += (int64_t)(rnd_next(&s) % 5000000000ULL) + 1;
+                tail.ts[i] = t;
+                tail.value[i] = rnd_value(&s);
+            }
+            /* now = now[drop..] + tail */
+            size_t n2 = now.n - drop + add;
+            int64_t *ts2 = malloc((n2 + 1) * 8);
+            double *v2 = malloc((n2 + 1) * 8);
+            memcpy(ts2, now.ts + drop, (now.n - drop) * 8);
+            memcpy(v2, now.value + drop, (now.n - drop) * 8);
+            memcpy(ts2 + now.n - drop, tail.ts, add * 8);
+            memcpy(v2 + now.n - drop, tail.value, add * 8);
+            free_window(&now);
+            now = (struct ga_window){ .n = n2, .ts = ts2, .value = v2 };
+            int64_t keep = n2 ? ts2[0] : t + 1;
+            uint8_t *rec;
+            size_t rlen;
+            CHECK_INT(pgwin_encode_tail(keep, &tail, &rec, &rlen), 0);
+            chain = realloc(chain, clen + rlen);
+            memcpy(chain + clen, rec, rlen);
+            clen += rlen;
+            ends[k + 1] = clen;
+            free(rec);
+            free_window(&tail);
+        }
+        struct ga_window got;
+        CHECK_INT(pgwin_decode(base, blen, &got), 0);
+        CHECK_INT(pgwin_apply_tail(&got, chain, clen), 0);
+        CHECK_INT(got.n, now.n);
+        CHECK(got.n == now.n && (!now.n || (memcmp(got.ts, now.ts, now.n * 8) == 0 &&
+                                            memcmp(got.value, now.value, now.n * 8) == 0)));
+        /* record by record: the same */
+        struct ga_window step;
+        CHECK_INT(pgwin_decode(base, blen, &step), 0);
+        for (int k = 0; k < steps; k++)
+            CHECK_INT(pgwin_apply_tail(&step, chain + ends[k], ends[k + 1] - ends[k]), 0);
+        CHECK(step.n == now.n && (!now.n || memcmp(step.ts, now.ts, now.n * 8) == 0));
+        free_window(&step);
+        free_window(&got);
+        free_window(&now);
+        free(base);
+        free(chain);
+    }
+}
+
+/* Damaged tails are refused and leave the window as it was. */
+static void test_tail_damage_refused(void)
+{
+    int64_t ts[] = { 100, 200, 300 }, tt[] = { 400, 500 }, bad[] = { 250 };
+    double v[] = { 1, 2, 3 }, tv[] = { 4, 5 }, bv[] = { 9 };
+    struct ga_window base = { .n = 3, .ts = ts, .value = v };
+    struct ga_window tail = { .n = 2, .ts = tt, .value = tv }, back = { .n = 1, .ts = bad, .value = bv };
+    uint8_t *rec, *brec;
+    size_t rlen, blen;
+    CHECK_INT(pgwin_encode_tail(200, &tail, &rec, &rlen), 0);
+    CHECK_INT(pgwin_encode_tail(100, &back, &brec, &blen), 0);
+    struct ga_window w;
+    uint8_t *enc;
+    size_t elen;
+    CHECK_INT(pgwin_encode(&base, &enc, &elen), 0);
+    CHECK_INT(pgwin_decode(enc, elen, &w), 0);
+    for (size_t cut = 1; cut < rlen; cut++)             /* truncated */
+        CHECK_INT(pgwin_apply_tail(&w, rec, cut), GA_ECORRUPT);
+    rec[0] = PGWIN_VERSION;                            /* not a tail record */
+    CHECK_INT(pgwin_apply_tail(&w, rec, rlen), GA_ECORRUPT);
+    rec[0] = PGWIN_TAIL;
+    CHECK_INT(pgwin_apply_tail(&w, brec, blen), GA_ECORRUPT);   /* not after the points kept */
+    CHECK_INT(w.n, 3);
+    CHECK(w.n == 3 && w.ts[0] == 100 && w.ts[2] == 300);
+    CHECK_INT(pgwin_apply_tail(&w, rec, rlen), 0);
+    CHECK_INT(w.n, 4);                                 /* 200 300 400 500 */
+    CHECK(w.n == 4 && w.ts[0] == 200 && w.ts[3] == 500 && w.value[3] == 5);
+    CHECK_INT(pgwin_apply_tail(&w, NULL, 0), 0);       /* no record: unchanged */
+    CHECK_INT(w.n, 4);
+    free_window(&w);
+    free(enc);
+    free(rec);
+    free(brec);
+}
+
 void run_tests(void)
 {
     seed = rnd_seed();
@@ -179,4 +281,6 @@ void run_tests(void)
     RUN(test_documented_example);
     RUN(test_unsorted_refused);
     RUN(test_damage_refused);
+    RUN(test_tail_chain_random);
+    RUN(test_tail_damage_refused);
 }

@@ -14,6 +14,7 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "storage/pg_load.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_writer.h"
 #include "tests/unit/harness.h"
@@ -443,7 +444,7 @@ static void test_replay_skips_committed(void)
     int64_t wts[2] = { 50 * g, 50 * g + 1 };
     double wv[2] = { 1.0, 2.0 };
     struct ga_window win = { .n = 2, .ts = wts, .value = wv };
-    struct pgw_window pw = { 0, &win };
+    struct pgw_window pw = { .metric = 0, .window = &win };
     /* a replayed unit below the checkpoint: only its definition stays */
     struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .counts = &cnt,
                           .ncounts = 1, .windows = &pw, .nwindows = 1, .lsn = 450,
@@ -469,6 +470,81 @@ static void test_replay_skips_committed(void)
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 600);
     PQfinish(c);
     CHECK_INT(pgw_stop(w, 10000), 0);
+}
+
+static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
+                       size_t tail_bytes)
+{
+    struct ga_window *out = ctx;
+    (void)lsn;
+    if (metric != 0)
+        return 0;
+    out->n = w->n;
+    out->ts = malloc((w->n + 1) * sizeof *out->ts);
+    out->value = malloc((w->n + 1) * sizeof *out->value);
+    memcpy(out->ts, w->ts, w->n * sizeof *out->ts);
+    memcpy(out->value, w->value, w->n * sizeof *out->value);
+    out->has_prev = (int)tail_bytes;     /* the test reads it back as "had tails" */
+    return 0;
+}
+
+/* A window saved whole, then tails (one unit each, two of them coalesced in
+ * one batch): the load gives the window as it is now; a whole save drops
+ * the tail rows. */
+static void test_window_tails(void)
+{
+    reset_db();
+    struct pgw *w;
+    struct pgw_opts o = opts(NULL);
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d = { 0, "tailed", pols[1] };
+    int64_t ts[6] = { 100, 200, 300, 400, 500, 600 };
+    double v[6] = { 1, 2, 3, 4, 5, 6 };
+    struct ga_window whole = { .n = 3, .ts = ts, .value = v };       /* 100 200 300 */
+    struct ga_window t1 = { .n = 1, .ts = ts + 3, .value = v + 3 };   /* +400, drop 100 */
+    struct ga_window t2 = { .n = 2, .ts = ts + 4, .value = v + 4 };   /* +500 600, drop 200 */
+    struct pgw_window pw = { .metric = 0, .window = &whole };
+    struct pgw_unit u = { .defs = &d, .ndefs = 1, .windows = &pw, .nwindows = 1, .lsn = 10,
+                          .window_lsn = 10 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    pw = (struct pgw_window){ .metric = 0, .window = &t1, .tail = 1, .keep_from = 200 };
+    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 20, .window_lsn = 20 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    pw = (struct pgw_window){ .metric = 0, .window = &t2, .tail = 1, .keep_from = 300 };
+    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 30, .window_lsn = 30 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pgw_stop(w, 10000), 0);             /* a load needs the database to itself */
+    PGconn *c = pgenv_connect(&env);
+    CHECK(pg_scalar(c, "SELECT count(*) FROM metric_window_tails") >= 1);
+    struct pgl_state s;
+    struct ga_window got = { 0 };
+    char err[256];
+    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pgl_free(&s);
+    CHECK_INT(got.n, 4);                                 /* 300 400 500 600 */
+    CHECK(got.n == 4 && got.ts[0] == 300 && got.ts[3] == 600 && got.value[0] == 3 &&
+          got.value[3] == 6);
+    CHECK(got.has_prev > 0);
+    free(got.ts);
+    free(got.value);
+    /* whole again: the tails go */
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct ga_window now = { .n = 4, .ts = ts + 2, .value = v + 2 };
+    pw = (struct pgw_window){ .metric = 0, .window = &now };
+    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 40, .window_lsn = 40 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails"), 0);
+    got = (struct ga_window){ 0 };
+    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pgl_free(&s);
+    CHECK(got.n == 4 && got.ts[0] == 300 && got.has_prev == 0);
+    free(got.ts);
+    free(got.value);
+    PQfinish(c);
 }
 
 /* One "flush" of rows for metrics 0..nm-1, methods[0..2] of pols[1], its
@@ -624,7 +700,7 @@ static void test_bad_units_refused(void)
     int64_t ts[2] = { 5, 5 };
     double v[2] = { 1, 2 };
     struct ga_window win = { .n = 2, .ts = ts, .value = v };
-    struct pgw_window pw = { 0, &win };
+    struct pgw_window pw = { .metric = 0, .window = &win };
     struct pgw_unit u2 = { .windows = &pw, .nwindows = 1 };
     CHECK_INT(pgw_submit(w, &u2), GA_EINVAL);
     struct pgw_unit u3 = { .lsn = (uint64_t)INT64_MAX + 1 };
@@ -648,7 +724,7 @@ static void test_partition_window_sets(void)
     int64_t ts[1] = { 1000000000 };
     double v[1] = { 1.5 };
     win.n = 1, win.ts = ts, win.value = v;
-    struct pgw_window pw = { 0, &win };
+    struct pgw_window pw = { .metric = 0, .window = &win };
     struct pgw_count c5 = { 0, 5 }, c7 = { 0, 7 }, c11 = { 1, 11 };
     struct pgw *w;
     struct pgw_opts o = opts(NULL);
@@ -1011,6 +1087,7 @@ void run_tests(void)
     RUN(test_backpressure);
     RUN(test_lag_counts_from_floor);
     RUN(test_replay_skips_committed);
+    RUN(test_window_tails);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
     RUN(test_bad_rows_isolated);

@@ -1,0 +1,121 @@
+"""Window saves that write only what changed (docs/STORAGE.md "Window
+snapshots": tails) give back the windows they saved: a daemon killed
+(kill -9) twice and restarted from PostgreSQL and its journal stores what
+a daemon fed the same batches straight through stores, bit for bit.
+
+The policy's block is 600 s and the points come one a second per metric,
+mostly in order: windows grow by tails between whole saves (`flush` takes
+a window set of every partition), a few points out of order make the next
+save whole.  Buckets of 600 s are computed from every point of the window,
+so a window rebuilt wrong from its snapshot and tails shows in them."""
+import signal
+import tempfile
+import time
+
+from inglib import (Client, IngestDaemon, PrivatePG, Results, columnar, rand_value, rng_for,
+                    wait_for)
+
+R = Results("window_tails")
+RNG = rng_for("window_tails")
+POLICY = ("archive_policies:\n  - name: tails\n    back_window: 0\n    definition:\n"
+          "      - { granularity: 10s, points: 100000 }\n"
+          "      - { granularity: 600s, points: 1000 }\n"
+          "    aggregation_methods: [mean, count, std, 50pct, last, rate:mean]\n"
+          "default_archive_policy: tails\n")
+METRICS, STEP_S, BATCHES = 40, 5, 90
+T0 = (int(time.time()) // 600 - 1) * 600 * 10**9   # on a 600 s boundary, recent (retention)
+DUMP = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM buckets b "
+        "JOIN metrics m ON m.id = b.metric JOIN method_sets s ON s.id = b.mset ORDER BY 1, 2, 3; "
+        "SELECT m.name, l.ts, l.value, l.reason FROM late_points l "
+        "JOIN metrics m ON m.id = l.metric ORDER BY 1, 2, 3; "
+        "SELECT name, points FROM metrics ORDER BY 1")
+
+
+def make_batches():
+    names = ["tails.%d" % j for j in range(METRICS)]
+    out = []
+    for k in range(BATCHES):
+        index, ts, vals = [], [], []
+        for j in range(METRICS):
+            for s in range(STEP_S):
+                t = T0 + (k * STEP_S + s) * 10**9 + RNG.randrange(0, 10**8)
+                if RNG.random() < 0.01:
+                    t -= 30 * 10**9               # within the window, before its newest
+                index.append(j)
+                ts.append(t)
+                vals.append(rand_value(RNG))
+        out.append((names, index, ts, vals))
+    return out
+
+
+def send(d, seq, batch):
+    names, index, ts, vals = batch
+    c = Client(d)
+    c.hello()
+    c.send(columnar(seq, names, ts, vals, index=index))
+    a = c.recv()
+    c.close()
+    assert a["type"] == "ack" and a["seq"] == seq and a["accepted"] == len(ts), a
+
+
+def flush(d):
+    r = d.ctl("flush", timeout=60)
+    assert r.returncode == 0 and "flushed" in r.stdout, (r, d.logtext()[-3000:])
+
+
+def running(d):
+    return wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running", 60)
+
+
+def daemon(conninfo, tmp=None):
+    return IngestDaemon(conninfo=conninfo, storage={"flush_interval_ms": 100,
+                                                    "window_snapshot_s": 10},
+                        extra=POLICY, tmp=tmp)
+
+
+def test_killed_daemon_equals_straight_run():
+    batches = make_batches()
+    pg = PrivatePG()
+    try:
+        pg.sql("CREATE DATABASE tails_ref")
+        ref = pg.conninfo.replace("dbname=gpuagg", "dbname=tails_ref")
+        assert ref != pg.conninfo, pg.conninfo
+        with daemon(ref) as one:
+            assert running(one), one.logtext()[-3000:]
+            for k, b in enumerate(batches):
+                send(one, k + 1, b)
+            flush(one)
+            assert one.stop() == 0
+        tmp = tempfile.mkdtemp(prefix="gatails-")
+        tails_seen = 0
+        d = daemon(pg.conninfo, tmp)
+        d.start()
+        try:
+            assert running(d), d.logtext()[-3000:]
+            for k, b in enumerate(batches):
+                send(d, k + 1, b)
+                if k % 10 == 9:
+                    flush(d)               # a window set of every partition
+                    tails_seen = max(tails_seen, int(pg.sql(
+                        "SELECT count(*) FROM metric_window_tails")[0][0]))
+                if k in (34, 64):
+                    d.proc.send_signal(signal.SIGKILL)
+                    d.proc.wait()
+                    d = daemon(pg.conninfo, tmp)
+                    d.start()
+                    assert running(d), d.logtext()[-3000:]
+            flush(d)
+            assert d.stop() == 0
+        finally:
+            if d.proc and d.proc.poll() is None:
+                d.proc.kill()
+        assert tails_seen > 0, "no window was saved as a tail"
+        got, want = pg.sql(DUMP), pg.sql(DUMP, db="tails_ref")
+        assert len(want) > 1000, len(want)
+        assert got == want, next((a, b) for a, b in zip(got, want) if a != b)
+    finally:
+        pg.stop()
+
+
+R.run(test_killed_daemon_equals_straight_run)
+R.finish()
