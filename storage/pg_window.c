@@ -224,9 +224,11 @@ int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
         size_t d = 0;                  /* what the truncation dropped since */
         while (d < r.n && r.ts[d] < keep)
             d++;
-        memmove(r.ts, r.ts + d, (r.n - d) * sizeof *r.ts);
-        memmove(r.value, r.value + d, (r.n - d) * sizeof *r.value);
-        r.n -= d;
+        if (d) {
+            memmove(r.ts, r.ts + d, (r.n - d) * sizeof *r.ts);
+            memmove(r.value, r.value + d, (r.n - d) * sizeof *r.value);
+            r.n -= d;
+        }
         if (r.n + n > cap) {
             size_t nc = (r.n + n) * 2;
             int64_t *t = realloc(r.ts, nc * sizeof *t);
@@ -239,7 +241,7 @@ int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
             r.value = v;
             cap = nc;
         }
-        rc = get_points(buf, len, &o, (size_t)n, r.ts + r.n, r.value + r.n);
+        rc = n ? get_points(buf, len, &o, (size_t)n, r.ts + r.n, r.value + r.n) : 0;
         /* the points come after every point kept */
         if (rc == 0 && n && r.n && r.ts[r.n] <= r.ts[r.n - 1])
             rc = GA_ECORRUPT;

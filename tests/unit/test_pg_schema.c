@@ -162,6 +162,26 @@ static void test_v10_stores_metric_ids(void)
     PQfinish(c);
 }
 
+/* v12 on a database of v11: the windows stored stay and load as they
+ * were (no tails), tails go in their own table. */
+static void test_v12_window_tails(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 11, err, sizeof err), pgs_step_count(0) - pgs_step_count(11));
+    CHECK_INT(pg_cmd(c, "INSERT INTO metric_windows (metric, lsn, snapshot) "
+                        "VALUES (0, 7, '\\x0100020a0101000000000000f03f0000000000000040')"), 0);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(11));
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_windows WHERE lsn = 7"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metric_window_tails (metric, rec) VALUES (0, '\\x02'), "
+                        "(0, '\\x02')"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(DISTINCT id) FROM metric_window_tails WHERE metric = 0"), 2);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -324,6 +344,7 @@ void run_tests(void)
     RUN(test_v2_alters_existing_partitions);
     RUN(test_v4_moves_rows);
     RUN(test_v10_stores_metric_ids);
+    RUN(test_v12_window_tails);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);
