@@ -77,7 +77,8 @@ static int check_identity(struct ga_cluster *c, const struct jsl_stream_info *si
     char want[256];
     snprintf(want, sizeof want, DESC_PREFIX "%s", id->database_id);
     if (!si->description[0]) {
-        /* a new stream (or one made before the check existed): ours now */
+        /* a stream without a description (one this daemon just made, or one
+         * made without it): it records our database and is ours */
         int rc = jsl_stream_describe(c->jsl, want, c->heartbeat_ms);
         if (rc < 0)
             return ga_fail(rc, err, errlen, "cannot record the database in stream %s's "

@@ -147,47 +147,37 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return ga_grow(p, cap, need, elem, 1024);
 }
 
-/* Room for metric ids below n in dirty, part and pend (new ones zeroed). */
+/* *p from old to cap elements of elem bytes, the new ones zeroed. */
+static int grow_zeroed(void **p, size_t old, size_t cap, size_t elem)
+{
+    void *q = realloc(*p, cap * elem);
+    if (!q)
+        return GA_ENOMEM;
+    memset((char *)q + old * elem, 0, (cap - old) * elem);
+    *p = q;
+    return 0;
+}
+
+/* Room for metric ids below n in the per-metric arrays (new ones zeroed,
+ * saved_last SAVED_NONE). */
 static int grow_meta(struct ga_engine_worker *w, size_t n)
 {
     if (n <= w->meta_cap)
         return 0;
-    size_t cap = w->meta_cap ? w->meta_cap : 1024;
+    size_t old = w->meta_cap, cap = old ? old : 1024;
     while (cap < n)
         cap *= 2;
-    uint8_t *d = realloc(w->dirty, cap), *p = d ? realloc(w->part, cap) : NULL;
-    if (d)
-        w->dirty = d;
-    if (p)
-        w->part = p;
-    uint64_t *c = p ? realloc(w->pend, cap * sizeof *c) : NULL;
-    if (c)
-        w->pend = c;
-    uint32_t *g = c ? realloc(w->g_mark, cap * sizeof *g) : NULL;
-    if (g)
-        w->g_mark = g;
-    int64_t *sl = g ? realloc(w->saved_last, cap * sizeof *sl) : NULL;
-    if (sl)
-        w->saved_last = sl;
-    uint32_t *sb = sl ? realloc(w->saved_base, cap * sizeof *sb) : NULL;
-    if (sb)
-        w->saved_base = sb;
-    uint32_t *st = sb ? realloc(w->saved_tail, cap * sizeof *st) : NULL;
-    if (st)
-        w->saved_tail = st;
-    uint8_t *sr = st ? realloc(w->saved_recs, cap) : NULL;
-    if (!sr)
-        return GA_ENOMEM;
-    w->saved_recs = sr;
-    memset(w->g_mark + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *g);
-    for (size_t i = w->meta_cap; i < cap; i++)
+    if (grow_zeroed((void **)&w->dirty, old, cap, sizeof *w->dirty) < 0 ||
+        grow_zeroed((void **)&w->part, old, cap, sizeof *w->part) < 0 ||
+        grow_zeroed((void **)&w->pend, old, cap, sizeof *w->pend) < 0 ||
+        grow_zeroed((void **)&w->g_mark, old, cap, sizeof *w->g_mark) < 0 ||
+        grow_zeroed((void **)&w->saved_last, old, cap, sizeof *w->saved_last) < 0 ||
+        grow_zeroed((void **)&w->saved_base, old, cap, sizeof *w->saved_base) < 0 ||
+        grow_zeroed((void **)&w->saved_tail, old, cap, sizeof *w->saved_tail) < 0 ||
+        grow_zeroed((void **)&w->saved_recs, old, cap, sizeof *w->saved_recs) < 0)
+        return GA_ENOMEM;           /* the arrays grown so far stay valid at old */
+    for (size_t i = old; i < cap; i++)
         w->saved_last[i] = SAVED_NONE;
-    memset(w->saved_base + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *sb);
-    memset(w->saved_tail + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *st);
-    memset(w->saved_recs + w->meta_cap, 0, cap - w->meta_cap);
-    memset(w->dirty + w->meta_cap, 0, cap - w->meta_cap);
-    memset(w->part + w->meta_cap, 0, cap - w->meta_cap);
-    memset(w->pend + w->meta_cap, 0, (cap - w->meta_cap) * sizeof *c);
     w->meta_cap = cap;
     return 0;
 }

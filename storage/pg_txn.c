@@ -806,39 +806,30 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
             pgu_array_i64(&s->p[1], (int64_t)b->counts[i].points);
         }
     }
-    if (b->nwindows) {
-        size_t nsnap = 0, ntail = 0;
+    /* whole windows first: their statement drops the metrics' older tails */
+    for (int tails = 0; tails < 2; tails++) {
+        size_t k = 0;
+        for (size_t i = 0; i < b->nwindows; i++)
+            k += (tails ? b->windows[i].tail : b->windows[i].snap) != NULL;
+        if (!k)
+            continue;
+        struct step *s = &st[n++];
+        *s = tails ? (struct step){ .what = "insert window tails", .sql = insert_tails_sql, .nparams = 2 }
+                   : (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, k);
+        pgu_array_begin(&s->p[1], PGU_BYTEAOID, k);
         for (size_t i = 0; i < b->nwindows; i++) {
-            nsnap += b->windows[i].snap != NULL;
-            ntail += b->windows[i].tail != NULL;
+            const struct pgb_window *w = &b->windows[i];
+            if (tails ? !w->tail : !w->snap)
+                continue;
+            pgu_array_i32(&s->p[0], (int32_t)w->metric);
+            pgu_array_bytes(&s->p[1], tails ? w->tail : w->snap, tails ? w->tlen : w->len);
         }
-        if (nsnap) {
-            struct step *s = &st[n++];
-            *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
-            pgu_array_begin(&s->p[0], PGU_INT4OID, nsnap);
-            pgu_array_begin(&s->p[1], PGU_BYTEAOID, nsnap);
-            for (size_t i = 0; i < b->nwindows; i++) {
-                if (!b->windows[i].snap)
-                    continue;
-                pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
-                pgu_array_bytes(&s->p[1], b->windows[i].snap, b->windows[i].len);
-            }
+        if (!tails) {
             uint64_t at = 0;             /* the newest window set's position */
             for (int p = 0; p < GA_PARTITIONS; p++)
                 at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
             step_text(s, 2, "%" PRIu64, at);
-        }
-        if (ntail) {                      /* after the snapshots: those drop older tails */
-            struct step *s = &st[n++];
-            *s = (struct step){ .what = "insert window tails", .sql = insert_tails_sql, .nparams = 2 };
-            pgu_array_begin(&s->p[0], PGU_INT4OID, ntail);
-            pgu_array_begin(&s->p[1], PGU_BYTEAOID, ntail);
-            for (size_t i = 0; i < b->nwindows; i++) {
-                if (!b->windows[i].tail)
-                    continue;
-                pgu_array_i32(&s->p[0], (int32_t)b->windows[i].metric);
-                pgu_array_bytes(&s->p[1], b->windows[i].tail, b->windows[i].tlen);
-            }
         }
     }
     if (b->has_windows) {

@@ -163,6 +163,45 @@ def friendly(seq, entries):
         {"metric": n, "points": p} for n, p in entries]}, use_bin_type=True)
 
 
+def send_ack(d, seq, frame, points=None):
+    """One frame on a fresh connection; asserts a clean ack (every point
+    accepted when points is given) and returns it."""
+    c = Client(d)
+    c.hello()
+    c.send(frame)
+    a = c.recv()
+    c.close()
+    assert a["type"] == "ack" and a["seq"] == seq and not a.get("rejected"), a
+    assert points is None or a["accepted"] == points, a
+    return a
+
+
+def send_batch(d, seq, batch):
+    """batch = (names, index, ts, values): one columnar frame, every point
+    accepted."""
+    names, index, ts, values = batch
+    return send_ack(d, seq, columnar(seq, names, ts, values, index=index), len(ts))
+
+
+def flush(d):
+    """gpuaggctl flush: everything acknowledged is committed."""
+    r = d.ctl("flush", timeout=60)
+    assert r.returncode == 0 and "flushed" in r.stdout, (r, d.logtext()[-3000:])
+
+
+def engine_running(d, timeout=60):
+    return wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running", timeout)
+
+
+# What a database stores, to compare two: buckets, late points, point counts.
+STORED_SQL = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM buckets b "
+              "JOIN metrics m ON m.id = b.metric JOIN method_sets s ON s.id = b.mset "
+              "ORDER BY 1, 2, 3; "
+              "SELECT m.name, l.ts, l.value, l.reason FROM late_points l "
+              "JOIN metrics m ON m.id = l.metric ORDER BY 1, 2, 3; "
+              "SELECT name, points FROM metrics ORDER BY 1")
+
+
 def rfc3339(ns):
     s, frac = divmod(ns, 10**9)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + ".%09dZ" % frac

@@ -14,8 +14,8 @@ import shutil
 import tempfile
 import time
 
-from inglib import (Client, IngestDaemon, PrivatePG, Results, friendly, rand_value, rng_for,
-                    wait_for)
+from inglib import (IngestDaemon, PrivatePG, Results, engine_running, flush, friendly, rand_value,
+                    rng_for, send_ack)
 
 R = Results("bad_rows")
 RNG = rng_for("bad_rows")
@@ -40,22 +40,11 @@ def daemon():
 
 
 def running(d):
-    return wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running", 30)
+    return engine_running(d, 30)
 
 
 def send(d, seq, entries):
-    c = Client(d)
-    c.hello()
-    c.send(friendly(seq, entries))
-    a = c.recv()
-    c.close()
-    assert a["type"] == "ack" and a["seq"] == seq and not a.get("rejected"), a
-    return a
-
-
-def flush(d):
-    r = d.ctl("flush", timeout=60)
-    assert r.returncode == 0 and "flushed" in r.stdout, (r, d.logtext()[-3000:])
+    return send_ack(d, seq, friendly(seq, entries))
 
 
 def setup():

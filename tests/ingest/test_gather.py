@@ -15,8 +15,8 @@ equal."""
 import subprocess
 import time
 
-from inglib import (PG_PRIVATE, Client, IngestDaemon, PrivatePG, Results, columnar, rand_value,
-                    rng_for, wait_for)
+from inglib import (PG_PRIVATE, STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush,
+                    rand_value, rng_for, send_batch, wait_for)
 
 R = Results("gather")
 RNG = rng_for("gather")
@@ -47,25 +47,6 @@ def make_batches():
     return out
 
 
-def send(d, seq, batch):
-    names, index, ts, vals = batch
-    c = Client(d)
-    c.hello()
-    c.send(columnar(seq, names, ts, vals, index=index))
-    a = c.recv()
-    c.close()
-    assert a["type"] == "ack" and a["seq"] == seq and a["accepted"] == len(ts), a
-
-
-def flush(d):
-    r = d.ctl("flush", timeout=60)
-    assert r.returncode == 0 and "flushed" in r.stdout, (r, d.logtext()[-3000:])
-
-
-def running(d):
-    return wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running", 60)
-
-
 def test_gathered_equals_one_at_a_time():
     batches = make_batches()
     pg = PrivatePG()
@@ -75,9 +56,9 @@ def test_gathered_equals_one_at_a_time():
         assert seq_conninfo != pg.conninfo, pg.conninfo
         with IngestDaemon(conninfo=seq_conninfo, storage={"flush_interval_ms": 100},
                           extra=POLICY) as one:
-            assert running(one), one.logtext()[-3000:]
+            assert engine_running(one), one.logtext()[-3000:]
             for k, b in enumerate(batches):
-                send(one, k + 1, b)
+                send_batch(one, k + 1, b)
                 flush(one)
             st = one.stats()
             assert st["engine.batches"] == BATCHES and st["engine.feeds"] == BATCHES, st
@@ -89,11 +70,11 @@ def test_gathered_equals_one_at_a_time():
                           extra=POLICY) as many:
             wait_for(lambda: many.call("status")["result"]["engine"]["state"] == "loading", 30)
             for k, b in enumerate(batches):
-                send(many, k + 1, b)
+                send_batch(many, k + 1, b)
             r = subprocess.run(["sh", PG_PRIVATE, "start", pg.dir], capture_output=True,
                                text=True, timeout=120)
             assert r.returncode == 0, r.stderr
-            assert running(many), many.logtext()[-3000:]
+            assert engine_running(many), many.logtext()[-3000:]
             flush(many)
             st = many.stats()
             assert st["engine.batches"] == BATCHES, st
@@ -101,7 +82,7 @@ def test_gathered_equals_one_at_a_time():
             # feeds; a few more if the engine took the queue while it filled
             assert 3 <= st["engine.feeds"] <= 6, st
             assert many.stop() == 0
-        got, want = pg.sql(DUMP), pg.sql(DUMP, db="gather_seq")
+        got, want = pg.sql(STORED_SQL), pg.sql(STORED_SQL, db="gather_seq")
         assert len(want) > 3000, len(want)
         assert any(r[3] == "window" for r in want if len(r) == 4), "no late point in the data"
         assert got == want, next((a, b) for a, b in zip(got, want) if a != b)
@@ -109,11 +90,6 @@ def test_gathered_equals_one_at_a_time():
         pg.stop()
 
 
-DUMP = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM buckets b "
-        "JOIN metrics m ON m.id = b.metric JOIN method_sets s ON s.id = b.mset ORDER BY 1, 2, 3; "
-        "SELECT m.name, l.ts, l.value, l.reason FROM late_points l "
-        "JOIN metrics m ON m.id = l.metric ORDER BY 1, 2, 3; "
-        "SELECT name, points FROM metrics ORDER BY 1")
 
 R.run(test_gathered_equals_one_at_a_time)
 R.finish()

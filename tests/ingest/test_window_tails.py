@@ -12,8 +12,8 @@ import signal
 import tempfile
 import time
 
-from inglib import (Client, IngestDaemon, PrivatePG, Results, columnar, rand_value, rng_for,
-                    wait_for)
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush, rand_value,
+                    rng_for, send_batch)
 
 R = Results("window_tails")
 RNG = rng_for("window_tails")
@@ -24,11 +24,6 @@ POLICY = ("archive_policies:\n  - name: tails\n    back_window: 0\n    definitio
           "default_archive_policy: tails\n")
 METRICS, STEP_S, BATCHES = 40, 5, 90
 T0 = (int(time.time()) // 600 - 1) * 600 * 10**9   # on a 600 s boundary, recent (retention)
-DUMP = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM buckets b "
-        "JOIN metrics m ON m.id = b.metric JOIN method_sets s ON s.id = b.mset ORDER BY 1, 2, 3; "
-        "SELECT m.name, l.ts, l.value, l.reason FROM late_points l "
-        "JOIN metrics m ON m.id = l.metric ORDER BY 1, 2, 3; "
-        "SELECT name, points FROM metrics ORDER BY 1")
 
 
 def make_batches():
@@ -48,25 +43,6 @@ def make_batches():
     return out
 
 
-def send(d, seq, batch):
-    names, index, ts, vals = batch
-    c = Client(d)
-    c.hello()
-    c.send(columnar(seq, names, ts, vals, index=index))
-    a = c.recv()
-    c.close()
-    assert a["type"] == "ack" and a["seq"] == seq and a["accepted"] == len(ts), a
-
-
-def flush(d):
-    r = d.ctl("flush", timeout=60)
-    assert r.returncode == 0 and "flushed" in r.stdout, (r, d.logtext()[-3000:])
-
-
-def running(d):
-    return wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running", 60)
-
-
 def daemon(conninfo, tmp=None):
     return IngestDaemon(conninfo=conninfo, storage={"flush_interval_ms": 100,
                                                     "window_snapshot_s": 10},
@@ -81,9 +57,9 @@ def test_killed_daemon_equals_straight_run():
         ref = pg.conninfo.replace("dbname=gpuagg", "dbname=tails_ref")
         assert ref != pg.conninfo, pg.conninfo
         with daemon(ref) as one:
-            assert running(one), one.logtext()[-3000:]
+            assert engine_running(one), one.logtext()[-3000:]
             for k, b in enumerate(batches):
-                send(one, k + 1, b)
+                send_batch(one, k + 1, b)
             flush(one)
             assert one.stop() == 0
         tmp = tempfile.mkdtemp(prefix="gatails-")
@@ -91,9 +67,9 @@ def test_killed_daemon_equals_straight_run():
         d = daemon(pg.conninfo, tmp)
         d.start()
         try:
-            assert running(d), d.logtext()[-3000:]
+            assert engine_running(d), d.logtext()[-3000:]
             for k, b in enumerate(batches):
-                send(d, k + 1, b)
+                send_batch(d, k + 1, b)
                 if k % 10 == 9:
                     flush(d)               # a window set of every partition
                     tails_seen = max(tails_seen, int(pg.sql(
@@ -103,14 +79,14 @@ def test_killed_daemon_equals_straight_run():
                     d.proc.wait()
                     d = daemon(pg.conninfo, tmp)
                     d.start()
-                    assert running(d), d.logtext()[-3000:]
+                    assert engine_running(d), d.logtext()[-3000:]
             flush(d)
             assert d.stop() == 0
         finally:
             if d.proc and d.proc.poll() is None:
                 d.proc.kill()
         assert tails_seen > 0, "no window was saved as a tail"
-        got, want = pg.sql(DUMP), pg.sql(DUMP, db="tails_ref")
+        got, want = pg.sql(STORED_SQL), pg.sql(STORED_SQL, db="tails_ref")
         assert len(want) > 1000, len(want)
         assert got == want, next((a, b) for a, b in zip(got, want) if a != b)
     finally:
