@@ -796,6 +796,8 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .queue_max_rows = (size_t)c->storage.queue_max_rows,
+        .open_max = (size_t)c->storage.open_buckets_max /
+                    (size_t)(c->storage.writers > 0 ? c->storage.writers : 1),
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
         .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,

@@ -55,8 +55,10 @@ static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
     b->aggs[b->naggs++] = *a;
 }
 
-/* n slots of rows and wide records (engine.h): the batch keeps rows. */
-static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
+/* n slots of rows and wide records (engine.h): the batch keeps rows, each
+ * with aux = its metric's partition + 1 where part (per slot) says it. */
+static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, const uint8_t *part,
+                      size_t n)
 {
     size_t rows = ga_aggs_count(aggs, n);
     if (b->naggs + rows > GA_HMAP_VALUE_MAX ||
@@ -69,8 +71,10 @@ static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, size_t n)
             break;                /* cut short: ga_aggs_count did not count it either */
         struct ga_agg one[GA_WIDE_MAX];
         size_t k = ga_agg_unpack(&aggs[i], n - i, one);   /* a row: itself */
-        for (size_t j = 0; j < k; j++)
+        for (size_t j = 0; j < k; j++) {
+            one[j].aux = part && part[i] < GA_PARTITIONS ? (uint16_t)(part[i] + 1) : 0;
             merge_agg(b, &one[j]);
+        }
         i += span;
     }
     return 0;
@@ -209,6 +213,7 @@ void pgb_unit_free(struct pgb_unit *q)
     for (size_t i = 0; i < q->nwindows; i++)
         free(q->snaps[i]);
     free(q->aggs);
+    free(q->agg_part);
     free(q->late);
     free(q->defs);
     free(q->names);
@@ -249,6 +254,8 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
     q->window_parts = u->window_parts;
     if (!skip_rows) {
         q->aggs = dup_mem(u->aggs, q->naggs = u->naggs, sizeof *u->aggs, &rc);
+        if (u->agg_part)
+            q->agg_part = dup_mem(u->agg_part, u->naggs, 1, &rc);
         q->late = dup_mem(u->late, q->nlate = u->nlate, sizeof *u->late, &rc);
         q->rows = ga_aggs_count(u->aggs, u->naggs) + u->nlate;
     }
@@ -326,7 +333,7 @@ static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
 int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_mono_ns)
 {
     int rc;
-    if ((rc = reserve_unit(b, q)) < 0 || (rc = merge_aggs(b, q->aggs, q->naggs)) < 0)
+    if ((rc = reserve_unit(b, q)) < 0 || (rc = merge_aggs(b, q->aggs, q->agg_part, q->naggs)) < 0)
         return rc;
     /* Nothing below can fail. */
     for (size_t i = 0; i < q->ndefs; i++) {

@@ -94,6 +94,7 @@ struct pgb_batch {
 struct pgb_unit {
     struct pgb_unit *next;           /* the writer's inbox */
     struct ga_agg *aggs;             /* rows and wide records, as submitted */
+    uint8_t *agg_part;               /* per slot of aggs: its metric's partition; NULL */
     size_t naggs;
     struct ga_late *late;
     size_t nlate;

@@ -517,6 +517,64 @@ static const char schema_v12[] =
     "    PRIMARY KEY (metric, id)\n"
     ");\n";
 
+/* v13: open buckets packed into blocks (docs/STORAGE.md "Open buckets",
+ * storage/pg_open.h).  A writer keeps the newest bucket of each (metric,
+ * granularity) of its partitions in blocks of several metrics, one row a
+ * block (entry k: metrics[k], msets[k], grans[k], tss[k], and its values
+ * vals[offs[k] + 1 ..] up to the next entry's), so that rewriting a million
+ * open buckets rewrites a few tens of thousands of rows.  A bucket is in a
+ * block or in `buckets`, never both; `bucket_rows` is the union, and the
+ * views read it.  metrics.open_block names a metric's block, so a reader of
+ * one metric finds its open buckets by key.  fillfactor 50: a block's new
+ * version stays on its page (HOT). */
+static const char schema_v13[] =
+    "CREATE TABLE open_blocks (\n"
+    "    id      bigint PRIMARY KEY,\n"
+    "    metrics integer[] NOT NULL,\n"
+    "    msets   integer[] NOT NULL,\n"
+    "    grans   bigint[] NOT NULL,\n"
+    "    tss     bigint[] NOT NULL,\n"
+    "    offs    integer[] NOT NULL,\n"
+    "    vals    double precision[] NOT NULL\n"
+    ") WITH (fillfactor = 50);\n"
+    "ALTER TABLE metrics ADD COLUMN open_block bigint;\n"
+    "CREATE VIEW bucket_rows AS\n"
+    "    SELECT metric, mset, granularity, ts, vals FROM buckets\n"
+    "    UNION ALL\n"
+    "    SELECT u.metric, u.mset, u.granularity, u.ts,\n"
+    "           o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n"
+    "      FROM metrics m\n"
+    "      JOIN open_blocks o ON o.id = m.open_block\n"
+    "      CROSS JOIN LATERAL unnest(o.metrics, o.msets, o.grans, o.tss, o.offs)\n"
+    "           WITH ORDINALITY u(metric, mset, granularity, ts, off, i)\n"
+    "     WHERE u.metric = m.id;\n"
+    "CREATE OR REPLACE VIEW aggregates AS\n"
+    "    SELECT b.metric, s.methods[i] AS method, b.granularity, b.ts, b.vals[i] AS value\n"
+    "      FROM bucket_rows b\n"
+    "      JOIN method_sets s ON s.id = b.mset\n"
+    "      CROSS JOIN LATERAL generate_subscripts(b.vals, 1) i;\n"
+    "CREATE OR REPLACE VIEW gpuagg_measures AS\n"
+    "    SELECT m.name AS metric, mt.name AS method,\n"
+    "           b.granularity / 1e9::double precision AS granularity_s,\n"
+    "           gpuagg_time(b.ts) AS time, v.value,\n"
+    "           b.ts AS ts_ns, b.granularity AS granularity_ns\n"
+    "      FROM metrics m\n"
+    "      JOIN archive_policies p ON p.name = m.policy\n"
+    "      CROSS JOIN LATERAL (SELECT (d->>'granularity_ns')::bigint AS g,\n"
+    "                                 (d->>'timespan_ns')::bigint AS span\n"
+    "                            FROM jsonb_array_elements(p.definition) d) s\n"
+    "      JOIN methods mt ON mt.name = ANY (p.methods)\n"
+    "      CROSS JOIN LATERAL (SELECT x.ts AS last FROM bucket_rows x\n"
+    "                            JOIN method_sets xs ON xs.id = x.mset\n"
+    "                           WHERE x.metric = m.id AND x.granularity = s.g\n"
+    "                             AND mt.id = ANY (xs.methods)\n"
+    "                           ORDER BY x.ts DESC LIMIT 1) l\n"
+    "      JOIN bucket_rows b ON b.metric = m.id AND b.granularity = s.g\n"
+    "                        AND (s.span = 0 OR b.ts > l.last - s.span)\n"
+    "      JOIN method_sets bs ON bs.id = b.mset\n"
+    "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n"
+    "     WHERE v.value IS NOT NULL;\n";
+
 struct step {
     int version;
     const char *name;
@@ -537,6 +595,7 @@ static const struct step steps[] = {
     { 10, "metric ids stored, no per-definition policy check", schema_v10, NULL },
     { 11, "cluster identity", schema_v11, NULL },
     { 12, "window tails: a save writes what changed", schema_v12, NULL },
+    { 13, "open buckets packed into blocks", schema_v13, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -21,7 +21,9 @@ static const char session_sql[] =
     "SET temp_buffers = '256MB';\n"
     "CREATE TEMP TABLE gpuagg_stage_buckets (\n"
     "    metric integer, mset integer, granularity bigint, ts bigint,\n"
-    "    vals double precision[], merge boolean) ON COMMIT DELETE ROWS";
+    "    vals double precision[], merge boolean) ON COMMIT DELETE ROWS;\n"
+    "CREATE TEMP TABLE gpuagg_stage_blocks (LIKE open_blocks INCLUDING STORAGE)\n"
+    "    ON COMMIT DELETE ROWS";
 
 /* Rewritten buckets.  The writer knows the method set of the row it last
  * committed at each (metric, granularity)'s newest bucket (pg_fresh.h);
@@ -93,6 +95,19 @@ static const char insert_metrics_sql[] =
     "INSERT INTO metrics (id, name, policy, uuid)\n"
     "SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::uuid[])\n"
     "ON CONFLICT (id) DO NOTHING";
+
+/* The open buckets' blocks the flush changed (pg_open.h), whole, and the
+ * block of each metric that got one (for readers: the bucket_rows view). */
+static const char upsert_blocks_sql[] =
+    "INSERT INTO open_blocks AS o (id, metrics, msets, grans, tss, offs, vals)\n"
+    "SELECT id, metrics, msets, grans, tss, offs, vals FROM gpuagg_stage_blocks\n"
+    "ON CONFLICT (id) DO UPDATE SET metrics = EXCLUDED.metrics, msets = EXCLUDED.msets,\n"
+    "    grans = EXCLUDED.grans, tss = EXCLUDED.tss, offs = EXCLUDED.offs, vals = EXCLUDED.vals";
+
+static const char place_metrics_sql[] =
+    "UPDATE metrics m SET open_block = u.b\n"
+    "FROM unnest($1::int4[], $2::int8[]) u(id, b)\n"
+    "WHERE m.id = u.id AND m.open_block IS DISTINCT FROM u.b";
 
 static const char insert_late_sql[] =
     "INSERT INTO late_points (metric, ts, value, reason)\n"
@@ -423,7 +438,7 @@ static int32_t mset_find(const struct pgt_conn *tc, uint64_t h, const struct ga_
     return -1;
 }
 
-static int mset_add(struct pgt_conn *tc, uint64_t h, const struct ga_agg *a, size_t n, int32_t id)
+static int mset_add(struct pgt_conn *tc, const ga_method_t *ms, size_t n, int32_t id)
 {
     if (tc->nmsets == tc->cap_msets) {
         size_t cap = tc->cap_msets ? tc->cap_msets * 2 : 16;
@@ -433,22 +448,32 @@ static int mset_add(struct pgt_conn *tc, uint64_t h, const struct ga_agg *a, siz
         tc->msets = v;
         tc->cap_msets = cap;
     }
-    ga_method_t *m = malloc(n * sizeof *m);
+    ga_method_t *m = malloc((n ? n : 1) * sizeof *m);
     if (!m)
         return GA_ENOMEM;
-    for (size_t k = 0; k < n; k++)
-        m[k] = a[k].method;
-    tc->msets[tc->nmsets++] = (struct pgt_mset){ h, id, (uint32_t)n, m };
+    memcpy(m, ms, n * sizeof *m);
+    tc->msets[tc->nmsets++] = (struct pgt_mset){ mset_hash_m(m, n), id, (uint32_t)n, m };
     return 0;
 }
 
-/* "{1,2,3}" for rows a[0..n) into buf. */
-static void mset_text(struct pgu_buf *buf, const struct ga_agg *a, size_t n)
+/* The id of method set m[0..n), or -1 when not known. */
+static int32_t mset_find_m(const struct pgt_conn *tc, const ga_method_t *m, size_t n)
+{
+    uint64_t h = mset_hash_m(m, n);
+    for (size_t i = 0; i < tc->nmsets; i++)
+        if (tc->msets[i].hash == h && tc->msets[i].n == n &&
+            !memcmp(tc->msets[i].m, m, n * sizeof *m))
+            return tc->msets[i].id;
+    return -1;
+}
+
+/* "{1,2,3}" for methods m[0..n) into buf. */
+static void mset_text(struct pgu_buf *buf, const ga_method_t *m, size_t n)
 {
     char one[16];
     pgu_put(buf, "{", 1);
     for (size_t k = 0; k < n; k++) {
-        int l = snprintf(one, sizeof one, "%s%u", k ? "," : "", (unsigned)a[k].method);
+        int l = snprintf(one, sizeof one, "%s%u", k ? "," : "", (unsigned)m[k]);
         pgu_put(buf, one, (size_t)l);
     }
     pgu_put(buf, "}", 1);
@@ -461,49 +486,63 @@ static const char mset_select_sql[] =
     "SELECT w.i, s.id FROM unnest($1::text[]) WITH ORDINALITY w(t, i)\n"
     "JOIN method_sets s ON s.methods = w.t::smallint[]";
 
-/* Give every method set of b an id, registering the new ones (each its
- * own autocommit statement, before the flush transaction: a set, once
- * there, is never removed). */
-static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, char *err, size_t errlen)
+/* Method sets to register: lists of methods, each its own copy. */
+struct msets_new {
+    ga_method_t **m;
+    size_t *n;
+    size_t k, cap;
+};
+
+/* Add m[0..n) to nw unless this connection or nw knows it.  0 or
+ * GA_ENOMEM. */
+static int msets_want(const struct pgt_conn *tc, struct msets_new *nw, const ga_method_t *m,
+                      size_t n)
 {
-    size_t *first = NULL, nnew = 0, cap = 0;
+    if (mset_find_m(tc, m, n) >= 0)
+        return 0;
+    for (size_t i = 0; i < nw->k; i++)
+        if (nw->n[i] == n && !memcmp(nw->m[i], m, n * sizeof *m))
+            return 0;
+    if (nw->k == nw->cap) {
+        size_t cap = nw->cap ? nw->cap * 2 : 16;
+        ga_method_t **vm = realloc(nw->m, cap * sizeof *vm);
+        if (vm)
+            nw->m = vm;
+        size_t *vn = vm ? realloc(nw->n, cap * sizeof *vn) : NULL;
+        if (!vn)
+            return GA_ENOMEM;
+        nw->n = vn;
+        nw->cap = cap;
+    }
+    if (!(nw->m[nw->k] = malloc((n ? n : 1) * sizeof *m)))
+        return GA_ENOMEM;
+    memcpy(nw->m[nw->k], m, n * sizeof *m);
+    nw->n[nw->k++] = n;
+    return 0;
+}
+
+static void msets_new_free(struct msets_new *nw)
+{
+    for (size_t i = 0; i < nw->k; i++)
+        free(nw->m[i]);
+    free(nw->m);
+    free(nw->n);
+}
+
+/* Register the sets of nw (each its own autocommit statement, before the
+ * flush transaction: a set, once there, is never removed) and learn their
+ * ids. */
+static int msets_register(struct pgt_conn *tc, const struct msets_new *nw, char *err,
+                          size_t errlen)
+{
     struct pgu_buf arr = { 0 }, txt = { 0 };
     int rc = 0;
-    for (size_t i = 0, j; i < b->naggs; i = j) {
-        j = bucket_end(b, i);
-        uint64_t h = mset_hash(&b->aggs[i], j - i);
-        if (mset_find(tc, h, &b->aggs[i], j - i) >= 0)
-            continue;
-        size_t k = 0;
-        for (; k < nnew; k++) {
-            size_t f = first[k], fe = bucket_end(b, f);
-            if (fe - f == j - i && mset_hash(&b->aggs[f], fe - f) == h) {
-                size_t x = 0;
-                while (x < j - i && b->aggs[f + x].method == b->aggs[i + x].method)
-                    x++;
-                if (x == j - i)
-                    break;
-            }
-        }
-        if (k < nnew)
-            continue;
-        if (nnew == cap) {
-            cap = cap ? cap * 2 : 16;
-            size_t *v = realloc(first, cap * sizeof *v);
-            if (!v) {
-                rc = GA_ENOMEM;
-                goto out;
-            }
-            first = v;
-        }
-        first[nnew++] = i;
-    }
-    if (!nnew)
-        goto out;
-    pgu_array_begin(&arr, PGU_TEXTOID, nnew);
-    for (size_t k = 0; k < nnew; k++) {
+    if (!nw->k)
+        return 0;
+    pgu_array_begin(&arr, PGU_TEXTOID, nw->k);
+    for (size_t k = 0; k < nw->k; k++) {
         txt.len = 0;
-        mset_text(&txt, &b->aggs[first[k]], bucket_end(b, first[k]) - first[k]);
+        mset_text(&txt, nw->m[k], nw->n[k]);
         pgu_array_bytes(&arr, txt.p, txt.len);
     }
     if (arr.oom || txt.oom) {
@@ -521,10 +560,10 @@ static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, char *er
     }
     PQclear(r);
     r = PQexecParams(tc->c, mset_select_sql, 1, NULL, vals, lens, fmts, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || (size_t)PQntuples(r) != nnew) {
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || (size_t)PQntuples(r) != nw->k) {
         pgu_result_error(err, errlen, tc->c, r);
         if (PQresultStatus(r) == PGRES_TUPLES_OK)
-            snprintf(err, errlen, "method sets: %d of %zu registered", PQntuples(r), nnew);
+            snprintf(err, errlen, "method sets: %d of %zu registered", PQntuples(r), nw->k);
         PQclear(r);
         rc = fail_code(tc->c);
         goto out;
@@ -532,16 +571,48 @@ static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, char *er
     for (int row = 0; row < PQntuples(r) && !rc; row++) {
         size_t k = (size_t)strtoull(PQgetvalue(r, row, 0), NULL, 10) - 1;
         int32_t id = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
-        size_t f = first[k], n = bucket_end(b, f) - f;
-        rc = mset_add(tc, mset_hash(&b->aggs[f], n), &b->aggs[f], n, id);
+        rc = mset_add(tc, nw->m[k], nw->n[k], id);
     }
     PQclear(r);
 out:
     if (rc == GA_ENOMEM)
         snprintf(err, errlen, "out of memory");
-    free(first);
     pgu_buf_free(&arr);
     pgu_buf_free(&txt);
+    return rc;
+}
+
+/* Give every method set of b's buckets, and of the open buckets its blocks
+ * write (o, may be NULL), an id. */
+static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, struct pgo *o, char *err,
+                        size_t errlen)
+{
+    struct msets_new nw = { 0 };
+    ga_method_t m[GA_POLICY_MAX_METHODS];
+    int rc = 0;
+    for (size_t i = 0, j; i < b->naggs && !rc; i = j) {
+        j = bucket_end(b, i);
+        if (mset_find(tc, mset_hash(&b->aggs[i], j - i), &b->aggs[i], j - i) >= 0)
+            continue;
+        size_t n = j - i < GA_POLICY_MAX_METHODS ? j - i : GA_POLICY_MAX_METHODS;
+        for (size_t k = 0; k < n; k++)
+            m[k] = b->aggs[i + k].method;
+        rc = msets_want(tc, &nw, m, n);
+    }
+    for (size_t d = 0; o && d < o->ndirty && !rc; d++)
+        for (uint32_t k = 0, len = pgo_block_len(o, o->dirty[d]); k < len && !rc; k++) {
+            uint32_t metric;
+            int64_t g, ts;
+            struct pgo_vals *v;
+            pgo_block_entry(o, o->dirty[d], k, &metric, &g, &ts, &v);
+            if (v->mset < 0 && (v->mset = mset_find_m(tc, v->m, v->n)) < 0)
+                rc = msets_want(tc, &nw, v->m, v->n);
+        }
+    if (rc == 0)
+        rc = msets_register(tc, &nw, err, errlen);
+    else if (rc == GA_ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    msets_new_free(&nw);
     return rc;
 }
 
@@ -690,6 +761,108 @@ out:
     return rc;
 }
 
+static const char copy_blocks_sql[] =
+    "COPY gpuagg_stage_blocks (id, metrics, msets, grans, tss, offs, vals) FROM STDIN "
+    "(FORMAT binary)";
+
+/* COPY the blocks o's pending batch rewrites, whole, into the staging
+ * table; *nent gets their entries.  Every entry's method set has its id
+ * (ensure_msets). */
+static int copy_blocks(struct pgt_conn *tc, const struct pgo *o, size_t *nent, char *err,
+                       size_t errlen)
+{
+    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
+    PGconn *c = tc->c;
+    struct pgu_buf cb = { 0 };
+    int rc = GA_EDB;
+    *nent = 0;
+    PGresult *r = PQexec(c, copy_blocks_sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        pgu_result_error(err, errlen, c, r);
+        goto out;
+    }
+    pgu_buf_reserve(&cb, COPY_CHUNK + 64);
+    pgu_put(&cb, header, sizeof header);
+    for (size_t d = 0; d < o->ndirty; d++) {
+        uint32_t bi = o->dirty[d], len = pgo_block_len(o, bi), metric;
+        size_t total = 0;
+        int64_t g, ts;
+        struct pgo_vals *v;
+        for (uint32_t k = 0; k < len; k++) {
+            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+            if (v->mset < 0)
+                v->mset = mset_find_m(tc, v->m, v->n);
+            if (v->mset < 0) {
+                PQputCopyEnd(c, "method set not registered");
+                snprintf(err, errlen, "method set of open bucket of metric %u not registered",
+                         metric);
+                goto drain;
+            }
+            total += v->n;
+        }
+        pgu_put_i16(&cb, 7);
+        pgu_put_i32(&cb, 8);
+        pgu_put_i64(&cb, o->blk[bi].id);
+        for (int col = 0; col < 5; col++) {
+            int wide = col == 2 || col == 3;
+            pgu_put_i32(&cb, (int32_t)(20 + len * (wide ? 12 : 8)));
+            pgu_array_begin(&cb, wide ? PGU_INT8OID : PGU_INT4OID, len);
+            size_t off = 0;
+            for (uint32_t k = 0; k < len; k++) {
+                pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+                switch (col) {
+                case 0: pgu_array_i32(&cb, (int32_t)metric); break;
+                case 1: pgu_array_i32(&cb, v->mset); break;
+                case 2: pgu_array_i64(&cb, g); break;
+                case 3: pgu_array_i64(&cb, ts); break;
+                default: pgu_array_i32(&cb, (int32_t)off); off += v->n; break;
+                }
+            }
+        }
+        pgu_put_i32(&cb, (int32_t)(20 + total * 12));
+        pgu_array_begin(&cb, PGU_FLOAT8OID, total);
+        for (uint32_t k = 0; k < len; k++) {
+            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+            for (size_t x = 0; x < v->n; x++)
+                pgu_array_f64(&cb, v->v[x]);
+        }
+        *nent += len;
+        if (cb.len >= COPY_CHUNK || d + 1 == o->ndirty) {
+            if (d + 1 == o->ndirty)
+                pgu_put_i16(&cb, -1);
+            if (cb.oom) {
+                PQputCopyEnd(c, "out of memory");
+                snprintf(err, errlen, "out of memory");
+                goto drain;
+            }
+            if (PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
+                pgu_errcopy(err, errlen, PQerrorMessage(c));
+                goto drain;
+            }
+            cb.len = 0;
+        }
+    }
+    if (PQputCopyEnd(c, NULL) != 1) {
+        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        goto drain;
+    }
+    rc = 0;
+drain:
+    PQclear(r);
+    while ((r = PQgetResult(c)) != NULL) {
+        if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
+            pgu_result_error(err, errlen, c, r);
+            rc = GA_EDB;
+        }
+        PQclear(r);
+    }
+    r = NULL;
+out:
+    PQclear(r);
+    pgu_buf_free(&cb);
+    return rc;
+}
+
 /* The pipelined statements after the COPY, with their binary parameters. */
 struct step {
     const char *what;
@@ -733,8 +906,9 @@ static int nparts(uint64_t parts)
     return parts ? __builtin_popcountll(parts) : GA_PARTITIONS;
 }
 
-static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge, int update,
-                       uint64_t batch_id, uint64_t parts, int probe, struct step *st)
+static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nreplace,
+                       size_t nmerge, int update, uint64_t batch_id, uint64_t parts, int probe,
+                       struct step *st)
 {
     int n = 0;
     char def[4096], methods[4096];
@@ -748,6 +922,8 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
     }
     if (nmerge)
         st[n++] = (struct step){ .what = "merge buckets", .sql = merge_aggs_sql };
+    if (o && o->ndirty)
+        st[n++] = (struct step){ .what = "write open blocks", .sql = upsert_blocks_sql };
     if (b->npolicies) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "upsert policies", .sql = upsert_policy_sql, .nparams = 4 };
@@ -779,6 +955,16 @@ static int build_steps(const struct pgb_batch *b, size_t nreplace, size_t nmerge
             pgu_array_bytes(&s->p[1], b->defs[i].name, len);
             pgu_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
             pgu_array_bytes(&s->p[3], id, sizeof id);
+        }
+    }
+    if (o && o->nplaced) {
+        struct step *s = &st[n++];
+        *s = (struct step){ .what = "place metrics", .sql = place_metrics_sql, .nparams = 2 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, o->nplaced);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, o->nplaced);
+        for (size_t i = 0; i < o->nplaced; i++) {
+            pgu_array_i32(&s->p[0], (int32_t)o->placed[i].metric);
+            pgu_array_i64(&s->p[1], o->blk[o->placed[i].blk].id);
         }
     }
     if (b->nlate) {
@@ -986,8 +1172,8 @@ static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *f
 /* One try of the flush transaction; with probe, the same statements but
  * for the checkpoint, rolled back (pgt_probe). */
 static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-                      uint64_t batch_id, int update, int probe, struct pgt_timing *t,
-                      char state[6], char *err, size_t errlen)
+                      struct pgo *o, uint64_t batch_id, int update, int probe,
+                      struct pgt_timing *t, char state[6], char *err, size_t errlen)
 {
     PGconn *c = tc->c;
     struct step st[MAX_STEPS];
@@ -1001,7 +1187,7 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
         return GA_EIO;
     }
     if ((rc = batch_parts(tc, b, &t->partitions_created, err, errlen)) < 0 ||
-        (rc = ensure_msets(tc, b, err, errlen)) < 0)
+        (rc = ensure_msets(tc, b, o, err, errlen)) < 0)
         goto out;
     t->partitions_ms = ms_since(t0);
     tc->merged_batch = 0;
@@ -1039,10 +1225,18 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
                         &unique, err, errlen)) < 0)
         goto fail;
     t->copy_ms = ms_since(t1);
+    if (o && o->ndirty) {
+        t1 = ga_now_mono_ns();
+        if ((rc = copy_blocks(tc, o, &t->open_entries, err, errlen)) < 0)
+            goto fail;
+        t->blocks_ms = ms_since(t1);
+        t->open_blocks = o->ndirty;
+        t->open_changed = o->npend;
+    }
     t->rows = nfresh + nstaged;
     t->rows_merged = nmerge;
     t->rows_updated = update ? nstaged - nmerge : 0;
-    n = build_steps(b, nstaged - nmerge, nmerge, update, batch_id, tc->own_parts, probe, st);
+    n = build_steps(b, o, nstaged - nmerge, nmerge, update, batch_id, tc->own_parts, probe, st);
     rc = run_pipeline(c, st, n, nparts(tc->own_parts), ga_now_mono_ns(), t, state, err, errlen);
     if (rc == 0 && probe) {
         if ((rc = pgu_exec(c, "ROLLBACK", err, errlen)) < 0)
@@ -1074,13 +1268,13 @@ out:
 }
 
 int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-              uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen)
+              struct pgo *o, uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen)
 {
     char state[6] = "";
-    int rc = write_once(tc, b, hw, batch_id, 1, 0, t, state, err, errlen);
+    int rc = write_once(tc, b, hw, o, batch_id, 1, 0, t, state, err, errlen);
     if (rc < 0 && !strcmp(state, PGT_UPDATE_MISS) && tc->c && PQstatus(tc->c) == CONNECTION_OK) {
         ga_log(GA_LOG_INFO, "storage_update_fallback", "reason=\"%s\"", err);
-        rc = write_once(tc, b, hw, batch_id, 0, 0, t, state, err, errlen);
+        rc = write_once(tc, b, hw, o, batch_id, 0, 0, t, state, err, errlen);
         t->update_fallback = 1;
     }
     return rc;
@@ -1092,7 +1286,7 @@ int pgt_probe(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
     struct pgt_timing t;
     char state[6] = "";
     /* the upsert, not the UPDATE: a probe must fail only on its data */
-    return write_once(tc, b, hw, 0, 0, 1, &t, state, err, errlen);
+    return write_once(tc, b, hw, NULL, 0, 0, 1, &t, state, err, errlen);
 }
 
 static const char high_water_sql[] =

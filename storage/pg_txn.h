@@ -14,6 +14,7 @@
 
 #include "storage/pg_batch.h"
 #include "storage/pg_fresh.h"
+#include "storage/pg_open.h"
 #include "proto/ga_partition.h"
 #include "storage/pg_schema.h"
 
@@ -50,7 +51,7 @@ struct pgt_checkpoint {
     uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn, every partition */
 };
 
-#define PGT_MAX_STEPS 14
+#define PGT_MAX_STEPS 16
 
 struct pgt_timing {
     double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;
@@ -64,6 +65,10 @@ struct pgt_timing {
     int fresh_fallback;              /* 1: a "fresh" row existed; all were upserted */
     size_t rows_updated;             /* of which replaced by the plain UPDATE */
     int update_fallback;             /* 1: a row to replace was missing; all were upserted */
+    size_t open_blocks;              /* open buckets' blocks written (pg_open.h) */
+    size_t open_entries;             /* the open buckets they hold */
+    size_t open_changed;             /* of which the batch changed */
+    double blocks_ms;                /* their COPY */
 };
 
 /* Connect to conninfo as application_name "gpuaggd-writer", take the
@@ -89,9 +94,12 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
  * (the connection is broken: pgt_close it) with the reason in err.  *t
  * gets the timings.  hw (may be NULL): the high-water map that picks the
  * rows COPYed straight into aggregates (pg_fresh.h); only read here — the
- * caller raises it with pgf_note once the batch is known committed. */
+ * caller raises it with pgf_note once the batch is known committed.  o
+ * (may be NULL): the open buckets b was routed through (pgo_route); their
+ * changed blocks are written in the same transaction, and the caller calls
+ * pgo_commit once it is known committed. */
 int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-              uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
+              struct pgo *o, uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
 
 /* Write b (sorted) as pgt_write does, without advancing the checkpoint,
  * and roll it back: does the database take these rows?  Partitions it

@@ -70,6 +70,8 @@ struct pgw {
     struct pgb_batch flushing;
     struct pgt_conn tc;
     struct pgf_map hw;                /* committed high water (pg_fresh.h) */
+    struct pgo open;                  /* open buckets in blocks (pg_open.h) */
+    int open_loaded;
     uint64_t pairs_new;               /* pairs noted empty: their metric is new */
     int backoff_ms;
     int64_t next_maint_mono, last_activity_mono;
@@ -174,6 +176,13 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     pthread_mutex_unlock(&w->mu);
     int rc = pgt_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
                       sizeof err);
+    if (rc == 0 && !w->open_loaded) {
+        /* the blocks of this writer's partitions, before its first flush */
+        if ((rc = pgo_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0)
+            pgt_close(&w->tc);
+        else
+            w->open_loaded = 1;
+    }
     if (rc == 0 && w->o.fence) {
         /* The server must notice a dead host soon, so that its partition
          * locks go to the next owner (TCP only; ignored on a Unix socket). */
@@ -231,7 +240,8 @@ static void learn_pairs(struct pgw *w)
     size_t n = 0;
     char err[512];
     for (size_t i = 0; i < b->naggs; i++) {
-        if (pgf_known(&w->hw, &b->aggs[i]))
+        if (pgf_known(&w->hw, &b->aggs[i]) ||
+            pgo_has(&w->open, b->aggs[i].metric, b->aggs[i].granularity_ns))
             continue;
         if (b->ndefs && pgb_has_def(b, b->aggs[i].metric)) {
             struct ga_agg none = b->aggs[i];
@@ -323,7 +333,8 @@ static int write_batch(struct pgw *w)
     uint64_t id = new_batch_id();
     char err[512];
     struct pgt_timing t;
-    int maybe_committed = 0, isolations = 0;
+    int maybe_committed = 0, isolations = 0, routed = 0;
+    size_t naggs = w->flushing.naggs;
     uint64_t unrecorded = 0;
     int64_t t0 = ga_now_mono_ns(), tl;
     double learn_ms = 0;
@@ -353,7 +364,12 @@ static int write_batch(struct pgw *w)
         tl = ga_now_mono_ns();
         learn_pairs(w);
         learn_ms = (double)(ga_now_mono_ns() - tl) / 1e6;
-        rc = pgt_write(&w->tc, &w->flushing, &w->hw, id, &t, err, sizeof err);
+        if (!routed && (rc = pgo_route(&w->open, &w->flushing, &w->hw)) < 0) {
+            snprintf(err, sizeof err, "open buckets: %s", ga_strerror(rc));
+        } else {
+            routed = 1;
+            rc = pgt_write(&w->tc, &w->flushing, &w->hw, &w->open, id, &t, err, sizeof err);
+        }
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
             break;
@@ -377,6 +393,7 @@ static int write_batch(struct pgw *w)
             return GA_ETIMEDOUT;
     }
     w->backoff_ms = 0;
+    pgo_commit(&w->open);
     if (pgf_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
         pgf_clear(&w->hw);                  /* out of memory: forget (only slower) */
     else
@@ -387,13 +404,19 @@ static int write_batch(struct pgw *w)
     pthread_mutex_lock(&w->mu);
     struct pgw_status *st = &w->st;
     st->transactions++;
-    st->rows_committed += w->flushing.naggs;
-    st->buckets_committed += t.rows;
+    st->rows_committed += naggs;
+    st->buckets_committed += t.rows + t.open_changed;
+    st->open_buckets = w->open.st.entries;
+    st->open_blocks = w->open.st.blocks;
+    st->open_written = w->open.st.written;
+    st->open_blocks_written = w->open.st.blocks_written;
+    st->open_closed = w->open.st.closed;
+    st->open_full = w->open.st.full;
     st->late_committed += w->flushing.nlate;
     st->windows_committed += w->flushing.nwindows;
     st->defs_committed += w->flushing.ndefs;
     st->partitions_created += (uint64_t)t.partitions_created;
-    st->last_rows = w->flushing.naggs;
+    st->last_rows = naggs;
     st->rows_fresh += t.rows_fresh;
     st->rows_merged += t.rows_merged;
     st->rows_rejected += w->flushing.nrejects + unrecorded;
@@ -421,13 +444,14 @@ static int write_batch(struct pgw *w)
             o += (size_t)snprintf(steps + o, sizeof steps - o, "%s%s:%.1f", i ? "," : "",
                                   t.step_what[i], t.step_ms[i]);
         ga_log(GA_LOG_DEBUG, "storage_commit",
-               "rows=%zu buckets=%zu fresh=%zu defs=%zu counts=%zu late=%zu windows=%zu "
-               "lsn=%" PRIu64 " ms=%.1f wall_ms=%.1f sort_ms=%.1f learn_ms=%.1f parts_ms=%.1f fresh_ms=%.1f "
-               "copy_ms=%.1f upsert_ms=%.1f steps=\"%s\"",
-               w->flushing.naggs, t.rows, t.rows_fresh, w->flushing.ndefs, w->flushing.ncounts,
+               "rows=%zu buckets=%zu fresh=%zu open=%zu blocks=%zu defs=%zu counts=%zu late=%zu "
+               "windows=%zu lsn=%" PRIu64 " ms=%.1f wall_ms=%.1f sort_ms=%.1f learn_ms=%.1f "
+               "parts_ms=%.1f fresh_ms=%.1f copy_ms=%.1f blocks_ms=%.1f upsert_ms=%.1f steps=\"%s\"",
+               naggs, t.rows, t.rows_fresh, t.open_changed, t.open_blocks, w->flushing.ndefs,
+               w->flushing.ncounts,
                w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
                t.total_ms, (double)(ga_now_mono_ns() - t0) / 1e6, sort_ms, learn_ms, t.partitions_ms,
-               t.fresh_ms, t.copy_ms, t.upsert_ms, steps);
+               t.fresh_ms, t.copy_ms, t.blocks_ms, t.upsert_ms, steps);
     }
     return 0;
 }
@@ -683,6 +707,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
     if (!w)
         return GA_ENOMEM;
     w->o = *o;
+    pgo_init(&w->open, o->open_max);
     w->conninfo = strdup(o->conninfo);
     if (!w->conninfo)
         goto fail;
@@ -889,6 +914,7 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     pgb_free(&w->filling);
     pgb_free(&w->flushing);
     pgf_free(&w->hw);
+    pgo_free(&w->open);
     pthread_cond_destroy(&w->done);
     pthread_cond_destroy(&w->merge);
     pthread_cond_destroy(&w->wake);

@@ -89,6 +89,9 @@ struct pgw_window {
 struct pgw_unit {
     const struct ga_agg *aggs;    /* rows and wide records (engine.h), as a ga_result's */
     size_t naggs;                 /* slots */
+    const uint8_t *agg_part;      /* per slot: its metric's partition (proto/ga_partition.h),
+                                     which lets its open buckets go into blocks (pg_open.h);
+                                     NULL: not known, every bucket a row */
     const struct ga_late *late;
     size_t nlate;
     const struct pgw_metric_def *defs;
@@ -131,6 +134,9 @@ struct pgw_opts {
                                          lost session lost its partition locks, and another
                                          daemon may own them now; the writer stays down
                                          ("fenced") and writes nothing more */
+    size_t open_max;                  /* open buckets this writer holds in blocks at most
+                                         (pg_open.h); 0: none new (blocks already stored
+                                         are still kept up) */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */
@@ -170,6 +176,12 @@ struct pgw_status {
     uint64_t rows_rejected;           /* rows the database refused, committed to rejected_rows
                                          (or counted only, where even that was refused) */
     uint64_t isolations;              /* flushes that failed on their data and were split */
+    uint64_t open_buckets;            /* open buckets held in blocks now (pg_open.h) */
+    uint64_t open_blocks;             /* their blocks */
+    uint64_t open_written;            /* open buckets written into blocks, since start */
+    uint64_t open_blocks_written;     /* block rows written */
+    uint64_t open_closed;             /* open buckets closed: moved to buckets as rows */
+    uint64_t open_full;               /* new pairs kept as rows: open_buckets_max reached */
     char last_rejected[256];          /* "metric M: <database message>" of the last; "" none */
     int fenced;                       /* pgw_opts.fence: the session was lost */
 };

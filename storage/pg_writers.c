@@ -14,6 +14,8 @@
 struct share {
     struct ga_agg *aggs;
     size_t naggs, cap_aggs;
+    uint8_t *agg_part;               /* per slot of aggs: the metric's partition */
+    size_t cap_agg_part;
     struct ga_late *late;
     size_t nlate, cap_late;
     struct pgw_metric_def *defs;
@@ -141,6 +143,23 @@ static struct share *share_of(struct pgws *s, uint32_t metric)
     return &s->share[s->writer_of[s->partition_of(s->pctx, metric) % GA_PARTITIONS]];
 }
 
+/* Each slot's partition for a unit given whole to the only writer. */
+static int tag_parts(struct pgws *s, const struct pgw_unit *u)
+{
+    struct share *sh = &s->share[0];
+    if (grow((void **)&sh->agg_part, &sh->cap_agg_part, u->naggs, 1))
+        return GA_ENOMEM;
+    for (size_t i = 0; i < u->naggs;) {
+        size_t span = ga_agg_span(&u->aggs[i]);
+        if (span > u->naggs - i)
+            span = u->naggs - i;
+        memset(sh->agg_part + i, s->partition_of(s->pctx, u->aggs[i].metric) % GA_PARTITIONS,
+               span);
+        i += span;
+    }
+    return 0;
+}
+
 static int split(struct pgws *s, const struct pgw_unit *u)
 {
     for (int i = 0; i < s->n; i++) {
@@ -151,10 +170,13 @@ static int split(struct pgws *s, const struct pgw_unit *u)
         size_t span = ga_agg_span(&u->aggs[i]);
         if (span > u->naggs - i)
             break;                          /* cut short: no writer would read it either */
-        struct share *sh = share_of(s, u->aggs[i].metric);
-        if (grow((void **)&sh->aggs, &sh->cap_aggs, sh->naggs + span, sizeof *sh->aggs))
+        int p = s->partition_of(s->pctx, u->aggs[i].metric) % GA_PARTITIONS;
+        struct share *sh = &s->share[s->writer_of[p]];
+        if (grow((void **)&sh->aggs, &sh->cap_aggs, sh->naggs + span, sizeof *sh->aggs) ||
+            grow((void **)&sh->agg_part, &sh->cap_agg_part, sh->naggs + span, 1))
             return GA_ENOMEM;
         memcpy(sh->aggs + sh->naggs, &u->aggs[i], span * sizeof *sh->aggs);
+        memset(sh->agg_part + sh->naggs, p, span);
         sh->naggs += span;
         i += span;
     }
@@ -180,12 +202,16 @@ int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx
     int splitting = s->n > 1 || s->masked;
     if (splitting && split(s, u) < 0)
         return GA_ENOMEM;
+    if (!splitting && s->partition_of && tag_parts(s, u) < 0)
+        return GA_ENOMEM;
     for (int i = 0; i < s->n; i++) {
         struct pgw_unit part = *u;
+        if (!splitting && s->partition_of)
+            part.agg_part = s->share[0].agg_part;
         if (splitting) {
             const struct share *sh = &s->share[i];
             part = (struct pgw_unit){
-                .aggs = sh->aggs, .naggs = sh->naggs, .late = sh->late, .nlate = sh->nlate,
+                .aggs = sh->aggs, .naggs = sh->naggs, .agg_part = sh->agg_part, .late = sh->late, .nlate = sh->nlate,
                 .defs = sh->defs, .ndefs = sh->ndefs, .counts = sh->counts,
                 .ncounts = sh->ncounts, .windows = sh->windows, .nwindows = sh->nwindows,
                 .lsn = u->lsn,
@@ -307,6 +333,12 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st)
         SUM_(rows_merged);
         SUM_(rows_rejected);
         SUM_(isolations);
+        SUM_(open_buckets);
+        SUM_(open_blocks);
+        SUM_(open_written);
+        SUM_(open_blocks_written);
+        SUM_(open_closed);
+        SUM_(open_full);
         if (o.last_rejected[0])
             memcpy(st->last_rejected, o.last_rejected, sizeof st->last_rejected);
         SUM_(last_rows);
@@ -345,6 +377,7 @@ int pgws_stop(struct pgws *s, int timeout_ms)
     for (int i = 0; s->share && i < s->n; i++) {
         struct share *sh = &s->share[i];
         free(sh->aggs);
+        free(sh->agg_part);
         free(sh->late);
         free(sh->defs);
         free(sh->counts);

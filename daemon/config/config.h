@@ -64,6 +64,7 @@ struct ga_config {
         int flush_interval_ms;              /* storage.flush_interval_ms, default 1000 */
         int flush_rows;                     /* storage.flush_rows, default 100000 */
         int queue_max_rows;                 /* storage.queue_max_rows, 0 (default): 16 x flush_rows */
+        int open_buckets_max;               /* storage.open_buckets_max, default 4,000,000 */
         int window_snapshot_s;              /* storage.window_snapshot_s, default 300 */
         int writers;                        /* storage.writers, default 4 */
         int pool_size;                      /* storage.pool_size, default 2 */

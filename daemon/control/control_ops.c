@@ -314,6 +314,12 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.fresh_fallbacks", w->fresh_fallbacks);
     KV("storage.rows_rejected", w->rows_rejected);
     KV("storage.isolations", w->isolations);
+    KV("storage.open_buckets", w->open_buckets);
+    KV("storage.open_blocks", w->open_blocks);
+    KV("storage.open_written", w->open_written);
+    KV("storage.open_blocks_written", w->open_blocks_written);
+    KV("storage.open_closed", w->open_closed);
+    KV("storage.open_full", w->open_full);
     KV("storage.rows_updated", w->rows_updated);
     KV("storage.pairs_asked", w->pairs_asked);
     KV("storage.pairs_new", w->pairs_new);

@@ -194,7 +194,7 @@ def engine_running(d, timeout=60):
 
 
 # What a database stores, to compare two: buckets, late points, point counts.
-STORED_SQL = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM buckets b "
+STORED_SQL = ("SELECT m.name, b.granularity, b.ts, s.methods, b.vals FROM bucket_rows b "
               "JOIN metrics m ON m.id = b.metric JOIN method_sets s ON s.id = b.mset "
               "ORDER BY 1, 2, 3; "
               "SELECT m.name, l.ts, l.value, l.reason FROM late_points l "

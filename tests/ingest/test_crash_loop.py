@@ -99,7 +99,7 @@ def test_replay_progress_survives_kills():
         d.logtext()[-2000:]
     r = d.ctl("flush", timeout=120)
     assert r.returncode == 0, r
-    n = S.pg.sql("SELECT sum(vals[1]) FROM buckets")
+    n = S.pg.sql("SELECT sum(vals[1]) FROM bucket_rows")
     assert int(float(n[0][0])) == POINTS, (n, seen)
     assert d.stop(timeout=60) == 0
 

@@ -120,7 +120,7 @@ def test_full_then_recovered():
     r = d.ctl("flush", timeout=60)
     assert r.returncode == 0, (r, d.logtext()[-3000:])
     for m in ("jf.before", "jf.a", "jf.c"):
-        n = S.pg.sql("SELECT count(*) FROM buckets b JOIN metrics m ON m.id = b.metric "
+        n = S.pg.sql("SELECT count(*) FROM bucket_rows b JOIN metrics m ON m.id = b.metric "
                      "WHERE m.name = '%s'" % m)
         assert n != [["0"]], (m, n)
     assert S.pg.sql("SELECT count(*) FROM metrics WHERE name = 'jf.b'") == [["0"]]

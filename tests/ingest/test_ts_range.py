@@ -108,12 +108,15 @@ def test_good_points_committed_and_queryable():
         want = [(t, v) for t, v in want if t > want[-1][0] - TIMESPAN_NS]
         got = [(row[0], row[1]) for row in res["result"]["rows"]]
         assert got == want, (m, got, want)
-    # nothing past the bound reached the database; the bound's day has its partition
+    # nothing past the bound reached the database; the bound's buckets are
+    # their series' newest, so they are open buckets in blocks (a bucket at
+    # the bound as a row of `buckets`, with its day's partition:
+    # test_bad_rows.py)
     assert S.pg.sql("SELECT count(*) FROM aggregates WHERE ts > %d" % TS_MAX) == [["0"]]
     rows = S.pg.sql("SELECT metric, ts_ns FROM gpuagg_measures WHERE ts_ns >= %d" % TS_MAX)
     assert sorted(set(map(tuple, rows))) == [("tsr.b", str(TS_MAX)), ("tsr.c", str(TS_MAX))], rows
-    assert S.pg.sql("SELECT count(*) FROM bucket_partitions WHERE granularity = %d AND "
-                    "from_ns <= %d AND to_ns > %d" % (G_NS, TS_MAX, TS_MAX)) == [["1"]]
+    assert S.pg.sql("SELECT count(*) FROM open_blocks o, unnest(o.tss) t WHERE t = %d"
+                    % TS_MAX) == [["2"]]
 
 
 def test_ceilometer_vector_2262_refused():
