@@ -178,10 +178,15 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
                       sizeof err);
     if (rc == 0 && !w->open_loaded) {
         /* the blocks of this writer's partitions, before its first flush */
-        if ((rc = pgo_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0)
+        if ((rc = pgo_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0) {
             pgt_close(&w->tc);
-        else
+        } else {
             w->open_loaded = 1;
+            pthread_mutex_lock(&w->mu);
+            w->st.open_buckets = w->open.st.entries;
+            w->st.open_blocks = w->open.st.blocks;
+            pthread_mutex_unlock(&w->mu);
+        }
     }
     if (rc == 0 && w->o.fence) {
         /* The server must notice a dead host soon, so that its partition

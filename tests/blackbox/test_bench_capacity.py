@@ -48,7 +48,7 @@ def test_acked_and_committed():
     acked = int(re.match(r"(\d+) points", field("acked")).group(1))
     # 8 s of 3000 points/s, give or take the edges
     assert 18000 <= acked <= 27000, acked
-    db = re.match(r"sum\(metrics.points\) (\d+) \(acked (\d+)\), (\d+) rows in buckets", field("in PostgreSQL"))
+    db = re.match(r"sum\(metrics.points\) (\d+) \(acked (\d+)\), (\d+) rows in bucket_rows", field("in PostgreSQL"))
     assert db, field("in PostgreSQL")
     assert int(db.group(1)) == int(db.group(2)) == acked, db.groups()
     assert int(db.group(3)) > 0
@@ -62,7 +62,7 @@ def test_ceiling():
     m = re.match(r"(\d+) rows/s: (\d+) rows", field("PostgreSQL ceiling"))
     assert m, field("PostgreSQL ceiling")
     assert int(m.group(1)) > 0
-    db_rows = int(re.search(r"(\d+) rows in buckets", field("in PostgreSQL")).group(1))
+    db_rows = int(re.search(r"(\d+) rows in bucket_rows", field("in PostgreSQL")).group(1))
     assert int(m.group(2)) == db_rows, (m.groups(), db_rows)
     assert re.match(r"[\d.]+ %$", field("writer / ceiling")), field("writer / ceiling")
 

@@ -225,6 +225,7 @@ struct run {
     char out[PATH_MAX], rundir[PATH_MAX], cfg[PATH_MAX + 32], log[PATH_MAX + 32], pgdir[PATH_MAX];
     char gpuaggd[PATH_MAX + 16], load[PATH_MAX + 16], script[PATH_MAX + 32];
     char conninfo[1024];
+    const char *rows_from;            /* what db_rows counts: --table, or bucket_rows */
     int pg_started, tmp_rundir;
     pid_t daemon;
     struct ctl_client ctl;
@@ -694,7 +695,7 @@ static void summary(struct run *r, int completed)
            ((double)rss_max - r->rss_base_kib) * 1024 / o->metrics);
     printf("| in PostgreSQL | sum(metrics.points) %llu (acked %llu), %llu rows in %s |\n",
            (unsigned long long)r->db_points, (unsigned long long)r->acked_final, (unsigned long long)r->db_rows,
-           o->table);
+           r->rows_from);
     if (r->ceil_ok) {
         printf("| PostgreSQL ceiling | %.0f rows/s: %llu rows (%.1f MiB binary) by %d parallel COPY sessions in %.2f s, into %s |\n",
                r->ceil.rows_per_s, (unsigned long long)r->ceil.rows, (double)r->ceil.bytes / 1048576.0,
@@ -725,7 +726,12 @@ static int db_check(struct run *r)
     if (sql_exec(r->conninfo, "SELECT coalesce(sum(points), 0) FROM metrics", v, sizeof v) < 0)
         return -1;
     r->db_points = strtoull(v, NULL, 10);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", r->o->table);
+    /* gpuagg's buckets: every bucket, the open ones in blocks too */
+    if (!strcmp(r->o->table, "buckets") &&
+        sql_exec(r->conninfo, "SELECT to_regclass('bucket_rows') IS NOT NULL", v, sizeof v) == 0 &&
+        v[0] == 't')
+        r->rows_from = "bucket_rows";
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", r->rows_from);
     if (sql_exec(r->conninfo, sql, v, sizeof v) < 0)
         return -1;
     r->db_rows = strtoull(v, NULL, 10);
@@ -807,7 +813,7 @@ int main(int argc, char **argv)
         o.max_metrics = (long)o.metrics;
     if (o.ceiling_only)
         return ceiling_only(&o);
-    struct run r = { .o = &o };
+    struct run r = { .o = &o, .rows_from = o.table };
     r.ctl.fd = -1;
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = { .sa_handler = on_signal };

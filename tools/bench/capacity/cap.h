@@ -96,7 +96,9 @@ struct cap_ceiling {
     int partitions;             /* partitions of the clone (0: a plain table) */
 };
 
-/* Copy every row of table (as the SQL names it, e.g. "aggregates") out to
+/* Copy every row of table (as the SQL names it, e.g. "aggregates"; for
+ * gpuagg's "buckets", every bucket: the view bucket_rows, which adds the
+ * open buckets packed in blocks) out to
  * the binary COPY file path, in primary-key order, create a fresh table of the same shape
  * (partitions, defaults, constraints, indexes, storage parameters), load
  * the rows back through `sessions` connections in parallel, each with one

@@ -351,8 +351,25 @@ int cap_ceiling_run(const char *conninfo, const char *table, const char *path, i
                   "WHERE i.indrelid = $1::oid AND i.indisprimary AND a.attrelid = i.indrelid AND a.attnum = k.att",
                1, p, order, sizeof order, err, errlen) < 0)
         goto out;
+    /* gpuagg keeps its open buckets packed in blocks (docs/STORAGE.md "Open
+     * buckets"): the same buckets as rows of `buckets` are those of the
+     * view bucket_rows, whose time ranges get their partitions first. */
+    const char *src = qname;
+    if (!strcmp(qname, "buckets")) {
+        char view[8];
+        if (query1(c, "SELECT to_regclass('bucket_rows') IS NOT NULL", 0, NULL, view, sizeof view,
+                   err, errlen) < 0)
+            goto out;
+        if (view[0] == 't') {
+            if (exec_ok(c, "SELECT count(gpuagg_ensure_partition(g, p)) FROM (SELECT DISTINCT "
+                           "granularity AS g, ts / gpuagg_partition_width(granularity) AS p "
+                           "FROM bucket_rows) q", PGRES_TUPLES_OK, err, errlen) < 0)
+                goto out;
+            src = "bucket_rows";
+        }
+    }
     double t0 = cap_now();
-    if (export_rows(c, qname, order, path, &res->bytes, err, errlen) < 0)
+    if (export_rows(c, src, order, path, &res->bytes, err, errlen) < 0)
         goto out;
     res->export_s = cap_now() - t0;
     if (create_clone(c, oid, qname, &res->partitions, err, errlen) < 0)
