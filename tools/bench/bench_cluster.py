@@ -800,14 +800,14 @@ class Phase:
                 pass
             rcs.append(self.loads[i].returncode)
         db_points = int(pg.sql("SELECT coalesce(sum(points), 0) FROM metrics", self.db))
-        rows = int(pg.sql("SELECT count(*) FROM buckets", self.db))
+        rows = int(pg.sql("SELECT count(*) FROM bucket_rows", self.db))
         res.update(acked=acked, rejected=rejected, unacked=unacked, db_points=db_points, db_rows=rows,
                    load_rcs=rcs, loss=max(0, acked - db_points), extra=db_points - acked)
         # the killed daemon's load ends with an error (its daemon is gone)
         res["ok"] = (res["loss"] == 0 and 0 <= res["extra"] <= unacked and res["drain_s"] is not None and
                      all(rc == 0 for i, rc in enumerate(rcs) if not (self.kill_at and i == self.n - 1)))
         log("   in PostgreSQL: sum(metrics.points) %d, acked by the loads %d (%d sent and not acknowledged, "
-            "%d rejected), %d rows in buckets: %s" % (
+            "%d rejected), %d buckets (bucket_rows): %s" % (
                 db_points, acked, unacked, rejected, rows,
                 "nothing lost" if res["loss"] == 0 else "%d POINTS LOST" % res["loss"]))
 
