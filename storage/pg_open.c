@@ -599,6 +599,12 @@ int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
     return 0;
 }
 
+int64_t pgo_placed_block(const struct pgo *o, uint32_t metric)
+{
+    int64_t bi = o->nplaced ? placed_blk(o, metric) : -1;
+    return bi < 0 ? -1 : o->blk[bi].id;
+}
+
 int pgo_pending(const struct pgo *o)
 {
     return o->ndirty > 0;

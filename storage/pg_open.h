@@ -150,6 +150,9 @@ int pgo_has(const struct pgo *o, uint32_t metric, int64_t granularity_ns);
  * GA_ENOMEM with b and o as they were. */
 int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw);
 
+/* The id of the block the pending batch placed metric in, or -1. */
+int64_t pgo_placed_block(const struct pgo *o, uint32_t metric);
+
 /* 1 if the pending batch rewrites blocks. */
 int pgo_pending(const struct pgo *o);
 

@@ -91,10 +91,15 @@ static const char upsert_policy_sql[] =
     "INSERT INTO archive_policies (name, back_window, definition, methods)\n"
     "SELECT n, bw, d, m FROM u ON CONFLICT (name) DO NOTHING";
 
+/* A new metric's row carries its block when the batch placed it (-1:
+ * none); a definition written again (replayed) keeps its row, but for a
+ * block it did not have. */
 static const char insert_metrics_sql[] =
-    "INSERT INTO metrics (id, name, policy, uuid)\n"
-    "SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::uuid[])\n"
-    "ON CONFLICT (id) DO NOTHING";
+    "INSERT INTO metrics AS m (id, name, policy, uuid, open_block)\n"
+    "SELECT u.i, u.n, u.p, u.u, nullif(u.b, -1)\n"
+    "FROM unnest($1::int4[], $2::text[], $3::text[], $4::uuid[], $5::int8[]) u(i, n, p, u, b)\n"
+    "ON CONFLICT (id) DO UPDATE SET open_block = EXCLUDED.open_block\n"
+    "    WHERE EXCLUDED.open_block IS NOT NULL AND m.open_block IS DISTINCT FROM EXCLUDED.open_block";
 
 /* The open buckets' blocks the flush changed (pg_open.h), whole, and the
  * block of each metric that got one (for readers: the bucket_rows view). */
@@ -942,11 +947,12 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
     }
     if (b->ndefs) {
         struct step *s = &st[n++];
-        *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 4 };
+        *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 5 };
         pgu_array_begin(&s->p[0], PGU_INT4OID, b->ndefs);
         pgu_array_begin(&s->p[1], PGU_TEXTOID, b->ndefs);
         pgu_array_begin(&s->p[2], PGU_TEXTOID, b->ndefs);
         pgu_array_begin(&s->p[3], PGU_UUIDOID, b->ndefs);
+        pgu_array_begin(&s->p[4], PGU_INT8OID, b->ndefs);
         for (size_t i = 0; i < b->ndefs; i++) {
             size_t len = strlen(b->defs[i].name);
             uint8_t id[16];
@@ -955,14 +961,20 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
             pgu_array_bytes(&s->p[1], b->defs[i].name, len);
             pgu_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
             pgu_array_bytes(&s->p[3], id, sizeof id);
+            pgu_array_i64(&s->p[4], o ? pgo_placed_block(o, b->defs[i].id) : -1);
         }
     }
-    if (o && o->nplaced) {
+    size_t nplace = 0;                   /* metrics placed whose row is not written here */
+    for (size_t i = 0; o && i < o->nplaced; i++)
+        nplace += !pgb_has_def(b, o->placed[i].metric);
+    if (nplace) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "place metrics", .sql = place_metrics_sql, .nparams = 2 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, o->nplaced);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, o->nplaced);
+        pgu_array_begin(&s->p[0], PGU_INT4OID, nplace);
+        pgu_array_begin(&s->p[1], PGU_INT8OID, nplace);
         for (size_t i = 0; i < o->nplaced; i++) {
+            if (pgb_has_def(b, o->placed[i].metric))
+                continue;
             pgu_array_i32(&s->p[0], (int32_t)o->placed[i].metric);
             pgu_array_i64(&s->p[1], o->blk[o->placed[i].blk].id);
         }
