@@ -39,6 +39,21 @@ int pgb_has_def(const struct pgb_batch *b, uint32_t id)
     return 0;
 }
 
+const struct ga_policy *pgb_def_policy(const struct pgb_batch *b, uint32_t id)
+{
+    struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(id));
+    uint32_t v;
+    while (ga_hmap_next(&it, &v)) {
+        if (b->defs[v].id != id)
+            continue;
+        for (size_t i = 0; i < b->npolicies; i++)
+            if (!strcmp(b->policies[i].name, b->defs[v].policy))
+                return &b->policies[i];
+        return NULL;
+    }
+    return NULL;
+}
+
 /* Room reserved by merge_aggs. */
 static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
 {

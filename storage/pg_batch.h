@@ -136,6 +136,8 @@ int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int 
 /* 1 if b carries the definition of metric id (a metric new to this
  * process: it has no rows in the database yet). */
 int pgb_has_def(const struct pgb_batch *b, uint32_t id);
+/* The policy of the definition of metric id in b, or NULL when b has none. */
+const struct ga_policy *pgb_def_policy(const struct pgb_batch *b, uint32_t id);
 
 /* 1 if b holds nothing to write (no rows, late, defs, counts, windows, and
  * no LSN to advance). */

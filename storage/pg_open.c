@@ -95,6 +95,7 @@ int pgo_init(struct pgo *o, size_t max)
 {
     memset(o, 0, sizeof *o);
     o->max = max;
+    o->most_entries = 2;
     for (int p = 0; p < GA_PARTITIONS; p++)
         o->fill[p] = -1;
     return 0;
@@ -240,7 +241,14 @@ static void add_ent(struct pgo *o, uint32_t bi, uint32_t metric, int64_t g, int6
     ga_hmap_put(&o->pair_ix, NULL, pair_hash(metric, g), e);
     struct pgo_blk *b = &o->blk[bi];
     b->ent[b->n++] = e;
-    b->value_bytes += 8u * val.n;
+    b->bytes += PGO_ENTRY_BYTES + 8u * val.n;
+    uint32_t mine = 0;
+    for (uint32_t k = 0; k < b->n; k++)
+        mine += o->ent[b->ent[k]].metric == metric;
+    if (mine > o->most_entries)
+        o->most_entries = mine;
+    if (val.n > o->most_vals)
+        o->most_vals = val.n;
 }
 
 static int reserve_ents(struct pgo *o, size_t more)
@@ -415,20 +423,35 @@ static int new_pend(struct pgo *o, uint32_t ent, uint32_t metric, uint32_t blk, 
     return (int)o->npend++;
 }
 
+/* What a metric new to the blocks will take in its block: its policy's
+ * archives and methods where b defines it, else as many open buckets as
+ * any metric had and as many values as any bucket (at least this one's). */
+static uint32_t metric_bytes(const struct pgo *o, const struct pgb_batch *b, uint32_t metric,
+                             size_t nvals)
+{
+    const struct ga_policy *p = b->ndefs ? pgb_def_policy(b, metric) : NULL;
+    uint32_t entries = p ? (uint32_t)p->ndefs : o->most_entries;
+    size_t vals = p ? (size_t)p->nmethods : (nvals > o->most_vals ? nvals : o->most_vals);
+    return entries * (uint32_t)(PGO_ENTRY_BYTES + 8 * vals);
+}
+
 /* The block a new pair of metric goes to (its metric's, or the
  * partition's filling one, or a new one), with room for it; -1 when out of
- * memory. */
-static int64_t place(struct pgo *o, uint32_t metric, int part, size_t nvals)
+ * memory.  need: what a metric new to the blocks takes (metric_bytes),
+ * counted in the block's bytes_new when it is placed, so that its other
+ * open buckets, routed later in the batch, find their room kept. */
+static int64_t place(struct pgo *o, uint32_t metric, int part, uint32_t need)
 {
     int64_t bi = metric_blk(o, metric);
     if (bi < 0)
         bi = placed_blk(o, metric);
+    uint32_t add = 0;                     /* a metric's later buckets were counted in need */
     if (bi < 0) {
+        add = need;
         int32_t f = o->fill[part];
         if (f >= 0) {
             const struct pgo_blk *b = &o->blk[f];
-            if (b->n + b->nnew >= PGO_BLOCK_ENTRIES ||
-                b->value_bytes + b->bytes_new + 8 * nvals > PGO_BLOCK_VALUE_BYTES)
+            if (b->bytes + b->bytes_new + need > PGO_BLOCK_BYTES)
                 f = -1;
         }
         if (f < 0) {
@@ -448,7 +471,7 @@ static int64_t place(struct pgo *o, uint32_t metric, int part, size_t nvals)
     if (blk_reserve(b, b->n + b->nnew + 1) < 0)
         return -1;
     b->nnew++;
-    b->bytes_new += (uint32_t)(8 * nvals);
+    b->bytes_new += add;
     return bi;
 }
 
@@ -512,7 +535,8 @@ static int route_held(struct pgo *o, struct rows_out *out, int64_t e, int64_t p,
 
 /* A bucket of a pair neither held nor new in this batch: a new entry when
  * it may be one.  1 taken, 0 a row, GA_ENOMEM. */
-static int route_new(struct pgo *o, const struct pgf_map *hw, const struct ga_agg *r, size_t n)
+static int route_new(struct pgo *o, const struct pgb_batch *b, const struct pgf_map *hw,
+                     const struct ga_agg *r, size_t n)
 {
     if (!r->aux || r->aux > GA_PARTITIONS || !o->max || !hw || !pgf_known(hw, r) ||
         !pgf_fresh(hw, r))
@@ -521,7 +545,7 @@ static int route_new(struct pgo *o, const struct pgf_map *hw, const struct ga_ag
         o->st.full++;
         return 0;
     }
-    int64_t bi = place(o, r->metric, r->aux - 1, n);
+    int64_t bi = place(o, r->metric, r->aux - 1, metric_bytes(o, b, r->metric, n));
     if (bi < 0)
         return GA_ENOMEM;
     int p = new_pend(o, NO_ENT, r->metric, (uint32_t)bi, r->granularity_ns);
@@ -565,7 +589,7 @@ int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
             p = (int64_t)o->ent[e].pend - 1;
         else if (o->npend)
             p = find_new(o, r->metric, r->granularity_ns);
-        rc = e >= 0 || p >= 0 ? route_held(o, &out, e, p, r, j - i) : route_new(o, hw, r, j - i);
+        rc = e >= 0 || p >= 0 ? route_held(o, &out, e, p, r, j - i) : route_new(o, b, hw, r, j - i);
         if (rc == 0)
             rc = out_rows(&out, r, j - i);
     }
@@ -616,10 +640,12 @@ void pgo_commit(struct pgo *o)
         struct pgo_pend *q = &o->pend[i];
         if (q->ent != NO_ENT) {
             struct pgo_ent *x = &o->ent[q->ent];
-            o->blk[x->blk].value_bytes += 8u * q->val.n;
-            o->blk[x->blk].value_bytes -= 8u * x->cur.n;
+            o->blk[x->blk].bytes += 8u * q->val.n;
+            o->blk[x->blk].bytes -= 8u * x->cur.n;
             vals_free(&x->cur);
             x->cur = q->val;
+            if (x->cur.n > o->most_vals)
+                o->most_vals = x->cur.n;
             x->ts = q->ts;
             x->pend = 0;
         }

@@ -46,12 +46,15 @@
 #include "storage/pg_batch.h"
 #include "storage/pg_fresh.h"
 
-/* A block takes new metrics while its values stay within this many bytes
- * (the row, about 28 bytes an entry more, then stays below PostgreSQL's
- * 2 kB TOAST threshold: no compression, no out-of-line storage) and it has
- * fewer than PGO_BLOCK_ENTRIES entries. */
-#define PGO_BLOCK_VALUE_BYTES 1024
-#define PGO_BLOCK_ENTRIES 24
+/* A block takes a new metric while its entries, with the new metric's
+ * every open bucket (its policy's archives where the batch defines it),
+ * stay within PGO_BLOCK_BYTES as stored (PGO_ENTRY_BYTES an entry, 8 a
+ * value): the row, arrays' headers and all, then stays below PostgreSQL's
+ * 2 kB TOAST threshold, so a rewrite neither compresses it nor stores it
+ * out of line, and one row a page (fillfactor 20, migration 13) leaves
+ * room for the next versions on the page (HOT). */
+#define PGO_BLOCK_BYTES 1536
+#define PGO_ENTRY_BYTES 28
 
 /* A bucket's values, methods ascending. */
 struct pgo_vals {
@@ -83,12 +86,12 @@ struct pgo_blk {
     int64_t id;
     uint32_t *ent;                   /* its entries, in the order of the stored arrays */
     uint32_t n, cap;
-    uint32_t value_bytes;            /* 8 a value, at placement */
+    uint32_t bytes;                  /* its entries as stored (PGO_ENTRY_BYTES + 8 a value) */
     uint8_t stored;                  /* its row exists */
     uint8_t dirty;                   /* the pending batch rewrites it */
     uint32_t nnew;                   /* pending new entries placed in it ... */
     uint32_t newfirst;               /* ... pgo.newp[newfirst .. + nnew) once routed */
-    uint32_t bytes_new;              /* and their value bytes */
+    uint32_t bytes_new;              /* and what they add to bytes */
 };
 
 /* A metric given a block by the pending batch (metrics.open_block). */
@@ -127,6 +130,8 @@ struct pgo {
     int32_t fill_before[GA_PARTITIONS];
     uint32_t no_before[GA_PARTITIONS];
     uint64_t pend_closed;
+    uint32_t most_entries;           /* the most open buckets a metric had: 2 until more */
+    uint16_t most_vals;              /* the most values an entry had */
     struct pgo_stats st;
 };
 

@@ -525,8 +525,13 @@ static const char schema_v12[] =
  * open buckets rewrites a few tens of thousands of rows.  A bucket is in a
  * block or in `buckets`, never both; `bucket_rows` is the union, and the
  * views read it.  metrics.open_block names a metric's block, so a reader of
- * one metric finds its open buckets by key.  fillfactor 50: a block's new
- * version stays on its page (HOT). */
+ * one metric finds its open buckets by key.  A block row stays below 2 kB
+ * (pg_open.h) and fillfactor 20 leaves it alone on its page: each rewrite's
+ * new version goes on the same page (HOT), where the versions no snapshot
+ * sees any more are pruned as the next rewrites come; at 50, two or three
+ * blocks a page rewritten every second ran out of room while the writers'
+ * snapshots still saw the older versions, and the table grew by every
+ * rewrite. */
 static const char schema_v13[] =
     "CREATE TABLE open_blocks (\n"
     "    id      bigint PRIMARY KEY,\n"
@@ -536,7 +541,7 @@ static const char schema_v13[] =
     "    tss     bigint[] NOT NULL,\n"
     "    offs    integer[] NOT NULL,\n"
     "    vals    double precision[] NOT NULL\n"
-    ") WITH (fillfactor = 50);\n"
+    ") WITH (fillfactor = 20);\n"
     "ALTER TABLE metrics ADD COLUMN open_block bigint;\n"
     "CREATE VIEW bucket_rows AS\n"
     "    SELECT metric, mset, granularity, ts, vals FROM buckets\n"
