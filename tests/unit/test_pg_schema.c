@@ -3,6 +3,7 @@
  * against a real private PostgreSQL. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/base/log.h"
 #include "gpu/engine.h"
@@ -182,6 +183,69 @@ static void test_v12_window_tails(void)
     PQfinish(c);
 }
 
+/* v13 on a database of v12 with buckets: the views read the same values
+ * through bucket_rows; an open bucket in a block is read as the newest of
+ * its series, with its method set, found through metrics.open_block. */
+static void test_v13_open_blocks(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "", sql[1024];
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 12, err, sizeof err), pgs_step_count(0) - pgs_step_count(12));
+    long long g = 60000000000LL, day = (long long)(time(NULL) / 86400);
+    long long t0 = (day - 1) * 86400000000000LL;
+    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
+                        "VALUES ('p', 0, '[{\"granularity_ns\": 60000000000, \"timespan_ns\": "
+                        "600000000000, \"points\": 10}]', '{mean,max}')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy, uuid) SELECT i, n, 'p', "
+                        "gpuagg_metric_uuid(n) FROM (VALUES (0, 'a'), (1, 'b')) v(i, n)"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO method_sets (methods) VALUES ('{1,4}')"), 0);
+    snprintf(sql, sizeof sql, "SELECT gpuagg_ensure_partition(%lld, %lld / gpuagg_partition_width(%lld))",
+             g, t0, g);
+    CHECK_INT(pg_scalar(c, sql) >= 0, 1);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO buckets SELECT m, (SELECT id FROM method_sets), %lld, %lld + i * %lld, "
+             "ARRAY[m + i, m + i + 0.5] FROM generate_series(0, 1) m, generate_series(0, 19) i",
+             g, t0, g);
+    CHECK_INT(pg_cmd(c, sql), 0);
+    pg_cmd(c, "CREATE TABLE before AS SELECT * FROM aggregates");
+    pg_cmd(c, "CREATE TABLE before_view AS SELECT * FROM gpuagg_measures");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM before_view"), 2 * 10 * 2);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(12));
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_rows"), 2 * 20);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before EXCEPT "
+                           "SELECT * FROM aggregates) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before_view EXCEPT "
+                           "SELECT * FROM gpuagg_measures) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_measures"), 2 * 10 * 2);
+    /* metric 0's next bucket, open, in block 5 << 32 with an entry of another
+     * metric (2, no row: not read) before it; method set {1} (mean only) */
+    CHECK_INT(pg_cmd(c, "INSERT INTO method_sets (methods) VALUES ('{1}')"), 0);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO open_blocks VALUES (%lld, '{2,0}', ARRAY[(SELECT id FROM method_sets "
+             "WHERE methods = '{1,4}'), (SELECT id FROM method_sets WHERE methods = '{1}')], "
+             "ARRAY[%lld, %lld]::int8[], ARRAY[%lld, %lld]::int8[], '{0,2}', '{7,8,42.5}')",
+             5LL << 32, g, g, t0, t0 + 20 * g);
+    CHECK_INT(pg_cmd(c, sql), 0);
+    snprintf(sql, sizeof sql, "UPDATE metrics SET open_block = %lld WHERE id = 0", 5LL << 32);
+    CHECK_INT(pg_cmd(c, sql), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_rows"), 2 * 20 + 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM bucket_rows WHERE metric = 0 AND ts = %lld "
+                              "AND vals = '{42.5}'", t0 + 20 * g);
+    CHECK_INT(pg_scalar(c, sql), 1);
+    /* the series of a's mean now ends at the open bucket: 10 buckets, the
+     * oldest of the 10 before dropped; max still ends at the last row */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM gpuagg_measures WHERE metric = 'a' AND "
+                              "method = 'mean' AND ts_ns > %lld", t0 + 10 * g);
+    CHECK_INT(pg_scalar(c, sql), 10);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_measures WHERE metric = 'a' AND "
+                           "method = 'mean' AND value = 42.5"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_measures WHERE metric = 'a' AND "
+                           "method = 'max'"), 10);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -345,6 +409,7 @@ void run_tests(void)
     RUN(test_v4_moves_rows);
     RUN(test_v10_stores_metric_ids);
     RUN(test_v12_window_tails);
+    RUN(test_v13_open_blocks);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);
