@@ -525,7 +525,9 @@ static const char schema_v12[] =
  * open buckets rewrites a few tens of thousands of rows.  A bucket is in a
  * block or in `buckets`, never both; `bucket_rows` is the union, and the
  * views read it.  metrics.open_block names a metric's block, so a reader of
- * one metric finds its open buckets by key.  A block row stays below 2 kB
+ * one metric finds its open buckets by key; gpuagg_measures reads each
+ * series through a lateral union of its rows and its block's entries (a
+ * join to bucket_rows would be planned as a scan of every block).  A block row stays below 2 kB
  * (pg_open.h) and fillfactor 20 leaves it alone on its page: each rewrite's
  * new version goes on the same page (HOT), where the versions no snapshot
  * sees any more are pruned as the next rewrites come; at 50, two or three
@@ -560,22 +562,35 @@ static const char schema_v13[] =
     "      CROSS JOIN LATERAL generate_subscripts(b.vals, 1) i;\n"
     "CREATE OR REPLACE VIEW gpuagg_measures AS\n"
     "    SELECT m.name AS metric, mt.name AS method,\n"
-    "           b.granularity / 1e9::double precision AS granularity_s,\n"
+    "           s.g / 1e9::double precision AS granularity_s,\n"
     "           gpuagg_time(b.ts) AS time, v.value,\n"
-    "           b.ts AS ts_ns, b.granularity AS granularity_ns\n"
+    "           b.ts AS ts_ns, s.g AS granularity_ns\n"
     "      FROM metrics m\n"
     "      JOIN archive_policies p ON p.name = m.policy\n"
     "      CROSS JOIN LATERAL (SELECT (d->>'granularity_ns')::bigint AS g,\n"
     "                                 (d->>'timespan_ns')::bigint AS span\n"
     "                            FROM jsonb_array_elements(p.definition) d) s\n"
     "      JOIN methods mt ON mt.name = ANY (p.methods)\n"
-    "      CROSS JOIN LATERAL (SELECT x.ts AS last FROM bucket_rows x\n"
-    "                            JOIN method_sets xs ON xs.id = x.mset\n"
-    "                           WHERE x.metric = m.id AND x.granularity = s.g\n"
-    "                             AND mt.id = ANY (xs.methods)\n"
-    "                           ORDER BY x.ts DESC LIMIT 1) l\n"
-    "      JOIN bucket_rows b ON b.metric = m.id AND b.granularity = s.g\n"
-    "                        AND (s.span = 0 OR b.ts > l.last - s.span)\n"
+    "      CROSS JOIN LATERAL (\n"
+    "          SELECT x.ts AS last FROM (\n"
+    "                  SELECT b.ts, b.mset FROM buckets b WHERE b.metric = m.id AND b.granularity = s.g\n"
+    "                  UNION ALL\n"
+    "                  SELECT u.ts, u.mset FROM open_blocks o,\n"
+    "                         unnest(o.metrics, o.msets, o.grans, o.tss) u(metric, mset, granularity, ts)\n"
+    "                   WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g) x\n"
+    "            JOIN method_sets xs ON xs.id = x.mset\n"
+    "           WHERE mt.id = ANY (xs.methods)\n"
+    "           ORDER BY x.ts DESC LIMIT 1) l\n"
+    "      CROSS JOIN LATERAL (\n"
+    "          SELECT b.ts, b.mset, b.vals FROM buckets b\n"
+    "           WHERE b.metric = m.id AND b.granularity = s.g AND (s.span = 0 OR b.ts > l.last - s.span)\n"
+    "          UNION ALL\n"
+    "          SELECT u.ts, u.mset, o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n"
+    "            FROM open_blocks o,\n"
+    "                 unnest(o.metrics, o.msets, o.grans, o.tss, o.offs) WITH ORDINALITY\n"
+    "                     u(metric, mset, granularity, ts, off, i)\n"
+    "           WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g\n"
+    "             AND (s.span = 0 OR u.ts > l.last - s.span)) b\n"
     "      JOIN method_sets bs ON bs.id = b.mset\n"
     "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n"
     "     WHERE v.value IS NOT NULL;\n";
