@@ -25,7 +25,8 @@
  *
  * A flush: pgo_route takes the open buckets out of the batch's rows into
  * pending changes and adds the rows of the buckets that closed; the
- * transaction writes the changed blocks (pg_txn.c, from pgo_blocks); once
+ * transaction writes the changed blocks (pg_txn.c, through pgo_block_len and
+ * pgo_block_entry); once
  * it committed, pgo_commit makes the pending changes the state.  A batch
  * that fails is written again with the same pending changes.
  *
