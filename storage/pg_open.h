@@ -25,10 +25,10 @@
  *
  * A flush: pgo_route takes the open buckets out of the batch's rows into
  * pending changes and adds the rows of the buckets that closed; the
- * transaction writes the changed blocks (pg_txn.c, through pgo_block_len and
- * pgo_block_entry); once
- * it committed, pgo_commit makes the pending changes the state.  A batch
- * that fails is written again with the same pending changes.
+ * transaction writes the changed blocks (pg_txn.c, through pgo_block_len
+ * and pgo_block_entry); once it committed, pgo_commit makes the pending
+ * changes the state.  A batch that fails is written again with the same
+ * pending changes.
  *
  * Memory: the open buckets held are bounded by max (new pairs past it stay
  * rows); about 150 bytes each for 6 methods.  Not thread-safe: the writer
