@@ -672,6 +672,89 @@ static const char copy_stage_sql[] = "COPY gpuagg_stage_buckets FROM STDIN (FORM
 static const char copy_fresh_sql[] =
     "COPY buckets (metric, mset, granularity, ts, vals) FROM STDIN (FORMAT binary)";
 
+/* A binary COPY FROM STDIN in the open transaction: rows are put into buf
+ * and sent a chunk at a time. */
+struct copy_in {
+    PGconn *c;
+    struct pgu_buf buf;
+};
+
+/* Start the COPY of sql.  0, or GA_EDB (err); copy_end either way. */
+static int copy_begin(struct copy_in *ci, PGconn *c, const char *sql, char *err, size_t errlen)
+{
+    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
+    *ci = (struct copy_in){ .c = c };
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COPY_IN;
+    if (!ok)
+        pgu_result_error(err, errlen, c, r);
+    PQclear(r);
+    if (!ok) {
+        ci->c = NULL;                      /* no COPY to end */
+        return GA_EDB;
+    }
+    pgu_buf_reserve(&ci->buf, COPY_CHUNK + 64);
+    pgu_put(&ci->buf, header, sizeof header);
+    return 0;
+}
+
+/* Send what is buffered once it is a chunk, or (last) with the trailer.
+ * 0, or GA_EDB (err; the COPY is cancelled). */
+static int copy_send(struct copy_in *ci, int last, char *err, size_t errlen)
+{
+    if (!last && ci->buf.len < COPY_CHUNK)
+        return 0;
+    if (last)
+        pgu_put_i16(&ci->buf, -1);
+    if (ci->buf.oom) {
+        PQputCopyEnd(ci->c, "out of memory");
+        snprintf(err, errlen, "out of memory");
+        return GA_EDB;
+    }
+    if (PQputCopyData(ci->c, (const char *)ci->buf.p, (int)ci->buf.len) != 1) {
+        pgu_errcopy(err, errlen, PQerrorMessage(ci->c));
+        return GA_EDB;
+    }
+    ci->buf.len = 0;
+    return 0;
+}
+
+/* Cancel the COPY: the rows could not be written (why, also in err). */
+static int copy_cancel(struct copy_in *ci, const char *why, char *err, size_t errlen)
+{
+    PQputCopyEnd(ci->c, why);
+    snprintf(err, errlen, "%s", why);
+    return GA_EDB;
+}
+
+/* End the COPY (rc: 0 when every row was sent) and read its result.
+ * Returns rc, or GA_EDB with the server's reason in err; *unique (may be
+ * NULL) is set when that was a primary-key violation (SQLSTATE 23505). */
+static int copy_end(struct copy_in *ci, int rc, int *unique, char *err, size_t errlen)
+{
+    if (unique)
+        *unique = 0;
+    if (ci->c) {
+        if (rc == 0 && PQputCopyEnd(ci->c, NULL) != 1) {
+            pgu_errcopy(err, errlen, PQerrorMessage(ci->c));
+            rc = GA_EDB;
+        }
+        PGresult *r;
+        while ((r = PQgetResult(ci->c)) != NULL) {     /* the COPY's own result, then NULL */
+            if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                pgu_result_error(err, errlen, ci->c, r);
+                if (unique)
+                    *unique = state && !strcmp(state, "23505");
+                rc = GA_EDB;
+            }
+            PQclear(r);
+        }
+    }
+    pgu_buf_free(&ci->buf);
+    return rc;
+}
+
 /* COPY the buckets of b whose first row i has fresh[i] == want (every one
  * when fresh is NULL) with `sql` (inside the open transaction); *nrows
  * gets the bucket rows sent.  *unique is set when the COPY failed on a
@@ -680,32 +763,24 @@ static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batc
                      const uint8_t *fresh, uint8_t want, const struct pgf_map *hw, size_t *nrows,
                      size_t *nmerge, int *unique, char *err, size_t errlen)
 {
-    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
-    PGconn *c = tc->c;
-    struct pgu_buf cb = { 0 };
-    int rc = GA_EDB;
-    *unique = 0;
+    struct copy_in ci;
     *nrows = 0;
-    PGresult *r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        pgu_result_error(err, errlen, c, r);
-        goto out;
-    }
-    pgu_buf_reserve(&cb, COPY_CHUNK + 64);
-    pgu_put(&cb, header, sizeof header);
+    int rc = copy_begin(&ci, tc->c, sql, err, errlen);
     int32_t last_id = -1;
     uint64_t last_h = 0;
     size_t last_n = 0;
-    for (size_t i = 0, j; i < b->naggs; i = j) {
+    for (size_t i = 0, j; rc == 0 && i < b->naggs; i = j) {
         j = bucket_end(b, i);
         if (!fresh || fresh[i] == want) {
             uint64_t h = mset_hash(&b->aggs[i], j - i);
             int32_t id = h == last_h && j - i == last_n ? last_id
                                                         : mset_find(tc, h, &b->aggs[i], j - i);
             if (id < 0) {
-                PQputCopyEnd(c, "method set not registered");
-                snprintf(err, errlen, "method set of metric %u not registered", b->aggs[i].metric);
-                goto drain;
+                char why[96];
+                snprintf(why, sizeof why, "method set of metric %u not registered",
+                         b->aggs[i].metric);
+                rc = copy_cancel(&ci, why, err, errlen);
+                break;
             }
             last_id = id, last_h = h, last_n = j - i;
             int merge = -1;                 /* the fresh COPY has no such column */
@@ -716,59 +791,54 @@ static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batc
                 tc->merged[i] = (uint8_t)merge;
                 tc->prev_mset[i] = old;
             }
-            copy_bucket(&cb, &b->aggs[i], j - i, id, merge);
+            copy_bucket(&ci.buf, &b->aggs[i], j - i, id, merge);
             (*nrows)++;
         }
-        if (cb.len >= COPY_CHUNK || j == b->naggs) {
-            if (j == b->naggs)
-                pgu_put_i16(&cb, -1);
-            if (cb.oom) {
-                PQputCopyEnd(c, "out of memory");
-                snprintf(err, errlen, "out of memory");
-                goto drain;
-            }
-            if (PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
-                pgu_errcopy(err, errlen, PQerrorMessage(c));
-                goto drain;
-            }
-            cb.len = 0;
-        }
+        rc = copy_send(&ci, j == b->naggs, err, errlen);
     }
-    if (!b->naggs) {
-        pgu_put_i16(&cb, -1);
-        if (cb.oom || PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
-            PQputCopyEnd(c, "out of memory");
-            snprintf(err, errlen, "out of memory");
-            goto drain;
-        }
-    }
-    if (PQputCopyEnd(c, NULL) != 1) {
-        pgu_errcopy(err, errlen, PQerrorMessage(c));
-        goto drain;
-    }
-    rc = 0;
-drain:
-    PQclear(r);
-    /* The COPY's own result, then NULL. */
-    while ((r = PQgetResult(c)) != NULL) {
-        if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
-            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-            pgu_result_error(err, errlen, c, r);
-            *unique = state && !strcmp(state, "23505");
-            rc = GA_EDB;
-        }
-        PQclear(r);
-    }
-    r = NULL;
-out:
-    PQclear(r);
-    pgu_buf_free(&cb);
-    return rc;
+    if (rc == 0 && !b->naggs)
+        rc = copy_send(&ci, 1, err, errlen);
+    return copy_end(&ci, rc, unique, err, errlen);
 }
 
 static const char copy_blocks_sql[] =
     "COPY gpuagg_stage_blocks (id, metrics, msets, grans, tss, offs, vals) FROM STDIN "
     "(FORMAT binary)";
+
+/* One block row: its entries' columns as arrays (pg_open.h). */
+static void copy_block(struct pgu_buf *cb, const struct pgo *o, uint32_t bi, uint32_t len,
+                       size_t nvals)
+{
+    uint32_t metric;
+    int64_t g, ts;
+    struct pgo_vals *v;
+    pgu_put_i16(cb, 7);
+    pgu_put_i32(cb, 8);
+    pgu_put_i64(cb, o->blk[bi].id);
+    for (int col = 0; col < 5; col++) {
+        int wide = col == 2 || col == 3;
+        pgu_put_i32(cb, (int32_t)(20 + len * (wide ? 12 : 8)));
+        pgu_array_begin(cb, wide ? PGU_INT8OID : PGU_INT4OID, len);
+        size_t off = 0;
+        for (uint32_t k = 0; k < len; k++) {
+            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+            switch (col) {
+            case 0: pgu_array_i32(cb, (int32_t)metric); break;
+            case 1: pgu_array_i32(cb, v->mset); break;
+            case 2: pgu_array_i64(cb, g); break;
+            case 3: pgu_array_i64(cb, ts); break;
+            default: pgu_array_i32(cb, (int32_t)off); off += v->n; break;
+            }
+        }
+    }
+    pgu_put_i32(cb, (int32_t)(20 + nvals * 12));
+    pgu_array_begin(cb, PGU_FLOAT8OID, nvals);
+    for (uint32_t k = 0; k < len; k++) {
+        pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+        for (size_t x = 0; x < v->n; x++)
+            pgu_array_f64(cb, v->v[x]);
+    }
+}
 
 /* COPY the blocks o's pending batch rewrites, whole, into the staging
  * table; *nent gets their entries.  Every entry's method set has its id
@@ -776,96 +846,33 @@ static const char copy_blocks_sql[] =
 static int copy_blocks(struct pgt_conn *tc, const struct pgo *o, size_t *nent, char *err,
                        size_t errlen)
 {
-    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
-    PGconn *c = tc->c;
-    struct pgu_buf cb = { 0 };
-    int rc = GA_EDB;
+    struct copy_in ci;
     *nent = 0;
-    PGresult *r = PQexec(c, copy_blocks_sql);
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        pgu_result_error(err, errlen, c, r);
-        goto out;
-    }
-    pgu_buf_reserve(&cb, COPY_CHUNK + 64);
-    pgu_put(&cb, header, sizeof header);
-    for (size_t d = 0; d < o->ndirty; d++) {
+    int rc = copy_begin(&ci, tc->c, copy_blocks_sql, err, errlen);
+    for (size_t d = 0; rc == 0 && d < o->ndirty; d++) {
         uint32_t bi = o->dirty[d], len = pgo_block_len(o, bi), metric;
-        size_t total = 0;
+        size_t nvals = 0;
         int64_t g, ts;
         struct pgo_vals *v;
-        for (uint32_t k = 0; k < len; k++) {
+        for (uint32_t k = 0; k < len && rc == 0; k++) {
             pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
             if (v->mset < 0)
                 v->mset = mset_find_m(tc, v->m, v->n);
             if (v->mset < 0) {
-                PQputCopyEnd(c, "method set not registered");
-                snprintf(err, errlen, "method set of open bucket of metric %u not registered",
+                char why[96];
+                snprintf(why, sizeof why, "method set of open bucket of metric %u not registered",
                          metric);
-                goto drain;
+                rc = copy_cancel(&ci, why, err, errlen);
             }
-            total += v->n;
+            nvals += v->n;
         }
-        pgu_put_i16(&cb, 7);
-        pgu_put_i32(&cb, 8);
-        pgu_put_i64(&cb, o->blk[bi].id);
-        for (int col = 0; col < 5; col++) {
-            int wide = col == 2 || col == 3;
-            pgu_put_i32(&cb, (int32_t)(20 + len * (wide ? 12 : 8)));
-            pgu_array_begin(&cb, wide ? PGU_INT8OID : PGU_INT4OID, len);
-            size_t off = 0;
-            for (uint32_t k = 0; k < len; k++) {
-                pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
-                switch (col) {
-                case 0: pgu_array_i32(&cb, (int32_t)metric); break;
-                case 1: pgu_array_i32(&cb, v->mset); break;
-                case 2: pgu_array_i64(&cb, g); break;
-                case 3: pgu_array_i64(&cb, ts); break;
-                default: pgu_array_i32(&cb, (int32_t)off); off += v->n; break;
-                }
-            }
-        }
-        pgu_put_i32(&cb, (int32_t)(20 + total * 12));
-        pgu_array_begin(&cb, PGU_FLOAT8OID, total);
-        for (uint32_t k = 0; k < len; k++) {
-            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
-            for (size_t x = 0; x < v->n; x++)
-                pgu_array_f64(&cb, v->v[x]);
-        }
-        *nent += len;
-        if (cb.len >= COPY_CHUNK || d + 1 == o->ndirty) {
-            if (d + 1 == o->ndirty)
-                pgu_put_i16(&cb, -1);
-            if (cb.oom) {
-                PQputCopyEnd(c, "out of memory");
-                snprintf(err, errlen, "out of memory");
-                goto drain;
-            }
-            if (PQputCopyData(c, (const char *)cb.p, (int)cb.len) != 1) {
-                pgu_errcopy(err, errlen, PQerrorMessage(c));
-                goto drain;
-            }
-            cb.len = 0;
+        if (rc == 0) {
+            copy_block(&ci.buf, o, bi, len, nvals);
+            *nent += len;
+            rc = copy_send(&ci, d + 1 == o->ndirty, err, errlen);
         }
     }
-    if (PQputCopyEnd(c, NULL) != 1) {
-        pgu_errcopy(err, errlen, PQerrorMessage(c));
-        goto drain;
-    }
-    rc = 0;
-drain:
-    PQclear(r);
-    while ((r = PQgetResult(c)) != NULL) {
-        if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
-            pgu_result_error(err, errlen, c, r);
-            rc = GA_EDB;
-        }
-        PQclear(r);
-    }
-    r = NULL;
-out:
-    PQclear(r);
-    pgu_buf_free(&cb);
-    return rc;
+    return copy_end(&ci, rc, NULL, err, errlen);
 }
 
 /* The pipelined statements after the COPY, with their binary parameters. */
