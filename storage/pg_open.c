@@ -197,7 +197,7 @@ static const char load_sql[] =
     "  FROM open_blocks o\n"
     "  CROSS JOIN LATERAL unnest(o.metrics, o.msets, o.grans, o.tss, o.offs)\n"
     "       WITH ORDINALITY u(metric, mset, granularity, ts, off, i)\n"
-    "  JOIN method_sets s ON s.id = u.mset\n"
+    "  LEFT JOIN method_sets s ON s.id = u.mset\n"
     " WHERE o.id >= $1::int8 AND o.id < $2::int8\n"
     " ORDER BY o.id, u.i";
 
@@ -278,6 +278,18 @@ static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
     int64_t last_id = -1;
     int bi = -1;
     for (int i = 0; i < nr; i++) {
+        for (int col = 1; col < 7; col++) {
+            /* arrays of unequal lengths (unnest pads them with NULLs), a
+             * method set that is not there: a block this daemon did not
+             * write */
+            if (PQgetisnull(r, i, col)) {
+                snprintf(err, errlen, "open block %lld is damaged: entry %d has no %s",
+                         (long long)pgu_get_i64(PQgetvalue(r, i, 0)), i,
+                         col == 5 ? "registered method set" : "value in every array");
+                rc = GA_EPROTO;
+                goto out;
+            }
+        }
         int64_t id = pgu_get_i64(PQgetvalue(r, i, 0));
         uint32_t metric = (uint32_t)pgu_get_i32(PQgetvalue(r, i, 1));
         int64_t g = pgu_get_i64(PQgetvalue(r, i, 2)), ts = pgu_get_i64(PQgetvalue(r, i, 3));
@@ -287,8 +299,8 @@ static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
         if (arr_open(PQgetvalue(r, i, 5), PQgetlength(r, i, 5), PGU_INT2OID, 2, &nm, &pm) < 0 ||
             arr_open(PQgetvalue(r, i, 6), PQgetlength(r, i, 6), PGU_FLOAT8OID, 8, &nv, &pv) < 0 ||
             nm != nv || nm > GA_POLICY_MAX_METHODS || (id >> 32) != p) {
-            snprintf(err, errlen, "open block %lld: entry of metric %u does not decode "
-                     "(%zu methods, %zu values)", (long long)id, metric, nm, nv);
+            snprintf(err, errlen, "open block %lld is damaged: entry of metric %u has %zu "
+                     "methods and %zu values", (long long)id, metric, nm, nv);
             rc = GA_EPROTO;
             goto out;
         }

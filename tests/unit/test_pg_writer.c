@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/base/log.h"
 #include "gpu/engine.h"
@@ -545,6 +546,44 @@ static void test_window_tails(void)
     free(got.ts);
     free(got.value);
     PQfinish(c);
+}
+
+/* A block of open buckets the daemon did not write (arrays of unequal
+ * lengths, an unknown method set) is refused when the writer loads its
+ * partitions: it stays down naming the block, and commits nothing. */
+static void test_damaged_open_block(void)
+{
+    static const char *const damage[2] = {
+        "INSERT INTO method_sets (methods) VALUES ('{1}'); INSERT INTO open_blocks SELECT 7, "
+        "'{1}', ARRAY[id], '{60,60}', '{0,0}', '{0,0}', '{1,2}' FROM method_sets "
+        "WHERE methods = '{1}'",
+        "INSERT INTO open_blocks VALUES (7, '{1}', '{999999}', '{60}', '{0}', '{0}', '{1}')",
+    };
+    for (int k = 0; k < 2; k++) {
+        reset_db();
+        struct pgw *w;
+        struct pgw_opts o = opts(NULL);
+        PGconn *c = pgenv_connect(&env);
+        char err[256] = "";
+        CHECK(pgs_migrate(c, err, sizeof err) >= 0);
+        CHECK_INT(pg_cmd(c, damage[k]), 0);
+        CHECK_INT(pgw_start(&w, &o), 0);
+        struct pgw_unit u = { .lsn = 50 };
+        CHECK_INT(pgw_submit(w, &u), 0);
+        struct pgw_status st;
+        int seen = 0;
+        for (int t = 0; t < 200 && !seen; t++) {
+            struct timespec ts = { 0, 50 * 1000000 };
+            nanosleep(&ts, NULL);
+            pgw_get_status(w, &st);
+            seen = strstr(st.last_error, "open block 7 is damaged") != NULL;
+        }
+        CHECK(seen);
+        CHECK_CONTAINS(st.last_error, k ? "registered method set" : "1 methods and 0 values");
+        CHECK(st.state != PGC_CONNECTED && st.committed_lsn < 50);
+        pgw_stop(w, 1000);
+        PQfinish(c);
+    }
 }
 
 /* One "flush" of rows for metrics 0..nm-1, methods[0..2] of pols[1], its
@@ -1088,6 +1127,7 @@ void run_tests(void)
     RUN(test_lag_counts_from_floor);
     RUN(test_replay_skips_committed);
     RUN(test_window_tails);
+    RUN(test_damaged_open_block);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
     RUN(test_bad_rows_isolated);
