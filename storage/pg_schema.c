@@ -530,10 +530,9 @@ static const char schema_v12[] =
  * join to bucket_rows would be planned as a scan of every block).  A block row stays below 2 kB
  * (pg_open.h) and fillfactor 20 leaves it alone on its page: each rewrite's
  * new version goes on the same page (HOT), where the versions no snapshot
- * sees any more are pruned as the next rewrites come; at 50, two or three
- * blocks a page rewritten every second ran out of room while the writers'
- * snapshots still saw the older versions, and the table grew by every
- * rewrite. */
+ * sees any more are pruned as the next rewrites come (two or three blocks
+ * a page, each rewritten every second, leave no room for the versions the
+ * writers' snapshots still see, and every rewrite grows the table). */
 static const char schema_v13[] =
     "CREATE TABLE open_blocks (\n"
     "    id      bigint PRIMARY KEY,\n"
