@@ -23,7 +23,10 @@ static const char session_sql[] =
     "    metric integer, mset integer, granularity bigint, ts bigint,\n"
     "    vals double precision[], merge boolean) ON COMMIT DELETE ROWS;\n"
     "CREATE TEMP TABLE gpuagg_stage_blocks (LIKE open_blocks INCLUDING STORAGE)\n"
-    "    ON COMMIT DELETE ROWS";
+    "    ON COMMIT DELETE ROWS;\n"
+    "CREATE TEMP TABLE gpuagg_stage_tails (metric integer, rec bytea)\n"
+    "    WITH (toast_tuple_target = 8160) ON COMMIT DELETE ROWS;\n"
+    "ALTER TABLE gpuagg_stage_tails ALTER COLUMN rec SET STORAGE EXTERNAL";
 
 /* Rewritten buckets.  The writer knows the method set of the row it last
  * committed at each (metric, granularity)'s newest bucket (pg_fresh.h);
@@ -134,9 +137,11 @@ static const char upsert_windows_sql[] =
     "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, snapshot = EXCLUDED.snapshot,\n"
     "    updated = now()";
 
+/* The tails are COPYed into a staging table first (copy_tails): a save
+ * of one partition is thousands of records of kilobytes, which a binary
+ * COPY takes faster than a bytea[] parameter of tens of megabytes. */
 static const char insert_tails_sql[] =
-    "INSERT INTO metric_window_tails (metric, rec)\n"
-    "SELECT u.m, u.t FROM unnest($1::int4[], $2::bytea[]) u(m, t)";
+    "INSERT INTO metric_window_tails (metric, rec) SELECT metric, rec FROM gpuagg_stage_tails";
 
 static const char partitions_sql[] =
     "UPDATE partitions p SET window_lsn = greatest(p.window_lsn, u.l), updated = now()\n"
@@ -875,6 +880,37 @@ static int copy_blocks(struct pgt_conn *tc, const struct pgo *o, size_t *nent, c
     return copy_end(&ci, rc, NULL, err, errlen);
 }
 
+static size_t count_tails(const struct pgb_batch *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < b->nwindows; i++)
+        k += b->windows[i].tail != NULL;
+    return k;
+}
+
+static const char copy_tails_sql[] = "COPY gpuagg_stage_tails (metric, rec) FROM STDIN (FORMAT binary)";
+
+/* COPY b's window tail records into the staging table (insert_tails_sql
+ * moves them, after the snapshots). */
+static int copy_tails(struct pgt_conn *tc, const struct pgb_batch *b, char *err, size_t errlen)
+{
+    struct copy_in ci;
+    size_t left = count_tails(b);
+    int rc = copy_begin(&ci, tc->c, copy_tails_sql, err, errlen);
+    for (size_t i = 0; rc == 0 && i < b->nwindows; i++) {
+        const struct pgb_window *w = &b->windows[i];
+        if (!w->tail)
+            continue;
+        pgu_put_i16(&ci.buf, 2);
+        pgu_put_i32(&ci.buf, 4);
+        pgu_put_i32(&ci.buf, (int32_t)w->metric);
+        pgu_put_i32(&ci.buf, (int32_t)w->tlen);
+        pgu_put(&ci.buf, w->tail, w->tlen);
+        rc = copy_send(&ci, --left == 0, err, errlen);
+    }
+    return copy_end(&ci, rc, NULL, err, errlen);
+}
+
 /* The pipelined statements after the COPY, with their binary parameters. */
 struct step {
     const char *what;
@@ -1011,32 +1047,31 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
             pgu_array_i64(&s->p[1], (int64_t)b->counts[i].points);
         }
     }
-    /* whole windows first: their statement drops the metrics' older tails */
-    for (int tails = 0; tails < 2; tails++) {
-        size_t k = 0;
-        for (size_t i = 0; i < b->nwindows; i++)
-            k += (tails ? b->windows[i].tail : b->windows[i].snap) != NULL;
-        if (!k)
-            continue;
+    /* whole windows first: their statement drops the metrics' older tails,
+     * then the tails staged by copy_tails (some may follow a snapshot of
+     * the same metric in this batch) */
+    size_t nsnap = 0, ntail = count_tails(b);
+    for (size_t i = 0; i < b->nwindows; i++)
+        nsnap += b->windows[i].snap != NULL;
+    if (nsnap) {
         struct step *s = &st[n++];
-        *s = tails ? (struct step){ .what = "insert window tails", .sql = insert_tails_sql, .nparams = 2 }
-                   : (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, k);
-        pgu_array_begin(&s->p[1], PGU_BYTEAOID, k);
+        *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
+        pgu_array_begin(&s->p[0], PGU_INT4OID, nsnap);
+        pgu_array_begin(&s->p[1], PGU_BYTEAOID, nsnap);
         for (size_t i = 0; i < b->nwindows; i++) {
             const struct pgb_window *w = &b->windows[i];
-            if (tails ? !w->tail : !w->snap)
+            if (!w->snap)
                 continue;
             pgu_array_i32(&s->p[0], (int32_t)w->metric);
-            pgu_array_bytes(&s->p[1], tails ? w->tail : w->snap, tails ? w->tlen : w->len);
+            pgu_array_bytes(&s->p[1], w->snap, w->len);
         }
-        if (!tails) {
-            uint64_t at = 0;             /* the newest window set's position */
-            for (int p = 0; p < GA_PARTITIONS; p++)
-                at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
-            step_text(s, 2, "%" PRIu64, at);
-        }
+        uint64_t at = 0;                 /* the newest window set's position */
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
+        step_text(s, 2, "%" PRIu64, at);
     }
+    if (ntail)
+        st[n++] = (struct step){ .what = "insert window tails", .sql = insert_tails_sql };
     if (b->has_windows) {
         size_t np = 0;
         for (int p = 0; p < GA_PARTITIONS; p++)
@@ -1251,6 +1286,12 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
         t->blocks_ms = ms_since(t1);
         t->open_blocks = o->ndirty;
         t->open_changed = o->npend;
+    }
+    if (count_tails(b)) {
+        t1 = ga_now_mono_ns();
+        if ((rc = copy_tails(tc, b, err, errlen)) < 0)
+            goto fail;
+        t->tails_ms = ms_since(t1);
     }
     t->rows = nfresh + nstaged;
     t->rows_merged = nmerge;

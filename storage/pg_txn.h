@@ -69,6 +69,7 @@ struct pgt_timing {
     size_t open_entries;             /* the open buckets they hold */
     size_t open_changed;             /* of which the batch changed */
     double blocks_ms;                /* their COPY */
+    double tails_ms;                 /* the COPY of the window tails into staging */
 };
 
 /* Connect to conninfo as application_name "gpuaggd-writer", take the

@@ -451,12 +451,13 @@ static int write_batch(struct pgw *w)
         ga_log(GA_LOG_DEBUG, "storage_commit",
                "rows=%zu buckets=%zu fresh=%zu open=%zu blocks=%zu defs=%zu counts=%zu late=%zu "
                "windows=%zu lsn=%" PRIu64 " ms=%.1f wall_ms=%.1f sort_ms=%.1f learn_ms=%.1f "
-               "parts_ms=%.1f fresh_ms=%.1f copy_ms=%.1f blocks_ms=%.1f upsert_ms=%.1f steps=\"%s\"",
+               "parts_ms=%.1f fresh_ms=%.1f copy_ms=%.1f blocks_ms=%.1f tails_ms=%.1f upsert_ms=%.1f "
+               "steps=\"%s\"",
                naggs, t.rows, t.rows_fresh, t.open_changed, t.open_blocks, w->flushing.ndefs,
                w->flushing.ncounts,
                w->flushing.nlate, w->flushing.nwindows, w->flushing.lsn,
                t.total_ms, (double)(ga_now_mono_ns() - t0) / 1e6, sort_ms, learn_ms, t.partitions_ms,
-               t.fresh_ms, t.copy_ms, t.blocks_ms, t.upsert_ms, steps);
+               t.fresh_ms, t.copy_ms, t.blocks_ms, t.tails_ms, t.upsert_ms, steps);
     }
     return 0;
 }
