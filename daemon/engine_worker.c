@@ -28,10 +28,14 @@
  * over the writers, well inside their queues (storage.queue_max_rows). */
 #define EW_FEED_POINTS 65536
 /* A window save writes the points appended since the last (a tail,
- * docs/STORAGE.md "Window snapshots") while the metric has fewer than
- * SAVE_TAILS_MAX tails stored and its stored points stay within twice its
- * window; otherwise the whole window, which drops the tails. */
-#define SAVE_TAILS_MAX 8
+ * docs/STORAGE.md "Window snapshots") while the metric has fewer tails
+ * stored than its limit and its stored points stay within its bound;
+ * otherwise the whole window, which drops the tails.  The limits are
+ * spread over the metrics (tails_ok): 9 to SAVE_TAILS_MAX tails, stored
+ * points 1.5 to 1.94 times the window's, so that the metrics of a
+ * partition, saved together and started together, do not all come to
+ * their whole save in the same transaction. */
+#define SAVE_TAILS_MAX 16
 enum { DIRTY_TAIL = 1, DIRTY_WHOLE = 2 };
 #define SAVED_NONE INT64_MIN
 
@@ -212,6 +216,16 @@ static int partition_of(void *ctx, uint32_t metric)
     return metric < w->meta_cap ? w->part[metric] : 0;
 }
 
+/* May metric id's next save be a tail, with recs tails stored and stored
+ * points stored (after this one) for a window of n?  Its share of the
+ * spread, j = 0..7, lowers its tails limit by j and raises its points
+ * bound by j/16 of the window. */
+static int tails_ok(uint32_t id, unsigned recs, uint64_t stored, size_t n)
+{
+    unsigned j = id % 8;
+    return recs < SAVE_TAILS_MAX - j && stored * 16 <= (24 + (uint64_t)j) * n;
+}
+
 /* Snapshot the windows of the metrics of the partitions in mask (every
  * one when mask is 0) that changed since their partition's last snapshot,
  * with the points they took since then, as one window set at lsn
@@ -266,7 +280,7 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
             from--;
         uint64_t stored = (uint64_t)w->saved_base[id] + w->saved_tail[id] + (x->n - from);
         if (w->dirty[id] == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
-            w->saved_recs[id] < SAVE_TAILS_MAX && stored <= 2 * (uint64_t)x->n) {
+            tails_ok(id, w->saved_recs[id], stored, x->n)) {
             tv[j] = (struct ga_window){ .n = x->n - from, .ts = x->ts + from, .value = x->value + from };
             pw[j] = (struct pgw_window){ .metric = id, .window = &tv[j], .tail = 1,
                                          .keep_from = x->ts[0] };
