@@ -21,7 +21,9 @@ dir=$(cd "$dir" && pwd)
 # day's partition and its index in shared memory, and checkpoints (whose
 # full-page images dominate WAL right after them) far apart.  Durability is
 # unchanged: fsync and synchronous_commit stay on.
-PERF_OPTS="-c shared_buffers=1GB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c wal_compression=lz4"
+# PG_OPTS (environment) adds server options after these, e.g. a larger
+# max_wal_size and shared_buffers on a host with the disk and memory for them.
+PERF_OPTS="-c shared_buffers=1GB -c wal_buffers=64MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c wal_compression=lz4 ${PG_OPTS:-}"
 case "$cmd" in
 start)
     if [ "$(id -u)" = 0 ]; then
