@@ -658,7 +658,7 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, in
 struct saved_window {
     uint32_t metric;
     struct ga_window w;
-    size_t tail_bytes;
+    struct pgl_stored stored;
 };
 
 struct load_ctx {
@@ -667,14 +667,14 @@ struct load_ctx {
 };
 
 static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
-                       size_t tail_bytes)
+                       const struct pgl_stored *stored)
 {
     struct load_ctx *lc = ctx;
     if (grow((void **)&lc->v, &lc->cap, lc->n + 1, sizeof *lc->v) < 0)
         return GA_ENOMEM;
     struct saved_window *s = &lc->v[lc->n];
     s->metric = metric;
-    s->tail_bytes = tail_bytes;
+    s->stored = *stored;
     s->w = *win;
     s->w.ts = malloc((win->n ? win->n : 1) * sizeof *s->w.ts);
     s->w.value = malloc((win->n ? win->n : 1) * sizeof *s->w.value);
@@ -745,14 +745,17 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
             rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
                     : GA_ECORRUPT;
             if (rc == 0) {
-                /* what is stored: the next save adds a tail to it; one
-                 * loaded with tails is saved whole next (compacted) */
+                /* what is stored, snapshot and tails: the next save adds
+                 * a tail to it while tails_ok allows, as before the stop */
                 const struct ga_window *x = &lc.v[i].w;
+                const struct pgl_stored *st = &lc.v[i].stored;
                 uint32_t id = lc.v[i].metric;
                 w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
-                w->saved_base[id] = (uint32_t)x->n;
-                w->saved_tail[id] = 0;
-                w->saved_recs[id] = lc.v[i].tail_bytes ? SAVE_TAILS_MAX : 0;
+                w->saved_base[id] = (uint32_t)(st->snapshot_points < UINT32_MAX ? st->snapshot_points
+                                                                                : UINT32_MAX);
+                w->saved_tail[id] = (uint32_t)(st->tail_points < UINT32_MAX ? st->tail_points
+                                                                            : UINT32_MAX);
+                w->saved_recs[id] = (uint8_t)(st->tails < SAVE_TAILS_MAX ? st->tails : SAVE_TAILS_MAX);
             }
             if (rc < 0)
                 snprintf(err, sizeof err, "restoring the window of metric %u: %s", lc.v[i].metric,

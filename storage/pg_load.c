@@ -202,8 +202,16 @@ static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *
             struct ga_window w = { 0 };
             size_t slen = (size_t)PQgetlength(r, 0, 2), tlen = (size_t)PQgetlength(r, 0, 3);
             /* an empty snapshot: tail records whose snapshot was never stored */
+            struct pgl_stored stored = { .tail_bytes = tlen };
             rc = slen ? pgwin_decode((const uint8_t *)PQgetvalue(r, 0, 2), slen, &w) : 0;
-            if (rc == 0 && tlen) {
+            stored.snapshot_points = w.n;
+            if (rc == 0 && tlen)
+                rc = pgwin_tail_count((const uint8_t *)PQgetvalue(r, 0, 3), tlen, &stored.tails,
+                                      &stored.tail_points);
+            if (rc < 0) {
+                free(w.ts);
+                free(w.value);
+            } else if (tlen) {
                 rc = pgwin_apply_tail(&w, (const uint8_t *)PQgetvalue(r, 0, 3), tlen);
                 if (rc < 0) {
                     free(w.ts);
@@ -214,7 +222,7 @@ static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *
                 snprintf(err, errlen, "metric_windows: snapshot of metric %u does not decode: %s",
                          metric, rc == GA_ENOMEM ? "out of memory" : "corrupt or unknown version");
             } else {
-                rc = cb(ctx, metric, lsn, &w, tlen);
+                rc = cb(ctx, metric, lsn, &w, &stored);
                 free(w.ts);
                 free(w.value);
                 if (rc < 0)

@@ -37,14 +37,20 @@ struct pgl_state {
     size_t nwindows;                  /* windows passed to the callback */
 };
 
+/* What is stored for a window: its snapshot's points, its tail records
+ * and their points (before the truncations they carry), their bytes. */
+struct pgl_stored {
+    size_t snapshot_points;
+    size_t tails, tail_points, tail_bytes;
+};
+
 /* Called once per stored window (its snapshot with its tail records
- * applied, pg_window.h); w is valid during the call only (copy what you
- * keep; ga_engine_window_put copies).  lsn is the window set's
- * window_lsn; tail_bytes the size of the tail records applied (0: none).
- * Return 0 to go on, or a negative code to stop the load (returned by
- * pgl_load). */
+ * applied, pg_window.h); w and st are valid during the call only (copy
+ * what you keep; ga_engine_window_put copies).  lsn is the window set's
+ * window_lsn.  Return 0 to go on, or a negative code to stop the load
+ * (returned by pgl_load). */
 typedef int (*pgl_window_cb)(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                             size_t tail_bytes);
+                             const struct pgl_stored *st);
 
 /* Connect to conninfo, migrate the schema (pg_schema.h), read everything
  * into *out (free with pgl_free; zeroed on failure) and call on_window for

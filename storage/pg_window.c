@@ -154,6 +154,27 @@ static int get_points(const uint8_t *buf, size_t len, size_t *o, size_t n, int64
     return 0;
 }
 
+int pgwin_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points)
+{
+    size_t o = 0;
+    uint64_t u, n;
+    *records = *points = 0;
+    while (o < len) {
+        if (buf[o++] != PGWIN_TAIL || get_varint(buf, len, &o, &u) < 0 ||
+            get_varint(buf, len, &o, &n) < 0 || n > (len - o) / 9)
+            return GA_ECORRUPT;
+        for (uint64_t i = 0; i < n; i++)
+            if (get_varint(buf, len, &o, &u) < 0)
+                return GA_ECORRUPT;
+        if ((len - o) / 8 < n)
+            return GA_ECORRUPT;
+        o += 8 * n;
+        (*records)++;
+        *points += (size_t)n;
+    }
+    return 0;
+}
+
 int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w)
 {
     size_t o = 2;

@@ -61,4 +61,9 @@ int pgwin_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **ou
  * those kept: w untouched) or GA_ENOMEM. */
 int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len);
 
+/* The tail records in buf[len] and the points they hold together (what a
+ * load stored for a window, before the truncations).  0, or GA_ECORRUPT for
+ * a malformed record. */
+int pgwin_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points);
+
 #endif

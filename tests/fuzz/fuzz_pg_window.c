@@ -1,6 +1,7 @@
 /* fuzz_pg_window.c — libFuzzer target for the window snapshot and tail
- * decoders (pgwin_decode, pgwin_apply_tail: storage/pg_window.c, the bytes
- * the load reads back from metric_windows and metric_window_tails).
+ * decoders (pgwin_decode, pgwin_apply_tail, pgwin_tail_count:
+ * storage/pg_window.c, the bytes the load reads back from metric_windows
+ * and metric_window_tails).
  *
  * fuzz-sources: storage/pg_window.c
  *
@@ -8,6 +9,7 @@
  * snapshot (an empty window when it does not decode), bytes[split..) is
  * applied to it as tail records.  A broken promise aborts:
  *   - a decoder returns anything but 0 or GA_ECORRUPT;
+ *   - tail records that apply and do not count (pgwin_tail_count);
  *   - a window (decoded, or after its tail) whose timestamps are not
  *     strictly increasing, or with points and no arrays;
  *   - a failed apply that changed the window;
@@ -65,6 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t last0 = n0 ? w.ts[n0 - 1] : 0;
     rc = pgwin_apply_tail(&w, data + split, size - split);
     if (rc != 0 && rc != GA_ECORRUPT)
+        abort();
+    /* records that apply can be counted */
+    size_t recs, pts;
+    int crc = pgwin_tail_count(data + split, size - split, &recs, &pts);
+    if ((crc != 0 && crc != GA_ECORRUPT) || (rc == 0 && crc != 0))
         abort();
     if (rc != 0 && (w.n != n0 || (n0 && w.ts[n0 - 1] != last0)))
         abort();

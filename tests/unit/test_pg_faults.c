@@ -254,9 +254,9 @@ static void test_partition_dropped_behind_back(void)
 }
 
 static int count_windows(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
-                         size_t tail_bytes)
+                         const struct pgl_stored *stored)
 {
-    (void)tail_bytes;
+    (void)stored;
     (void)metric;
     (void)lsn;
     (void)win;

@@ -231,9 +231,10 @@ static void test_grafana_view_matches_query(void)
 }
 
 static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                      size_t tail_bytes)
+                      const struct pgl_stored *stored)
 {
-    CHECK_INT(tail_bytes, 0);
+    CHECK_INT(stored->tail_bytes, 0);
+    CHECK_INT(stored->snapshot_points, w->n);
     int *ok = ctx;
     CHECK_INT(lsn, 4200);
     CHECK(metric < NM);
@@ -249,9 +250,9 @@ static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_
 }
 
 static int stop_at_first(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                         size_t tail_bytes)
+                         const struct pgl_stored *stored)
 {
-    (void)ctx, (void)metric, (void)lsn, (void)w, (void)tail_bytes;
+    (void)ctx, (void)metric, (void)lsn, (void)w, (void)stored;
     return GA_ENOSPC;
 }
 

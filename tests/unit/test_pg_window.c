@@ -185,10 +185,11 @@ static void test_tail_chain_random(void)
         uint8_t *chain = NULL;
         size_t clen = 0;
         int steps = (int)(rnd_next(&s) % 6);
-        size_t ends[7] = { 0 };
+        size_t ends[7] = { 0 }, added = 0;
         for (int k = 0; k < steps; k++) {
             size_t drop = now.n ? rnd_next(&s) % (now.n + 1) : 0;
             size_t add = rnd_next(&s) % 30;
+            added += add;
             int64_t t = now.n ? now.ts[now.n - 1] : (int64_t)(rnd_next(&s) % 1000000000000ULL);
             struct ga_window tail = { .n = add, .ts = malloc((add + 1) * 8), .value = malloc((add + 1) * 8) };
             for (size_t i = 0; i < add; i++) {
@@ -223,6 +224,11 @@ static void test_tail_chain_random(void)
         CHECK_INT(got.n, now.n);
         CHECK(got.n == now.n && (!now.n || (memcmp(got.ts, now.ts, now.n * 8) == 0 &&
                                             memcmp(got.value, now.value, now.n * 8) == 0)));
+        /* what is stored: one record a step, the points they added */
+        size_t recs, pts;
+        CHECK_INT(pgwin_tail_count(chain, clen, &recs, &pts), 0);
+        CHECK_INT(recs, (size_t)steps);
+        CHECK_INT(pts, added);
         /* record by record: the same */
         struct ga_window step;
         CHECK_INT(pgwin_decode(base, blen, &step), 0);
@@ -253,8 +259,13 @@ static void test_tail_damage_refused(void)
     size_t elen;
     CHECK_INT(pgwin_encode(&base, &enc, &elen), 0);
     CHECK_INT(pgwin_decode(enc, elen, &w), 0);
-    for (size_t cut = 1; cut < rlen; cut++)             /* truncated */
+    size_t recs, pts;
+    for (size_t cut = 1; cut < rlen; cut++) {           /* truncated */
         CHECK_INT(pgwin_apply_tail(&w, rec, cut), GA_ECORRUPT);
+        CHECK_INT(pgwin_tail_count(rec, cut, &recs, &pts), GA_ECORRUPT);
+    }
+    CHECK_INT(pgwin_tail_count(rec, rlen, &recs, &pts), 0);
+    CHECK(recs == 1 && pts == 2);
     rec[0] = PGWIN_VERSION;                            /* not a tail record */
     CHECK_INT(pgwin_apply_tail(&w, rec, rlen), GA_ECORRUPT);
     rec[0] = PGWIN_TAIL;

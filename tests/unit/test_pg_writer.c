@@ -473,8 +473,10 @@ static void test_replay_skips_committed(void)
     CHECK_INT(pgw_stop(w, 10000), 0);
 }
 
+static struct pgl_stored took;            /* take_window: what was stored for metric 0 */
+
 static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                       size_t tail_bytes)
+                       const struct pgl_stored *stored)
 {
     struct ga_window *out = ctx;
     (void)lsn;
@@ -485,7 +487,7 @@ static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga
     out->value = malloc((w->n + 1) * sizeof *out->value);
     memcpy(out->ts, w->ts, w->n * sizeof *out->ts);
     memcpy(out->value, w->value, w->n * sizeof *out->value);
-    out->has_prev = (int)tail_bytes;     /* the test reads it back as "had tails" */
+    took = *stored;
     return 0;
 }
 
@@ -527,7 +529,11 @@ static void test_window_tails(void)
     CHECK_INT(got.n, 4);                                 /* 300 400 500 600 */
     CHECK(got.n == 4 && got.ts[0] == 300 && got.ts[3] == 600 && got.value[0] == 3 &&
           got.value[3] == 6);
-    CHECK(got.has_prev > 0);
+    /* stored: the snapshot's 3 points, and the two tails (one row) with 3 */
+    CHECK_INT(took.snapshot_points, 3);
+    CHECK_INT(took.tails, 2);
+    CHECK_INT(took.tail_points, 3);
+    CHECK(took.tail_bytes > 0);
     free(got.ts);
     free(got.value);
     /* whole again: the tails go */
@@ -542,7 +548,10 @@ static void test_window_tails(void)
     got = (struct ga_window){ 0 };
     CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
     pgl_free(&s);
-    CHECK(got.n == 4 && got.ts[0] == 300 && got.has_prev == 0);
+    CHECK(got.n == 4 && got.ts[0] == 300);
+    CHECK_INT(took.snapshot_points, 4);
+    CHECK_INT(took.tails, 0);
+    CHECK_INT(took.tail_bytes, 0);
     free(got.ts);
     free(got.value);
     PQfinish(c);
