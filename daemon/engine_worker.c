@@ -88,6 +88,8 @@ struct ga_engine_worker {
     int64_t *saved_last;
     uint32_t *saved_base, *saved_tail;
     uint8_t *saved_recs;
+    uint64_t *loaded_lsn;             /* its window's own position in PostgreSQL at
+                                         start: records below are in it (0: not known) */
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
     int next_part;
@@ -178,7 +180,8 @@ static int grow_meta(struct ga_engine_worker *w, size_t n)
         grow_zeroed((void **)&w->saved_last, old, cap, sizeof *w->saved_last) < 0 ||
         grow_zeroed((void **)&w->saved_base, old, cap, sizeof *w->saved_base) < 0 ||
         grow_zeroed((void **)&w->saved_tail, old, cap, sizeof *w->saved_tail) < 0 ||
-        grow_zeroed((void **)&w->saved_recs, old, cap, sizeof *w->saved_recs) < 0)
+        grow_zeroed((void **)&w->saved_recs, old, cap, sizeof *w->saved_recs) < 0 ||
+        grow_zeroed((void **)&w->loaded_lsn, old, cap, sizeof *w->loaded_lsn) < 0)
         return GA_ENOMEM;           /* the arrays grown so far stay valid at old */
     for (size_t i = old; i < cap; i++)
         w->saved_last[i] = SAVED_NONE;
@@ -387,7 +390,9 @@ static void log_late(struct ga_engine_worker *w, const struct ga_result *r)
  * interned (new metrics registered with the engine), its points added to
  * the gathered ones.  A record some partitions' windows already hold
  * (replaying below loaded_max_lsn) brings only the other partitions'
- * points: theirs are in their snapshots (and stored). */
+ * points, and of those partitions only the metrics whose own window is
+ * not past it (a window set written in part before a stop): the others'
+ * are in their snapshots (and stored). */
 static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn, uint64_t end)
 {
     size_t need = w->g_n + b->n;
@@ -434,7 +439,7 @@ static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_
     size_t n = w->g_n;
     for (size_t k = 0; k < b->n; k++) {
         uint32_t id = w->name_ids[b->name_idx[k]];
-        if (partly && w->loaded_part_lsn[w->part[id]] >= end)
+        if (partly && (w->loaded_part_lsn[w->part[id]] >= end || w->loaded_lsn[id] >= end))
             continue;
         w->g_ids[n] = id;
         w->g_ts[n] = b->ts[k];
@@ -659,6 +664,7 @@ struct saved_window {
     uint32_t metric;
     struct ga_window w;
     struct pgl_stored stored;
+    uint64_t lsn;
 };
 
 struct load_ctx {
@@ -675,6 +681,7 @@ static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga
     struct saved_window *s = &lc->v[lc->n];
     s->metric = metric;
     s->stored = *stored;
+    s->lsn = lsn;
     s->w = *win;
     s->w.ts = malloc((win->n ? win->n : 1) * sizeof *s->w.ts);
     s->w.value = malloc((win->n ? win->n : 1) * sizeof *s->w.value);
@@ -725,6 +732,7 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         if (rc == 0) {
             memset(w->dirty, 0, nm);
             memset(w->pend, 0, nm * sizeof *w->pend);
+            memset(w->loaded_lsn, 0, nm * sizeof *w->loaded_lsn);
             for (uint32_t id = 0; id < nm; id++)
                 w->saved_last[id] = SAVED_NONE;
             for (size_t i = 0; i < s->nmetrics; i++)
@@ -750,6 +758,9 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
                 const struct ga_window *x = &lc.v[i].w;
                 const struct pgl_stored *st = &lc.v[i].stored;
                 uint32_t id = lc.v[i].metric;
+                w->loaded_lsn[id] = lc.v[i].lsn;
+                if (lc.v[i].lsn > w->loaded_max_lsn)
+                    w->loaded_max_lsn = lc.v[i].lsn;
                 w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
                 w->saved_base[id] = (uint32_t)(st->snapshot_points < UINT32_MAX ? st->snapshot_points
                                                                                 : UINT32_MAX);
@@ -815,6 +826,7 @@ static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
         .queue_max_rows = (size_t)c->storage.queue_max_rows,
         .open_max = (size_t)c->storage.open_buckets_max /
                     (size_t)(c->storage.writers > 0 ? c->storage.writers : 1),
+        .window_txn_bytes = (size_t)c->storage.window_txn_bytes,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
         .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
@@ -1251,6 +1263,7 @@ int ew_stop(struct ga_engine_worker *w, int timeout_ms)
     free(w->saved_last);
     free(w->saved_base);
     free(w->saved_tail);
+    free(w->loaded_lsn);
     free(w->saved_recs);
     free(w->cfg);
     free(w->cfg_next);

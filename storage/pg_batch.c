@@ -158,7 +158,8 @@ static struct pgb_window *find_window(struct pgb_batch *b, uint32_t metric,
 /* Takes ownership of rec (a snapshot, or a tail record); room reserved by
  * reserve_unit (a tail's too).  A snapshot replaces what the batch held for
  * the metric; a tail record goes after it. */
-static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *rec, size_t len)
+static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *rec, size_t len,
+                         uint64_t lsn)
 {
     struct ga_hmap_it it;
     struct pgb_window *e = find_window(b, metric, &it);
@@ -179,6 +180,8 @@ static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *rec, siz
         free(e->tail);
         *e = (struct pgb_window){ .metric = metric, .snap = rec, .len = len };
     }
+    if (lsn > e->lsn)
+        e->lsn = lsn;
 }
 
 /* 1 if s is well-formed UTF-8 (PostgreSQL would refuse it otherwise, and a
@@ -361,7 +364,8 @@ int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_
     for (size_t i = 0; i < q->ncounts; i++)
         merge_count(b, &q->counts[i]);
     for (size_t i = 0; i < q->nwindows; i++) {
-        merge_window(b, q->wmetric[i], q->snaps[i], q->lens[i]);
+        merge_window(b, q->wmetric[i], q->snaps[i], q->lens[i],
+                     q->skip_windows ? 0 : q->window_lsn);
         q->snaps[i] = NULL;
     }
     if (!q->skip_windows && q->window_lsn) {
@@ -437,6 +441,120 @@ int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix)
         return GA_ENOMEM;
     snprintf(b->errors[b->nerrors].text, sizeof b->errors[b->nerrors].text, "%s", text);
     *ix = (uint32_t)b->nerrors++;
+    return 0;
+}
+
+size_t pgb_window_bytes(const struct pgb_batch *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->nwindows; i++)
+        n += b->windows[i].len + b->windows[i].tlen;
+    return n;
+}
+
+/* Rebuild src's index of windows or counters after some were taken out. */
+static int reindex(struct ga_hmap *ix, const void *items, size_t n, size_t size)
+{
+    ga_hmap_clear(ix);
+    if (ga_hmap_reserve(ix, n) < 0)
+        return GA_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t metric;
+        memcpy(&metric, (const char *)items + i * size, sizeof metric);  /* first member */
+        struct ga_hmap_it it = ga_hmap_find(ix, id_hash(metric));
+        ga_hmap_put(ix, &it, id_hash(metric), (uint32_t)i);
+    }
+    return 0;
+}
+
+int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_bytes, int all)
+{
+    size_t have = pgb_window_bytes(dst), k = 0;
+    /* the windows taken: from the end of src's, while they fit */
+    while (k < src->nwindows) {
+        const struct pgb_window *e = &src->windows[src->nwindows - 1 - k];
+        size_t b = e->len + e->tlen;
+        if (k && !all && have + b > max_bytes)
+            break;
+        have += b;
+        k++;
+    }
+    size_t nc = k == src->nwindows ? src->ncounts : k;
+    if (ga_grow((void **)&dst->windows, &dst->cap_windows, dst->nwindows + k, sizeof *dst->windows,
+                64) < 0 ||
+        ga_grow((void **)&dst->counts, &dst->cap_counts, dst->ncounts + nc, sizeof *dst->counts,
+                64) < 0 ||
+        ga_hmap_reserve(&dst->window_ix, dst->nwindows + k) < 0 ||
+        ga_hmap_reserve(&dst->count_ix, dst->ncounts + nc) < 0)
+        return GA_ENOMEM;
+    /* a tail after a tail dst holds: room for both (as reserve_unit) */
+    for (size_t j = 0; j < k; j++) {
+        const struct pgb_window *e = &src->windows[src->nwindows - 1 - j];
+        struct ga_hmap_it it;
+        struct pgb_window *d;
+        if (e->snap || !e->tail || !(d = find_window(dst, e->metric, &it)) || !d->tail ||
+            d->tlen + e->tlen <= d->tcap)
+            continue;
+        uint8_t *t = realloc(d->tail, (d->tlen + e->tlen) * 2);
+        if (!t)
+            return GA_ENOMEM;
+        d->tail = t;
+        d->tcap = (d->tlen + e->tlen) * 2;
+    }
+    /* Nothing below fails but the reindex (then src keeps no index). */
+    for (size_t j = 0; j < k; j++) {
+        struct pgb_window e = src->windows[--src->nwindows];
+        struct ga_hmap_it it;
+        uint32_t v;
+        if (e.snap)
+            merge_window(dst, e.metric, e.snap, e.len, e.lsn);
+        if (e.tail) {
+            struct pgb_window *d = find_window(dst, e.metric, &it);
+            if (d && d->tail) {                 /* room reserved above */
+                memcpy(d->tail + d->tlen, e.tail, e.tlen);
+                d->tlen += e.tlen;
+                free(e.tail);
+            } else if (d) {
+                d->tail = e.tail, d->tlen = e.tlen, d->tcap = e.tcap;
+            } else {
+                merge_window(dst, e.metric, e.tail, e.tlen, e.lsn);
+                d = find_window(dst, e.metric, &it);
+                d->tcap = e.tcap;
+            }
+            if (e.lsn > d->lsn)
+                d->lsn = e.lsn;
+        }
+        /* its counter */
+        it = ga_hmap_find(&src->count_ix, id_hash(e.metric));
+        while (ga_hmap_next(&it, &v)) {
+            if (src->counts[v].metric == e.metric) {
+                merge_count(dst, &src->counts[v]);
+                src->counts[v].points = 0;          /* taken; dropped below */
+                break;
+            }
+        }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < src->ncounts; i++) {
+        if (!src->counts[i].points)
+            continue;
+        if (!src->nwindows)
+            merge_count(dst, &src->counts[i]);
+        else
+            src->counts[m++] = src->counts[i];
+    }
+    src->ncounts = src->nwindows ? m : 0;
+    if (!src->nwindows) {
+        for (int p = 0; p < GA_PARTITIONS; p++)
+            if (src->part_lsn[p] > dst->part_lsn[p])
+                dst->part_lsn[p] = src->part_lsn[p];
+        dst->has_windows |= src->has_windows;
+        memset(src->part_lsn, 0, sizeof src->part_lsn);
+        src->has_windows = 0;
+    }
+    if (reindex(&src->window_ix, src->windows, src->nwindows, sizeof *src->windows) < 0 ||
+        reindex(&src->count_ix, src->counts, src->ncounts, sizeof *src->counts) < 0)
+        return GA_ENOMEM;
     return 0;
 }
 

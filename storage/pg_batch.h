@@ -35,6 +35,8 @@ struct pgb_window {
     size_t len;
     uint8_t *tail;                   /* owned, pgwin_encode_tail records */
     size_t tlen, tcap;
+    uint64_t lsn;                    /* the newest window set it comes from: the window
+                                        holds every record below */
 };
 
 /* What a rejected row was (table rejected_rows, column kind). */
@@ -156,6 +158,18 @@ void pgb_sort(struct pgb_batch *b);
  * GA_ENOMEM; pgb_add_error returns its index in *ix. */
 int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r);
 int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix);
+
+/* The bytes of b's window records (snapshots and tails). */
+size_t pgb_window_bytes(const struct pgb_batch *b);
+
+/* Move windows of src, with their metrics' counters, into dst (merged as
+ * pgb_take merges: a snapshot replaces what dst holds for the metric, a
+ * tail goes after it): at least one, then more while dst's window bytes
+ * stay within max_bytes (all: every one).  Once src has none left, its
+ * remaining counters and its window positions (part_lsn) go too, so that
+ * the batch holding the last of a window set advances its partitions.
+ * 0, or GA_ENOMEM with nothing moved. */
+int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_bytes, int all);
 
 /* Empty b, keeping its memory. */
 void pgb_reset(struct pgb_batch *b);

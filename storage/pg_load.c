@@ -22,10 +22,12 @@ static const char methods_sql[] =
     "ORDER BY p.name COLLATE \"C\"";
 static const char metrics_sql[] = "SELECT id, name, policy, points FROM metrics ORDER BY id";
 static const char checkpoint_sql[] = "SELECT committed_lsn, window_lsn FROM checkpoints WHERE id = 1";
-/* each window with its tail records, in the order they were written */
+/* each window with its tail records, in the order they were written, and
+ * its own position: the newest it was saved with (0: not known) */
 static const char windows_sql[] =
-    "SELECT w.metric, w.lsn, w.snapshot, coalesce(t.recs, ''::bytea)\n"
-    "FROM metric_windows w LEFT JOIN (SELECT metric, string_agg(rec, ''::bytea ORDER BY id) AS recs\n"
+    "SELECT w.metric, greatest(w.saved_lsn, t.lsn), w.snapshot, coalesce(t.recs, ''::bytea)\n"
+    "FROM metric_windows w LEFT JOIN (SELECT metric, string_agg(rec, ''::bytea ORDER BY id) AS recs,\n"
+    "                                        max(lsn) AS lsn\n"
     "                                 FROM metric_window_tails GROUP BY metric) t USING (metric)\n"
     "ORDER BY w.metric";
 

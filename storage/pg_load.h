@@ -46,8 +46,10 @@ struct pgl_stored {
 
 /* Called once per stored window (its snapshot with its tail records
  * applied, pg_window.h); w and st are valid during the call only (copy
- * what you keep; ga_engine_window_put copies).  lsn is the window set's
- * window_lsn.  Return 0 to go on, or a negative code to stop the load
+ * what you keep; ga_engine_window_put copies).  lsn is the window's own
+ * position, the newest window set it was saved with: every journal record
+ * below it is in the window (0: not known; its partition's window_lsn
+ * counts).  Return 0 to go on, or a negative code to stop the load
  * (returned by pgl_load). */
 typedef int (*pgl_window_cb)(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
                              const struct pgl_stored *st);

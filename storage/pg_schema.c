@@ -594,6 +594,17 @@ static const char schema_v13[] =
     "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n"
     "     WHERE v.value IS NOT NULL;\n";
 
+/* Each stored window says which records it holds: `saved_lsn` on a
+ * snapshot, `lsn` on a tail (the window set it was saved with; the
+ * window holds every record below).  A partition's window set may then be
+ * written over several transactions, each with some of its metrics, and
+ * a replay skips a metric's points where its own position is past them
+ * (docs/STORAGE.md "Window snapshots").  0: not known, the partition's
+ * position counts (every window stored before). */
+static const char schema_v14[] =
+    "ALTER TABLE metric_windows ADD COLUMN saved_lsn bigint NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE metric_window_tails ADD COLUMN lsn bigint NOT NULL DEFAULT 0;\n";
+
 struct step {
     int version;
     const char *name;
@@ -615,6 +626,7 @@ static const struct step steps[] = {
     { 11, "cluster identity", schema_v11, NULL },
     { 12, "window tails: a save writes what changed", schema_v12, NULL },
     { 13, "open buckets packed into blocks", schema_v13, NULL },
+    { 14, "a window's own position, for window sets over several transactions", schema_v14, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

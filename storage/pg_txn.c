@@ -24,7 +24,7 @@ static const char session_sql[] =
     "    vals double precision[], merge boolean) ON COMMIT DELETE ROWS;\n"
     "CREATE TEMP TABLE gpuagg_stage_blocks (LIKE open_blocks INCLUDING STORAGE)\n"
     "    ON COMMIT DELETE ROWS;\n"
-    "CREATE TEMP TABLE gpuagg_stage_tails (metric integer, rec bytea)\n"
+    "CREATE TEMP TABLE gpuagg_stage_tails (metric integer, lsn bigint, rec bytea)\n"
     "    WITH (toast_tuple_target = 8160) ON COMMIT DELETE ROWS;\n"
     "ALTER TABLE gpuagg_stage_tails ALTER COLUMN rec SET STORAGE EXTERNAL";
 
@@ -132,16 +132,16 @@ static const char update_counts_sql[] =
 static const char upsert_windows_sql[] =
     "WITH gone AS (DELETE FROM metric_window_tails t USING unnest($1::int4[]) u(m)\n"
     "              WHERE t.metric = u.m)\n"
-    "INSERT INTO metric_windows (metric, lsn, snapshot)\n"
-    "SELECT u.m, $3::bigint, u.s FROM unnest($1::int4[], $2::bytea[]) u(m, s)\n"
-    "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, snapshot = EXCLUDED.snapshot,\n"
-    "    updated = now()";
+    "INSERT INTO metric_windows (metric, lsn, saved_lsn, snapshot)\n"
+    "SELECT u.m, u.l, u.l, u.s FROM unnest($1::int4[], $2::bytea[], $3::int8[]) u(m, s, l)\n"
+    "ON CONFLICT (metric) DO UPDATE SET lsn = EXCLUDED.lsn, saved_lsn = EXCLUDED.saved_lsn,\n"
+    "    snapshot = EXCLUDED.snapshot, updated = now()";
 
 /* The tails are COPYed into a staging table first (copy_tails): a save
  * of one partition is thousands of records of kilobytes, which a binary
  * COPY takes faster than a bytea[] parameter of tens of megabytes. */
 static const char insert_tails_sql[] =
-    "INSERT INTO metric_window_tails (metric, rec) SELECT metric, rec FROM gpuagg_stage_tails";
+    "INSERT INTO metric_window_tails (metric, lsn, rec) SELECT metric, lsn, rec FROM gpuagg_stage_tails";
 
 static const char partitions_sql[] =
     "UPDATE partitions p SET window_lsn = greatest(p.window_lsn, u.l), updated = now()\n"
@@ -888,7 +888,8 @@ static size_t count_tails(const struct pgb_batch *b)
     return k;
 }
 
-static const char copy_tails_sql[] = "COPY gpuagg_stage_tails (metric, rec) FROM STDIN (FORMAT binary)";
+static const char copy_tails_sql[] =
+    "COPY gpuagg_stage_tails (metric, lsn, rec) FROM STDIN (FORMAT binary)";
 
 /* COPY b's window tail records into the staging table (insert_tails_sql
  * moves them, after the snapshots). */
@@ -901,9 +902,11 @@ static int copy_tails(struct pgt_conn *tc, const struct pgb_batch *b, char *err,
         const struct pgb_window *w = &b->windows[i];
         if (!w->tail)
             continue;
-        pgu_put_i16(&ci.buf, 2);
+        pgu_put_i16(&ci.buf, 3);
         pgu_put_i32(&ci.buf, 4);
         pgu_put_i32(&ci.buf, (int32_t)w->metric);
+        pgu_put_i32(&ci.buf, 8);
+        pgu_put_i64(&ci.buf, (int64_t)w->lsn);
         pgu_put_i32(&ci.buf, (int32_t)w->tlen);
         pgu_put(&ci.buf, w->tail, w->tlen);
         rc = copy_send(&ci, --left == 0, err, errlen);
@@ -1058,17 +1061,15 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
         *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
         pgu_array_begin(&s->p[0], PGU_INT4OID, nsnap);
         pgu_array_begin(&s->p[1], PGU_BYTEAOID, nsnap);
+        pgu_array_begin(&s->p[2], PGU_INT8OID, nsnap);
         for (size_t i = 0; i < b->nwindows; i++) {
             const struct pgb_window *w = &b->windows[i];
             if (!w->snap)
                 continue;
             pgu_array_i32(&s->p[0], (int32_t)w->metric);
             pgu_array_bytes(&s->p[1], w->snap, w->len);
+            pgu_array_i64(&s->p[2], (int64_t)w->lsn);
         }
-        uint64_t at = 0;                 /* the newest window set's position */
-        for (int p = 0; p < GA_PARTITIONS; p++)
-            at = b->part_lsn[p] > at ? b->part_lsn[p] : at;
-        step_text(s, 2, "%" PRIu64, at);
     }
     if (ntail)
         st[n++] = (struct step){ .what = "insert window tails", .sql = insert_tails_sql };

@@ -68,6 +68,9 @@ struct pgw {
     struct pgb_batch filling;         /* guarded by fill_mu */
     /* writer thread only */
     struct pgb_batch flushing;
+    struct pgb_batch wrest;           /* windows of a set not written yet (slice_windows) */
+    uint64_t wrest_hold;              /* committed_seq while wrest holds windows */
+    uint64_t seq_done;                /* the highest batch seq committed */
     struct pgt_conn tc;
     struct pgf_map hw;                /* committed high water (pg_fresh.h) */
     struct pgo open;                  /* open buckets in blocks (pg_open.h) */
@@ -464,13 +467,22 @@ static int write_batch(struct pgw *w)
 
 /* After a commit (or at exit with rc != 0): complete the flush requests
  * that are satisfied, then call on_commit.  Called without the lock. */
+static int wrest_pending(const struct pgw *w)
+{
+    return w->wrest.nwindows || w->wrest.has_windows || w->wrest.ncounts;
+}
+
 static void complete(struct pgw *w, int committed, int rc)
 {
     struct flush_req *done = NULL, **pp;
     pthread_mutex_lock(&w->mu);
     if (committed) {
-        w->committed_seq = w->flushing.last_seq > w->committed_seq ? w->flushing.last_seq
-                                                                   : w->committed_seq;
+        /* a unit is committed once its batch is, windows and all: while a
+         * window set is still being written, no further than before it */
+        if (w->flushing.last_seq > w->seq_done)
+            w->seq_done = w->flushing.last_seq;
+        uint64_t s = wrest_pending(w) && w->wrest_hold < w->seq_done ? w->wrest_hold : w->seq_done;
+        w->committed_seq = s > w->committed_seq ? s : w->committed_seq;
         w->flushing_oldest_mono = 0;
         w->flushing_rows = w->flushing_units = 0;
     }
@@ -576,6 +588,8 @@ static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
 {
     struct pgb_batch *b = &w->filling;
     *wait_ns = w->inbox ? 0 : ms_to_ns(IDLE_CHECK_MS);
+    if (wrest_pending(w))
+        return 1;                           /* the rest of a window set */
     if (pgb_empty(b))
         return 0;
     if (w->stopping || w->flush_target > w->committed_seq ||
@@ -626,6 +640,36 @@ static void idle_check(struct pgw *w)
     }
 }
 
+/* Writer thread, before writing flushing: a window set of more than
+ * window_txn_bytes goes over several transactions (docs/STORAGE.md
+ * "Window snapshots").  Its windows wait in wrest and each transaction
+ * takes the next window_txn_bytes of them, with their metrics' counters,
+ * beside the rows of the moment; the one that takes the last advances
+ * the set's partitions.  Windows stored in between carry their own
+ * position, so a restart skips their points and replays the others'.
+ * Windows that come while a set is still being written go after it.  Out
+ * of memory: what could not be moved is written with this batch. */
+static void slice_windows(struct pgw *w)
+{
+    struct pgb_batch *f = &w->flushing, *r = &w->wrest;
+    size_t max = w->o.window_txn_bytes;
+    int has = f->nwindows || f->has_windows || f->ncounts;
+    if (wrest_pending(w)) {
+        if (has && pgb_move_windows(r, f, 0, 1) < 0)
+            return;
+    } else if (max && pgb_window_bytes(f) > max) {
+        pthread_mutex_lock(&w->mu);
+        w->wrest_hold = w->committed_seq;
+        pthread_mutex_unlock(&w->mu);
+        if (pgb_move_windows(r, f, 0, 1) < 0)
+            return;
+    } else {
+        return;
+    }
+    if (pgb_move_windows(f, r, max, 0) < 0 && pgb_move_windows(f, r, 0, 1) < 0)
+        ga_log(GA_LOG_WARN, "storage_writer_no_memory", "windows_waiting=%zu", r->nwindows);
+}
+
 static void *writer_main(void *arg)
 {
     struct pgw *w = arg;
@@ -633,7 +677,7 @@ static void *writer_main(void *arg)
         take_inbox(w);
         pthread_mutex_lock(&w->fill_mu);
         pthread_mutex_lock(&w->mu);
-        int idle_stop = w->stopping && pgb_empty(&w->filling) && !w->inbox;
+        int idle_stop = w->stopping && pgb_empty(&w->filling) && !w->inbox && !wrest_pending(w);
         pthread_mutex_unlock(&w->mu);
         pthread_mutex_unlock(&w->fill_mu);
         if (idle_stop)
@@ -673,6 +717,7 @@ static void *writer_main(void *arg)
         w->filling_oldest_mono = 0;
         pthread_mutex_unlock(&w->mu);
         pthread_mutex_unlock(&w->fill_mu);
+        slice_windows(w);
         if (write_batch(w) < 0) {
             w->stop_rc = GA_ETIMEDOUT;
             break;
@@ -919,6 +964,7 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     }
     pgb_free(&w->filling);
     pgb_free(&w->flushing);
+    pgb_free(&w->wrest);
     pgf_free(&w->hw);
     pgo_free(&w->open);
     pthread_cond_destroy(&w->done);

@@ -137,6 +137,9 @@ struct pgw_opts {
     size_t open_max;                  /* open buckets this writer holds in blocks at most
                                          (pg_open.h); 0: none new (blocks already stored
                                          are still kept up) */
+    size_t window_txn_bytes;          /* window records a transaction writes at most: a
+                                         window set bigger goes over several, its
+                                         partitions advanced with the last; 0: no limit */
     uint64_t lsn_floor;               /* no unit's LSN is below it (the journal's first
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */

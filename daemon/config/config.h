@@ -65,6 +65,7 @@ struct ga_config {
         int flush_rows;                     /* storage.flush_rows, default 100000 */
         int queue_max_rows;                 /* storage.queue_max_rows, 0 (default): 16 x flush_rows */
         int open_buckets_max;               /* storage.open_buckets_max, default 4,000,000 */
+        int window_txn_bytes;               /* storage.window_txn_bytes, default 8 MiB */
         int window_snapshot_s;              /* storage.window_snapshot_s, default 300 */
         int writers;                        /* storage.writers, default 4 */
         int pool_size;                      /* storage.pool_size, default 2 */

@@ -123,6 +123,7 @@ static const struct range ranges[] = {
     { "storage.flush_rows", 1, 10000000, "rows" },
     { "storage.queue_max_rows", 0, 1000000000, "rows" },
     { "storage.open_buckets_max", 0, 1000000000, "open buckets" },
+    { "storage.window_txn_bytes", 0, 1 << 30, "bytes" },
     { "storage.window_snapshot_s", 10, 86400, "seconds" },
     { "storage.writers", 1, 64, "connections" },
     { "storage.pool_size", 1, 64, "connections" },

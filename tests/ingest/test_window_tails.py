@@ -7,13 +7,20 @@ The policy's block is 600 s and the points come one a second per metric,
 mostly in order: windows grow by tails between whole saves (`flush` takes
 a window set of every partition), a few points out of order make the next
 save whole.  Buckets of 600 s are computed from every point of the window,
-so a window rebuilt wrong from its snapshot and tails shows in them."""
+so a window rebuilt wrong from its snapshot and tails shows in them.
+
+The killed daemon writes at most 256 bytes of windows a transaction, so a
+window set goes over many (docs/STORAGE.md "Window snapshots"), and each
+kill comes while a flush (a window set of every partition) is under way:
+the windows stored before the kill carry their own position, and the
+restart replays only the points of the others."""
 import signal
+import subprocess
 import tempfile
 import time
 
-from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush, rand_value,
-                    rng_for, send_batch)
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, bblib, engine_running, flush,
+                    rand_value, rng_for, send_batch)
 
 R = Results("window_tails")
 RNG = rng_for("window_tails")
@@ -43,10 +50,11 @@ def make_batches():
     return out
 
 
-def daemon(conninfo, tmp=None):
-    return IngestDaemon(conninfo=conninfo, storage={"flush_interval_ms": 100,
-                                                    "window_snapshot_s": 10},
-                        extra=POLICY, tmp=tmp)
+def daemon(conninfo, tmp=None, txn_bytes=None):
+    storage = {"flush_interval_ms": 100, "window_snapshot_s": 10}
+    if txn_bytes:
+        storage["window_txn_bytes"] = txn_bytes
+    return IngestDaemon(conninfo=conninfo, storage=storage, extra=POLICY, tmp=tmp)
 
 
 def test_killed_daemon_equals_straight_run():
@@ -64,7 +72,7 @@ def test_killed_daemon_equals_straight_run():
             assert one.stop() == 0
         tmp = tempfile.mkdtemp(prefix="gatails-")
         tails_seen = 0
-        d = daemon(pg.conninfo, tmp)
+        d = daemon(pg.conninfo, tmp, 256)
         d.start()
         try:
             assert engine_running(d), d.logtext()[-3000:]
@@ -75,9 +83,15 @@ def test_killed_daemon_equals_straight_run():
                     tails_seen = max(tails_seen, int(pg.sql(
                         "SELECT count(*) FROM metric_window_tails")[0][0]))
                 if k in (34, 64):
+                    # a flush under way: a window set of every partition,
+                    # written over many transactions
+                    f = subprocess.Popen([bblib.GPUAGGCTL, "--socket", d.sock, "flush"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    time.sleep(0.05 + RNG.random() * 0.1)
                     d.proc.send_signal(signal.SIGKILL)
                     d.proc.wait()
-                    d = daemon(pg.conninfo, tmp)
+                    f.wait()
+                    d = daemon(pg.conninfo, tmp, 256)
                     d.start()
                     assert engine_running(d), d.logtext()[-3000:]
             flush(d)

@@ -246,6 +246,26 @@ static void test_v13_open_blocks(void)
     PQfinish(c);
 }
 
+/* v14 on a database of v13 with a window and its tail: both stay, with
+ * position 0 (not known: the partition's counts), and new ones take theirs. */
+static void test_v14_window_positions(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "";
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 13, err, sizeof err), pgs_step_count(0) - pgs_step_count(13));
+    CHECK_INT(pg_cmd(c, "INSERT INTO metric_windows (metric, lsn, snapshot) "
+                        "VALUES (0, 7, '\\x0100020a0101000000000000f03f0000000000000040')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metric_window_tails (metric, rec) VALUES (0, '\\x02')"), 0);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(13));
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_windows WHERE lsn = 7 AND saved_lsn = 0"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails WHERE lsn = 0"), 1);
+    CHECK_INT(pg_cmd(c, "INSERT INTO metric_window_tails (metric, rec, lsn) VALUES (0, '\\x02', 9)"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT max(lsn) FROM metric_window_tails WHERE metric = 0"), 9);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -410,6 +430,7 @@ void run_tests(void)
     RUN(test_v10_stores_metric_ids);
     RUN(test_v12_window_tails);
     RUN(test_v13_open_blocks);
+    RUN(test_v14_window_positions);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);

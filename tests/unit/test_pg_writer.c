@@ -474,14 +474,15 @@ static void test_replay_skips_committed(void)
 }
 
 static struct pgl_stored took;            /* take_window: what was stored for metric 0 */
+static uint64_t took_lsn;                 /* and its position */
 
 static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
                        const struct pgl_stored *stored)
 {
     struct ga_window *out = ctx;
-    (void)lsn;
     if (metric != 0)
         return 0;
+    took_lsn = lsn;
     out->n = w->n;
     out->ts = malloc((w->n + 1) * sizeof *out->ts);
     out->value = malloc((w->n + 1) * sizeof *out->value);
@@ -552,6 +553,76 @@ static void test_window_tails(void)
     CHECK_INT(took.snapshot_points, 4);
     CHECK_INT(took.tails, 0);
     CHECK_INT(took.tail_bytes, 0);
+    free(got.ts);
+    free(got.value);
+    PQfinish(c);
+}
+
+/* A window set bigger than window_txn_bytes goes over several
+ * transactions: every window is stored with its own position, each
+ * metric's counter with its window, the partitions' position moves only
+ * once the last is in, and a flush waits for all of it. */
+static void test_window_set_sliced(void)
+{
+    enum { N = 40 };
+    reset_db();
+    struct commits k = { 0 };
+    struct pgw_opts o = opts(&k);
+    o.window_txn_bytes = 300;                  /* a few windows a transaction */
+    struct pgw *w;
+    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pgw_metric_def d[N];
+    char names[N][32];
+    make_defs(d, names, N);
+    struct pgw_unit u = { .defs = d, .ndefs = N, .lsn = 5 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    int64_t ts[12];
+    double v[12];
+    for (int i = 0; i < 12; i++)
+        ts[i] = 1000 + i, v[i] = i;
+    struct ga_window win = { .n = 12, .ts = ts, .value = v };
+    struct pgw_window pw[N];
+    struct pgw_count cnt[N];
+    for (int m = 0; m < N; m++) {
+        pw[m] = (struct pgw_window){ .metric = (uint32_t)m, .window = &win };
+        cnt[m] = (struct pgw_count){ (uint32_t)m, 12 };
+    }
+    uint64_t tx0 = 0;
+    struct pgw_status st;
+    pgw_get_status(w, &st);
+    tx0 = st.transactions;
+    u = (struct pgw_unit){ .windows = pw, .nwindows = N, .counts = cnt, .ncounts = N, .lsn = 70,
+                           .window_lsn = 70 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    pgw_get_status(w, &st);
+    CHECK(st.transactions - tx0 >= 10);         /* 40 windows of ~110 bytes, ~3 a transaction */
+    CHECK_INT(st.window_lsn, 70);
+    PGconn *c = pgenv_connect(&env);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_windows WHERE saved_lsn = 70"), N);
+    CHECK_INT(pg_scalar(c, "SELECT sum(points) FROM metrics"), 12 * N);
+    CHECK_INT(pg_scalar(c, "SELECT min(window_lsn) FROM partitions"), 70);
+    /* tails of the next set, sliced too, carry their position */
+    int64_t ts2[2] = { 2000, 2001 };
+    double v2[2] = { 1, 2 };
+    struct ga_window t = { .n = 2, .ts = ts2, .value = v2 };
+    for (int m = 0; m < N; m++)
+        pw[m] = (struct pgw_window){ .metric = (uint32_t)m, .window = &t, .tail = 1, .keep_from = 1000 };
+    u = (struct pgw_unit){ .windows = pw, .nwindows = N, .lsn = 90, .window_lsn = 90 };
+    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails WHERE lsn = 90"), N);
+    CHECK_INT(pg_scalar(c, "SELECT min(window_lsn) FROM partitions"), 90);
+    CHECK_INT(pgw_stop(w, 10000), 0);
+    /* the load gives each window its own position */
+    struct pgl_state s;
+    struct ga_window got = { 0 };
+    char err[256];
+    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pgl_free(&s);
+    CHECK_INT(took_lsn, 90);
+    CHECK_INT(got.n, 14);
     free(got.ts);
     free(got.value);
     PQfinish(c);
@@ -1136,6 +1207,7 @@ void run_tests(void)
     RUN(test_lag_counts_from_floor);
     RUN(test_replay_skips_committed);
     RUN(test_window_tails);
+    RUN(test_window_set_sliced);
     RUN(test_damaged_open_block);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
