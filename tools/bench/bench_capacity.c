@@ -41,6 +41,7 @@ struct opts {
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
     int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep, ceiling_only;
     long long open_max;               /* storage.open_buckets_max; -1: the daemon's */
+    long long window_txn;             /* storage.window_txn_bytes; -1: the daemon's */
     long max_metrics;
     long journal_gib;
 };
@@ -68,6 +69,8 @@ static void usage(FILE *f)
 "  --writers N           storage.writers (default: the daemon's)\n"
 "  --open-buckets-max N  storage.open_buckets_max (default: the daemon's; 0: every\n"
 "                        bucket a row of buckets, no blocks)\n"
+"  --window-txn-bytes N  storage.window_txn_bytes (default: the daemon's; 0: a window\n"
+"                        set in one transaction)\n"
 "  --window-snapshot-s S storage.window_snapshot_s (default: the daemon's)\n"
 "  --journal-gib G       journal.max_bytes in GiB (default: the daemon's, 4 GiB; it must\n"
 "                        hold a window_snapshot_s of ingest, about 31 MB/s at 1 M points/s)\n"
@@ -123,7 +126,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -134,6 +137,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "drain-timeout", 1, 0, O_DRAIN }, { "bindir", 1, 0, O_BINDIR }, { "pg-script", 1, 0, O_SCRIPT },
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS }, { "open-buckets-max", 1, 0, O_OPENMAX },
+        { "window-txn-bytes", 1, 0, O_WTXN },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
         { "journal-gib", 1, 0, O_JGIB }, { "ceiling-only", 0, 0, O_CEILONLY },
         { "help", 0, 0, 'h' },
@@ -164,6 +168,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_FMS: if (parse_num(optarg, 1, 3.6e6, &v) < 0) return bad("--flush-interval-ms", optarg); o->flush_interval_ms = (int)v; break;
         case O_WRITERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--writers", optarg); o->writers = (int)v; break;
         case O_OPENMAX: if (parse_num(optarg, 0, 1000000000, &v) < 0) return bad("--open-buckets-max", optarg); o->open_max = (long long)v; break;
+        case O_WTXN: if (parse_num(optarg, 0, 1 << 30, &v) < 0) return bad("--window-txn-bytes", optarg); o->window_txn = (long long)v; break;
         case O_MAXM: if (parse_num(optarg, 0, 1e9, &v) < 0) return bad("--max-metrics", optarg); o->max_metrics = (long)v; break;
         case O_JGIB: if (parse_num(optarg, 1, 1024, &v) < 0) return bad("--journal-gib", optarg); o->journal_gib = (long)v; break;
         case O_SNAP: if (parse_num(optarg, 10, 86400, &v) < 0) return bad("--window-snapshot-s", optarg); o->snapshot_s = (int)v; break;
@@ -366,6 +371,8 @@ static int write_config(struct run *r)
         fprintf(f, "  writers: %d\n", o->writers);
     if (o->open_max >= 0)
         fprintf(f, "  open_buckets_max: %lld\n", o->open_max);
+    if (o->window_txn >= 0)
+        fprintf(f, "  window_txn_bytes: %lld\n", o->window_txn);
     if (o->snapshot_s)
         fprintf(f, "  window_snapshot_s: %d\n", o->snapshot_s);
     fprintf(f, "limits: { max_metrics: %ld }\n", o->max_metrics);
@@ -808,7 +815,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {
         .metrics = 100000, .connections = 2, .batch = 5000, .inflight = 8, .interval_s = 2,
-        .max_metrics = -1, .open_max = -1,
+        .max_metrics = -1, .open_max = -1, .window_txn = -1,
         .duration_s = 120, .sample_s = 0.2, .report_s = 5, .drain_timeout_s = 300, .warmup_s = 10, .policy = "medium",
         .backend = "cpu", .out = "bench-capacity", .table = "buckets", .log_level = "info",
     };
