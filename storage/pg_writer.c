@@ -647,16 +647,22 @@ static void idle_check(struct pgw *w)
  * beside the rows of the moment; the one that takes the last advances
  * the set's partitions.  Windows stored in between carry their own
  * position, so a restart skips their points and replays the others'.
- * Windows that come while a set is still being written go after it.  Out
- * of memory: what could not be moved is written with this batch. */
+ * Windows that come while a set is still being written go after it, all
+ * in this transaction: a set is done by the time the next comes, so the
+ * windows set aside stay one set's and the partitions' positions (which
+ * release the journal) keep moving.  Out of memory: what could not be
+ * moved is written with this batch. */
 static void slice_windows(struct pgw *w)
 {
     struct pgb_batch *f = &w->flushing, *r = &w->wrest;
     size_t max = w->o.window_txn_bytes;
     int has = f->nwindows || f->has_windows || f->ncounts;
     if (wrest_pending(w)) {
-        if (has && pgb_move_windows(r, f, 0, 1) < 0)
+        if (has) {
+            if (pgb_move_windows(r, f, 0, 1) == 0)
+                pgb_move_windows(f, r, 0, 1);
             return;
+        }
     } else if (max && pgb_window_bytes(f) > max) {
         pthread_mutex_lock(&w->mu);
         w->wrest_hold = w->committed_seq;
