@@ -63,6 +63,7 @@ struct pgw {
     int64_t stop_deadline_mono;       /* 0: none */
     int64_t flushing_oldest_mono;     /* 0: nothing being written */
     uint64_t flushing_rows, flushing_units;
+    size_t wrest_rows;                /* the windows of a set set aside (slice_windows) */
     struct pgw_status st;
 
     struct pgb_batch filling;         /* guarded by fill_mu */
@@ -657,23 +658,25 @@ static void slice_windows(struct pgw *w)
     struct pgb_batch *f = &w->flushing, *r = &w->wrest;
     size_t max = w->o.window_txn_bytes;
     int has = f->nwindows || f->has_windows || f->ncounts;
-    if (wrest_pending(w)) {
-        if (has) {
-            if (pgb_move_windows(r, f, 0, 1) == 0)
-                pgb_move_windows(f, r, 0, 1);
-            return;
+    if (wrest_pending(w) && has) {
+        if (pgb_move_windows(r, f, 0, 1) == 0)
+            pgb_move_windows(f, r, 0, 1);
+    } else if (wrest_pending(w) || (max && pgb_window_bytes(f) > max)) {
+        if (!wrest_pending(w)) {
+            pthread_mutex_lock(&w->mu);
+            w->wrest_hold = w->committed_seq;
+            pthread_mutex_unlock(&w->mu);
+            if (pgb_move_windows(r, f, 0, 1) < 0)
+                return;                     /* out of memory: the set in one transaction */
         }
-    } else if (max && pgb_window_bytes(f) > max) {
-        pthread_mutex_lock(&w->mu);
-        w->wrest_hold = w->committed_seq;
-        pthread_mutex_unlock(&w->mu);
-        if (pgb_move_windows(r, f, 0, 1) < 0)
-            return;
+        if (pgb_move_windows(f, r, max, 0) < 0 && pgb_move_windows(f, r, 0, 1) < 0)
+            ga_log(GA_LOG_WARN, "storage_writer_no_memory", "windows_waiting=%zu", r->nwindows);
     } else {
         return;
     }
-    if (pgb_move_windows(f, r, max, 0) < 0 && pgb_move_windows(f, r, 0, 1) < 0)
-        ga_log(GA_LOG_WARN, "storage_writer_no_memory", "windows_waiting=%zu", r->nwindows);
+    pthread_mutex_lock(&w->mu);
+    w->wrest_rows = r->nwindows;
+    pthread_mutex_unlock(&w->mu);
 }
 
 static void *writer_main(void *arg)
@@ -945,7 +948,7 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st)
     st->lag_s = oldest ? (double)(ga_now_mono_ns() - oldest) / 1e9 : 0;
     uint64_t base = st->committed_lsn > w->lsn_floor ? st->committed_lsn : w->lsn_floor;
     st->lag_lsn = st->submitted_lsn > base ? st->submitted_lsn - base : 0;
-    st->pending_rows = w->flushing_rows + w->filling_rows + w->inbox_rows;
+    st->pending_rows = w->flushing_rows + w->filling_rows + w->inbox_rows + w->wrest_rows;
     st->pending_units = w->flushing_units + w->filling_units + w->inbox_units;
     pthread_mutex_unlock(&w->mu);
 }
