@@ -466,13 +466,14 @@ static int write_batch(struct pgw *w)
     return 0;
 }
 
-/* After a commit (or at exit with rc != 0): complete the flush requests
- * that are satisfied, then call on_commit.  Called without the lock. */
+/* Writer thread: is part of a window set still to be written (slice_windows)? */
 static int wrest_pending(const struct pgw *w)
 {
     return w->wrest.nwindows || w->wrest.has_windows || w->wrest.ncounts;
 }
 
+/* After a commit (or at exit with rc != 0): complete the flush requests
+ * that are satisfied, then call on_commit.  Called without the lock. */
 static void complete(struct pgw *w, int committed, int rc)
 {
     struct flush_req *done = NULL, **pp;
@@ -642,8 +643,8 @@ static void idle_check(struct pgw *w)
 }
 
 /* Writer thread, before writing flushing: a window set of more than
- * window_txn_bytes goes over several transactions (docs/STORAGE.md
- * "Window snapshots").  Its windows wait in wrest and each transaction
+ * window_txn_bytes goes over several transactions (docs/STORAGE.md "A
+ * window set over several transactions").  Its windows wait in wrest and each transaction
  * takes the next window_txn_bytes of them, with their metrics' counters,
  * beside the rows of the moment; the one that takes the last advances
  * the set's partitions.  Windows stored in between carry their own
