@@ -504,28 +504,13 @@ int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_by
     /* Nothing below fails but the reindex (then src keeps no index). */
     for (size_t j = 0; j < k; j++) {
         struct pgb_window e = src->windows[--src->nwindows];
-        struct ga_hmap_it it;
         uint32_t v;
         if (e.snap)
             merge_window(dst, e.metric, e.snap, e.len, e.lsn);
-        if (e.tail) {
-            struct pgb_window *d = find_window(dst, e.metric, &it);
-            if (d && d->tail) {                 /* room reserved above */
-                memcpy(d->tail + d->tlen, e.tail, e.tlen);
-                d->tlen += e.tlen;
-                free(e.tail);
-            } else if (d) {
-                d->tail = e.tail, d->tlen = e.tlen, d->tcap = e.tcap;
-            } else {
-                merge_window(dst, e.metric, e.tail, e.tlen, e.lsn);
-                d = find_window(dst, e.metric, &it);
-                d->tcap = e.tcap;
-            }
-            if (e.lsn > d->lsn)
-                d->lsn = e.lsn;
-        }
+        if (e.tail)                             /* after a tail dst holds: room reserved above */
+            merge_window(dst, e.metric, e.tail, e.tlen, e.lsn);
         /* its counter */
-        it = ga_hmap_find(&src->count_ix, id_hash(e.metric));
+        struct ga_hmap_it it = ga_hmap_find(&src->count_ix, id_hash(e.metric));
         while (ga_hmap_next(&it, &v)) {
             if (src->counts[v].metric == e.metric) {
                 merge_count(dst, &src->counts[v]);

@@ -15,6 +15,7 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "storage/pg_batch.h"
 #include "storage/pg_load.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_writer.h"
@@ -628,6 +629,58 @@ static void test_window_set_sliced(void)
     PQfinish(c);
 }
 
+static const struct pgb_window *window_of(const struct pgb_batch *b, uint32_t metric)
+{
+    for (size_t i = 0; i < b->nwindows; i++)
+        if (b->windows[i].metric == metric)
+            return &b->windows[i];
+    return NULL;
+}
+
+/* Moving windows between batches (the writer's pieces of a window set,
+ * no database): a later set merges after an earlier one (its tail after
+ * the stored snapshot, the newest position), counters go with their
+ * windows, and the partitions' positions only with the last window. */
+static void test_move_windows(void)
+{
+    int64_t ts[4] = { 100, 200, 300, 400 };
+    double v[4] = { 1, 2, 3, 4 };
+    struct ga_window whole = { .n = 3, .ts = ts, .value = v }, t = { .n = 1, .ts = ts + 3, .value = v + 3 };
+    struct pgw_window w1 = { .metric = 0, .window = &whole };
+    struct pgw_unit u1 = { .windows = &w1, .nwindows = 1, .lsn = 10, .window_lsn = 10, .window_parts = 1 };
+    struct pgw_window w2[2] = { { .metric = 0, .window = &t, .tail = 1, .keep_from = 100 },
+                                { .metric = 1, .window = &whole } };
+    struct pgw_count c2[2] = { { 0, 4 }, { 1, 3 } };
+    struct pgw_unit u2 = { .windows = w2, .nwindows = 2, .counts = c2, .ncounts = 2, .lsn = 20,
+                           .window_lsn = 20, .window_parts = 2 };
+    struct pgb_batch a = { 0 }, b = { 0 }, c = { 0 };
+    CHECK_INT(pgb_merge(&a, &u1, 0, 0, 1, 0), 0);
+    CHECK_INT(pgb_merge(&b, &u2, 0, 0, 2, 0), 0);
+    size_t snap_len = a.windows[0].len, tail_len = window_of(&b, 0)->tlen;
+    CHECK_INT(pgb_move_windows(&a, &b, 0, 1), 0);
+    CHECK_INT(b.nwindows + b.ncounts + (size_t)b.has_windows, 0);
+    CHECK_INT(a.nwindows, 2);
+    const struct pgb_window *m0 = window_of(&a, 0);
+    CHECK(m0 && m0->len == snap_len && m0->tlen == tail_len && m0->lsn == 20);
+    CHECK_INT(a.ncounts, 2);
+    CHECK_INT(a.part_lsn[0], 10);
+    CHECK_INT(a.part_lsn[1], 20);
+    CHECK_INT(pgb_window_bytes(&a), snap_len + tail_len + window_of(&a, 1)->len);
+    /* in pieces of 1 byte: one window a move, the positions with the last */
+    CHECK_INT(pgb_move_windows(&c, &a, 1, 0), 0);
+    CHECK_INT(c.nwindows, 1);
+    CHECK_INT(c.ncounts, 1);
+    CHECK_INT(c.has_windows, 0);
+    CHECK_INT(pgb_move_windows(&c, &a, 1, 0), 0);
+    CHECK_INT(c.nwindows, 2);
+    CHECK_INT(c.ncounts, 2);
+    CHECK(c.has_windows && c.part_lsn[1] == 20 && a.nwindows == 0 && !a.has_windows);
+    CHECK(window_of(&c, 0) && window_of(&c, 0)->tlen == tail_len);
+    pgb_free(&a);
+    pgb_free(&b);
+    pgb_free(&c);
+}
+
 /* A block of open buckets the daemon did not write (arrays of unequal
  * lengths, an unknown method set) is refused when the writer loads its
  * partitions: it stays down naming the block, and commits nothing. */
@@ -1208,6 +1261,7 @@ void run_tests(void)
     RUN(test_replay_skips_committed);
     RUN(test_window_tails);
     RUN(test_window_set_sliced);
+    RUN(test_move_windows);
     RUN(test_damaged_open_block);
     RUN(test_fresh_buckets_and_fallback);
     RUN(test_bad_units_refused);
