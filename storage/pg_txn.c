@@ -489,8 +489,11 @@ static void mset_text(struct pgu_buf *buf, const ga_method_t *m, size_t n)
     pgu_put(buf, "}", 1);
 }
 
+/* In one order (the sets sorted), so that writers registering the same
+ * new sets at once wait for each other instead of deadlocking on each
+ * other's uncommitted insert. */
 static const char mset_insert_sql[] =
-    "INSERT INTO method_sets (methods) SELECT t::smallint[] FROM unnest($1::text[]) t\n"
+    "INSERT INTO method_sets (methods) SELECT t::smallint[] FROM unnest($1::text[]) t ORDER BY 1\n"
     "ON CONFLICT (methods) DO NOTHING";
 static const char mset_select_sql[] =
     "SELECT w.i, s.id FROM unnest($1::text[]) WITH ORDINALITY w(t, i)\n"
