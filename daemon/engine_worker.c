@@ -754,7 +754,7 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
                     : GA_ECORRUPT;
             if (rc == 0) {
                 /* what is stored, snapshot and tails: the next save adds
-                 * a tail to it while tails_ok allows, as before the stop */
+                 * a tail to it while tails_ok allows */
                 const struct ga_window *x = &lc.v[i].w;
                 const struct pgl_stored *st = &lc.v[i].stored;
                 uint32_t id = lc.v[i].metric;

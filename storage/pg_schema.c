@@ -600,7 +600,7 @@ static const char schema_v13[] =
  * written over several transactions, each with some of its metrics, and
  * a replay skips a metric's points where its own position is past them
  * (docs/STORAGE.md "Window snapshots").  0: not known, the partition's
- * position counts (every window stored before). */
+ * position counts. */
 static const char schema_v14[] =
     "ALTER TABLE metric_windows ADD COLUMN saved_lsn bigint NOT NULL DEFAULT 0;\n"
     "ALTER TABLE metric_window_tails ADD COLUMN lsn bigint NOT NULL DEFAULT 0;\n";
