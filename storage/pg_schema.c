@@ -517,6 +517,54 @@ static const char schema_v12[] =
     "    PRIMARY KEY (metric, id)\n"
     ");\n";
 
+/* The views that read open_blocks, as of v13; v15 replaces them unchanged
+ * over the partitioned table. */
+#define BUCKET_ROWS_V13 \
+    "    SELECT metric, mset, granularity, ts, vals FROM buckets\n" \
+    "    UNION ALL\n" \
+    "    SELECT u.metric, u.mset, u.granularity, u.ts,\n" \
+    "           o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n" \
+    "      FROM metrics m\n" \
+    "      JOIN open_blocks o ON o.id = m.open_block\n" \
+    "      CROSS JOIN LATERAL unnest(o.metrics, o.msets, o.grans, o.tss, o.offs)\n" \
+    "           WITH ORDINALITY u(metric, mset, granularity, ts, off, i)\n" \
+    "     WHERE u.metric = m.id;\n"
+
+#define MEASURES_V13 \
+    "    SELECT m.name AS metric, mt.name AS method,\n" \
+    "           s.g / 1e9::double precision AS granularity_s,\n" \
+    "           gpuagg_time(b.ts) AS time, v.value,\n" \
+    "           b.ts AS ts_ns, s.g AS granularity_ns\n" \
+    "      FROM metrics m\n" \
+    "      JOIN archive_policies p ON p.name = m.policy\n" \
+    "      CROSS JOIN LATERAL (SELECT (d->>'granularity_ns')::bigint AS g,\n" \
+    "                                 (d->>'timespan_ns')::bigint AS span\n" \
+    "                            FROM jsonb_array_elements(p.definition) d) s\n" \
+    "      JOIN methods mt ON mt.name = ANY (p.methods)\n" \
+    "      CROSS JOIN LATERAL (\n" \
+    "          SELECT x.ts AS last FROM (\n" \
+    "                  SELECT b.ts, b.mset FROM buckets b WHERE b.metric = m.id AND b.granularity = s.g\n" \
+    "                  UNION ALL\n" \
+    "                  SELECT u.ts, u.mset FROM open_blocks o,\n" \
+    "                         unnest(o.metrics, o.msets, o.grans, o.tss) u(metric, mset, granularity, ts)\n" \
+    "                   WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g) x\n" \
+    "            JOIN method_sets xs ON xs.id = x.mset\n" \
+    "           WHERE mt.id = ANY (xs.methods)\n" \
+    "           ORDER BY x.ts DESC LIMIT 1) l\n" \
+    "      CROSS JOIN LATERAL (\n" \
+    "          SELECT b.ts, b.mset, b.vals FROM buckets b\n" \
+    "           WHERE b.metric = m.id AND b.granularity = s.g AND (s.span = 0 OR b.ts > l.last - s.span)\n" \
+    "          UNION ALL\n" \
+    "          SELECT u.ts, u.mset, o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n" \
+    "            FROM open_blocks o,\n" \
+    "                 unnest(o.metrics, o.msets, o.grans, o.tss, o.offs) WITH ORDINALITY\n" \
+    "                     u(metric, mset, granularity, ts, off, i)\n" \
+    "           WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g\n" \
+    "             AND (s.span = 0 OR u.ts > l.last - s.span)) b\n" \
+    "      JOIN method_sets bs ON bs.id = b.mset\n" \
+    "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n" \
+    "     WHERE v.value IS NOT NULL;\n"
+
 /* v13: open buckets packed into blocks (docs/STORAGE.md "Open buckets",
  * storage/pg_open.h).  A writer keeps the newest bucket of each (metric,
  * granularity) of its partitions in blocks of several metrics, one row a
@@ -544,55 +592,13 @@ static const char schema_v13[] =
     "    vals    double precision[] NOT NULL\n"
     ") WITH (fillfactor = 20);\n"
     "ALTER TABLE metrics ADD COLUMN open_block bigint;\n"
-    "CREATE VIEW bucket_rows AS\n"
-    "    SELECT metric, mset, granularity, ts, vals FROM buckets\n"
-    "    UNION ALL\n"
-    "    SELECT u.metric, u.mset, u.granularity, u.ts,\n"
-    "           o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n"
-    "      FROM metrics m\n"
-    "      JOIN open_blocks o ON o.id = m.open_block\n"
-    "      CROSS JOIN LATERAL unnest(o.metrics, o.msets, o.grans, o.tss, o.offs)\n"
-    "           WITH ORDINALITY u(metric, mset, granularity, ts, off, i)\n"
-    "     WHERE u.metric = m.id;\n"
+    "CREATE VIEW bucket_rows AS\n" BUCKET_ROWS_V13
     "CREATE OR REPLACE VIEW aggregates AS\n"
     "    SELECT b.metric, s.methods[i] AS method, b.granularity, b.ts, b.vals[i] AS value\n"
     "      FROM bucket_rows b\n"
     "      JOIN method_sets s ON s.id = b.mset\n"
     "      CROSS JOIN LATERAL generate_subscripts(b.vals, 1) i;\n"
-    "CREATE OR REPLACE VIEW gpuagg_measures AS\n"
-    "    SELECT m.name AS metric, mt.name AS method,\n"
-    "           s.g / 1e9::double precision AS granularity_s,\n"
-    "           gpuagg_time(b.ts) AS time, v.value,\n"
-    "           b.ts AS ts_ns, s.g AS granularity_ns\n"
-    "      FROM metrics m\n"
-    "      JOIN archive_policies p ON p.name = m.policy\n"
-    "      CROSS JOIN LATERAL (SELECT (d->>'granularity_ns')::bigint AS g,\n"
-    "                                 (d->>'timespan_ns')::bigint AS span\n"
-    "                            FROM jsonb_array_elements(p.definition) d) s\n"
-    "      JOIN methods mt ON mt.name = ANY (p.methods)\n"
-    "      CROSS JOIN LATERAL (\n"
-    "          SELECT x.ts AS last FROM (\n"
-    "                  SELECT b.ts, b.mset FROM buckets b WHERE b.metric = m.id AND b.granularity = s.g\n"
-    "                  UNION ALL\n"
-    "                  SELECT u.ts, u.mset FROM open_blocks o,\n"
-    "                         unnest(o.metrics, o.msets, o.grans, o.tss) u(metric, mset, granularity, ts)\n"
-    "                   WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g) x\n"
-    "            JOIN method_sets xs ON xs.id = x.mset\n"
-    "           WHERE mt.id = ANY (xs.methods)\n"
-    "           ORDER BY x.ts DESC LIMIT 1) l\n"
-    "      CROSS JOIN LATERAL (\n"
-    "          SELECT b.ts, b.mset, b.vals FROM buckets b\n"
-    "           WHERE b.metric = m.id AND b.granularity = s.g AND (s.span = 0 OR b.ts > l.last - s.span)\n"
-    "          UNION ALL\n"
-    "          SELECT u.ts, u.mset, o.vals[u.off + 1 : coalesce(o.offs[(u.i + 1)::int], cardinality(o.vals))]\n"
-    "            FROM open_blocks o,\n"
-    "                 unnest(o.metrics, o.msets, o.grans, o.tss, o.offs) WITH ORDINALITY\n"
-    "                     u(metric, mset, granularity, ts, off, i)\n"
-    "           WHERE o.id = m.open_block AND u.metric = m.id AND u.granularity = s.g\n"
-    "             AND (s.span = 0 OR u.ts > l.last - s.span)) b\n"
-    "      JOIN method_sets bs ON bs.id = b.mset\n"
-    "      CROSS JOIN LATERAL (SELECT b.vals[array_position(bs.methods, mt.id)] AS value) v\n"
-    "     WHERE v.value IS NOT NULL;\n";
+    "CREATE OR REPLACE VIEW gpuagg_measures AS\n" MEASURES_V13;
 
 /* Each stored window says which records it holds: `saved_lsn` on a
  * snapshot, `lsn` on a tail (the window set it was saved with; the
@@ -604,6 +610,38 @@ static const char schema_v13[] =
 static const char schema_v14[] =
     "ALTER TABLE metric_windows ADD COLUMN saved_lsn bigint NOT NULL DEFAULT 0;\n"
     "ALTER TABLE metric_window_tails ADD COLUMN lsn bigint NOT NULL DEFAULT 0;\n";
+
+/* v15: open_blocks partitioned by the metric space's partition (a block's
+ * id is its partition << 32 | a number, pg_open.h): one table and one key
+ * per partition, so that writers creating blocks at once (every metric new)
+ * extend their own tables, and a partition's blocks are one table to hand
+ * over.  The views are replaced with the same text, now over the
+ * partitioned table. */
+#define PARTS_STR_(n) #n
+#define PARTS_STR(n) PARTS_STR_(n)
+static const char schema_v15[] =
+    "ALTER TABLE open_blocks RENAME TO open_blocks_v13;\n"
+    "ALTER INDEX open_blocks_pkey RENAME TO open_blocks_v13_pkey;\n"
+    "CREATE TABLE open_blocks (\n"
+    "    id      bigint PRIMARY KEY,\n"
+    "    metrics integer[] NOT NULL,\n"
+    "    msets   integer[] NOT NULL,\n"
+    "    grans   bigint[] NOT NULL,\n"
+    "    tss     bigint[] NOT NULL,\n"
+    "    offs    integer[] NOT NULL,\n"
+    "    vals    double precision[] NOT NULL\n"
+    ") PARTITION BY RANGE (id);\n"
+    "DO $$ BEGIN\n"
+    "    FOR p IN 0 .. " PARTS_STR(GA_PARTITIONS) " - 1 LOOP\n"
+    "        EXECUTE format('CREATE TABLE open_blocks_p%s PARTITION OF open_blocks '\n"
+    "                       'FOR VALUES FROM (%s) TO (%s) WITH (fillfactor = 20)',\n"
+    "                       lpad(p::text, 2, '0'), p::int8 << 32, (p + 1)::int8 << 32);\n"
+    "    END LOOP;\n"
+    "END $$;\n"
+    "INSERT INTO open_blocks SELECT * FROM open_blocks_v13;\n"
+    "CREATE OR REPLACE VIEW bucket_rows AS\n" BUCKET_ROWS_V13
+    "CREATE OR REPLACE VIEW gpuagg_measures AS\n" MEASURES_V13
+    "DROP TABLE open_blocks_v13;\n";
 
 struct step {
     int version;
@@ -627,6 +665,7 @@ static const struct step steps[] = {
     { 12, "window tails: a save writes what changed", schema_v12, NULL },
     { 13, "open buckets packed into blocks", schema_v13, NULL },
     { 14, "a window's own position, for window sets over several transactions", schema_v14, NULL },
+    { 15, "open buckets' blocks partitioned as the metric space", schema_v15, NULL },
 };
 #define NSTEPS ((int)(sizeof steps / sizeof steps[0]))
 

@@ -266,6 +266,63 @@ static void test_v14_window_positions(void)
     PQfinish(c);
 }
 
+/* v15 on a database of v14 with blocks of two partitions: each moves to
+ * its partition's table, the views read the same, and the writer's upsert
+ * works on the partitioned table. */
+static void test_v15_blocks_partitioned(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "", sql[1024];
+    reset_db(c);
+    CHECK_INT(pgs_migrate_to(c, 14, err, sizeof err), pgs_step_count(0) - pgs_step_count(14));
+    long long g = 60000000000LL, t0 = (long long)(time(NULL) / 86400) * 86400000000000LL;
+    CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
+                        "VALUES ('p', 0, '[{\"granularity_ns\": 60000000000, \"timespan_ns\": "
+                        "0, \"points\": 0}]', '{mean,max}')"), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO method_sets (methods) VALUES ('{1,4}')"), 0);
+    for (int m = 0; m < 2; m++) {
+        long long blk = ((m ? 9LL : 5LL) << 32) | 3;
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO metrics (id, name, policy, uuid, open_block) VALUES (%d, '%c', 'p', "
+                 "gpuagg_metric_uuid('%c'), %lld); INSERT INTO open_blocks VALUES (%lld, '{%d}', "
+                 "ARRAY[(SELECT id FROM method_sets)], '{%lld}', '{%lld}', '{0}', '{%d.5,%d}')",
+                 m, 'a' + m, 'a' + m, blk, blk, m, g, t0, m, 10 + m);
+        CHECK_INT(pg_cmd(c, sql), 0);
+    }
+    pg_cmd(c, "CREATE TABLE before_rows AS SELECT * FROM bucket_rows");
+    pg_cmd(c, "CREATE TABLE before_view AS SELECT * FROM gpuagg_measures");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM before_view"), 4);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(14));
+    CHECK_STR(err, "");
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'open_blocks'::regclass"),
+              GA_PARTITIONS);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM open_blocks_p05"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM open_blocks_p09"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM only open_blocks"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before_rows EXCEPT "
+                           "SELECT * FROM bucket_rows) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM (SELECT * FROM before_view EXCEPT "
+                           "SELECT * FROM gpuagg_measures) x"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_measures"), 4);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_class WHERE relname LIKE 'open_blocks_v13%'"), 0);
+    /* the writer's upsert: a block rewritten in place, a new one routed */
+    CHECK_INT(pg_cmd(c, "CREATE TEMP TABLE gpuagg_stage_blocks (LIKE open_blocks INCLUDING STORAGE)"), 0);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO gpuagg_stage_blocks SELECT id, metrics, msets, grans, tss, offs, '{7,8}' "
+             "FROM open_blocks WHERE id = %lld; INSERT INTO gpuagg_stage_blocks VALUES (%lld, '{1}', "
+             "'{1}', '{1}', '{1}', '{0}', '{1}')", (5LL << 32) | 3, (63LL << 32) | 1);
+    CHECK_INT(pg_cmd(c, sql), 0);
+    CHECK_INT(pg_cmd(c, "INSERT INTO open_blocks AS o SELECT * FROM gpuagg_stage_blocks "
+                        "ON CONFLICT (id) DO UPDATE SET vals = EXCLUDED.vals"), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM open_blocks_p63"), 1);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_measures WHERE metric = 'a' AND value = 8"), 1);
+    /* an id outside the partitions' ranges has no table */
+    snprintf(sql, sizeof sql, "INSERT INTO open_blocks VALUES (%lld, '{1}', '{1}', '{1}', '{1}', "
+                              "'{0}', '{1}')", (long long)GA_PARTITIONS << 32);
+    CHECK_INT(pg_cmd(c, sql) != 0, 1);
+    PQfinish(c);
+}
+
 static void test_newer_schema_refused(void)
 {
     PGconn *c = pgenv_connect(&env);
@@ -431,6 +488,7 @@ void run_tests(void)
     RUN(test_v12_window_tails);
     RUN(test_v13_open_blocks);
     RUN(test_v14_window_positions);
+    RUN(test_v15_blocks_partitioned);
     RUN(test_newer_schema_refused);
     RUN(test_methods_table);
     RUN(test_retention);
