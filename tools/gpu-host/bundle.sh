@@ -37,7 +37,8 @@ done | sort -u | while read -r lib; do
         *) cp -L "$lib" "$root/lib/" ;;
     esac
 done
-cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/gpu-host/pg_rewrite_ceiling.sh tools/pg-private.sh "$root/"
+cp tools/gpu-host/e2e.sh tools/gpu-host/bench_host.sh tools/gpu-host/visprobe.py tools/gpu-host/pg_rewrite_ceiling.sh \
+   tools/gpu-host/pg_register_ceiling.sh tools/pg-private.sh "$root/"
 cp tools/gpu-host/bench_capacity.sh "$root/bench_capacity"
 cp tools/bench/bench_cluster.py "$root/"
 cp tools/gpu-host/bench_cluster.sh "$root/bench_cluster"
