@@ -444,11 +444,16 @@ int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix)
     return 0;
 }
 
+static size_t window_weight(const struct pgb_window *e)
+{
+    return e->len + e->tlen + PGB_WINDOW_ROW_BYTES;
+}
+
 size_t pgb_window_bytes(const struct pgb_batch *b)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->nwindows; i++)
-        n += b->windows[i].len + b->windows[i].tlen;
+        n += window_weight(&b->windows[i]);
     return n;
 }
 
@@ -472,8 +477,7 @@ int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_by
     size_t have = pgb_window_bytes(dst), k = 0;
     /* the windows taken: from the end of src's, while they fit */
     while (k < src->nwindows) {
-        const struct pgb_window *e = &src->windows[src->nwindows - 1 - k];
-        size_t b = e->len + e->tlen;
+        size_t b = window_weight(&src->windows[src->nwindows - 1 - k]);
         if (k && !all && have + b > max_bytes)
             break;
         have += b;

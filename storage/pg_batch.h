@@ -159,13 +159,22 @@ void pgb_sort(struct pgb_batch *b);
 int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r);
 int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix);
 
-/* The bytes of b's window records (snapshots and tails). */
+/* What a window weighs against storage.window_txn_bytes besides its
+ * records: the rows it writes (its window or tail row, its metric's point
+ * count), whose cost grows with the tables rather than with the records.
+ * At 10 M metrics such a window's rows took PostgreSQL about 40 us, as
+ * long as 1.4 kB of records (docs/STORAGE.md "A window set over several
+ * transactions"). */
+#define PGB_WINDOW_ROW_BYTES 1024
+
+/* The weight of b's windows: the bytes of their records (snapshots and
+ * tails) plus PGB_WINDOW_ROW_BYTES each. */
 size_t pgb_window_bytes(const struct pgb_batch *b);
 
 /* Move windows of src, with their metrics' counters, into dst (merged as
  * pgb_take merges: a snapshot replaces what dst holds for the metric, a
- * tail goes after it): at least one, then more while dst's window bytes
- * stay within max_bytes (all: every one).  Once src has none left, its
+ * tail goes after it): at least one, then more while dst's window weight
+ * (pgb_window_bytes) stays within max_bytes (all: every one).  Once src has none left, its
  * remaining counters and its window positions (part_lsn) go too, so that
  * the batch holding the last of a window set advances its partitions.
  * 0, or GA_ENOMEM with nothing moved. */

@@ -569,7 +569,7 @@ static void test_window_set_sliced(void)
     reset_db();
     struct commits k = { 0 };
     struct pgw_opts o = opts(&k);
-    o.window_txn_bytes = 300;                  /* a few windows a transaction */
+    o.window_txn_bytes = 300;                  /* one window a transaction (PGB_WINDOW_ROW_BYTES) */
     struct pgw *w;
     CHECK_INT(pgw_start(&w, &o), 0);
     struct pgw_metric_def d[N];
@@ -665,7 +665,7 @@ static void test_move_windows(void)
     CHECK_INT(a.ncounts, 2);
     CHECK_INT(a.part_lsn[0], 10);
     CHECK_INT(a.part_lsn[1], 20);
-    CHECK_INT(pgb_window_bytes(&a), snap_len + tail_len + window_of(&a, 1)->len);
+    CHECK_INT(pgb_window_bytes(&a), snap_len + tail_len + window_of(&a, 1)->len + 2 * PGB_WINDOW_ROW_BYTES);
     /* in pieces of 1 byte: one window a move, the positions with the last */
     CHECK_INT(pgb_move_windows(&c, &a, 1, 0), 0);
     CHECK_INT(c.nwindows, 1);
