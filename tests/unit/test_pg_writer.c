@@ -676,9 +676,24 @@ static void test_move_windows(void)
     CHECK_INT(c.ncounts, 2);
     CHECK(c.has_windows && c.part_lsn[1] == 20 && a.nwindows == 0 && !a.has_windows);
     CHECK(window_of(&c, 0) && window_of(&c, 0)->tlen == tail_len);
+    /* tiny windows weigh their rows: 8 KiB takes fewer than 8 of 20 */
+    enum { NT = 20 };
+    struct pgw_window tw[NT];
+    for (int i = 0; i < NT; i++)
+        tw[i] = (struct pgw_window){ .metric = (uint32_t)(10 + i), .window = &t };
+    struct pgw_unit ut = { .windows = tw, .nwindows = NT, .lsn = 30, .window_lsn = 30, .window_parts = 4 };
+    struct pgb_batch d = { 0 }, e = { 0 };
+    CHECK_INT(pgb_merge(&d, &ut, 0, 0, 3, 0), 0);
+    size_t one = pgb_window_bytes(&d) / NT;
+    CHECK(one > PGB_WINDOW_ROW_BYTES && one < PGB_WINDOW_ROW_BYTES + 64);
+    CHECK_INT(pgb_move_windows(&e, &d, 8192, 0), 0);
+    CHECK_INT(e.nwindows, 8192 / one);
+    CHECK_INT(d.nwindows, NT - 8192 / one);
     pgb_free(&a);
     pgb_free(&b);
     pgb_free(&c);
+    pgb_free(&d);
+    pgb_free(&e);
 }
 
 /* A block of open buckets the daemon did not write (arrays of unequal
