@@ -517,8 +517,17 @@ static const char schema_v12[] =
     "    PRIMARY KEY (metric, id)\n"
     ");\n";
 
-/* The views that read open_blocks, as of v13; v15 replaces them unchanged
- * over the partitioned table. */
+/* open_blocks' columns, as of v13; v15 partitions the table and replaces
+ * the views that read it, unchanged. */
+#define OPEN_BLOCKS_COLUMNS \
+    "    id      bigint PRIMARY KEY,\n" \
+    "    metrics integer[] NOT NULL,\n" \
+    "    msets   integer[] NOT NULL,\n" \
+    "    grans   bigint[] NOT NULL,\n" \
+    "    tss     bigint[] NOT NULL,\n" \
+    "    offs    integer[] NOT NULL,\n" \
+    "    vals    double precision[] NOT NULL\n"
+
 #define BUCKET_ROWS_V13 \
     "    SELECT metric, mset, granularity, ts, vals FROM buckets\n" \
     "    UNION ALL\n" \
@@ -582,15 +591,7 @@ static const char schema_v12[] =
  * a page, each rewritten every second, leave no room for the versions the
  * writers' snapshots still see, and every rewrite grows the table). */
 static const char schema_v13[] =
-    "CREATE TABLE open_blocks (\n"
-    "    id      bigint PRIMARY KEY,\n"
-    "    metrics integer[] NOT NULL,\n"
-    "    msets   integer[] NOT NULL,\n"
-    "    grans   bigint[] NOT NULL,\n"
-    "    tss     bigint[] NOT NULL,\n"
-    "    offs    integer[] NOT NULL,\n"
-    "    vals    double precision[] NOT NULL\n"
-    ") WITH (fillfactor = 20);\n"
+    "CREATE TABLE open_blocks (\n" OPEN_BLOCKS_COLUMNS ") WITH (fillfactor = 20);\n"
     "ALTER TABLE metrics ADD COLUMN open_block bigint;\n"
     "CREATE VIEW bucket_rows AS\n" BUCKET_ROWS_V13
     "CREATE OR REPLACE VIEW aggregates AS\n"
@@ -622,15 +623,7 @@ static const char schema_v14[] =
 static const char schema_v15[] =
     "ALTER TABLE open_blocks RENAME TO open_blocks_v13;\n"
     "ALTER INDEX open_blocks_pkey RENAME TO open_blocks_v13_pkey;\n"
-    "CREATE TABLE open_blocks (\n"
-    "    id      bigint PRIMARY KEY,\n"
-    "    metrics integer[] NOT NULL,\n"
-    "    msets   integer[] NOT NULL,\n"
-    "    grans   bigint[] NOT NULL,\n"
-    "    tss     bigint[] NOT NULL,\n"
-    "    offs    integer[] NOT NULL,\n"
-    "    vals    double precision[] NOT NULL\n"
-    ") PARTITION BY RANGE (id);\n"
+    "CREATE TABLE open_blocks (\n" OPEN_BLOCKS_COLUMNS ") PARTITION BY RANGE (id);\n"
     "DO $$ BEGIN\n"
     "    FOR p IN 0 .. " PARTS_STR(GA_PARTITIONS) " - 1 LOOP\n"
     "        EXECUTE format('CREATE TABLE open_blocks_p%s PARTITION OF open_blocks '\n"
