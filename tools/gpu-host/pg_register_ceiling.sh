@@ -3,11 +3,11 @@
 # a fleet is new: registering N metrics (rows of a table shaped like
 # `metrics`, its three indexes, the writer's INSERT ... ON CONFLICT) and
 # creating the open buckets' blocks (NB rows of about 1.3 kB, fillfactor
-# 20, as `open_blocks`), each by CLIENTS sessions at once (one statement
-# each, its share of the rows; ids interleaved over the sessions as the
-# writers' partitions interleave them) and by one session.  Blocks go into
+# 20, as `open_blocks`), each by CLIENTS connections at once (one statement
+# each, its share of the rows; ids interleaved over the connections as the
+# writers' partitions interleave them) and by one connection.  Blocks go into
 # one table, then into 64 range partitions as schema 15 stores them, each
-# session into its own.  The server generates the rows: no client parsing.
+# connection into its own.  The server generates the rows: no client parsing.
 # With the bundle's PostgreSQL and the private server's settings
 # (tools/pg-private.sh).  docs/PERFORMANCE.md, "Capacity".
 #   pg_register_ceiling.sh [N=1000000] [NB=100000] [CLIENTS=online CPUs]
@@ -46,7 +46,7 @@ tables() {   # metrics as schema 15, blocks in one table or 64
             END LOOP; END \$\$"
     fi
 }
-metrics_sql() {   # session $1 of $2: ids k * $2 + $1
+metrics_sql() {   # connection $1 of $2: ids k * $2 + $1
     per=$((N / $2)); i="(k * $2 + $1)"
     echo "INSERT INTO m AS x (id, name, policy, uuid, open_block)
           SELECT $i, n, 'medium', md5(n)::uuid, $i / 10
@@ -54,7 +54,7 @@ metrics_sql() {   # session $1 of $2: ids k * $2 + $1
           ON CONFLICT (id) DO UPDATE SET open_block = EXCLUDED.open_block
            WHERE EXCLUDED.open_block IS NOT NULL AND x.open_block IS DISTINCT FROM EXCLUDED.open_block"
 }
-blocks_sql() {    # session $1 of $2: blocks of partitions $1 * 64/$2 ..; 20 entries, 120 values
+blocks_sql() {    # connection $1 of $2: blocks of partitions $1 * 64/$2 ..; 20 entries, 120 values
     per=$((NB / $2)); parts=$((64 / $2))
     echo "INSERT INTO b SELECT ((($1 * $parts + k % $parts)::int8) << 32) + k, a.i, a.i, a.g, a.g, a.i, v.v
             FROM generate_series(0, $per - 1) k,
@@ -62,13 +62,13 @@ blocks_sql() {    # session $1 of $2: blocks of partitions $1 * 64/$2 ..; 20 ent
                  LATERAL (SELECT array_agg(random() + j + k) v FROM generate_series(1, 120) j) v"
 }
 now() { date +%s.%N; }
-run() {   # label rows sessions sql-function
+run() {   # label rows connections sql-function
     t0=$(now); s=0
     while [ $s -lt "$3" ]; do $PSQL -c "$($4 $s "$3")" & s=$((s + 1)); done
     wait; t1=$(now)
     awk -v l="$1" -v n="$2" -v c="$3" "BEGIN { d = $t1 - $t0; printf \"| %s | %d | %d | %.2f | %.0f |\\n\", l, n, c, d, n / d }"
 }
-echo "| what | rows | sessions | s | rows/s |"
+echo "| what | rows | connections | s | rows/s |"
 echo "|---|---|---|---|---|"
 tables one;  run "metrics registered" "$N" "$C" metrics_sql
 tables one;  run "metrics registered" "$N" 1 metrics_sql
