@@ -424,6 +424,27 @@ static void on_signal(uv_signal_t *s, int signum)
     ga_daemon_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+/* Resolve the keys sized by the machine (storage.writers,
+ * journal.max_bytes, limits.max_metrics, engine.workers) before anything
+ * reads them, and log what was chosen and why. */
+static void size_config(struct ga_daemon *d)
+{
+    struct ga_machine m;
+    int usable = 0;
+    for (int i = 0; i < d->ngpus; i++)
+        usable += d->gpus[i].usable != 0;
+    ga_machine_probe(&m, d->cfg->journal.dir, usable);
+    ga_config_size(d->cfg, &m);
+    if (m.fs_errno)
+        ga_log(GA_LOG_WARN, "sizing_statvfs_failed", "path=%s error=\"%s\" journal_max_bytes=%lld",
+               m.fs_path, strerror(m.fs_errno), (long long)d->cfg->journal.max_bytes);
+    for (int k = 0; k < GA_SIZED_N; k++) {
+        const struct ga_config_sized *s = &d->cfg->sizing.key[k];
+        ga_log(GA_LOG_INFO, "sizing", "key=%s value=%lld source=%s reason=\"%s\"", s->key,
+               (long long)s->value, s->is_auto ? "auto" : "set", s->reason);
+    }
+}
+
 static int start_signals(struct ga_daemon *d)
 {
     uv_signal_t *sigs[] = { &d->sig_term, &d->sig_int, &d->sig_hup };
@@ -473,6 +494,7 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     probe_gpus(d);
     if (d->ngpus == 0)
         ga_log(GA_LOG_INFO, "cpu_backend", "reason=\"%s\"", d->gpu_error);
+    size_config(d);
     d->cpu_threads = cfg->gpu.cpu_threads > 0 ? cfg->gpu.cpu_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
     if ((rc = pgc_start(&d->storage, cfg->storage.conninfo, cfg->storage.retry_initial_ms,

@@ -57,6 +57,22 @@ static int background(void)
     return fds[1];
 }
 
+/* --check-config: what the keys sized by the machine come to here (the
+ * daemon sizes them again when it starts, with the GPUs it finds). */
+static void print_sizing(struct ga_config *cfg)
+{
+    struct ga_machine m;
+    ga_machine_probe(&m, cfg->journal.dir, -1);
+    if (ga_config_size(cfg, &m) < 0)
+        return;
+    printf("on this machine:\n");
+    for (int k = 0; k < GA_SIZED_N; k++) {
+        const struct ga_config_sized *s = &cfg->sizing.key[k];
+        printf("  %-20s %-12lld %s: %s\n", s->key, (long long)s->value, s->is_auto ? "auto" : "set",
+               s->reason);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -93,10 +109,12 @@ int main(int argc, char **argv)
     }
     if (check) {
         int rc = ga_config_load(cfg, check, err, sizeof err);
-        if (rc < 0)
+        if (rc < 0) {
             fprintf(stderr, "%s\n", err);
-        else
+        } else {
             printf("%s: configuration is valid\n", check);
+            print_sizing(cfg);
+        }
         free(cfg);
         return rc < 0 ? 1 : 0;
     }

@@ -43,17 +43,18 @@ static const struct ga_config defaults = {
     .http = { .auth = "basic", .max_connections = 64, .timeout_s = 30, .max_body_bytes = 1 * MiB,
               .pool_size = 2, .max_points = 1000000, .resource_creator = "" },
     .storage = { .conninfo = "dbname=gpuagg", .flush_interval_ms = 1000, .flush_rows = 100000,
-                 .window_snapshot_s = 300, .writers = 4,
+                 .window_snapshot_s = 300, .writers = GA_CONFIG_AUTO,
                  .open_buckets_max = 4000000,
                  .window_txn_bytes = 8 << 20,
                  .pool_size = 2, .retry_initial_ms = 250, .retry_max_ms = 30000,
                  .stop_timeout_ms = 30000 },
     .journal = { .dir = "/var/lib/gpuaggd/journal", .fsync_interval_ms = 5,
-                 .segment_bytes = 64 * MiB, .max_bytes = 4 * GiB },
+                 .segment_bytes = 64 * MiB, .max_bytes = GA_CONFIG_AUTO },
     .cluster = { .nats = "", .stream = "GPUAGG", .partitions = 64, .replicas = 3, .member = "",
                  .credentials = "", .token = "", .heartbeat_ms = 1000, .member_timeout_ms = 5000,
                  .publish_timeout_ms = 5000, .max_pending_bytes = 64 * MiB },
     .gpu = { .all = 1, .ndevices = 0, .streams = 2, .staging_bytes = 64 * MiB, .cpu_threads = 0 },
+    .engine = { .workers = GA_CONFIG_AUTO },
     .limits = { .max_connections = 1024, .max_connections_per_peer = 256, .max_frame_bytes = 16 * MiB,
                 .conn_buffer_bytes = 32 * MiB, .memory_budget_bytes = 1 * GiB,
                 .idle_timeout_s = 300, .slow_client_timeout_s = 30, .queue_batches = 64 },
@@ -74,73 +75,75 @@ void ga_config_defaults(struct ga_config *c)
 
 #define FLD(f) offsetof(struct ga_config, f), sizeof(((struct ga_config *)0)->f)
 
+/* key, type, field, reload (SIGHUP applies it), auto_ok (takes "auto") */
 const struct ga_config_key ga_config_keys[] = {
-    { "log.level", GA_K_LEVEL, FLD(log.level), 1 },
-    { "control.socket", GA_K_SOCK, FLD(control.socket), 0 },
-    { "control.mode", GA_K_MODE, FLD(control.mode), 0 },
-    { "listen.unix", GA_K_SOCK, FLD(listen.unix_path), 0 },
-    { "listen.tcp", GA_K_STR, FLD(listen.tcp), 0 },
-    { "listen.udp", GA_K_STR, FLD(listen.udp), 0 },
-    { "listen.ceilometer_tcp", GA_K_STR, FLD(listen.ceilometer_tcp), 0 },
-    { "listen.telemetry_secret", GA_K_STR, FLD(listen.telemetry_secret), 0 },
-    { "listen.token", GA_K_STR, FLD(listen.token), 0 },
-    { "listen.http", GA_K_STR, FLD(listen.http), 0 },
-    { "http.auth", GA_K_STR, FLD(http.auth), 0 },
-    { "http.max_connections", GA_K_INT, FLD(http.max_connections), 0 },
-    { "http.timeout_s", GA_K_SEC, FLD(http.timeout_s), 0 },
-    { "http.max_body_bytes", GA_K_SIZE, FLD(http.max_body_bytes), 0 },
-    { "http.pool_size", GA_K_INT, FLD(http.pool_size), 0 },
-    { "http.max_points", GA_K_INT, FLD(http.max_points), 0 },
-    { "http.resource_creator", GA_K_STR, FLD(http.resource_creator), 0 },
-    { "storage.conninfo", GA_K_STR, FLD(storage.conninfo), 0 },
-    { "storage.flush_interval_ms", GA_K_MS, FLD(storage.flush_interval_ms), 1 },
-    { "storage.flush_rows", GA_K_INT, FLD(storage.flush_rows), 1 },
-    { "storage.queue_max_rows", GA_K_INT, FLD(storage.queue_max_rows), 0 },
-    { "storage.open_buckets_max", GA_K_INT, FLD(storage.open_buckets_max), 0 },
-    { "storage.window_txn_bytes", GA_K_INT, FLD(storage.window_txn_bytes), 0 },
-    { "storage.window_snapshot_s", GA_K_SEC, FLD(storage.window_snapshot_s), 1 },
-    { "storage.writers", GA_K_INT, FLD(storage.writers), 0 },
-    { "storage.pool_size", GA_K_INT, FLD(storage.pool_size), 0 },
-    { "storage.retry_initial_ms", GA_K_MS, FLD(storage.retry_initial_ms), 0 },
-    { "storage.retry_max_ms", GA_K_MS, FLD(storage.retry_max_ms), 0 },
-    { "storage.stop_timeout_ms", GA_K_MS, FLD(storage.stop_timeout_ms), 1 },
-    { "journal.dir", GA_K_STR, FLD(journal.dir), 0 },
-    { "journal.fsync_interval_ms", GA_K_MS, FLD(journal.fsync_interval_ms), 0 },
-    { "journal.segment_bytes", GA_K_SIZE, FLD(journal.segment_bytes), 0 },
-    { "journal.max_bytes", GA_K_SIZE, FLD(journal.max_bytes), 0 },
-    { "cluster.nats", GA_K_STR, FLD(cluster.nats), 0 },
-    { "cluster.stream", GA_K_STR, FLD(cluster.stream), 0 },
-    { "cluster.partitions", GA_K_INT, FLD(cluster.partitions), 0 },
-    { "cluster.replicas", GA_K_INT, FLD(cluster.replicas), 0 },
-    { "cluster.member", GA_K_STR, FLD(cluster.member), 0 },
-    { "cluster.credentials", GA_K_STR, FLD(cluster.credentials), 0 },
-    { "cluster.token", GA_K_STR, FLD(cluster.token), 0 },
-    { "cluster.heartbeat_ms", GA_K_MS, FLD(cluster.heartbeat_ms), 0 },
-    { "cluster.member_timeout_ms", GA_K_MS, FLD(cluster.member_timeout_ms), 0 },
-    { "cluster.publish_timeout_ms", GA_K_MS, FLD(cluster.publish_timeout_ms), 0 },
-    { "cluster.max_pending_bytes", GA_K_SIZE, FLD(cluster.max_pending_bytes), 0 },
-    { "gpu.devices", GA_K_DEVICES, FLD(gpu.devices), 0 },
-    { "gpu.streams", GA_K_INT, FLD(gpu.streams), 0 },
-    { "gpu.staging_bytes", GA_K_SIZE, FLD(gpu.staging_bytes), 0 },
-    { "gpu.cpu_threads", GA_K_INT, FLD(gpu.cpu_threads), 0 },
-    { "limits.max_connections", GA_K_INT, FLD(limits.max_connections), 1 },
-    { "limits.max_connections_per_peer", GA_K_INT, FLD(limits.max_connections_per_peer), 1 },
-    { "limits.max_metrics", GA_K_INT, FLD(limits.max_metrics), 1 },
-    { "limits.max_frame_bytes", GA_K_SIZE, FLD(limits.max_frame_bytes), 1 },
-    { "limits.conn_buffer_bytes", GA_K_SIZE, FLD(limits.conn_buffer_bytes), 1 },
-    { "limits.memory_budget_bytes", GA_K_SIZE, FLD(limits.memory_budget_bytes), 1 },
-    { "limits.idle_timeout_s", GA_K_SEC, FLD(limits.idle_timeout_s), 1 },
-    { "limits.slow_client_timeout_s", GA_K_SEC, FLD(limits.slow_client_timeout_s), 1 },
-    { "limits.queue_batches", GA_K_INT, FLD(limits.queue_batches), 1 },
-    { "jobs.max_queued", GA_K_INT, FLD(jobs.max_queued), 1 },
-    { "jobs.workers", GA_K_INT, FLD(jobs.workers), 0 },
-    { "jobs.result_ttl_s", GA_K_SEC, FLD(jobs.result_ttl_s), 1 },
-    { "jobs.max_job_bytes", GA_K_SIZE, FLD(jobs.max_job_bytes), 1 },
-    { "jobs.results_max_bytes", GA_K_SIZE, FLD(jobs.results_max_bytes), 1 },
-    { "jobs.input_dirs", GA_K_DIRS, FLD(jobs.input_dirs), 1 },
-    { "archive_policies", GA_K_POLICIES, FLD(policies), 1 },
-    { "archive_policy_rules", GA_K_RULES, FLD(rules), 1 },
-    { "default_archive_policy", GA_K_STR, FLD(default_policy), 1 },
+    { "log.level", GA_K_LEVEL, FLD(log.level), 1, 0 },
+    { "control.socket", GA_K_SOCK, FLD(control.socket), 0, 0 },
+    { "control.mode", GA_K_MODE, FLD(control.mode), 0, 0 },
+    { "listen.unix", GA_K_SOCK, FLD(listen.unix_path), 0, 0 },
+    { "listen.tcp", GA_K_STR, FLD(listen.tcp), 0, 0 },
+    { "listen.udp", GA_K_STR, FLD(listen.udp), 0, 0 },
+    { "listen.ceilometer_tcp", GA_K_STR, FLD(listen.ceilometer_tcp), 0, 0 },
+    { "listen.telemetry_secret", GA_K_STR, FLD(listen.telemetry_secret), 0, 0 },
+    { "listen.token", GA_K_STR, FLD(listen.token), 0, 0 },
+    { "listen.http", GA_K_STR, FLD(listen.http), 0, 0 },
+    { "http.auth", GA_K_STR, FLD(http.auth), 0, 0 },
+    { "http.max_connections", GA_K_INT, FLD(http.max_connections), 0, 0 },
+    { "http.timeout_s", GA_K_SEC, FLD(http.timeout_s), 0, 0 },
+    { "http.max_body_bytes", GA_K_SIZE, FLD(http.max_body_bytes), 0, 0 },
+    { "http.pool_size", GA_K_INT, FLD(http.pool_size), 0, 0 },
+    { "http.max_points", GA_K_INT, FLD(http.max_points), 0, 0 },
+    { "http.resource_creator", GA_K_STR, FLD(http.resource_creator), 0, 0 },
+    { "storage.conninfo", GA_K_STR, FLD(storage.conninfo), 0, 0 },
+    { "storage.flush_interval_ms", GA_K_MS, FLD(storage.flush_interval_ms), 1, 0 },
+    { "storage.flush_rows", GA_K_INT, FLD(storage.flush_rows), 1, 0 },
+    { "storage.queue_max_rows", GA_K_INT, FLD(storage.queue_max_rows), 0, 0 },
+    { "storage.open_buckets_max", GA_K_INT, FLD(storage.open_buckets_max), 0, 0 },
+    { "storage.window_txn_bytes", GA_K_INT, FLD(storage.window_txn_bytes), 0, 0 },
+    { "storage.window_snapshot_s", GA_K_SEC, FLD(storage.window_snapshot_s), 1, 0 },
+    { "storage.writers", GA_K_INT, FLD(storage.writers), 0, 1 },
+    { "storage.pool_size", GA_K_INT, FLD(storage.pool_size), 0, 0 },
+    { "storage.retry_initial_ms", GA_K_MS, FLD(storage.retry_initial_ms), 0, 0 },
+    { "storage.retry_max_ms", GA_K_MS, FLD(storage.retry_max_ms), 0, 0 },
+    { "storage.stop_timeout_ms", GA_K_MS, FLD(storage.stop_timeout_ms), 1, 0 },
+    { "journal.dir", GA_K_STR, FLD(journal.dir), 0, 0 },
+    { "journal.fsync_interval_ms", GA_K_MS, FLD(journal.fsync_interval_ms), 0, 0 },
+    { "journal.segment_bytes", GA_K_SIZE, FLD(journal.segment_bytes), 0, 0 },
+    { "journal.max_bytes", GA_K_SIZE, FLD(journal.max_bytes), 0, 1 },
+    { "cluster.nats", GA_K_STR, FLD(cluster.nats), 0, 0 },
+    { "cluster.stream", GA_K_STR, FLD(cluster.stream), 0, 0 },
+    { "cluster.partitions", GA_K_INT, FLD(cluster.partitions), 0, 0 },
+    { "cluster.replicas", GA_K_INT, FLD(cluster.replicas), 0, 0 },
+    { "cluster.member", GA_K_STR, FLD(cluster.member), 0, 0 },
+    { "cluster.credentials", GA_K_STR, FLD(cluster.credentials), 0, 0 },
+    { "cluster.token", GA_K_STR, FLD(cluster.token), 0, 0 },
+    { "cluster.heartbeat_ms", GA_K_MS, FLD(cluster.heartbeat_ms), 0, 0 },
+    { "cluster.member_timeout_ms", GA_K_MS, FLD(cluster.member_timeout_ms), 0, 0 },
+    { "cluster.publish_timeout_ms", GA_K_MS, FLD(cluster.publish_timeout_ms), 0, 0 },
+    { "cluster.max_pending_bytes", GA_K_SIZE, FLD(cluster.max_pending_bytes), 0, 0 },
+    { "gpu.devices", GA_K_DEVICES, FLD(gpu.devices), 0, 0 },
+    { "gpu.streams", GA_K_INT, FLD(gpu.streams), 0, 0 },
+    { "gpu.staging_bytes", GA_K_SIZE, FLD(gpu.staging_bytes), 0, 0 },
+    { "gpu.cpu_threads", GA_K_INT, FLD(gpu.cpu_threads), 0, 0 },
+    { "engine.workers", GA_K_INT, FLD(engine.workers), 0, 1 },
+    { "limits.max_connections", GA_K_INT, FLD(limits.max_connections), 1, 0 },
+    { "limits.max_connections_per_peer", GA_K_INT, FLD(limits.max_connections_per_peer), 1, 0 },
+    { "limits.max_metrics", GA_K_INT, FLD(limits.max_metrics), 1, 1 },
+    { "limits.max_frame_bytes", GA_K_SIZE, FLD(limits.max_frame_bytes), 1, 0 },
+    { "limits.conn_buffer_bytes", GA_K_SIZE, FLD(limits.conn_buffer_bytes), 1, 0 },
+    { "limits.memory_budget_bytes", GA_K_SIZE, FLD(limits.memory_budget_bytes), 1, 0 },
+    { "limits.idle_timeout_s", GA_K_SEC, FLD(limits.idle_timeout_s), 1, 0 },
+    { "limits.slow_client_timeout_s", GA_K_SEC, FLD(limits.slow_client_timeout_s), 1, 0 },
+    { "limits.queue_batches", GA_K_INT, FLD(limits.queue_batches), 1, 0 },
+    { "jobs.max_queued", GA_K_INT, FLD(jobs.max_queued), 1, 0 },
+    { "jobs.workers", GA_K_INT, FLD(jobs.workers), 0, 0 },
+    { "jobs.result_ttl_s", GA_K_SEC, FLD(jobs.result_ttl_s), 1, 0 },
+    { "jobs.max_job_bytes", GA_K_SIZE, FLD(jobs.max_job_bytes), 1, 0 },
+    { "jobs.results_max_bytes", GA_K_SIZE, FLD(jobs.results_max_bytes), 1, 0 },
+    { "jobs.input_dirs", GA_K_DIRS, FLD(jobs.input_dirs), 1, 0 },
+    { "archive_policies", GA_K_POLICIES, FLD(policies), 1, 0 },
+    { "archive_policy_rules", GA_K_RULES, FLD(rules), 1, 0 },
+    { "default_archive_policy", GA_K_STR, FLD(default_policy), 1, 0 },
 };
 const int ga_config_nkeys = (int)(sizeof ga_config_keys / sizeof ga_config_keys[0]);
 
@@ -214,9 +217,31 @@ const struct ga_policy *ga_config_policy_for(const struct ga_config *c, const ch
     return ga_config_policy(c, i >= 0 ? c->rules[i].policy : c->default_policy);
 }
 
+static int64_t int_field(const struct ga_config *c, const struct ga_config_key *kd)
+{
+    const char *p = (const char *)c + kd->off;
+    if (kd->size == sizeof(int64_t)) {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    int v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* a: the running config, b: the file just read. */
 static int same(const struct ga_config *a, const struct ga_config *b, const struct ga_config_key *kd)
 {
     const char *pa = (const char *)a + kd->off, *pb = (const char *)b + kd->off;
+    const struct ga_config_sized *sz = kd->auto_ok ? ga_config_sized_of(a, kd->key) : NULL;
+    if (sz) {
+        /* a holds what auto resolved to: "auto" again is no change, and
+         * neither is the number it resolved to; auto where a number was
+         * set is one (sizing happens at start only). */
+        int64_t vb = int_field(b, kd);
+        return vb <= 0 ? sz->is_auto : int_field(a, kd) == vb;
+    }
     switch (kd->type) {
     case GA_K_STR:
     case GA_K_SOCK:
@@ -262,11 +287,6 @@ int ga_config_apply_reload(struct ga_config *cur, const struct ga_config *next,
     }
     cur->nkeylines = next->nkeylines;
     memcpy(cur->keylines, next->keylines, sizeof cur->keylines);
+    ga_config_size_reload(cur);
     return n;
-}
-
-uint64_t ga_config_max_metrics(const struct ga_config *c)
-{
-    return c->limits.max_metrics > 0 ? (uint64_t)c->limits.max_metrics
-                                     : (uint64_t)c->limits.memory_budget_bytes / 1024;
 }

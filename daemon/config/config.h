@@ -9,7 +9,12 @@
  * What SIGHUP may change (ga_config_reloadable()): log level, limits,
  * archive policies, rules, default policy, storage flush tuning, jobs
  * tuning.  Everything else (sockets, conninfo, journal dir, GPUs) is
- * reported as needing a restart and kept as it was. */
+ * reported as needing a restart and kept as it was.
+ *
+ * Keys sized by the machine (storage.writers, journal.max_bytes,
+ * limits.max_metrics, engine.workers) take "auto", stored as
+ * GA_CONFIG_AUTO until ga_config_size() resolves it once at start
+ * (config_size.c); c->sizing records what was chosen and why. */
 #ifndef GA_CONFIG_H
 #define GA_CONFIG_H
 
@@ -26,6 +31,44 @@
 #define GA_CONFIG_MAX_RULES 256
 #define GA_CONFIG_MAX_GPUS 64
 #define GA_CONFIG_MAX_KEYLINES 1024
+
+/* "auto" in the file: a key the machine sizes (its table entry has
+ * auto_ok).  For such a key any value <= 0 means auto once validated:
+ * GA_CONFIG_AUTO, and 0 where 0 is in range (engine.workers,
+ * limits.max_metrics). */
+#define GA_CONFIG_AUTO (-1)
+
+/* What ga_config_size() reads of the machine; ga_machine_probe() fills it
+ * from the running system, tests pass made-up ones. */
+struct ga_machine {
+    int ncpu;                       /* online CPUs (_SC_NPROCESSORS_ONLN) */
+    uint64_t phys_bytes;            /* physical memory (_SC_PHYS_PAGES x _SC_PAGESIZE), 0 = unknown */
+    int ngpus;                      /* usable GPUs found, -1 = not probed */
+    /* The journal's file system: statvfs of journal.dir, or of its nearest
+     * existing parent when it does not exist yet. */
+    int fs_errno;                   /* 0, or statvfs's errno (the numbers below are then 0) */
+    char fs_path[GA_PATH_MAX];      /* the directory statvfs was given */
+    uint64_t fs_avail_bytes;        /* f_bavail x f_frsize: free to an unprivileged user */
+    uint64_t journal_bytes;         /* bytes of segments (*.wal) already in journal.dir */
+};
+
+/* Which sized key a record is for (the order of status' "sizing"). */
+enum ga_sized_key {
+    GA_SIZED_WRITERS,               /* storage.writers */
+    GA_SIZED_JOURNAL_MAX_BYTES,     /* journal.max_bytes */
+    GA_SIZED_MAX_METRICS,           /* limits.max_metrics (ga_config_max_metrics) */
+    GA_SIZED_ENGINE_WORKERS,        /* engine.workers */
+    GA_SIZED_N
+};
+
+/* One key's resolution: the value in effect, whether "auto" chose it, and
+ * why in words ("16 CPUs", "set in the config (line 12)"). */
+struct ga_config_sized {
+    const char *key;                /* the dotted key, static storage */
+    int64_t value;
+    int is_auto;
+    char reason[256];
+};
 
 struct ga_config {
     char path[GA_PATH_MAX];                 /* file it came from, "" = defaults */
@@ -67,7 +110,8 @@ struct ga_config {
         int open_buckets_max;               /* storage.open_buckets_max, default 4,000,000 */
         int window_txn_bytes;               /* storage.window_txn_bytes, default 8 MiB */
         int window_snapshot_s;              /* storage.window_snapshot_s, default 300 */
-        int writers;                        /* storage.writers, default 4 */
+        int writers;                        /* storage.writers, default auto
+                                               (GA_CONFIG_AUTO): see ga_config_size */
         int pool_size;                      /* storage.pool_size, default 2 */
         int retry_initial_ms;               /* storage.retry_initial_ms, default 250 */
         int retry_max_ms;                   /* storage.retry_max_ms, default 30000 */
@@ -78,7 +122,8 @@ struct ga_config {
         char dir[GA_PATH_MAX];              /* journal.dir */
         int fsync_interval_ms;              /* journal.fsync_interval_ms, default 5 */
         int64_t segment_bytes;              /* journal.segment_bytes, default 64 MiB */
-        int64_t max_bytes;                  /* journal.max_bytes, default 4 GiB */
+        int64_t max_bytes;                  /* journal.max_bytes, default auto
+                                               (GA_CONFIG_AUTO): see ga_config_size */
     } journal;
 
     struct {
@@ -106,11 +151,16 @@ struct ga_config {
     } gpu;
 
     struct {
+        int workers;                        /* engine.workers: partition workers; default auto
+                                               (GA_CONFIG_AUTO, 0 too); >= 1 once sized */
+    } engine;
+
+    struct {
         int max_connections;                /* limits.max_connections, default 1024 */
         int max_connections_per_peer;       /* ingest connections of one uid (unix socket)
                                                or one address (TCP), default 256 */
-        int max_metrics;                    /* live metrics; 0 (default): memory_budget_bytes
-                                               / 1024 (ga_config_max_metrics) */
+        int max_metrics;                    /* live metrics; 0 (default) or GA_CONFIG_AUTO:
+                                               sized from the memory (ga_config_max_metrics) */
         int64_t max_frame_bytes;            /* limits.max_frame_bytes, default 16 MiB */
         int64_t conn_buffer_bytes;          /* limits.conn_buffer_bytes, default 32 MiB */
         int64_t memory_budget_bytes;        /* limits.memory_budget_bytes, default 1 GiB */
@@ -138,6 +188,13 @@ struct ga_config {
     int nrules;
     struct ga_rule rules[GA_CONFIG_MAX_RULES];
     char default_policy[GA_POLICY_NAME_MAX];  /* default_archive_policy */
+
+    /* What ga_config_size() chose for the sized keys; done = 0 before. */
+    struct {
+        int done;
+        struct ga_machine machine;          /* what it was sized for */
+        struct ga_config_sized key[GA_SIZED_N];
+    } sizing;
 
     /* Where each key was found, for validator messages ("listen.tcp"). */
     int nkeylines;
@@ -206,14 +263,48 @@ struct ga_config_key {
     enum ga_config_ktype type;
     size_t off, size;        /* the field in struct ga_config */
     int reload;              /* 1: SIGHUP applies it */
+    int auto_ok;             /* 1: also takes "auto" (GA_CONFIG_AUTO), sized at start */
 };
 extern const struct ga_config_key ga_config_keys[];
 extern const int ga_config_nkeys;
 /* The table entry of a dotted key, NULL if there is none. */
 const struct ga_config_key *ga_config_find_key(const char *key);
 
-/* The live-metric bound in effect: limits.max_metrics, or when 0 one
- * metric per KiB of limits.memory_budget_bytes. */
+/* The live-metric bound in effect: limits.max_metrics when set, else its
+ * auto value (one metric per KiB of a quarter of the physical memory; see
+ * ga_config_size).  The one place callers read it. */
 uint64_t ga_config_max_metrics(const struct ga_config *c);
+
+/* ---- sizing by the machine (config_size.c) ------------------------------ */
+
+/* Fill m from the running system: online CPUs, physical memory, statvfs of
+ * journal_dir (or its nearest existing parent) and the bytes of the
+ * journal's segments already there.  ngpus is stored as given.  Never
+ * fails: what cannot be read is left 0 (fs_errno says why for statvfs). */
+void ga_machine_probe(struct ga_machine *m, const char *journal_dir, int ngpus);
+
+/* Resolve every "auto" of c for machine m, once, after validation, and
+ * record each sized key's value, auto or set, and reason in c->sizing
+ * (m is copied there).  The rules:
+ *   storage.writers     clamp(ncpu, 4, 16)
+ *   journal.max_bytes   window_snapshot_s of the rated ingest (65,536
+ *                       points/s a CPU, 32 bytes a point), twice; at least
+ *                       1 GiB, at most half of (free space + the journal's
+ *                       segments) on its file system, never below 256 MiB
+ *                       nor 2 x segment_bytes; 4 GiB if statvfs failed
+ *   limits.max_metrics  phys_bytes / 4 / 1024 (one metric per KiB of a
+ *                       quarter of the memory); memory_budget_bytes / 1024
+ *                       if the memory is unknown
+ *   engine.workers      clamp(ncpu / 4, 1, 16)
+ * An explicit value is kept.  Returns 0; GA_EINVAL if c was sized before. */
+int ga_config_size(struct ga_config *c, const struct ga_machine *m);
+
+/* After SIGHUP applied next's reloadable keys to c: re-resolve the sized
+ * keys SIGHUP may change (limits.max_metrics) for c's machine. */
+void ga_config_size_reload(struct ga_config *c);
+
+/* The record of a sized key ("storage.writers"); NULL if key is not sized
+ * or c was never sized. */
+const struct ga_config_sized *ga_config_sized_of(const struct ga_config *c, const char *key);
 
 #endif

@@ -12,7 +12,10 @@
  * Sizes are bytes, *_ms / *_s keys integers in their unit, policy durations
  * seconds (an integer when whole, else a float; nil when unbounded).
  * listen.telemetry_secret and listen.token read "***" when set; a password
- * inside storage.conninfo is replaced by "***". */
+ * inside storage.conninfo is replaced by "***".  A key sized by the machine
+ * reads the number it was sized to once the daemon runs (ga_config_size),
+ * "auto" before; limits.max_metrics keeps 0 for auto (status' "sizing"
+ * has the number). */
 #include "daemon/config/config.h"
 
 #include <stdio.h>
@@ -174,9 +177,13 @@ static int pack_value(msgpack_packer *pk, const struct ga_config *c, const struc
     default:
         if (kd->size == sizeof(int64_t)) {
             memcpy(&lv, f, sizeof lv);
+            if (kd->auto_ok && lv == GA_CONFIG_AUTO)
+                return pack_str(pk, "auto");
             return msgpack_pack_int64(pk, lv);
         }
         memcpy(&iv, f, sizeof iv);
+        if (kd->auto_ok && iv == GA_CONFIG_AUTO)
+            return pack_str(pk, "auto");
         return msgpack_pack_int(pk, iv);
     }
 }

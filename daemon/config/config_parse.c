@@ -150,7 +150,12 @@ static int set_scalar(struct pctx *p, const struct ga_config_key *kd, const char
             [GA_K_INT] = "an integer", [GA_K_MS] = "milliseconds", [GA_K_SEC] = "seconds",
             [GA_K_SIZE] = "a size", [GA_K_MODE] = "an octal mode", [GA_K_LEVEL] = "a log level",
         };
-        return perr(p, n, key, "expected %s, got %s", what[kd->type], got(n, gbuf, sizeof gbuf));
+        return perr(p, n, key, "expected %s%s, got %s", kd->auto_ok ? "auto or " : "", what[kd->type],
+                    got(n, gbuf, sizeof gbuf));
+    }
+    if (kd->auto_ok && strcmp(s, "auto") == 0) {
+        v = GA_CONFIG_AUTO;             /* sized at start: ga_config_size() */
+        goto store;
     }
     switch (kd->type) {
     case GA_K_LEVEL:
@@ -165,7 +170,8 @@ static int set_scalar(struct pctx *p, const struct ga_config_key *kd, const char
         break;
     case GA_K_SIZE:
         if (parse_i64(s, &v) < 0 && ga_parse_size(s, &v) < 0)
-            return perr(p, n, key, "bad size \"%s\" (expected bytes or e.g. 64KiB, 16MiB, 1GiB, 10MB)", s);
+            return perr(p, n, key, "bad size \"%s\" (expected %sbytes or e.g. 64KiB, 16MiB, 1GiB, 10MB)", s,
+                        kd->auto_ok ? "auto, " : "");
         break;
     case GA_K_MS:
     case GA_K_SEC:
@@ -176,9 +182,13 @@ static int set_scalar(struct pctx *p, const struct ga_config_key *kd, const char
         break;
     default:
         if (parse_i64(s, &v) < 0)
-            return perr(p, n, key, "expected an integer, got \"%s\"", s);
+            return perr(p, n, key, "expected %san integer, got \"%s\"", kd->auto_ok ? "auto or " : "", s);
         break;
     }
+    if (kd->auto_ok && v < 0)
+        return perr(p, n, key, "expected auto or %s, got \"%s\"",
+                    kd->type == GA_K_SIZE ? "a size" : "a number >= 0", s);
+store:
     if (kd->size == sizeof(int64_t)) {
         memcpy(dst, &v, sizeof v);
         return 0;

@@ -142,9 +142,10 @@ static const struct range ranges[] = {
     { "gpu.streams", 2, 64, "streams" },
     { "gpu.staging_bytes", 1 * MiB, 64 * GiB, "bytes" },
     { "gpu.cpu_threads", 0, 4096, "threads" },
+    { "engine.workers", 0, 64, "partition workers, 0 = auto" },
     { "limits.max_connections", 1, 1000000, "connections" },
     { "limits.max_connections_per_peer", 1, 1000000, "connections" },
-    { "limits.max_metrics", 0, 1000000000, "metrics" },
+    { "limits.max_metrics", 0, 1000000000, "metrics, 0 = auto" },
     { "limits.max_frame_bytes", 1024, 4 * GiB, "bytes" },
     { "limits.conn_buffer_bytes", 1024, 64 * GiB, "bytes" },
     { "limits.memory_budget_bytes", 1 * MiB, 64 * TiB, "bytes" },
@@ -186,9 +187,12 @@ static int check_ranges(const struct ga_config *c, const char *section, char *er
             continue;
         const struct ga_config_key *kd = ga_config_find_key(r->key);
         int64_t v = field_value(c, kd);
+        if (kd->auto_ok && v == GA_CONFIG_AUTO)
+            continue;                           /* sized at start */
         if (v < r->min || v > r->max)
-            return verr(c, err, errlen, r->key, "%lld out of range %lld..%lld (%s)",
-                        (long long)v, (long long)r->min, (long long)r->max, r->unit);
+            return verr(c, err, errlen, r->key, "%lld out of range %lld..%lld (%s)%s",
+                        (long long)v, (long long)r->min, (long long)r->max, r->unit,
+                        kd->auto_ok ? " or auto" : "");
     }
     return 0;
 }
@@ -266,7 +270,7 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
     if ((rc = check_abs(c, "journal.dir", c->journal.dir, 1, err, errlen)) < 0 ||
         (rc = check_ranges(c, "journal.", err, errlen)) < 0)
         return rc;
-    if (c->journal.max_bytes < 2 * c->journal.segment_bytes)
+    if (c->journal.max_bytes != GA_CONFIG_AUTO && c->journal.max_bytes < 2 * c->journal.segment_bytes)
         return verr(c, err, errlen, "journal.max_bytes", "%lld is less than twice segment_bytes (%lld)",
                     (long long)c->journal.max_bytes, (long long)c->journal.segment_bytes);
     return 0;
@@ -315,7 +319,8 @@ static int check_resources(const struct ga_config *c, char *err, size_t errlen)
             if (c->gpu.devices[j] == c->gpu.devices[i])
                 return verr(c, err, errlen, k, "device %d is listed twice", c->gpu.devices[i]);
     }
-    if ((rc = check_ranges(c, "limits.", err, errlen)) < 0)
+    if ((rc = check_ranges(c, "engine.", err, errlen)) < 0 ||
+        (rc = check_ranges(c, "limits.", err, errlen)) < 0)
         return rc;
     if (c->limits.max_frame_bytes > c->limits.conn_buffer_bytes)
         return verr(c, err, errlen, "limits.max_frame_bytes", "%lld is larger than conn_buffer_bytes (%lld)",

@@ -3,6 +3,7 @@
  * etc/gpuaggd.yaml. */
 #include "tests/unit/harness.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -51,7 +52,11 @@ static void test_defaults_validate(void)
     CHECK_STR(cfg.listen.udp, "127.0.0.1:4952");
     CHECK_STR(cfg.storage.conninfo, "dbname=gpuagg");
     CHECK_INT(cfg.journal.segment_bytes, 64 * MiB);
-    CHECK_INT(cfg.journal.max_bytes, 4096 * MiB);
+    CHECK_INT(cfg.journal.max_bytes, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.storage.writers, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.engine.workers, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.limits.max_metrics, 0);
+    CHECK_INT(cfg.sizing.done, 0);
     CHECK_INT(cfg.gpu.all, 1);
     CHECK_INT(cfg.gpu.streams, 2);
     CHECK_STR(cfg.default_policy, "ceilometer-low");
@@ -866,7 +871,7 @@ static void test_pack_mirrors_yaml_and_masks_secrets(void)
     CHECK_INT(msgpack_unpack_next(&up, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *root = &up.data;
     CHECK_INT(root->type, MSGPACK_OBJECT_MAP);
-    CHECK_INT(root->via.map.size, 13);
+    CHECK_INT(root->via.map.size, 14);
     CHECK(str_is(get(get(root, "http"), "auth"), "basic"));
     CHECK(str_is(get(get(root, "listen"), "http"), ""));
     CHECK(str_is(get(get(root, "log"), "level"), "info"));
@@ -879,7 +884,10 @@ static void test_pack_mirrors_yaml_and_masks_secrets(void)
     CHECK(str_is(get(get(root, "listen"), "token"), ""));
     CHECK(str_is(get(get(root, "storage"), "conninfo"), "host=db password = *** dbname=x"));
     CHECK_INT(int_of(get(get(root, "storage"), "flush_interval_ms")), 1000);
-    CHECK_INT(int_of(get(get(root, "journal"), "max_bytes")), 4096 * MiB);
+    CHECK(str_is(get(get(root, "journal"), "max_bytes"), "auto"));     /* not sized yet */
+    CHECK(str_is(get(get(root, "storage"), "writers"), "auto"));
+    CHECK(str_is(get(get(root, "engine"), "workers"), "auto"));
+    CHECK_INT(int_of(get(get(root, "limits"), "max_metrics")), 0);
     const msgpack_object *dev = get(get(root, "gpu"), "devices");
     CHECK(dev && dev->type == MSGPACK_OBJECT_ARRAY && dev->via.array.size == 2);
     if (dev && dev->type == MSGPACK_OBJECT_ARRAY && dev->via.array.size == 2)
@@ -943,6 +951,293 @@ static void test_pack_masks_uri_password(void)
     }
 }
 
+/* ---- keys sized by the machine ------------------------------------------- */
+
+#define GiB (1024 * MiB)
+
+static void test_auto_keys_parse(void)
+{
+    CHECK_LOADS("storage: {writers: auto}\njournal: {max_bytes: auto}\nengine: {workers: auto}\n"
+                "limits: {max_metrics: auto}\n");
+    CHECK_INT(cfg.storage.writers, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.journal.max_bytes, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.engine.workers, GA_CONFIG_AUTO);
+    CHECK_INT(cfg.limits.max_metrics, GA_CONFIG_AUTO);
+    CHECK_LOADS("storage: {writers: \"auto\"}\n");           /* quoted is the same */
+    CHECK_INT(cfg.storage.writers, GA_CONFIG_AUTO);
+    CHECK_LOADS("storage: {writers: 8}\njournal: {max_bytes: 2GiB}\nengine: {workers: 3}\n"
+                "limits: {max_metrics: 5000}\n");
+    CHECK_INT(cfg.storage.writers, 8);
+    CHECK_INT(cfg.journal.max_bytes, 2 * GiB);
+    CHECK_INT(cfg.engine.workers, 3);
+    CHECK_INT(cfg.limits.max_metrics, 5000);
+    CHECK_LOADS("engine: {workers: 0}\n");                   /* 0 is auto too */
+    CHECK_INT(cfg.engine.workers, 0);
+    /* auto skips the rule that max_bytes is at least twice segment_bytes */
+    CHECK_LOADS("journal: {segment_bytes: 4GiB, max_bytes: auto}\n");
+}
+
+static void test_auto_keys_bad_values(void)
+{
+    CHECK_FAILS("storage:\n  writers: many\n",
+                "t.yaml:2: storage.writers: expected auto or an integer, got \"many\"");
+    CHECK_FAILS("storage:\n  writers: Auto\n",
+                "t.yaml:2: storage.writers: expected auto or an integer, got \"Auto\"");
+    CHECK_FAILS("storage:\n  writers:\n", "t.yaml:2: storage.writers: expected auto or an integer, got nothing");
+    CHECK_FAILS("storage:\n  writers: -1\n",
+                "t.yaml:2: storage.writers: expected auto or a number >= 0, got \"-1\"");
+    CHECK_FAILS("storage:\n  writers: 0\n",
+                "t.yaml:2: storage.writers: 0 out of range 1..64 (connections) or auto");
+    CHECK_FAILS("storage:\n  writers: 65\n",
+                "t.yaml:2: storage.writers: 65 out of range 1..64 (connections) or auto");
+    CHECK_FAILS("engine:\n  workers: 65\n",
+                "t.yaml:2: engine.workers: 65 out of range 0..64 (partition workers, 0 = auto) or auto");
+    CHECK_FAILS("engine:\n  workers: -2\n",
+                "t.yaml:2: engine.workers: expected auto or a number >= 0, got \"-2\"");
+    CHECK_FAILS("engine:\n  threads: 2\n", "t.yaml:2: engine.threads: unknown key");
+    CHECK_FAILS("journal:\n  max_bytes: lots\n",
+                "t.yaml:2: journal.max_bytes: bad size \"lots\" (expected auto, bytes or e.g. 64KiB, 16MiB, "
+                "1GiB, 10MB)");
+    CHECK_FAILS("journal:\n  max_bytes: -5\n", "t.yaml:2: journal.max_bytes: expected auto or a size, got \"-5\"");
+    CHECK_FAILS("journal:\n  max_bytes: 1MiB\n",
+                "t.yaml:2: journal.max_bytes: 1048576 out of range 2097152..1125899906842624 (bytes) or auto");
+    CHECK_FAILS("limits:\n  max_metrics: 2000000000\n",
+                "t.yaml:2: limits.max_metrics: 2000000000 out of range 0..1000000000 (metrics, 0 = auto) or auto");
+    /* a key that is not sized does not take auto */
+    CHECK_FAILS("storage:\n  pool_size: auto\n", "t.yaml:2: storage.pool_size: expected an integer, got \"auto\"");
+}
+
+/* A machine for ga_config_size(): CPUs, GiB of RAM, GPUs, and its journal
+ * file system (bytes free, bytes of segments already there). */
+static struct ga_machine machine(int ncpu, int64_t ram_gib, int ngpus, uint64_t avail, uint64_t held)
+{
+    struct ga_machine m = { .ncpu = ncpu, .phys_bytes = (uint64_t)ram_gib * GiB, .ngpus = ngpus,
+                            .fs_avail_bytes = avail, .journal_bytes = held };
+    snprintf(m.fs_path, sizeof m.fs_path, "/var/lib/gpuaggd");
+    return m;
+}
+
+static const struct ga_config_sized *sized(const char *key)
+{
+    const struct ga_config_sized *s = ga_config_sized_of(&cfg, key);
+    if (!s)
+        harness_fail(__FILE__, __LINE__, "no sizing record for %s", key);
+    static const struct ga_config_sized none = { "", -1, -1, "" };
+    return s ? s : &none;
+}
+
+#define CHECK_SIZED(key, v, isauto, why) do { const struct ga_config_sized *_s = sized(key); \
+    CHECK_INT(_s->value, v); CHECK_INT(_s->is_auto, isauto); CHECK_STR(_s->reason, why); } while (0)
+
+static void test_size_two_cpus(void)
+{
+    struct ga_machine m = machine(2, 24, 0, 80 * GiB, 0);
+    CHECK_LOADS("");
+    CHECK(ga_config_sized_of(&cfg, "storage.writers") == NULL);     /* not sized yet */
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("storage.writers", 4, 1, "2 CPUs, at least 4");
+    /* 300 s x 131072 points/s x 32 bytes x 2 = 2400 MiB */
+    CHECK_SIZED("journal.max_bytes", 2400 * MiB, 1,
+                "300 s of 131072 points/s (2 CPUs) at 32 bytes, twice: 2.3 GiB");
+    CHECK_SIZED("limits.max_metrics", 6291456, 1, "a quarter of 24.0 GiB RAM");
+    CHECK_SIZED("engine.workers", 1, 1, "2 CPUs / 4, at least 1");
+    CHECK_INT(cfg.storage.writers, 4);
+    CHECK_INT(cfg.journal.max_bytes, 2400 * MiB);
+    CHECK_INT(cfg.engine.workers, 1);
+    CHECK_INT(cfg.limits.max_metrics, 0);                  /* auto stays auto: SIGHUP may change it */
+    CHECK_INT(ga_config_max_metrics(&cfg), 6291456);
+    CHECK_INT(cfg.sizing.machine.ncpu, 2);
+    CHECK_INT(ga_config_size(&cfg, &m), GA_EINVAL);        /* once */
+    CHECK_INT(ga_config_validate(&cfg, err, sizeof err), 0);
+}
+
+static void test_size_sixteen_cpus_one_gpu(void)
+{
+    struct ga_machine m = machine(16, 128, 1, 100 * GiB, 0);
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("storage.writers", 16, 1, "16 CPUs");
+    CHECK_SIZED("journal.max_bytes", 19200 * MiB, 1,
+                "300 s of 1048576 points/s (16 CPUs) at 32 bytes, twice: 18.8 GiB");
+    CHECK_SIZED("limits.max_metrics", 33554432, 1, "a quarter of 128.0 GiB RAM");
+    CHECK_SIZED("engine.workers", 4, 1, "16 CPUs / 4");
+    CHECK_INT(cfg.sizing.machine.ngpus, 1);
+    /* the disk bounds it: half of what is free, the journal's segments included */
+    m = machine(16, 128, 1, 30 * GiB, 2 * GiB);
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 16 * GiB, 1,
+                "half of 32.0 GiB free on /var/lib/gpuaggd, the journal's 2.0 GiB included (18.8 GiB wanted)");
+    /* many CPUs: the ceilings */
+    m = machine(96, 512, 8, 10000 * GiB, 0);
+    CHECK_LOADS("storage: {window_snapshot_s: 60}\n");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("storage.writers", 16, 1, "96 CPUs, at most 16");
+    CHECK_SIZED("engine.workers", 16, 1, "96 CPUs / 4, at most 16");
+    CHECK_SIZED("journal.max_bytes", 4 * MiB * 96 * 60, 1,
+                "60 s of 6291456 points/s (96 CPUs) at 32 bytes, twice: 22.5 GiB");
+}
+
+static void test_size_small_disk_and_floors(void)
+{
+    /* 150 MiB is half of what is free: never below 256 MiB */
+    struct ga_machine m = machine(2, 24, 0, 300 * MiB, 0);
+    snprintf(m.fs_path, sizeof m.fs_path, "/tiny");
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 256 * MiB, 1, "at least 256.0 MiB (half of 300.0 MiB free on /tiny is less)");
+    /* half of 1 GiB: below the 1 GiB aimed at, above 256 MiB */
+    m = machine(2, 24, 0, 1 * GiB, 0);
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 512 * MiB, 1, "half of 1.0 GiB free on /var/lib/gpuaggd (2.3 GiB wanted)");
+    /* a short window-save round: at least 1 GiB */
+    m = machine(2, 24, 0, 80 * GiB, 0);
+    CHECK_LOADS("storage: {window_snapshot_s: 60}\n");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 1 * GiB, 1,
+                "at least 1.0 GiB (60 s of 131072 points/s at 32 bytes, twice, is 480.0 MiB)");
+    /* never below twice segment_bytes (the journal's own rule) */
+    m = machine(2, 24, 0, 300 * MiB, 0);
+    CHECK_LOADS("journal: {segment_bytes: 1GiB}\n");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 2 * GiB, 1,
+                "at least 2.0 GiB, twice segment_bytes (half of 300.0 MiB free on /var/lib/gpuaggd is less)");
+    CHECK_INT(ga_config_validate(&cfg, err, sizeof err), 0);
+    /* memory unknown: one metric a KiB of memory_budget_bytes */
+    m = machine(1, 0, 0, 80 * GiB, 0);
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("limits.max_metrics", 1048576, 1,
+                "memory size unknown: one a KiB of limits.memory_budget_bytes (1.0 GiB)");
+    CHECK_SIZED("storage.writers", 4, 1, "1 CPU, at least 4");
+}
+
+static void test_size_statvfs_failed(void)
+{
+    struct ga_machine m = machine(16, 128, 1, 0, 0);
+    m.fs_errno = EACCES;
+    snprintf(m.fs_path, sizeof m.fs_path, "/srv/j");
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("journal.max_bytes", 4 * GiB, 1, "statvfs of /srv/j failed (Permission denied): 4.0 GiB");
+    CHECK_SIZED("storage.writers", 16, 1, "16 CPUs");
+}
+
+static void test_size_explicit_values_win(void)
+{
+    struct ga_machine m = machine(16, 128, 1, 100 * GiB, 0);
+    CHECK_LOADS("storage:\n  writers: 2\njournal:\n  max_bytes: 1GiB\nengine:\n  workers: 7\n"
+                "limits:\n  max_metrics: 1000\n");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_SIZED("storage.writers", 2, 0, "set in the config (line 2)");
+    CHECK_SIZED("journal.max_bytes", 1 * GiB, 0, "set in the config (line 4)");
+    CHECK_SIZED("engine.workers", 7, 0, "set in the config (line 6)");
+    CHECK_SIZED("limits.max_metrics", 1000, 0, "set in the config (line 8)");
+    CHECK_INT(cfg.storage.writers, 2);
+    CHECK_INT(cfg.journal.max_bytes, 1 * GiB);
+    CHECK_INT(cfg.engine.workers, 7);
+    CHECK_INT(ga_config_max_metrics(&cfg), 1000);
+    CHECK(ga_config_sized_of(&cfg, "storage.pool_size") == NULL);
+}
+
+/* The running config is sized; the file read at SIGHUP says auto again. */
+static void test_size_reload_keeps_resolved(void)
+{
+    char changed[256];
+    struct ga_machine m = machine(16, 128, 1, 100 * GiB, 0);
+    CHECK_INT(parse_into(&cfg, "engine: {workers: 0}\n"), 0);
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    /* auto against auto (0 and auto alike), and the number auto chose: no change */
+    CHECK_INT(parse_into(&cfg2, "storage: {writers: 16}\njournal: {max_bytes: auto}\n"), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 0);
+    CHECK_STR(changed, "");
+    CHECK_INT(cfg.storage.writers, 16);
+    CHECK_INT(cfg.journal.max_bytes, 19200 * MiB);
+    CHECK_INT(cfg.engine.workers, 4);
+    CHECK_SIZED("storage.writers", 16, 1, "16 CPUs");
+    /* another number: needs a restart, kept */
+    CHECK_INT(parse_into(&cfg2, "storage: {writers: 8}\nengine: {workers: 2}\n"), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 2);
+    CHECK_STR(changed, "storage.writers engine.workers");
+    CHECK_INT(cfg.storage.writers, 16);
+    /* limits.max_metrics is reloaded: a number, then auto again */
+    CHECK_INT(parse_into(&cfg2, "limits: {max_metrics: 100}\n"), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 0);
+    CHECK_INT(ga_config_max_metrics(&cfg), 100);
+    CHECK_SIZED("limits.max_metrics", 100, 0, "set in the config (line 1)");
+    CHECK_INT(parse_into(&cfg2, ""), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 0);
+    CHECK_INT(ga_config_max_metrics(&cfg), 33554432);
+    CHECK_SIZED("limits.max_metrics", 33554432, 1, "a quarter of 128.0 GiB RAM");
+    /* a number at start, auto in the new file: needs a restart */
+    CHECK_INT(parse_into(&cfg, "storage: {writers: 4}\n"), 0);
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    CHECK_INT(parse_into(&cfg2, ""), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 1);
+    CHECK_STR(changed, "storage.writers");
+    CHECK_INT(cfg.storage.writers, 4);
+}
+
+/* config.get after sizing: the numbers in effect. */
+static void test_size_pack_shows_numbers(void)
+{
+    struct ga_machine m = machine(2, 24, 0, 80 * GiB, 0);
+    CHECK_LOADS("");
+    CHECK_INT(ga_config_size(&cfg, &m), 0);
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacked up;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    CHECK_INT(ga_config_pack(&cfg, &pk), 0);
+    msgpack_unpacked_init(&up);
+    CHECK_INT(msgpack_unpack_next(&up, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+    CHECK_INT(int_of(get(get(&up.data, "storage"), "writers")), 4);
+    CHECK_INT(int_of(get(get(&up.data, "journal"), "max_bytes")), 2400 * MiB);
+    CHECK_INT(int_of(get(get(&up.data, "engine"), "workers")), 1);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* The real machine: a journal directory not made yet is looked up at its
+ * nearest parent; segments already there are counted, other files not. */
+static void test_machine_probe(void)
+{
+    char dir[] = "/tmp/ga_probe_XXXXXX", sub[128], f[160];
+    CHECK(mkdtemp(dir) != NULL);
+    struct ga_machine m;
+    snprintf(sub, sizeof sub, "%s/not/yet", dir);
+    ga_machine_probe(&m, sub, 2);
+    CHECK(m.ncpu >= 1);
+    CHECK(m.phys_bytes > 0);
+    CHECK_INT(m.ngpus, 2);
+    CHECK_INT(m.fs_errno, 0);
+    CHECK_STR(m.fs_path, dir);
+    CHECK(m.fs_avail_bytes > 0);
+    CHECK_INT(m.journal_bytes, 0);
+    static const struct { const char *name; size_t n; } files[] = {
+        { "00000000000000000000.wal", 1000 }, { "00000000000000001000.wal", 24 }, { "LOCK", 7 },
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(f, sizeof f, "%s/%s", dir, files[i].name);
+        FILE *fp = fopen(f, "w");
+        CHECK(fp != NULL);
+        for (size_t k = 0; fp && k < files[i].n; k++)
+            fputc('x', fp);
+        if (fp)
+            fclose(fp);
+    }
+    ga_machine_probe(&m, dir, 0);
+    CHECK_STR(m.fs_path, dir);
+    CHECK_INT(m.journal_bytes, 1024);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(f, sizeof f, "%s/%s", dir, files[i].name);
+        unlink(f);
+    }
+    rmdir(dir);
+}
+
 void run_tests(void)
 {
     RUN(test_defaults_validate);
@@ -997,4 +1292,14 @@ void run_tests(void)
     RUN(test_reload_unchanged_reports_nothing);
     RUN(test_pack_mirrors_yaml_and_masks_secrets);
     RUN(test_pack_masks_uri_password);
+    RUN(test_auto_keys_parse);
+    RUN(test_auto_keys_bad_values);
+    RUN(test_size_two_cpus);
+    RUN(test_size_sixteen_cpus_one_gpu);
+    RUN(test_size_small_disk_and_floors);
+    RUN(test_size_statvfs_failed);
+    RUN(test_size_explicit_values_win);
+    RUN(test_size_reload_keeps_resolved);
+    RUN(test_size_pack_shows_numbers);
+    RUN(test_machine_probe);
 }
