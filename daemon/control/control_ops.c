@@ -188,12 +188,28 @@ static void pack_counters(struct ga_daemon *d, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "reload_failures", c->reload_failures);
 }
 
+/* What each key sized by the machine came to, auto or set, and why
+ * (daemon/config/config_size.c). */
+static void pack_sizing(const struct ga_daemon *d, msgpack_packer *pk)
+{
+    const struct ga_config *c = d->cfg;
+    msgpack_pack_array(pk, c->sizing.done ? GA_SIZED_N : 0);
+    for (int k = 0; c->sizing.done && k < GA_SIZED_N; k++) {
+        const struct ga_config_sized *s = &c->sizing.key[k];
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "key", s->key);
+        mp_pack_kv_uint(pk, "value", (uint64_t)s->value);
+        mp_pack_kv_str(pk, "source", s->is_auto ? "auto" : "set");
+        mp_pack_kv_str(pk, "reason", s->reason);
+    }
+}
+
 static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
                    msgpack_packer *pk, char *err, size_t errlen)
 {
     struct snapshot snap;
     take_snapshot(d, &snap);
-    msgpack_pack_map(pk, d->cluster ? 17 : 16);
+    msgpack_pack_map(pk, d->cluster ? 18 : 17);
     mp_pack_kv_str(pk, "version", GA_VERSION);
     mp_pack_kv_int(pk, "pid", getpid());
     mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
@@ -202,6 +218,8 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_kv_str(pk, "gpu_error", d->gpu_error);
     mp_pack_cstr(pk, "backends");
     pack_backends(d, &snap, pk);
+    mp_pack_cstr(pk, "sizing");
+    pack_sizing(d, pk);
     mp_pack_cstr(pk, "storage");
     pack_storage(&snap, pk);
     mp_pack_cstr(pk, "engine");
@@ -332,6 +350,15 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.partitions_created", w->partitions_created);
     KV("storage.partitions_dropped", w->partitions_dropped);
     KV("gpu.devices", d->ngpus);
+    const struct ga_config_sized *sz = d->cfg->sizing.key;     /* zeros if never sized */
+    KV("sizing.storage.writers", sz[GA_SIZED_WRITERS].value);
+    KV("sizing.storage.writers.auto", sz[GA_SIZED_WRITERS].is_auto);
+    KV("sizing.journal.max_bytes", sz[GA_SIZED_JOURNAL_MAX_BYTES].value);
+    KV("sizing.journal.max_bytes.auto", sz[GA_SIZED_JOURNAL_MAX_BYTES].is_auto);
+    KV("sizing.limits.max_metrics", sz[GA_SIZED_MAX_METRICS].value);
+    KV("sizing.limits.max_metrics.auto", sz[GA_SIZED_MAX_METRICS].is_auto);
+    KV("sizing.engine.workers", sz[GA_SIZED_ENGINE_WORKERS].value);
+    KV("sizing.engine.workers.auto", sz[GA_SIZED_ENGINE_WORKERS].is_auto);
     struct http_stats hs = { 0 };
     struct cres_stats rs = { 0 };
     if (d->http)

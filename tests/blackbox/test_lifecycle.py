@@ -18,6 +18,7 @@ def test_check_config_ok_and_bad():
     r = subprocess.run([GPUAGGD, "--check-config", os.path.join(ROOT, "etc/gpuaggd.yaml")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    assert "storage.writers" in r.stdout and "journal.max_bytes" in r.stdout, r.stdout  # the sizing here
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         f.write("control: { socket: /tmp/x.sock }\nlisten:\n  tcp: \"127.0.0.1:99999\"\n")
     r = subprocess.run([GPUAGGD, "--check-config", f.name], capture_output=True, text=True)
@@ -58,6 +59,46 @@ def test_cli_status_and_json():
         assert r.returncode == 0 and "ctl.requests" in json.loads(r.stdout), r
         r = d.ctl("ping")
         assert r.returncode == 0, r
+
+
+def test_status_shows_sizing():
+    """The keys sized by the machine: what auto came to and why, in status,
+    stats and the log; a number in the file is 'set'."""
+    ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
+    with Daemon(extra="limits: { max_metrics: 5000 }\n") as d:
+        sizing = {e["key"]: e for e in d.call("status")["result"]["sizing"]}
+        assert list(sizing) == ["storage.writers", "journal.max_bytes", "limits.max_metrics",
+                                "engine.workers"], sizing
+        w = sizing["storage.writers"]
+        assert w["source"] == "auto" and w["value"] == min(max(ncpu, 4), 16), w
+        assert w["reason"].startswith("%d CPU" % ncpu), w
+        j = sizing["journal.max_bytes"]
+        assert j["source"] == "auto" and j["value"] >= 256 << 20 and j["reason"], j
+        assert sizing["limits.max_metrics"] == {"key": "limits.max_metrics", "value": 5000, "source": "set",
+                                                "reason": "set in the config (line 6)"}, sizing
+        e = sizing["engine.workers"]
+        assert e["source"] == "auto" and e["value"] == min(max(ncpu // 4, 1), 16), e
+        st = d.call("status")["result"]
+        assert st["journal"]["max_bytes"] == j["value"], st["journal"]
+        stats = d.call("stats")["result"]
+        assert stats["sizing.journal.max_bytes"] == j["value"], stats
+        assert stats["sizing.storage.writers.auto"] == 1 and stats["sizing.limits.max_metrics.auto"] == 0
+        assert d.call("config.get")["result"]["storage"]["writers"] == w["value"]
+        r = d.ctl("status")                     # the tree form names them with the reason
+        assert r.returncode == 0 and "sizing:" in r.stdout and w["reason"] in r.stdout, r.stdout
+        assert "event=sizing key=storage.writers value=%d source=auto" % w["value"] in d.logtext()
+        # An unchanged file reloaded: auto against what it came to is no change.
+        r = d.ctl("--json", "reload")
+        assert r.returncode == 0 and json.loads(r.stdout)["restart_needed"] == [], r
+        # limits.max_metrics is reloaded: auto again is one metric a KiB of a quarter of the memory.
+        d.write_config(open(d.cfg).read().replace("max_metrics: 5000", "max_metrics: auto"))
+        r = d.ctl("--json", "reload")
+        assert r.returncode == 0 and json.loads(r.stdout)["restart_needed"] == [], r
+        m = {e["key"]: e for e in d.call("status")["result"]["sizing"]}["limits.max_metrics"]
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        assert m["source"] == "auto" and m["value"] == phys // 4 // 1024, m
+        assert "a quarter of" in m["reason"] and "RAM" in m["reason"], m
+        assert d.stop() == 0
 
 
 def test_sighup_bad_file_keeps_old_config():
@@ -212,6 +253,7 @@ def test_cli_cannot_connect_exit_3():
 
 
 for t in [test_check_config_ok_and_bad, test_start_status_storage_down, test_cli_status_and_json,
+          test_status_shows_sizing,
           test_sighup_bad_file_keeps_old_config, test_protocol_errors_keep_daemon_alive,
           test_sd_notify_and_watchdog, test_sigint_and_shutdown_op_exit_zero,
           test_second_daemon_refuses_live_socket, test_background_mode, test_cli_cannot_connect_exit_3]:
