@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/ga_partition.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_util.h"
 #include "storage/pg_window.h"
@@ -186,11 +187,35 @@ static int load_checkpoint(PGconn *c, struct pgl_state *s, char *err, size_t err
 }
 
 /* Stream metric_windows row by row (single-row mode) to cb. */
-static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *ctx, char *err,
-                        size_t errlen)
+/* A bit per metric id below max + 1: set where the metric's partition is
+ * in parts.  NULL (and *nbits 0) when out of memory. */
+static uint8_t *metrics_of(const struct pgl_state *s, uint64_t parts, size_t *nbits)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nmetrics; i++)
+        if ((size_t)s->metrics[i].id + 1 > n)
+            n = (size_t)s->metrics[i].id + 1;
+    uint8_t *bits = calloc(n / 8 + 1, 1);
+    *nbits = bits ? n : 0;
+    for (size_t i = 0; bits && i < s->nmetrics; i++) {
+        const struct pgl_metric *m = &s->metrics[i];
+        if (parts >> ga_partition_of(m->name, strlen(m->name)) & 1)
+            bits[m->id / 8] |= (uint8_t)(1u << m->id % 8);
+    }
+    return bits;
+}
+
+static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_window_cb cb,
+                        void *ctx, char *err, size_t errlen)
 {
     int rc = 0;
     PGresult *r;
+    size_t nbits = 0;
+    uint8_t *mine = NULL;
+    if (parts && ~parts && !(mine = metrics_of(s, parts, &nbits))) {
+        snprintf(err, errlen, "out of memory");
+        return GA_ENOMEM;
+    }
     if (!PQsendQueryParams(c, windows_sql, 0, NULL, NULL, NULL, NULL, 1) ||
         !PQsetSingleRowMode(c)) {
         pgu_errcopy(err, errlen, PQerrorMessage(c));
@@ -201,6 +226,10 @@ static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *
         if (st == PGRES_SINGLE_TUPLE && rc == 0) {
             uint32_t metric = (uint32_t)pgu_get_i32(PQgetvalue(r, 0, 0));
             uint64_t lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
+            if (mine && (metric >= nbits || !(mine[metric / 8] >> metric % 8 & 1))) {
+                PQclear(r);            /* another worker's partition */
+                continue;
+            }
             struct ga_window w = { 0 };
             size_t slen = (size_t)PQgetlength(r, 0, 2), tlen = (size_t)PQgetlength(r, 0, 3);
             /* an empty snapshot: tail records whose snapshot was never stored */
@@ -238,11 +267,18 @@ static int load_windows(PGconn *c, struct pgl_state *s, pgl_window_cb cb, void *
         }
         PQclear(r);
     }
+    free(mine);
     return rc;
 }
 
 int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_window, void *ctx,
              char *err, size_t errlen)
+{
+    return pgl_load_parts(conninfo, 0, 0, out, on_window, ctx, err, errlen);
+}
+
+int pgl_load_parts(const char *conninfo, uint64_t parts, int follower, struct pgl_state *out,
+                   pgl_window_cb on_window, void *ctx, char *err, size_t errlen)
 {
     struct pgl_state s = { 0 };
     char why[512];
@@ -257,17 +293,18 @@ int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_windo
         rc = GA_EIO;
         goto fail;
     }
-    if ((rc = pgu_instance_lock(c, 10000, err, errlen)) < 0 ||
-        (rc = pgs_migrate(c, err, errlen)) < 0)
+    if (!follower && ((rc = pgu_instance_lock(c, 10000, err, errlen)) < 0 ||
+                      (rc = pgs_migrate(c, err, errlen)) < 0))
         goto fail;
     if ((rc = pgu_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen)) < 0 ||
         (rc = load_policies(c, &s, err, errlen)) < 0 ||
         (rc = load_metrics(c, &s, err, errlen)) < 0 ||
         (rc = load_checkpoint(c, &s, err, errlen)) < 0 ||
-        (on_window && (rc = load_windows(c, &s, on_window, ctx, err, errlen)) < 0) ||
+        (on_window && (rc = load_windows(c, &s, parts, on_window, ctx, err, errlen)) < 0) ||
         (rc = pgu_exec(c, "COMMIT", err, errlen)) < 0)
         goto fail;
-    pgu_instance_unlock(c);
+    if (!follower)
+        pgu_instance_unlock(c);
     PQfinish(c);
     *out = s;
     return 0;

@@ -65,6 +65,14 @@ typedef int (*pgl_window_cb)(void *ctx, uint32_t metric, uint64_t lsn, const str
 int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_window, void *ctx,
              char *err, size_t errlen);
 
+/* pgl_load, with on_window called only for the windows of the metrics of
+ * the partitions in parts (bit p; 0: all), the others not decoded; a
+ * follower (an engine worker loading after the first one of its daemon,
+ * whose writer holds the instance lock and has migrated the schema) takes
+ * no instance lock and does not migrate. */
+int pgl_load_parts(const char *conninfo, uint64_t parts, int follower, struct pgl_state *out,
+                   pgl_window_cb on_window, void *ctx, char *err, size_t errlen);
+
 void pgl_free(struct pgl_state *s);
 
 #endif

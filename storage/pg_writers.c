@@ -110,7 +110,7 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
         struct pgw_opts wo = o->w;
         s->slots[i] = (struct slot){ s, i };
         wo.parts = n > 1 || s->masked ? s->parts[i] : 0;
-        wo.no_instance_lock = i > 0 || s->masked;  /* the first writer holds it */
+        wo.no_instance_lock = i > 0 || (s->masked && !o->instance_lock);  /* the first holds it */
         if (i > 0)
             wo.maintenance_interval_ms = -1; /* partitions ahead and retention: the first */
         wo.on_commit = on_commit;
@@ -291,69 +291,75 @@ static int badness(enum pgc_state st)
     return st == PGC_CONNECTED ? 0 : st == PGC_STOPPED ? 1 : st == PGC_CONNECTING ? 2 : 3;
 }
 
+void pgws_status_merge(struct pgw_status *st, const struct pgw_status *op, uint64_t parts)
+{
+    const struct pgw_status o = *op;
+    if (badness(o.state) > badness(st->state) || (!st->last_error[0] && o.last_error[0])) {
+        st->state = o.state;
+        st->since_real_ns = o.since_real_ns;
+        memcpy(st->last_error, o.last_error, sizeof st->last_error);
+    }
+#define MIN_(f) st->f = o.f < st->f ? o.f : st->f
+#define MAX_(f) st->f = o.f > st->f ? o.f : st->f
+#define SUM_(f) st->f += o.f
+    MIN_(committed_lsn);
+    MIN_(window_lsn);
+    MAX_(submitted_lsn);
+    MAX_(lag_s);
+    MAX_(lag_lsn);
+    SUM_(pending_rows);
+    SUM_(pending_units);
+    SUM_(rows_committed);
+    SUM_(buckets_committed);
+    SUM_(late_committed);
+    SUM_(windows_committed);
+    SUM_(defs_committed);
+    SUM_(transactions);
+    SUM_(retries);
+    SUM_(connects);
+    SUM_(units_skipped);
+    SUM_(busy_refusals);
+    SUM_(partitions_created);
+    SUM_(partitions_dropped);
+    SUM_(rows_fresh);
+    SUM_(fresh_fallbacks);
+    SUM_(rows_updated);
+    SUM_(pairs_asked);
+    SUM_(pairs_new);
+    SUM_(update_fallbacks);
+    SUM_(rows_merged);
+    SUM_(rows_rejected);
+    SUM_(isolations);
+    SUM_(open_buckets);
+    SUM_(open_blocks);
+    SUM_(open_written);
+    SUM_(open_blocks_written);
+    SUM_(open_closed);
+    SUM_(open_full);
+    if (o.last_rejected[0])
+        memcpy(st->last_rejected, o.last_rejected, sizeof st->last_rejected);
+    SUM_(last_rows);
+    MAX_(last_flush_ms);
+    MAX_(last_copy_ms);
+    MAX_(last_upsert_ms);
+    MAX_(last_commit_ms);
+    MAX_(last_fresh_ms);
+    MAX_(fenced);
+#undef MIN_
+#undef MAX_
+#undef SUM_
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if (parts >> p & 1)
+            st->part_window_lsn[p] = o.part_window_lsn[p];
+}
+
 void pgws_get_status(struct pgws *s, struct pgw_status *st)
 {
     pgw_get_status(s->w[0], st);
     for (int i = 1; i < s->n; i++) {
         struct pgw_status o;
         pgw_get_status(s->w[i], &o);
-        if (badness(o.state) > badness(st->state) || (!st->last_error[0] && o.last_error[0])) {
-            st->state = o.state;
-            st->since_real_ns = o.since_real_ns;
-            memcpy(st->last_error, o.last_error, sizeof st->last_error);
-        }
-#define MIN_(f) st->f = o.f < st->f ? o.f : st->f
-#define MAX_(f) st->f = o.f > st->f ? o.f : st->f
-#define SUM_(f) st->f += o.f
-        MIN_(committed_lsn);
-        MIN_(window_lsn);
-        MAX_(submitted_lsn);
-        MAX_(lag_s);
-        MAX_(lag_lsn);
-        SUM_(pending_rows);
-        SUM_(pending_units);
-        SUM_(rows_committed);
-        SUM_(buckets_committed);
-        SUM_(late_committed);
-        SUM_(windows_committed);
-        SUM_(defs_committed);
-        SUM_(transactions);
-        SUM_(retries);
-        SUM_(connects);
-        SUM_(units_skipped);
-        SUM_(busy_refusals);
-        SUM_(partitions_created);
-        SUM_(partitions_dropped);
-        SUM_(rows_fresh);
-        SUM_(fresh_fallbacks);
-        SUM_(rows_updated);
-        SUM_(pairs_asked);
-        SUM_(pairs_new);
-        SUM_(update_fallbacks);
-        SUM_(rows_merged);
-        SUM_(rows_rejected);
-        SUM_(isolations);
-        SUM_(open_buckets);
-        SUM_(open_blocks);
-        SUM_(open_written);
-        SUM_(open_blocks_written);
-        SUM_(open_closed);
-        SUM_(open_full);
-        if (o.last_rejected[0])
-            memcpy(st->last_rejected, o.last_rejected, sizeof st->last_rejected);
-        SUM_(last_rows);
-        MAX_(last_flush_ms);
-        MAX_(last_copy_ms);
-        MAX_(last_upsert_ms);
-        MAX_(last_commit_ms);
-        MAX_(last_fresh_ms);
-        MAX_(fenced);
-#undef MIN_
-#undef MAX_
-#undef SUM_
-        for (int p = 0; p < GA_PARTITIONS; p++)
-            if (s->parts[i] >> p & 1)
-                st->part_window_lsn[p] = o.part_window_lsn[p];
+        pgws_status_merge(st, &o, s->parts[i]);
     }
 }
 

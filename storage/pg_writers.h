@@ -32,6 +32,9 @@ struct pgws_opts {
                                          turn; no writer takes the instance lock.  0 = all
                                          (writer i: p % nwriters == i, writer 0 holds the
                                          instance lock) */
+    int instance_lock;                /* with parts: the first writer holds the instance lock
+                                         all the same (the first of a single daemon's
+                                         engine workers) */
     /* the partition of a metric id; called on the thread of pgws_submit */
     int (*partition_of)(void *ctx, uint32_t metric);
     void *pctx;
@@ -56,6 +59,9 @@ void pgws_set_tuning(struct pgws *s, int flush_rows, int flush_interval_ms);
 /* The writers' status as one: counters summed, positions the lowest, lag
  * the largest, the state and last error of the worst writer. */
 void pgws_get_status(struct pgws *s, struct pgw_status *st);
+/* Merge o, the status of writers owning the partitions in parts (bit p),
+ * into st as pgws_get_status does. */
+void pgws_status_merge(struct pgw_status *st, const struct pgw_status *o, uint64_t parts);
 
 /* pgw_stop on every writer (in parallel deadlines); the first error.  NULL:
  * no-op. */
