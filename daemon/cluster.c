@@ -249,11 +249,7 @@ static void swap_work(uv_work_t *w)
     c->swap_rc = 0;
     if (!c->swap_to)
         return;
-    struct ga_engine *engine;
-    int rc = ga_daemon_open_engine(c->d, &engine);
-    if (rc == 0)
-        rc = ew_start_cluster(&c->new_w, c->d, c->pl, c->jsl, c->swap_to, engine);
-    c->swap_rc = rc;
+    c->swap_rc = ew_start_cluster(&c->new_w, c->d, c->pl, c->jsl, c->swap_to);
 }
 
 static void check(struct ga_cluster *c);

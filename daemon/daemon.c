@@ -117,8 +117,9 @@ static void number_fresh_journal(struct jnl *j)
 /* One CUDA backend per usable GPU, metrics spread over them by hash, and
  * the CPU backend as the fallback a failing GPU's metrics move to; without
  * a usable GPU, the CPU backend alone. */
-static int open_engine(struct ga_daemon *d, struct ga_engine **out)
+static int open_engine(struct ga_daemon *d, int share, struct ga_engine **out)
 {
+    int threads = d->cpu_threads / (share > 0 ? share : 1);
     struct ga_backend *b[GA_GPU_MAX], *cpu;
     int nb = 0, rc;
     for (int i = 0; i < d->ngpus; i++) {
@@ -135,7 +136,7 @@ static int open_engine(struct ga_daemon *d, struct ga_engine **out)
                    d->gpus[i].index, ga_strerror(rc));
         }
     }
-    if ((rc = ga_cpu_backend_open(&cpu, d->cpu_threads)) < 0) {
+    if ((rc = ga_cpu_backend_open(&cpu, threads > 0 ? threads : 1)) < 0) {
         for (int i = 0; i < nb; i++)
             b[i]->ops->close(b[i]);
         return rc;
@@ -150,9 +151,9 @@ static int open_engine(struct ga_daemon *d, struct ga_engine **out)
     return ga_engine_set_fallback(*out, cpu);
 }
 
-int ga_daemon_open_engine(struct ga_daemon *d, struct ga_engine **out)
+int ga_daemon_open_engine(struct ga_daemon *d, int share, struct ga_engine **out)
 {
-    return open_engine(d, out);
+    return open_engine(d, share, out);
 }
 
 /* Cluster mode: the JetStream log instead of the journal; the cluster
@@ -204,7 +205,9 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
         return rc;
     }
     size_t qbytes = (size_t)c->limits.memory_budget_bytes / 2;
-    rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms,
+    int workers = c->engine.workers > 0 ? c->engine.workers : 1;
+    workers = workers < EW_MAX_WORKERS ? workers : EW_MAX_WORKERS;
+    rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms, workers,
                   (size_t)c->limits.queue_batches, qbytes, on_durable, d);
     if (rc < 0) {
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
@@ -217,9 +220,7 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
             return rc;
         }
     }
-    struct ga_engine *engine;
-    if ((rc = open_engine(d, &engine)) < 0 ||
-        (rc = ew_start(&d->worker, d, d->pipeline, d->journal, engine)) < 0) {
+    if ((rc = ew_start(&d->worker, d, d->pipeline, d->journal, workers)) < 0) {
         snprintf(err, errlen, "engine: %s", ga_strerror(rc));
         return rc;
     }

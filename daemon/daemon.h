@@ -99,8 +99,9 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
 void ga_daemon_shutdown(struct ga_daemon *d, const char *why);
 
 const char *ga_state_name(enum ga_state s);
-/* A new engine on the configured backends (GPUs, else the CPU), for an
- * engine worker.  Any thread.  Returns 0 or GA_E*. */
-int ga_daemon_open_engine(struct ga_daemon *d, struct ga_engine **out);
+/* A new engine on the configured backends (GPUs, else the CPU), for one of
+ * share engine workers: its CPU backend gets 1/share of the CPU threads.
+ * Any thread.  Returns 0 or GA_E*. */
+int ga_daemon_open_engine(struct ga_daemon *d, int share, struct ga_engine **out);
 
 #endif

@@ -1,19 +1,16 @@
-/* engine_worker.h — the thread that turns durable batches into roll-ups.
+/* engine_worker.h — the engine workers of a daemon, as one.
  *
- * At start it loads the state PostgreSQL holds (metrics, policies, the
- * checkpoint, window snapshots: storage/pg_load.h), retrying with backoff
- * while the database is unreachable (ingest keeps acknowledging into the
- * journal meanwhile, up to journal.max_bytes).  It restores the registry
- * and the engine, starts the storage writer, replays the journal from the
- * window checkpoint, then consumes the pipeline's engine queue in LSN
- * order: names → metric ids (creating metrics by rule), ga_engine_feed,
- * and one storage unit per batch (changed buckets, late points, new
- * metrics, point counts, the LSN covered).  Every WINDOW_SNAPSHOT_MS it
- * submits the windows of the metrics that changed; once the writer commits
- * a snapshot set the journal is released below it.
+ * The data path after the journal is owned by partitions: engine.workers
+ * workers (daemon/part_worker.h), worker k owning the partitions p with
+ * p % workers == k, each on its own lane of the pipeline's engine queue,
+ * with its own registry, engine, writers, positions and window checkpoints.
+ * No thread after the journal is passed by every point.  This group starts
+ * them, answers for them (status merged, a flush once all flushed, reload),
+ * and releases the journal below the lowest window position of them all.
+ * In cluster mode one worker owns the daemon's share of the partitions and
+ * consumes the stream (docs/CLUSTER.md).
  *
- * The worker owns the registry, the engine and the writer; other threads
- * read only the status snapshot (ew_get_status). */
+ * Other threads read only the status snapshot (ew_get_status). */
 #ifndef GA_ENGINE_WORKER_H
 #define GA_ENGINE_WORKER_H
 
@@ -31,6 +28,14 @@ struct ga_engine_worker;
 enum ew_state { EW_LOADING = 0, EW_REPLAYING, EW_RUNNING, EW_STOPPED };
 
 #define EW_MAX_BACKENDS 16
+#define EW_MAX_WORKERS 64
+
+/* One worker's share of the work, in the status. */
+struct ew_worker_status {
+    enum ew_state state;
+    uint64_t owned;                   /* its partitions (bit p) */
+    uint64_t processed_lsn, points, metrics, feeds, feed_ns, submit_ns, snapshot_ns;
+};
 
 struct ew_status {
     int nbackends;                    /* primaries (GPUs, or the CPU alone) */
@@ -57,12 +62,15 @@ struct ew_status {
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
     int have_writer;
     struct pgw_status writer;
-    uint64_t owned;                   /* cluster mode: the partitions worked on */
+    uint64_t owned;                   /* the partitions worked on */
+    int nworkers;
+    struct ew_worker_status workers[EW_MAX_WORKERS];
 };
 
-/* Start the worker.  engine: ownership passes.  Returns 0 or GA_E*. */
+/* Start n workers (1..EW_MAX_WORKERS, at most the pipeline's lanes), each
+ * with an engine of its own (ga_daemon_open_engine).  Returns 0 or GA_E*. */
 int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-             struct jnl *j, struct ga_engine *engine);
+             struct jnl *j, int n);
 /* Cluster mode (docs/CLUSTER.md): the worker of the partitions in owned
  * (bit p).  It starts the writers of those partitions first (each takes
  * its partitions' advisory locks, waiting while the previous owner still
@@ -74,7 +82,7 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
  * owned partition at the position reached, so the next owner starts from
  * there.  pl: the cluster pipeline (ew_flush waits for what it published). */
 int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                     struct jsl *jsl, uint64_t owned, struct ga_engine *engine);
+                     struct jsl *jsl, uint64_t owned);
 /* Drain: process everything the pipeline holds, commit it, stop.  Blocks
  * up to timeout_ms for the final commit (what stays uncommitted is still
  * in the journal).  Call after pl_stop.  Returns 0, or the storage
@@ -83,7 +91,8 @@ int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct 
 int ew_stop(struct ga_engine_worker *w, int timeout_ms);
 void ew_get_status(struct ga_engine_worker *w, struct ew_status *st);
 /* `gpuaggctl flush`: once every batch durable now is aggregated and
- * committed, cb(ctx, rc) runs on the worker or writer thread. */
+ * committed by every worker, cb(ctx, rc) runs on a worker or writer
+ * thread (rc: the first error). */
 int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ctx);
 const char *ew_state_name(enum ew_state s);
 /* The config changed (SIGHUP): new metrics get policies from it. */

@@ -176,6 +176,11 @@ uint32_t ga_metrics_count(const struct ga_metrics *m)
     return m->count;
 }
 
+uint32_t ga_metrics_named(const struct ga_metrics *m)
+{
+    return m->named;
+}
+
 struct ga_metric_info *ga_metrics_get(struct ga_metrics *m, uint32_t id)
 {
     return id < m->count && m->info[id].name ? &m->info[id] : NULL;

@@ -58,6 +58,8 @@ void ga_metrics_set_allocator(struct ga_metrics *m,
 
 /* One past the highest id (holes included). */
 uint32_t ga_metrics_count(const struct ga_metrics *m);
+/* The metrics held: ids that are not holes. */
+uint32_t ga_metrics_named(const struct ga_metrics *m);
 /* Info for id < count that is not a hole; NULL otherwise.  The pointer stays valid until the
  * next intern/restore. */
 struct ga_metric_info *ga_metrics_get(struct ga_metrics *m, uint32_t id);

@@ -1,5 +1,6 @@
-/* engine_worker.c — durable batches → engine → storage (engine_worker.h). */
-#include "daemon/engine_worker.h"
+/* part_worker.c — one engine worker: the durable batches of its
+ * partitions → its engine → its storage writers (part_worker.h). */
+#include "daemon/part_worker.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ struct flush_req {
     struct flush_req *next;
 };
 
-struct ga_engine_worker {
+struct ga_part_worker {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     struct jnl *j;
@@ -54,11 +55,12 @@ struct ga_engine_worker {
     struct ga_metrics *metrics;
     struct pgws *writers;             /* one per group of partitions (storage.writers) */
     pthread_t thread;
+    int joined;
     pthread_mutex_t mu;               /* guards: stop, st, cfg_next, flushes */
     int stop;
     struct ew_status st;
     struct ga_config *cfg;            /* the worker's own copy */
-    struct ga_config *cfg_next;       /* from ew_reload, taken at the next batch */
+    struct ga_config *cfg_next;       /* from pw_reload, taken at the next batch */
     struct flush_req *flushes;
     uint64_t live_lsn;                /* records at or above came through the pipeline */
     /* The points gathered for the next feed: several batches' when more
@@ -100,14 +102,19 @@ struct ga_engine_worker {
     int broken;                       /* a batch was not stored: claim no more windows */
     struct ga_ratelimit late_rl;
     uint64_t windows_lost;            /* failover windows lost so far */
-    /* cluster mode (ew_start_cluster): the stream instead of the journal */
+    /* cluster mode (pw_start_cluster): the stream instead of the journal */
     struct jsl *jsl;
     uint64_t owned;                   /* the partitions this worker owns */
+    int masked;                       /* owns some partitions only: ids by partition, the
+                                         others' metrics not restored, its writers masked */
+    int lane, nlanes;                 /* its engine queue (pipeline.h), of nlanes */
+    void (*released)(void *ctx, int lane, uint64_t window_lsn);
+    void *rctx;
     uint32_t next_k[GA_PARTITIONS];   /* the next id of partition p: next_k[p] * 64 + p */
 };
 
 /* Copy the engine's backend states into the status (worker thread). */
-static void publish_backends(struct ga_engine_worker *w)
+static void publish_backends(struct ga_part_worker *w)
 {
     int nb = ga_engine_nbackends(w->engine);
     struct ga_engine_failover_stats fo;
@@ -133,7 +140,7 @@ const char *ew_state_name(enum ew_state s)
     return s <= EW_STOPPED ? n[s] : "?";
 }
 
-static int stopping(struct ga_engine_worker *w)
+static int stopping(struct ga_part_worker *w)
 {
     pthread_mutex_lock(&w->mu);
     int s = w->stop;
@@ -141,7 +148,7 @@ static int stopping(struct ga_engine_worker *w)
     return s;
 }
 
-static void set_state(struct ga_engine_worker *w, enum ew_state s)
+static void set_state(struct ga_part_worker *w, enum ew_state s)
 {
     pthread_mutex_lock(&w->mu);
     w->st.state = s;
@@ -166,7 +173,7 @@ static int grow_zeroed(void **p, size_t old, size_t cap, size_t elem)
 
 /* Room for metric ids below n in the per-metric arrays (new ones zeroed,
  * saved_last SAVED_NONE). */
-static int grow_meta(struct ga_engine_worker *w, size_t n)
+static int grow_meta(struct ga_part_worker *w, size_t n)
 {
     if (n <= w->meta_cap)
         return 0;
@@ -193,11 +200,12 @@ static int grow_meta(struct ga_engine_worker *w, size_t n)
 
 static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
 {
-    struct ga_engine_worker *w = ctx;
-    /* Records below the committed window set can be rebuilt from PostgreSQL:
-     * the journal no longer needs them. */
-    if (w->j && window_lsn && jnl_release(w->j, window_lsn) == 0)
-        pl_journal_released(w->pl);
+    struct ga_part_worker *w = ctx;
+    /* Records below the committed window set of this worker's partitions
+     * can be rebuilt from PostgreSQL: the group lets the journal go below
+     * the lowest of its workers'. */
+    if (window_lsn && w->released)
+        w->released(w->rctx, w->lane, window_lsn);
 }
 
 /* Submit a unit, waiting while the writer's queue is full (backpressure
@@ -207,7 +215,7 @@ static int stop_submit(void *ctx)
     return stopping(ctx);
 }
 
-static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
+static int submit(struct ga_part_worker *w, const struct pgw_unit *u)
 {
     return pgws_submit(w->writers, u, stop_submit, w);
 }
@@ -215,7 +223,7 @@ static int submit(struct ga_engine_worker *w, const struct pgw_unit *u)
 /* The partition of a metric id, for the writers' split (worker thread). */
 static int partition_of(void *ctx, uint32_t metric)
 {
-    struct ga_engine_worker *w = ctx;
+    struct ga_part_worker *w = ctx;
     return metric < w->meta_cap ? w->part[metric] : 0;
 }
 
@@ -234,9 +242,9 @@ static int tails_ok(uint32_t id, unsigned recs, uint64_t stored, size_t n)
  * with the points they took since then, as one window set at lsn
  * (pg_writer.h "LSNs").  The journal is released below the lowest
  * partition's set once committed. */
-static void feed_now(struct ga_engine_worker *w);
+static void feed_now(struct ga_part_worker *w);
 
-static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
+static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
 {
     feed_now(w);                       /* the windows at processed_lsn */
     uint64_t lsn = w->processed_lsn;
@@ -336,9 +344,10 @@ static void snapshot_parts(struct ga_engine_worker *w, uint64_t mask)
  * round speeds up in proportion, 50 times at the cap, and the journal
  * settles below the cap (at 1 M points/s, 4 GiB and 300 s, about 80 %
  * full with a round every ~110 s) instead of refusing batches. */
-static int64_t snapshot_tick_ns(struct ga_engine_worker *w)
+static int64_t snapshot_tick_ns(struct ga_part_worker *w)
 {
-    int64_t tick = (int64_t)w->cfg->storage.window_snapshot_s * 1000000000 / GA_PARTITIONS;
+    int owned = __builtin_popcountll(w->owned);
+    int64_t tick = (int64_t)w->cfg->storage.window_snapshot_s * 1000000000 / (owned ? owned : 1);
     if (!w->j || w->cfg->journal.max_bytes <= 0)
         return tick;
     struct jnl_stats js;
@@ -350,21 +359,24 @@ static int64_t snapshot_tick_ns(struct ga_engine_worker *w)
     return (int64_t)((double)tick * k);
 }
 
-/* One partition's snapshot every snapshot_tick_ns, in turn, so that each
+/* One owned partition's snapshot every snapshot_tick_ns, in turn, so that each
  * is snapshotted every window_snapshot_s (less under journal pressure) and
  * the cost is spread evenly (also while replaying: a restart gets further
  * each time).  The partitions whose turn came since the last call are
  * saved together: a tick can be shorter than the time between batches. */
-static void snapshot_tick(struct ga_engine_worker *w)
+static void snapshot_tick(struct ga_part_worker *w)
 {
     int64_t now = ga_now_mono_ns(), tick = snapshot_tick_ns(w);
-    int64_t due = tick > 0 ? (now - w->last_tick_ns) / tick : GA_PARTITIONS;
+    int owned = __builtin_popcountll(w->owned);
+    int64_t due = tick > 0 ? (now - w->last_tick_ns) / tick : owned;
     if (due <= 0)
         return;
-    if (due > GA_PARTITIONS)
-        due = GA_PARTITIONS;
+    if (due > owned)
+        due = owned;
     uint64_t mask = 0;
-    for (int64_t i = 0; i < due; i++) {
+    for (int64_t i = 0; i < due && w->owned; i++) {
+        while (!(w->owned >> w->next_part & 1))
+            w->next_part = (w->next_part + 1) % GA_PARTITIONS;
         mask |= 1ULL << w->next_part;
         w->next_part = (w->next_part + 1) % GA_PARTITIONS;
     }
@@ -374,7 +386,7 @@ static void snapshot_tick(struct ga_engine_worker *w)
 
 /* ---- one batch ----------------------------------------------------------- */
 
-static void log_late(struct ga_engine_worker *w, const struct ga_result *r)
+static void log_late(struct ga_part_worker *w, const struct ga_result *r)
 {
     uint64_t suppressed;
     if (!r->nlate || !ga_ratelimit_ok(&w->late_rl, &suppressed))
@@ -388,12 +400,16 @@ static void log_late(struct ga_engine_worker *w, const struct ga_result *r)
 
 /* Take in one batch covering journal records [lsn, end): its names
  * interned (new metrics registered with the engine), its points added to
- * the gathered ones.  A record some partitions' windows already hold
+ * the gathered ones; with mine set (a record read back from the journal
+ * by one of several workers) only the names of the owned partitions.  A record some partitions' windows already hold
  * (replaying below loaded_max_lsn) brings only the other partitions'
  * points, and of those partitions only the metrics whose own window is
  * not past it (a window set written in part before a stop): the others'
  * are in their snapshots (and stored). */
-static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn, uint64_t end)
+#define NOT_MINE UINT32_MAX
+
+static int gather(struct ga_part_worker *w, const struct ing_batch *b, uint64_t lsn, uint64_t end,
+                  int mine)
 {
     size_t need = w->g_n + b->n;
     int rc = grow((void **)&w->name_ids, &w->name_cap, b->nnames, sizeof *w->name_ids);
@@ -406,6 +422,10 @@ static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_
     for (uint32_t i = 0; i < b->nnames; i++) {
         int created;
         uint32_t id;
+        if (mine && !(w->owned >> ga_partition_of(b->names[i], b->name_len[i]) & 1)) {
+            w->name_ids[i] = NOT_MINE;
+            continue;
+        }
         rc = ga_metrics_intern(w->metrics, b->names[i], b->name_len[i], w->cfg, &id, &created);
         if (rc < 0)
             return rc;
@@ -430,15 +450,18 @@ static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_
      * the gathered run has already goes into the next feed. */
     int clash = 0;
     for (uint32_t i = 0; i < b->nnames && w->g_batches; i++)
-        clash |= w->g_mark[w->name_ids[i]] == w->g_serial;
+        clash |= w->name_ids[i] != NOT_MINE && w->g_mark[w->name_ids[i]] == w->g_serial;
     if (clash)
         feed_now(w);
     for (uint32_t i = 0; i < b->nnames; i++)
-        w->g_mark[w->name_ids[i]] = w->g_serial;
+        if (w->name_ids[i] != NOT_MINE)
+            w->g_mark[w->name_ids[i]] = w->g_serial;
     int partly = end <= w->loaded_max_lsn;
     size_t n = w->g_n;
     for (size_t k = 0; k < b->n; k++) {
         uint32_t id = w->name_ids[b->name_idx[k]];
+        if (id == NOT_MINE)
+            continue;
         if (partly && (w->loaded_part_lsn[w->part[id]] >= end || w->loaded_lsn[id] >= end))
             continue;
         w->g_ids[n] = id;
@@ -457,7 +480,7 @@ static int gather(struct ga_engine_worker *w, const struct ing_batch *b, uint64_
  * end.  One feed for many batches: a feed's fixed costs (its waits for
  * counts, and the GPU's window pool, rebuilt each feed: docs/GPU.md) are
  * paid once for all of them. */
-static int feed_gathered(struct ga_engine_worker *w)
+static int feed_gathered(struct ga_part_worker *w)
 {
     if (!w->g_batches)
         return 0;
@@ -540,14 +563,14 @@ static int feed_gathered(struct ga_engine_worker *w)
         w->st.late_nonfinite += r == GA_LATE_NONFINITE;
         w->st.late_out_of_range += r == GA_LATE_OUT_OF_RANGE;
     }
-    w->st.metrics = ga_metrics_count(w->metrics);
+    w->st.metrics = ga_metrics_named(w->metrics);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }
 
 /* A batch failing in the engine is a bug or memory exhaustion: it stays in
  * the journal (not released), is logged, and the worker goes on. */
-static void not_stored(struct ga_engine_worker *w, int rc, uint64_t lsn, size_t points)
+static void not_stored(struct ga_part_worker *w, int rc, uint64_t lsn, size_t points)
 {
     if (rc >= 0 || w->broken)
         return;
@@ -561,7 +584,7 @@ static void not_stored(struct ga_engine_worker *w, int rc, uint64_t lsn, size_t 
 
 /* Feed what was gathered now: before a window set is taken, before the
  * position is read, when the queue has nothing more ready. */
-static void feed_now(struct ga_engine_worker *w)
+static void feed_now(struct ga_part_worker *w)
 {
     uint64_t lsn = w->g_lsn;
     size_t n = w->g_n;
@@ -569,10 +592,10 @@ static void feed_now(struct ga_engine_worker *w)
 }
 
 /* Gather one batch; feed once EW_FEED_POINTS are gathered. */
-static void process_logged(struct ga_engine_worker *w, const struct ing_batch *b, uint64_t lsn,
-                           uint64_t end)
+static void process_logged(struct ga_part_worker *w, const struct ing_batch *b, uint64_t lsn,
+                           uint64_t end, int mine)
 {
-    int rc = gather(w, b, lsn, end);
+    int rc = gather(w, b, lsn, end, mine);
     if (rc < 0) {
         feed_now(w);                  /* the batches gathered before it */
         not_stored(w, rc, lsn, b->n);
@@ -583,7 +606,7 @@ static void process_logged(struct ga_engine_worker *w, const struct ing_batch *b
 }
 
 struct replay_ctx {
-    struct ga_engine_worker *w;
+    struct ga_part_worker *w;
     uint64_t until;                   /* stop at records at or above */
     uint64_t set_lsn;                 /* where the last full window set was taken */
     int full_sets;                    /* a full window set every segment (start-up replay) */
@@ -603,7 +626,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
         ing_msg_free(&m);
         return 0;
     }
-    process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len);
+    process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len, rc->w->nlanes > 1);
     ing_msg_free(&m);
     /* Progress is saved while replaying at start-up, so that a daemon
      * killed before the end starts further on next time (a crash loop
@@ -625,7 +648,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     return 0;
 }
 
-static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, int full_sets)
+static void replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int full_sets)
 {
     struct jnl_stats js;
     jnl_get_stats(w->j, &js);
@@ -659,6 +682,17 @@ static void replay(struct ga_engine_worker *w, uint64_t from, uint64_t until, in
 }
 
 /* ---- loading ------------------------------------------------------------- */
+
+/* The id of a new metric: its partition's next slot (ga_metrics_set_allocator). */
+static uint32_t cluster_id(void *ctx, const char *name, size_t len)
+{
+    struct ga_part_worker *w = ctx;
+    int p = ga_partition_of(name, len);
+    if (w->next_k[p] >= UINT32_MAX / GA_PARTITIONS)
+        return UINT32_MAX;
+    return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
+}
+
 
 struct saved_window {
     uint32_t metric;
@@ -698,18 +732,22 @@ static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga
 
 /* Load PostgreSQL's state into the registry and the engine, retrying with
  * backoff until it works or the daemon stops.  0 or GA_ESHUTDOWN. */
-static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
+static int load_state(struct ga_part_worker *w, struct pgl_state *s)
 {
     int backoff = w->cfg->storage.retry_initial_ms;
     for (;;) {
         struct load_ctx lc = { 0 };
         char err[256];
-        int rc = pgl_load(w->cfg->storage.conninfo, s, keep_window, &lc, err, sizeof err);
-        if (w->jsl)
+        /* one of several workers: its writers hold the instance lock and
+         * migrated the schema */
+        int follower = w->masked && !w->jsl;
+        int rc = pgl_load_parts(w->cfg->storage.conninfo, w->masked ? w->owned : 0, follower, s,
+                            keep_window, &lc, err, sizeof err);
+        if (w->masked)
             memset(w->next_k, 0, sizeof w->next_k);
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
             const struct pgl_metric *m = &s->metrics[i];
-            if (w->jsl) {
+            if (w->masked) {
                 /* every stored id counts for the placement of new ones; only
                  * the owned partitions' metrics are restored */
                 uint32_t r = m->id % GA_PARTITIONS, k = m->id / GA_PARTITIONS + 1;
@@ -748,8 +786,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         }
         for (size_t i = 0; rc == 0 && i < lc.n; i++) {
             struct ga_metric_info *mi = ga_metrics_get(w->metrics, lc.v[i].metric);
-            if (!mi && w->jsl)
-                continue;              /* another daemon's partition */
+            if (!mi && w->masked)
+                continue;              /* another worker's partition */
             rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
                     : GA_ECORRUPT;
             if (rc == 0) {
@@ -778,12 +816,12 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         }
         free(lc.v);
         if (rc == 0) {
-            ga_log(GA_LOG_INFO, "storage_loaded", "metrics=%zu windows=%zu committed_lsn=%llu "
-                   "window_lsn=%llu", s->nmetrics, lc.n, (unsigned long long)s->committed_lsn,
-                   (unsigned long long)s->window_lsn);
+            ga_log(GA_LOG_INFO, "storage_loaded", "worker=%d metrics=%u windows=%zu "
+                   "committed_lsn=%llu window_lsn=%llu", w->lane, ga_metrics_named(w->metrics), lc.n,
+                   (unsigned long long)s->committed_lsn, (unsigned long long)s->window_lsn);
             pthread_mutex_lock(&w->mu);
             w->st.load_error[0] = '\0';
-            w->st.metrics = nm;
+            w->st.metrics = ga_metrics_named(w->metrics);
             pthread_mutex_unlock(&w->mu);
             return 0;
         }
@@ -796,6 +834,8 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
         /* A partial restore must not linger: start over from empty. */
         ga_metrics_close(w->metrics);
         ga_metrics_open(&w->metrics);
+        if (w->metrics && w->masked)
+            ga_metrics_set_allocator(w->metrics, cluster_id, w);
         for (uint32_t id = 0; id < nm; id++)
             ga_engine_metric_drop(w->engine, id);
         ga_log(GA_LOG_WARN, "storage_load_retry", "retry_in_ms=%d error=\"%s\"", backoff, err);
@@ -812,26 +852,37 @@ static int load_state(struct ga_engine_worker *w, struct pgl_state *s)
     }
 }
 
-static int start_writer(struct ga_engine_worker *w, const struct pgl_state *s)
+static int start_writer(struct ga_part_worker *w, const struct pgl_state *s)
 {
     const struct ga_config *c = w->cfg;
     struct jnl_stats js = { 0 };  /* a fresh journal is numbered from the clock: the lag
                                      counts from its first LSN, not from 0 */
     if (w->j)
         jnl_get_stats(w->j, &js);
-    struct pgws_opts so = { .nwriters = c->storage.writers, .partition_of = partition_of,
-                            .pctx = w, .parts = w->jsl ? w->owned : 0 };
+    /* the writers are shared out over the workers: each its own connections */
+    int nw = c->storage.writers > 0 ? c->storage.writers : 1;
+    nw = nw / w->nlanes + (w->lane < nw % w->nlanes);
+    nw = nw > 0 ? nw : 1;
+    struct pgws_opts so = { .nwriters = nw, .partition_of = partition_of, .pctx = w,
+                            .parts = w->masked ? w->owned : 0,
+                            .instance_lock = !w->jsl && w->lane == 0 };
+    /* A worker of several resumes from its own partitions' positions,
+     * which its writers read when they connect (the checkpoint row's are
+     * the daemon's lowest and highest). */
+    int own = w->masked;
     struct pgw_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
-        .queue_max_rows = (size_t)c->storage.queue_max_rows,
+        .queue_max_rows = (size_t)c->storage.queue_max_rows / (size_t)w->nlanes,
         .open_max = (size_t)c->storage.open_buckets_max /
                     (size_t)(c->storage.writers > 0 ? c->storage.writers : 1),
         .window_txn_bytes = (size_t)c->storage.window_txn_bytes,
         .flush_interval_ms = c->storage.flush_interval_ms,
         .retry_initial_ms = c->storage.retry_initial_ms, .retry_max_ms = c->storage.retry_max_ms,
-        .committed_lsn = s->committed_lsn, .window_lsn = s->window_lsn,
+        .committed_lsn = own ? 0 : s->committed_lsn, .window_lsn = own ? 0 : s->window_lsn,
         .part_window_lsn = s->part_window_lsn, .lsn_floor = js.first_lsn,
         .on_commit = on_commit, .ctx = w, .fence = w->jsl != NULL,
+        /* the partitions ahead and retention: the first worker's first writer */
+        .maintenance_interval_ms = w->lane > 0 ? -1 : 0,
     };
     so.w = o;
     int rc = pgws_start(&w->writers, &so);
@@ -854,7 +905,7 @@ static void flush_done(void *ctx, int rc, uint64_t committed_lsn)
 
 /* Requests whose target is aggregated go to the writer; it answers once
  * it has committed. */
-static void serve_flushes(struct ga_engine_worker *w)
+static void serve_flushes(struct ga_part_worker *w)
 {
     /* A flush commits everything aggregated so far, point counters included:
      * those travel with window sets, so the changed windows are saved too. */
@@ -882,20 +933,12 @@ static void serve_flushes(struct ga_engine_worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ctx)
+int pw_flush(struct ga_part_worker *w, uint64_t target, void (*cb)(void *ctx, int rc), void *ctx)
 {
     struct flush_req *f = calloc(1, sizeof *f);
     if (!f)
         return GA_ENOMEM;
-    if (w->jsl) {
-        /* everything this daemon published: the messages of its partitions
-         * aggregated and committed */
-        struct jsl_stats js;
-        jsl_get_stats(w->jsl, &js);
-        f->target = js.last_acked_seq + 1;
-    } else {
-        f->target = pl_durable_lsn(w->pl);
-    }
+    f->target = target;
     f->cb = cb;
     f->ctx = ctx;
     pthread_mutex_lock(&w->mu);
@@ -907,7 +950,7 @@ int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ct
 
 /* ---- the thread -------------------------------------------------------------- */
 
-static void take_reload(struct ga_engine_worker *w)
+static void take_reload(struct ga_part_worker *w)
 {
     pthread_mutex_lock(&w->mu);
     struct ga_config *next = w->cfg_next;
@@ -921,24 +964,42 @@ static void take_reload(struct ga_engine_worker *w)
     }
 }
 
-void ew_reload(struct ga_engine_worker *w)
+void pw_reload(struct ga_part_worker *w, const struct ga_config *cfg)
 {
     struct ga_config *c = malloc(sizeof *c);
     if (!c)
         return;
-    *c = *w->d->cfg;
+    *c = *cfg;
     pthread_mutex_lock(&w->mu);
     free(w->cfg_next);
     w->cfg_next = c;
     pthread_mutex_unlock(&w->mu);
 }
 
-static void consume(struct ga_engine_worker *w, const struct pl_entry *e)
+/* Records with nothing for this worker: its position moves past them, with
+ * the run gathered if there is one (its unit then covers them too). */
+static void skip_to(struct ga_part_worker *w, uint64_t end)
+{
+    if (w->g_batches) {
+        w->g_end = end;
+        return;
+    }
+    if (w->broken || end <= w->processed_lsn)
+        return;
+    w->processed_lsn = end;
+    pthread_mutex_lock(&w->mu);
+    w->st.processed_lsn = end;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void consume(struct ga_part_worker *w, const struct pl_entry *e)
 {
     if (e->batch) {
-        process_logged(w, e->batch, e->lsn, e->end);
+        process_logged(w, e->batch, e->lsn, e->end, 0);
         ing_batch_free(e->batch);
         free(e->batch);
+    } else if (e->skip) {
+        skip_to(w, e->end);
     } else {
         replay(w, e->lsn, e->end, 0);  /* dropped from memory: read it back */
         w->processed_lsn = e->end;
@@ -947,22 +1008,12 @@ static void consume(struct ga_engine_worker *w, const struct pl_entry *e)
 
 /* ---- cluster mode --------------------------------------------------------- */
 
-/* The id of a new metric: its partition's next slot (ga_metrics_set_allocator). */
-static uint32_t cluster_id(void *ctx, const char *name, size_t len)
-{
-    struct ga_engine_worker *w = ctx;
-    int p = ga_partition_of(name, len);
-    if (w->next_k[p] >= UINT32_MAX / GA_PARTITIONS)
-        return UINT32_MAX;
-    return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
-}
-
 /* Wait until no other session holds the lock of a partition this worker
  * owns (the previous owner let go), polling every 50 ms, before the writers
  * take them: a writer never holds some of its locks while it waits for the
  * rest, which would keep them from their owner and could not be
  * interrupted.  0 or GA_ESHUTDOWN. */
-static int wait_parts_free(struct ga_engine_worker *w)
+static int wait_parts_free(struct ga_part_worker *w)
 {
     int64_t t0 = ga_now_mono_ns(), last_log = t0;
     PGconn *c = NULL;
@@ -1000,7 +1051,7 @@ static int wait_parts_free(struct ga_engine_worker *w)
 
 /* Wait until every writer is connected, i.e. holds its partitions' locks
  * (and read their positions after taking them).  0 or GA_ESHUTDOWN. */
-static int wait_locked(struct ga_engine_worker *w)
+static int wait_locked(struct ga_part_worker *w)
 {
     int64_t t0 = ga_now_mono_ns(), last_log = t0;
     for (;;) {
@@ -1023,7 +1074,7 @@ static int wait_locked(struct ga_engine_worker *w)
 
 /* One stream message: aggregate it when its partition is ours, else only
  * move past it. */
-static void consume_message(struct ga_engine_worker *w, uint64_t seq, int part, const void *data,
+static void consume_message(struct ga_part_worker *w, uint64_t seq, int part, const void *data,
                             size_t len)
 {
     if (part >= 0 && (w->owned >> part & 1)) {
@@ -1031,7 +1082,7 @@ static void consume_message(struct ga_engine_worker *w, uint64_t seq, int part, 
         char err[256];
         int t = ing_decode(data, len, NULL, &m, err, sizeof err);
         if (t == ING_POINTS) {
-            process_logged(w, &m.u.points, seq, seq + 1);
+            process_logged(w, &m.u.points, seq, seq + 1, 0);
             feed_now(w);               /* the position is per message here */
             ing_msg_free(&m);
             if (w->processed_lsn >= seq + 1)
@@ -1055,7 +1106,7 @@ static void consume_message(struct ga_engine_worker *w, uint64_t seq, int part, 
  * what is loaded next is what the previous owner committed last), load
  * their state, consume the stream from the lowest of their window
  * positions, and leave with a window set of every owned partition. */
-static void *cluster_main(struct ga_engine_worker *w)
+static void *cluster_main(struct ga_part_worker *w)
 {
     struct pgl_state s = { 0 }, none = { 0 };
     struct jsl_sub *sub = NULL;
@@ -1114,21 +1165,41 @@ out:
 
 static void *worker_main(void *arg)
 {
-    struct ga_engine_worker *w = arg;
+    struct ga_part_worker *w = arg;
     if (w->jsl)
         return cluster_main(w);
-    struct pgl_state s = { 0 };
+    struct pgl_state s = { 0 }, none = { 0 };
     set_state(w, EW_LOADING);
-    if (load_state(w, &s) < 0)
-        goto drain;
-    if (start_writer(w, &s) < 0) {
-        ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
-        goto drain;
+    if (w->masked) {
+        /* One of several workers: its writers take its partitions' locks
+         * (the first worker's first writer the instance lock too) before
+         * it reads their state, so that what it loads is what the killed
+         * instance's sessions committed last, and it resumes from its
+         * partitions' own positions. */
+        if (start_writer(w, &none) < 0) {
+            ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
+            goto drain;
+        }
+        if (wait_locked(w) < 0 || load_state(w, &s) < 0)
+            goto drain;
+    } else {
+        if (load_state(w, &s) < 0)
+            goto drain;
+        if (start_writer(w, &s) < 0) {
+            ga_log(GA_LOG_ERROR, "storage_writer_start_failed", "msg=\"aggregation stays off\"");
+            goto drain;
+        }
     }
     set_state(w, EW_REPLAYING);
-    w->processed_lsn = s.window_lsn;
+    /* from the lowest of its partitions' window positions */
+    uint64_t from = UINT64_MAX;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if ((w->owned >> p & 1) && s.part_window_lsn[p] < from)
+            from = s.part_window_lsn[p];
+    from = from == UINT64_MAX ? s.window_lsn : from;
+    w->processed_lsn = from;
     w->last_tick_ns = ga_now_mono_ns();
-    replay(w, s.window_lsn, w->live_lsn, 1);
+    replay(w, from, w->live_lsn, 1);
     w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pgl_free(&s);
     set_state(w, EW_RUNNING);
@@ -1137,7 +1208,7 @@ static void *worker_main(void *arg)
         take_reload(w);
         struct pl_entry e;
         /* batches ready one after another are gathered into one feed */
-        int rc = pl_engine_pop(w->pl, &e, w->g_batches ? 0 : 100);
+        int rc = pl_engine_pop(w->pl, w->lane, &e, w->g_batches ? 0 : 100);
         if (rc == 1 && !w->st.fatal)
             consume(w, &e);
         else if (rc == 1 && e.batch) {   /* fatal: the journal keeps it for the restart */
@@ -1161,7 +1232,7 @@ drain:
     pgl_free(&s);
     for (;;) {
         struct pl_entry e;
-        int rc = pl_engine_pop(w->pl, &e, 100);
+        int rc = pl_engine_pop(w->pl, w->lane, &e, 100);
         if (rc == 1 && e.batch) {
             ing_batch_free(e.batch);
             free(e.batch);
@@ -1173,50 +1244,44 @@ drain:
     return NULL;
 }
 
-static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                 struct jnl *j, struct jsl *jsl, uint64_t owned, struct ga_engine *engine);
-
-int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-             struct jnl *j, struct ga_engine *engine)
+int pw_start(struct ga_part_worker **out, const struct pw_opts *o)
 {
-    return start(out, d, pl, j, NULL, 0, engine);
-}
-
-int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                     struct jsl *jsl, uint64_t owned, struct ga_engine *engine)
-{
-    return start(out, d, pl, NULL, jsl, owned, engine);
-}
-
-static int start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                 struct jnl *j, struct jsl *jsl, uint64_t owned, struct ga_engine *engine)
-{
-    struct ga_engine_worker *w = calloc(1, sizeof *w);
+    struct ga_part_worker *w = calloc(1, sizeof *w);
     if (!w)
         return GA_ENOMEM;
     w->g_serial = 1;
-    w->d = d;
-    w->pl = pl;
-    w->j = j;
-    w->jsl = jsl;
-    w->owned = owned;
-    w->st.owned = owned;
-    w->engine = engine;
+    w->d = o->d;
+    w->pl = o->pl;
+    w->j = o->j;
+    w->jsl = o->jsl;
+    w->lane = o->lane;
+    w->nlanes = o->nlanes > 0 ? o->nlanes : 1;
+    w->owned = o->owned;
+    w->masked = o->jsl || w->nlanes > 1;
+    w->st.owned = o->owned;
+    w->engine = o->engine;
+    w->released = o->released;
+    w->rctx = o->ctx;
+    w->next_part = __builtin_ctzll(o->owned ? o->owned : 1);
     w->late_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
     w->cfg = malloc(sizeof *w->cfg);
     if (!w->cfg || ga_metrics_open(&w->metrics) < 0)
         goto fail;
-    *w->cfg = *d->cfg;
+    *w->cfg = *o->d->cfg;
+    if (w->masked && !w->jsl)
+        ga_metrics_set_allocator(w->metrics, cluster_id, w);
     struct jnl_stats js = { 0 };
-    if (j)
-        jnl_get_stats(j, &js);
+    if (o->j)
+        jnl_get_stats(o->j, &js);
     w->live_lsn = js.next_lsn;
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
         pthread_mutex_destroy(&w->mu);
         goto fail;
     }
-    pthread_setname_np(w->thread, "ga-engine");
+    char name[16];
+    snprintf(name, sizeof name, "ga-engine-%d", w->lane);
+    pthread_setname_np(w->thread, name);
     *out = w;
     return 0;
 fail:
@@ -1226,15 +1291,27 @@ fail:
     return GA_ENOMEM;
 }
 
-int ew_stop(struct ga_engine_worker *w, int timeout_ms)
+void pw_request_stop(struct ga_part_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void pw_join(struct ga_part_worker *w)
+{
+    pw_request_stop(w);
+    if (!w->joined)
+        pthread_join(w->thread, NULL);
+    w->joined = 1;
+}
+
+int pw_stop(struct ga_part_worker *w, int timeout_ms)
 {
     int stop_rc = 0;
     if (!w)
         return 0;
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
+    pw_join(w);
     if (w->writers) {
         int rc = pgws_stop(w->writers, timeout_ms);
         if (rc < 0)
@@ -1272,7 +1349,7 @@ int ew_stop(struct ga_engine_worker *w, int timeout_ms)
     return stop_rc;
 }
 
-void ew_get_status(struct ga_engine_worker *w, struct ew_status *st)
+void pw_get_status(struct ga_part_worker *w, struct ew_status *st)
 {
     pthread_mutex_lock(&w->mu);
     *st = w->st;

@@ -92,9 +92,30 @@ static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
     mp_pack_kv_str(pk, "load_error", s->ew.load_error);
 }
 
+/* Each partition worker: its partitions, state, position and work. */
+static void pack_workers(const struct ew_status *ew, msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, (size_t)ew->nworkers);
+    for (int k = 0; k < ew->nworkers; k++) {
+        const struct ew_worker_status *x = &ew->workers[k];
+        msgpack_pack_map(pk, 8);
+        mp_pack_kv_int(pk, "partitions", __builtin_popcountll(x->owned));
+        mp_pack_kv_str(pk, "state", ew_state_name(x->state));
+        mp_pack_kv_uint(pk, "processed_lsn", x->processed_lsn);
+        mp_pack_kv_uint(pk, "metrics", x->metrics);
+        mp_pack_kv_uint(pk, "points", x->points);
+        mp_pack_kv_uint(pk, "feeds", x->feeds);
+        mp_pack_kv_double(pk, "feed_s", (double)x->feed_ns / 1e9);
+        mp_pack_kv_double(pk, "submit_s", (double)x->submit_ns / 1e9);
+    }
+}
+
 static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 9);
+    msgpack_pack_map(pk, 11);
+    mp_pack_kv_int(pk, "workers", s->have_ew ? s->ew.nworkers : 0);
+    mp_pack_cstr(pk, "worker");
+    pack_workers(&s->ew, pk);
     mp_pack_kv_str(pk, "state", s->have_ew ? ew_state_name(s->ew.state) : "off");
     mp_pack_kv_uint(pk, "metrics", s->ew.metrics);
     mp_pack_kv_uint(pk, "batches", s->ew.batches);

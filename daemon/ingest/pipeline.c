@@ -25,6 +25,13 @@ struct eq_node {
     struct eq_node *next;
 };
 
+/* One engine worker's queue (a lane): the entries of its partitions, LSN
+ * order; its bounds are the pipeline's divided by the lanes. */
+struct lane {
+    struct eq_node *head, *tail;
+    size_t entries, bytes;
+};
+
 struct ga_pipeline {
     uv_loop_t *loop;
     struct jnl *j;
@@ -47,8 +54,9 @@ struct ga_pipeline {
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
-    struct eq_node *eq_head, *eq_tail; /* engine queue, LSN order */
-    size_t eq_entries, eq_bytes, max_entries, max_bytes;
+    struct lane lanes[PL_MAX_LANES];   /* engine queues, one a worker */
+    int nlanes;
+    size_t max_entries, max_bytes;     /* per lane */
     uint64_t durable;                  /* guarded by mu */
     struct pl_stats st;
     struct jsl *jsl;                   /* cluster mode: publish here instead */
@@ -185,6 +193,72 @@ out:
     return rc;
 }
 
+/* The batch as one batch per lane (NULL where a lane has no point), each
+ * with its names and points in the batch's order: the engine worker of a
+ * lane takes only its own partitions' points, and the split runs here, on
+ * the decode workers, not on a thread every point passes. */
+static int split_lanes(struct pl_item *it, const struct ing_batch *b, int nlanes)
+{
+    size_t npts[PL_MAX_LANES] = { 0 }, nbytes[PL_MAX_LANES] = { 0 };
+    uint32_t nnames[PL_MAX_LANES] = { 0 };
+    uint8_t *lane = malloc(b->nnames ? b->nnames : 1);
+    uint32_t *remap = malloc((b->nnames ? b->nnames : 1) * sizeof *remap);
+    it->lane_batch = calloc((size_t)nlanes, sizeof *it->lane_batch);
+    int rc = GA_ENOMEM;
+    if (!lane || !remap || !it->lane_batch)
+        goto out;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        lane[i] = (uint8_t)pl_lane_of(ga_partition_of(b->names[i], b->name_len[i]), nlanes);
+        nnames[lane[i]]++;
+        nbytes[lane[i]] += b->name_len[i];
+    }
+    for (size_t k = 0; k < b->n; k++)
+        npts[lane[b->name_idx[k]]]++;
+    for (int l = 0; l < nlanes; l++) {
+        if (!npts[l])
+            continue;
+        struct ing_batch *nb = calloc(1, sizeof *nb);
+        if (!nb || ing_batch_init(nb, nnames[l], nbytes[l], npts[l]) < 0) {
+            free(nb);
+            goto out;
+        }
+        nb->seq = b->seq;
+        it->lane_batch[l] = nb;
+    }
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        struct ing_batch *nb = it->lane_batch[lane[i]];
+        if (!nb)
+            continue;                  /* a name whose points were all rejected */
+        remap[i] = nb->nnames;
+        ing_batch_add_name(nb, b->names[i], b->name_len[i]);
+    }
+    for (size_t k = 0; k < b->n; k++) {
+        uint32_t ni = b->name_idx[k];
+        struct ing_batch *nb = it->lane_batch[lane[ni]];
+        nb->name_idx[nb->n] = remap[ni];
+        nb->ts[nb->n] = b->ts[k];
+        nb->value[nb->n++] = b->value[k];
+    }
+    rc = 0;
+out:
+    free(lane);
+    free(remap);
+    return rc;
+}
+
+static void free_lanes(struct pl_item *it, int nlanes)
+{
+    if (!it->lane_batch)
+        return;
+    for (int l = 0; l < nlanes; l++)
+        if (it->lane_batch[l]) {
+            ing_batch_free(it->lane_batch[l]);
+            free(it->lane_batch[l]);
+        }
+    free(it->lane_batch);
+    it->lane_batch = NULL;
+}
+
 static void decode_work(uv_work_t *w)
 {
     struct pl_item *it = w->data;
@@ -240,7 +314,23 @@ static void decode_work(uv_work_t *w)
         return;
     }
     if (b->n > 0 && encode_record(it, b) == 0) {
-        it->batch = b;
+        if (dc->p->nlanes <= 1) {
+            it->batch = b;
+            return;
+        }
+        it->nlanes = dc->p->nlanes;
+        if (split_lanes(it, b, dc->p->nlanes) == 0) {
+            ing_batch_free(b);
+            free(b);
+            return;
+        }
+        free_lanes(it, it->nlanes);
+        free(it->record);
+        it->record = NULL;
+        it->rc = GA_ENOMEM;
+        snprintf(it->err, sizeof it->err, "out of memory splitting a batch by partition");
+        ing_batch_free(b);
+        free(b);
         return;
     }
     if (b->n > 0) {
@@ -303,6 +393,7 @@ void pl_item_free(struct pl_item *it)
         ing_batch_free(it->batch);
         free(it->batch);
     }
+    free_lanes(it, it->nlanes);
     free(it);
 }
 
@@ -316,20 +407,25 @@ static size_t batch_bytes(const struct ing_batch *b)
     return sizeof *b + names + b->n * (sizeof(int64_t) + sizeof(double) + sizeof(uint32_t));
 }
 
-/* Push an entry, in memory if the queue has room, else journal-only
- * (coalesced with a journal-only tail).  Called with mu held. */
-static void eq_push(struct ga_pipeline *p, uint64_t lsn, uint64_t end, struct ing_batch *b)
+/* Push an entry onto a lane: a batch in memory if the lane has room, else
+ * journal-only (coalesced with a journal-only tail); b NULL and skip set:
+ * records with nothing for the lane (coalesced with a skip tail).  Called
+ * with mu held. */
+static void eq_push(struct ga_pipeline *p, int l, uint64_t lsn, uint64_t end,
+                    struct ing_batch *b, int skip)
 {
+    struct lane *q = &p->lanes[l];
     size_t bytes = b ? batch_bytes(b) : 0;
-    if (b && (p->eq_entries >= p->max_entries || p->eq_bytes + bytes > p->max_bytes)) {
+    if (b && (q->entries >= p->max_entries || q->bytes + bytes > p->max_bytes)) {
         ing_batch_free(b);
         free(b);
         b = NULL;
         bytes = 0;
+        skip = 0;                      /* read back from the journal */
         p->st.journal_only++;
     }
-    if (!b && p->eq_tail && !p->eq_tail->e.batch && p->eq_tail->e.end == lsn) {
-        p->eq_tail->e.end = end;
+    if (!b && q->tail && !q->tail->e.batch && q->tail->e.skip == skip && q->tail->e.end == lsn) {
+        q->tail->e.end = end;
         return;
     }
     struct eq_node *n = malloc(sizeof *n);
@@ -343,16 +439,16 @@ static void eq_push(struct ga_pipeline *p, uint64_t lsn, uint64_t end, struct in
         ga_log(GA_LOG_ERROR, "engine_queue_oom", "lsn=%llu", (unsigned long long)lsn);
         return;
     }
-    n->e = (struct pl_entry){ lsn, end, b, bytes };
+    n->e = (struct pl_entry){ lsn, end, b, bytes, skip };
     n->next = NULL;
-    if (p->eq_tail)
-        p->eq_tail->next = n;
+    if (q->tail)
+        q->tail->next = n;
     else
-        p->eq_head = n;
-    p->eq_tail = n;
+        q->head = n;
+    q->tail = n;
     if (b) {
-        p->eq_entries++;
-        p->eq_bytes += bytes;
+        q->entries++;
+        q->bytes += bytes;
     }
     pthread_cond_broadcast(&p->eng_cv);
 }
@@ -440,12 +536,19 @@ static void *sequencer_main(void *arg)
         if (!p->sq_head)
             p->sq_tail = NULL;
         p->sq_len--;
-        if (it->rc == 0 && it->batch) {
+        if (it->rc == 0 && (it->batch || it->lane_batch)) {
             p->st.batches++;
             p->st.points += it->accepted;
             p->st.journal_bytes += it->end - it->lsn;
-            eq_push(p, it->lsn, it->end, it->batch);
-            it->batch = NULL;
+            if (it->batch) {
+                eq_push(p, 0, it->lsn, it->end, it->batch, 0);
+                it->batch = NULL;
+            } else {
+                for (int l = 0; l < p->nlanes; l++) {
+                    eq_push(p, l, it->lsn, it->end, it->lane_batch[l], !it->lane_batch[l]);
+                    it->lane_batch[l] = NULL;
+                }
+            }
         }
         p->st.rejected += it->nrejected;
         it->state = it->rc < 0 ? PL_FAILED : PL_SEQUENCED;
@@ -653,21 +756,22 @@ void pl_journal_released(struct ga_pipeline *p)
 
 /* ---- engine side ---------------------------------------------------------- */
 
-int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
+int pl_engine_pop(struct ga_pipeline *p, int lane, struct pl_entry *e, int timeout_ms)
 {
     struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms);
+    struct lane *q = &p->lanes[lane];
     pthread_mutex_lock(&p->mu);
     int rc = 0;
     for (;;) {
-        struct eq_node *n = p->eq_head;
+        struct eq_node *n = q->head;
         if (n && n->e.end <= p->durable) {
             *e = n->e;
-            p->eq_head = n->next;
-            if (!p->eq_head)
-                p->eq_tail = NULL;
+            q->head = n->next;
+            if (!q->head)
+                q->tail = NULL;
             if (n->e.batch) {
-                p->eq_entries--;
-                p->eq_bytes -= n->e.bytes;
+                q->entries--;
+                q->bytes -= n->e.bytes;
             }
             free(n);
             rc = 1;
@@ -691,12 +795,20 @@ int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms)
     return rc;
 }
 
+int pl_lanes(const struct ga_pipeline *p)
+{
+    return p->nlanes;
+}
+
 void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st)
 {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
-    st->engine_queue = p->eq_entries;
-    st->engine_queue_bytes = p->eq_bytes;
+    st->engine_queue = st->engine_queue_bytes = 0;
+    for (int l = 0; l < p->nlanes; l++) {
+        st->engine_queue += p->lanes[l].entries;
+        st->engine_queue_bytes += p->lanes[l].bytes;
+    }
     st->sequencer_backlog = p->sq_len;
     st->durable_lsn = p->durable;
     pthread_mutex_unlock(&p->mu);
@@ -727,6 +839,7 @@ static struct ga_pipeline *new_pipeline(uv_loop_t *loop,
     p->on_durable = on_durable;
     p->ctx = ctx;
     p->max_entries = 1;
+    p->nlanes = 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->seq_cv, NULL);
     pthread_cond_init(&p->eng_cv, NULL);
@@ -737,15 +850,18 @@ static struct ga_pipeline *new_pipeline(uv_loop_t *loop,
 }
 
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
-             size_t max_entries, size_t max_bytes,
+             int nlanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
+    if (nlanes < 1 || nlanes > PL_MAX_LANES)
+        return GA_EINVAL;
     struct ga_pipeline *p = new_pipeline(loop, on_durable, ctx);
     if (!p)
         return GA_ENOMEM;
     p->j = j;
-    p->max_entries = max_entries ? max_entries : 1;
-    p->max_bytes = max_bytes;
+    p->nlanes = nlanes;
+    p->max_entries = max_entries / (size_t)nlanes ? max_entries / (size_t)nlanes : 1;
+    p->max_bytes = max_bytes / (size_t)nlanes;
     struct jnl_stats js;
     jnl_get_stats(j, &js);
     p->durable = js.durable_lsn;
@@ -801,14 +917,16 @@ void pl_stop(struct ga_pipeline *p)
 
 void pl_close(struct ga_pipeline *p)
 {
-    for (struct eq_node *n = p->eq_head, *next; n; n = next) {
-        next = n->next;
-        if (n->e.batch) {
-            ing_batch_free(n->e.batch);
-            free(n->e.batch);
+    for (int l = 0; l < p->nlanes; l++) {
+        for (struct eq_node *n = p->lanes[l].head, *next; n; n = next) {
+            next = n->next;
+            if (n->e.batch) {
+                ing_batch_free(n->e.batch);
+                free(n->e.batch);
+            }
+            free(n);
         }
-        free(n);
+        p->lanes[l].head = p->lanes[l].tail = NULL;
     }
-    p->eq_head = p->eq_tail = NULL;
     uv_close((uv_handle_t *)&p->notify, free_pipeline);
 }

@@ -14,11 +14,16 @@
  * reached because storage is behind) blocks the sequencer, never the loop;
  * the loop sees pl_backlog() grow and stops reading sockets.
  *
- * The engine queue holds decoded batches for the engine worker.  It is
- * bounded (limits.queue_batches and half the memory budget); past that a
- * batch is dropped from memory and the engine reads it back from the
- * journal (a "journal-only" entry), so memory stays bounded whatever
- * storage does, and nothing acknowledged depends on memory. */
+ * The engine queue holds decoded batches for the engine workers, one lane
+ * a worker: with several, each batch is split on the decode workers into
+ * one batch per lane (the points of the partitions p with
+ * pl_lane_of(p, lanes) == lane), and a lane with no point of a record gets
+ * a "skip" entry, so that every worker's position moves with the journal.
+ * Each lane is bounded (limits.queue_batches and half the memory budget,
+ * divided by the lanes); past that a batch is dropped from memory and its
+ * worker reads it back from the journal (a "journal-only" entry), so
+ * memory stays bounded whatever storage does, and nothing acknowledged
+ * depends on memory. */
 #ifndef GA_PIPELINE_H
 #define GA_PIPELINE_H
 
@@ -26,8 +31,18 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "proto/ga_partition.h"
 #include "proto/ingest_proto.h"
 #include "storage/journal.h"
+
+/* At most one lane a partition. */
+#define PL_MAX_LANES GA_PARTITIONS
+
+/* The lane (engine worker) of partition p when there are lanes of them. */
+static inline int pl_lane_of(int p, int lanes)
+{
+    return p % lanes;
+}
 
 struct jsl;
 
@@ -68,6 +83,9 @@ struct pl_item {
     size_t nrejected;
     struct ing_reject *rejected;  /* copies, owned by the item */
     struct ing_batch *batch;      /* handed to the engine queue by the sequencer */
+    struct ing_batch **lane_batch; /* several lanes: the batch split, one per lane
+                                     (NULL: no point there), instead of batch */
+    int nlanes;
     uint8_t *record;              /* journal payload (columnar points message) */
     size_t record_len;
     uint64_t lsn, end;            /* journal range; end 0 = nothing journaled (cluster
@@ -83,11 +101,12 @@ struct pl_item {
 };
 
 /* An engine queue entry: a batch, or NULL when it must be read back from
- * the journal (lsn..end). */
+ * the journal (lsn..end), or (skip) records with no point for the lane. */
 struct pl_entry {
     uint64_t lsn, end;
     struct ing_batch *batch;      /* owned by whoever popped the entry */
     size_t bytes;
+    int skip;
 };
 
 struct pl_stats {
@@ -103,11 +122,12 @@ struct ga_pipeline;
 
 /* Start the sequencer and the group commit thread on an open journal.
  *   on_durable    called on the loop thread when the durable LSN advances
- *   max_entries   engine queue entries kept in memory
- *   max_bytes     engine queue bytes kept in memory
+ *   lanes         engine queues, one per engine worker (1..PL_MAX_LANES)
+ *   max_entries   engine queue entries kept in memory, all lanes together
+ *   max_bytes     engine queue bytes kept in memory, all lanes together
  * Returns 0 or GA_E*. */
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
-             size_t max_entries, size_t max_bytes,
+             int lanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Cluster mode (docs/CLUSTER.md): no journal.  Decoding splits each batch
  * into one message per partition (chunks of at most 256 KiB); the
@@ -156,10 +176,12 @@ struct ga_admit;
 void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
 void pl_item_free(struct pl_item *item);
 
-/* Engine side (engine worker thread): the next entry whose record is
- * durable, waiting up to timeout_ms.  Returns 1 with *e filled, 0 on
- * timeout, GA_ESHUTDOWN once stopped and empty. */
-int pl_engine_pop(struct ga_pipeline *p, struct pl_entry *e, int timeout_ms);
+/* Engine side (the worker of one lane, one thread a lane): the lane's next
+ * entry whose record is durable, waiting up to timeout_ms.  Returns 1 with
+ * *e filled, 0 on timeout, GA_ESHUTDOWN once stopped and empty. */
+int pl_engine_pop(struct ga_pipeline *p, int lane, struct pl_entry *e, int timeout_ms);
+/* The lanes pl_start was given (1 in cluster mode). */
+int pl_lanes(const struct ga_pipeline *p);
 void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st);
 /* Engine-side notice that the journal was released up to lsn (storage
  * committed); wakes a sequencer waiting on a full journal. */

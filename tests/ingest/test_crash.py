@@ -8,7 +8,12 @@ Policy "crash": 1-second buckets of count, sum and last; every point has its
 own whole-second timestamp, so each point is one bucket: count must be 1,
 sum and last its value.  A bucket that was never acknowledged is allowed
 only for a point of a batch that was sent but not acknowledged when the
-daemon died (gpuagg-load --unacked), and then with that point's value."""
+daemon died (gpuagg-load --unacked), and then with that point's value.
+
+The third scenario changes engine.workers at every restart (4, 3, 1, 2, ...):
+the partitions move between workers while the daemon is killed with their
+windows saved at different positions, and the new owners must resume each
+partition from its own position."""
 import os
 import shutil
 import signal
@@ -71,21 +76,33 @@ class Scenario:
     positions when the daemon dies and the replay must feed each record's
     points only to the partitions whose windows do not hold them yet."""
 
-    def __init__(self, snapshot_s):
+    def __init__(self, snapshot_s, workers=None):
         self.snapshot_s = snapshot_s
+        self.workers = workers         # engine.workers per round (None: the default)
         self.pg = PrivatePG()
         self.tmp = tempfile.mkdtemp(prefix="gacrash-")
         self.acked, self.unacked, self.buckets = {}, {}, {}
         self.snapshots = 0
 
+    def daemon(self, rnd):
+        extra = policy_yaml("crash", 1, ["count", "sum", "last"], points=10**8)
+        if self.workers:
+            extra += "engine: { workers: %d }\n" % self.workers[rnd % len(self.workers)]
+        return IngestDaemon(conninfo=self.pg.conninfo, tmp=self.tmp,
+                            storage={"flush_interval_ms": 200, "window_snapshot_s": self.snapshot_s},
+                            extra=extra)
+
     def run(self):
-        d = IngestDaemon(conninfo=self.pg.conninfo, tmp=self.tmp,
-                         storage={"flush_interval_ms": 200, "window_snapshot_s": self.snapshot_s},
-                         extra=policy_yaml("crash", 1, ["count", "sum", "last"], points=10**8))
         base = (int(time.time()) // 86400 + 1) * 86400     # tomorrow, UTC: never behind retention
+        d = None
         try:
             for rnd in range(ROUNDS + 1):
+                d = self.daemon(rnd)
                 d.start()
+                if self.workers:
+                    want = self.workers[rnd % len(self.workers)]
+                    got = d.call("status")["result"]["engine"]["workers"]
+                    assert got == want, (got, want)
                 kill_after = None if rnd == ROUNDS else (RNG.uniform(0.05, 0.4) if rnd == 1
                                                          else RNG.uniform(0.5, 2.5))
                 a, u = run_load(d, self.tmp, rnd, base + rnd * 100000, kill_after)
@@ -99,7 +116,7 @@ class Scenario:
                 self.unacked.update(u)
             assert d.stop(timeout=60) == 0, d.logtext()[-3000:]
         finally:
-            if d.proc and d.proc.poll() is None:
+            if d and d.proc and d.proc.poll() is None:
                 d.proc.kill()
                 d.proc.wait()
         assert len(self.acked) > 30000, len(self.acked)
@@ -157,9 +174,9 @@ def test_points_counter_exactly_once():
 
 
 if __name__ == "__main__":
-    for snapshot_s in (300, 10):
-        S = Scenario(snapshot_s)
-        print("window_snapshot_s = %d" % snapshot_s)
+    for snapshot_s, workers in ((300, None), (10, None), (10, [4, 3, 1, 2, 4, 1, 3])):
+        S = Scenario(snapshot_s, workers)
+        print("window_snapshot_s = %d, engine.workers %s" % (snapshot_s, workers or "default"))
         failed = R.failed
         try:
             R.run(test_kill9_rounds)
