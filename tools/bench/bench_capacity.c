@@ -39,7 +39,7 @@ struct opts {
     uint32_t metrics, connections, batch, inflight;
     double interval_s, rate, duration_s, sample_s, report_s, drain_timeout_s, warmup_s;
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
-    int copy_sessions, flush_rows, flush_interval_ms, writers, snapshot_s, keep, ceiling_only;
+    int copy_sessions, flush_rows, flush_interval_ms, writers, workers, snapshot_s, keep, ceiling_only;
     long long open_max;               /* storage.open_buckets_max; -1: the daemon's */
     long long window_txn;             /* storage.window_txn_bytes; -1: the daemon's */
     long max_metrics;
@@ -67,6 +67,8 @@ static void usage(FILE *f)
 "  --flush-rows N        storage.flush_rows (default: the daemon's)\n"
 "  --flush-interval-ms N storage.flush_interval_ms (default: the daemon's)\n"
 "  --writers N           storage.writers (default: the daemon's, auto: one a CPU, 4..16)\n"
+"  --workers N           engine.workers, the partition workers (default: the daemon's,\n"
+"                        auto: a quarter of the CPUs, 1..16)\n"
 "  --open-buckets-max N  storage.open_buckets_max (default: the daemon's; 0: every\n"
 "                        bucket a row of buckets, no blocks)\n"
 "  --window-txn-bytes N  storage.window_txn_bytes (default: the daemon's; 0: a window\n"
@@ -128,7 +130,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_WORKERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -138,7 +140,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "flush-interval-ms", 1, 0, O_FMS }, { "sample-ms", 1, 0, O_SAMPLE }, { "report-s", 1, 0, O_REPORT },
         { "drain-timeout", 1, 0, O_DRAIN }, { "bindir", 1, 0, O_BINDIR }, { "pg-script", 1, 0, O_SCRIPT },
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
-        { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS }, { "open-buckets-max", 1, 0, O_OPENMAX },
+        { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS }, { "workers", 1, 0, O_WORKERS }, { "open-buckets-max", 1, 0, O_OPENMAX },
         { "window-txn-bytes", 1, 0, O_WTXN },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
         { "journal-gib", 1, 0, O_JGIB }, { "ceiling-only", 0, 0, O_CEILONLY },
@@ -169,6 +171,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_FROWS: if (parse_num(optarg, 1, 1e9, &v) < 0) return bad("--flush-rows", optarg); o->flush_rows = (int)v; break;
         case O_FMS: if (parse_num(optarg, 1, 3.6e6, &v) < 0) return bad("--flush-interval-ms", optarg); o->flush_interval_ms = (int)v; break;
         case O_WRITERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--writers", optarg); o->writers = (int)v; break;
+        case O_WORKERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--workers", optarg); o->workers = (int)v; break;
         case O_OPENMAX: if (parse_num(optarg, 0, 1000000000, &v) < 0) return bad("--open-buckets-max", optarg); o->open_max = (long long)v; break;
         case O_WTXN: if (parse_num(optarg, 0, 1 << 30, &v) < 0) return bad("--window-txn-bytes", optarg); o->window_txn = (long long)v; break;
         case O_MAXM: if (parse_num(optarg, 0, 1e9, &v) < 0) return bad("--max-metrics", optarg); o->max_metrics = (long)v; break;
@@ -378,6 +381,8 @@ static int write_config(struct run *r)
     if (o->snapshot_s)
         fprintf(f, "  window_snapshot_s: %d\n", o->snapshot_s);
     fprintf(f, "limits: { max_metrics: %ld }\n", o->max_metrics);
+    if (o->workers)
+        fprintf(f, "engine: { workers: %d }\n", o->workers);
     fprintf(f, "journal: { dir: \"%s/journal\"", r->out);
     if (o->journal_gib)
         fprintf(f, ", max_bytes: %ldGiB", o->journal_gib);
@@ -694,8 +699,9 @@ static void summary(struct run *r, int completed)
                    i < S_BATCHES - 1 ? "," : " |\n");
         const uint64_t *x = r->stats + S_BATCHES;
         double wall_ms = td * 1000;
-        printf("| engine worker | %llu batches in %llu feeds (%.1f a feed); of the %.0f s of load "
-               "and drain: feeds %.1f %%, handing rows to the writers %.1f %%, window sets %.1f %%; "
+        printf("| engine workers | %llu batches in %llu feeds (%.1f a feed); of the %.0f s of load "
+               "and drain, summed over the workers: feeds %.1f %%, handing rows to the writers %.1f %%, "
+               "window sets %.1f %%; "
                "GPU window pool rebuilds %.1f %% of that time, %llu raw points held at the end |\n",
                (unsigned long long)x[0], (unsigned long long)x[1], x[1] ? (double)x[0] / x[1] : 0.0,
                td, 100 * x[2] / wall_ms, 100 * x[3] / wall_ms, 100 * x[4] / wall_ms,
