@@ -23,9 +23,11 @@ for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg Runtim
     if grep -q -- "$d" systemd/gpuaggd.service; then ok; else bad "unit lacks $d"; fi
 done
 # MemoryMax covers what the shipped config lets the daemon take (the sum
-# written in the unit), and TasksMax is set.
-need=$(/usr/bin/python3 - <<'PY'
-import re, yaml
+# written in the unit) on hosts of 16, 64 and 128 GiB, and TasksMax is set.
+pct=$(sed -nE 's/^MemoryMax=([0-9]+)%$/\1/p' systemd/gpuaggd.service)
+for ram_gib in 16 64 128; do
+    need=$(/usr/bin/python3 - "$ram_gib" <<'PY'
+import re, sys, yaml
 c = yaml.safe_load(open("etc/gpuaggd.yaml"))
 def size(v):
     m = re.fullmatch(r"(\d+)\s*([KMGT]i?B)?", str(v))
@@ -34,13 +36,16 @@ def size(v):
     return int(m.group(1)) * mult
 lim, jobs = c["limits"], c["jobs"]
 budget = size(lim["memory_budget_bytes"])
-metrics = lim["max_metrics"] or budget // 1024
+ram = int(sys.argv[1]) << 30
+mm = lim["max_metrics"]
+metrics = ram // 4 // 1024 if mm in (0, "auto") else mm
 print(budget + metrics * 1400 + jobs["workers"] * size(jobs["max_job_bytes"]) +
       size(jobs["results_max_bytes"]) + (512 << 20))
 PY
 )
-max=$(sed -nE 's/^MemoryMax=([0-9]+)G$/\1/p' systemd/gpuaggd.service)
-if [ -n "$max" ] && [ "$need" -le $((max << 30)) ]; then ok; else bad "MemoryMax=${max}G is below what etc/gpuaggd.yaml allows ($need bytes)"; fi
+    if [ -n "$pct" ] && [ "$need" -le $(( (ram_gib << 30) / 100 * pct )) ]; then ok
+    else bad "MemoryMax=${pct}% of ${ram_gib} GiB is below what etc/gpuaggd.yaml allows ($need bytes)"; fi
+done
 if grep -qE '^TasksMax=[0-9]+$' systemd/gpuaggd.service; then ok; else bad "unit lacks TasksMax"; fi
 # The unit's own pre-start check passes on the shipped config.
 if "$bin/gpuaggd" --check-config etc/gpuaggd.yaml >/dev/null 2>&1; then ok; else bad "gpuaggd --check-config etc/gpuaggd.yaml"; fi
