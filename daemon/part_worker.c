@@ -12,7 +12,6 @@
 #include "proto/base/grow.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
-#include "gpu/cuda.h"
 #include "daemon/ingest/pipeline.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
@@ -47,6 +46,26 @@ struct flush_req {
     struct flush_req *next;
 };
 
+/* What the worker keeps of one metric, by id (holes: ids of other
+ * workers' partitions, zeroed). */
+struct pw_metric {
+    /* the window as last saved (snapshot_parts): its newest point
+     * (SAVED_NONE: nothing usable stored), the points of its snapshot and
+     * of the tails written since, and those tails' count */
+    int64_t saved_last;
+    uint64_t pend;                    /* points taken since its partition's last window
+                                         set (metrics.points travels with the set) */
+    uint64_t loaded_lsn;              /* its window's own position in PostgreSQL at
+                                         start: records below are in it (0: not known) */
+    uint32_t g_mark;                  /* g_serial: the metric is in the gathered run */
+    uint32_t saved_base, saved_tail;
+    uint8_t saved_recs;
+    uint8_t dirty;                    /* changed since its partition's last snapshot:
+                                         DIRTY_TAIL (points after the newest saved),
+                                         DIRTY_WHOLE (else) */
+    uint8_t part;                     /* its partition (proto/ga_partition.h) */
+};
+
 struct ga_part_worker {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
@@ -77,21 +96,7 @@ struct ga_part_worker {
     uint32_t g_batches;
     uint32_t g_serial;                /* the gathered run's number (from 1) */
     struct ga_result res;
-    /* per metric id, grown together (meta_cap) */
-    uint8_t *dirty;                   /* changed since its partition's last snapshot:
-                                         DIRTY_TAIL (points after the newest
-                                         saved), DIRTY_WHOLE (else) */
-    uint8_t *part;                    /* its partition (proto/ga_partition.h) */
-    uint64_t *pend;                   /* points taken since then (metrics.points) */
-    uint32_t *g_mark;                 /* g_serial: the metric is in the gathered run */
-    /* the window as last saved (snapshot_parts): its newest point
-     * (SAVED_NONE: nothing usable stored), the points of its snapshot and
-     * of the tails written since, and those tails' count */
-    int64_t *saved_last;
-    uint32_t *saved_base, *saved_tail;
-    uint8_t *saved_recs;
-    uint64_t *loaded_lsn;             /* its window's own position in PostgreSQL at
-                                         start: records below are in it (0: not known) */
+    struct pw_metric *m;              /* per metric id (meta_cap of them) */
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
     int next_part;
@@ -160,19 +165,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return ga_grow(p, cap, need, elem, 1024);
 }
 
-/* *p from old to cap elements of elem bytes, the new ones zeroed. */
-static int grow_zeroed(void **p, size_t old, size_t cap, size_t elem)
-{
-    void *q = realloc(*p, cap * elem);
-    if (!q)
-        return GA_ENOMEM;
-    memset((char *)q + old * elem, 0, (cap - old) * elem);
-    *p = q;
-    return 0;
-}
-
-/* Room for metric ids below n in the per-metric arrays (new ones zeroed,
- * saved_last SAVED_NONE). */
+/* Room for metric ids below n (new ones zeroed, saved_last SAVED_NONE). */
 static int grow_meta(struct ga_part_worker *w, size_t n)
 {
     if (n <= w->meta_cap)
@@ -180,18 +173,13 @@ static int grow_meta(struct ga_part_worker *w, size_t n)
     size_t old = w->meta_cap, cap = old ? old : 1024;
     while (cap < n)
         cap *= 2;
-    if (grow_zeroed((void **)&w->dirty, old, cap, sizeof *w->dirty) < 0 ||
-        grow_zeroed((void **)&w->part, old, cap, sizeof *w->part) < 0 ||
-        grow_zeroed((void **)&w->pend, old, cap, sizeof *w->pend) < 0 ||
-        grow_zeroed((void **)&w->g_mark, old, cap, sizeof *w->g_mark) < 0 ||
-        grow_zeroed((void **)&w->saved_last, old, cap, sizeof *w->saved_last) < 0 ||
-        grow_zeroed((void **)&w->saved_base, old, cap, sizeof *w->saved_base) < 0 ||
-        grow_zeroed((void **)&w->saved_tail, old, cap, sizeof *w->saved_tail) < 0 ||
-        grow_zeroed((void **)&w->saved_recs, old, cap, sizeof *w->saved_recs) < 0 ||
-        grow_zeroed((void **)&w->loaded_lsn, old, cap, sizeof *w->loaded_lsn) < 0)
-        return GA_ENOMEM;           /* the arrays grown so far stay valid at old */
+    struct pw_metric *m = realloc(w->m, cap * sizeof *m);
+    if (!m)
+        return GA_ENOMEM;             /* w->m stays valid at old */
+    memset(m + old, 0, (cap - old) * sizeof *m);
     for (size_t i = old; i < cap; i++)
-        w->saved_last[i] = SAVED_NONE;
+        m[i].saved_last = SAVED_NONE;
+    w->m = m;
     w->meta_cap = cap;
     return 0;
 }
@@ -224,7 +212,7 @@ static int submit(struct ga_part_worker *w, const struct pgw_unit *u)
 static int partition_of(void *ctx, uint32_t metric)
 {
     struct ga_part_worker *w = ctx;
-    return metric < w->meta_cap ? w->part[metric] : 0;
+    return metric < w->meta_cap ? w->m[metric].part : 0;
 }
 
 /* May metric id's next save be a tail, with recs tails stored and stored
@@ -254,7 +242,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
     for (uint32_t id = 0; id < n; id++)
-        k += w->dirty[id] && (!mask || (mask >> w->part[id] & 1));
+        k += w->m[id].dirty && (!mask || (mask >> w->m[id].part & 1));
     struct pgw_window *pw = calloc(k ? k : 1, sizeof *pw);
     struct ga_window *win = calloc(k ? k : 1, sizeof *win);
     struct pgw_count *cnt = calloc(k ? k : 1, sizeof *cnt);
@@ -262,10 +250,10 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     size_t m = 0, nc = 0;
     int rc = pw && win && cnt && ids ? 0 : GA_ENOMEM;
     for (uint32_t id = 0; rc == 0 && id < n; id++) {
-        if (!w->dirty[id] || (mask && !(mask >> w->part[id] & 1)))
+        if (!w->m[id].dirty || (mask && !(mask >> w->m[id].part & 1)))
             continue;
-        if (w->pend[id])
-            cnt[nc++] = (struct pgw_count){ id, w->pend[id] };
+        if (w->m[id].pend)
+            cnt[nc++] = (struct pgw_count){ id, w->m[id].pend };
         pw[m].metric = id;
         pw[m].window = &win[m];
         ids[m++] = id;
@@ -285,13 +273,13 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     for (size_t j = 0; rc == 0 && j < m; j++) {
         uint32_t id = pw[j].metric;
         const struct ga_window *x = &win[j];
-        int64_t last = w->saved_last[id];
+        int64_t last = w->m[id].saved_last;
         size_t from = x->n;
         while (from > 0 && x->ts[from - 1] > last)
             from--;
-        uint64_t stored = (uint64_t)w->saved_base[id] + w->saved_tail[id] + (x->n - from);
-        if (w->dirty[id] == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
-            tails_ok(id, w->saved_recs[id], stored, x->n)) {
+        uint64_t stored = (uint64_t)w->m[id].saved_base + w->m[id].saved_tail + (x->n - from);
+        if (w->m[id].dirty == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
+            tails_ok(id, w->m[id].saved_recs, stored, x->n)) {
             tv[j] = (struct ga_window){ .n = x->n - from, .ts = x->ts + from, .value = x->value + from };
             pw[j] = (struct pgw_window){ .metric = id, .window = &tv[j], .tail = 1,
                                          .keep_from = x->ts[0] };
@@ -306,19 +294,19 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         for (size_t j = 0; j < m; j++) {
             uint32_t id = pw[j].metric;
             const struct ga_window *x = &win[j];
-            w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
+            w->m[id].saved_last = x->n ? x->ts[x->n - 1] : SAVED_NONE;
             if (pw[j].tail) {
-                w->saved_tail[id] += (uint32_t)tv[j].n;
-                w->saved_recs[id]++;
+                w->m[id].saved_tail += (uint32_t)tv[j].n;
+                w->m[id].saved_recs++;
             } else {
-                w->saved_base[id] = (uint32_t)x->n;
-                w->saved_tail[id] = 0;
-                w->saved_recs[id] = 0;
+                w->m[id].saved_base = (uint32_t)x->n;
+                w->m[id].saved_tail = 0;
+                w->m[id].saved_recs = 0;
             }
         }
         for (uint32_t id = 0; id < n; id++)
-            if (!mask || (mask >> w->part[id] & 1))
-                w->dirty[id] = 0, w->pend[id] = 0;
+            if (!mask || (mask >> w->m[id].part & 1))
+                w->m[id].dirty = 0, w->m[id].pend = 0;
         pthread_mutex_lock(&w->mu);
         w->st.snapshots++;
         w->st.snapshot_ns += (uint64_t)(ga_now_mono_ns() - t0);
@@ -437,10 +425,10 @@ static int gather(struct ga_part_worker *w, const struct ing_batch *b, uint64_t 
                 (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
             if (grow_meta(w, (size_t)id + 1) < 0)
                 return GA_ENOMEM;
-            w->dirty[id] = 0;
-            w->pend[id] = 0;
-            w->saved_last[id] = SAVED_NONE;
-            w->part[id] = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
+            w->m[id].dirty = 0;
+            w->m[id].pend = 0;
+            w->m[id].saved_last = SAVED_NONE;
+            w->m[id].part = (uint8_t)ga_partition_of(b->names[i], b->name_len[i]);
         }
         w->name_ids[i] = id;
     }
@@ -450,19 +438,19 @@ static int gather(struct ga_part_worker *w, const struct ing_batch *b, uint64_t 
      * the gathered run has already goes into the next feed. */
     int clash = 0;
     for (uint32_t i = 0; i < b->nnames && w->g_batches; i++)
-        clash |= w->name_ids[i] != NOT_MINE && w->g_mark[w->name_ids[i]] == w->g_serial;
+        clash |= w->name_ids[i] != NOT_MINE && w->m[w->name_ids[i]].g_mark == w->g_serial;
     if (clash)
         feed_now(w);
     for (uint32_t i = 0; i < b->nnames; i++)
         if (w->name_ids[i] != NOT_MINE)
-            w->g_mark[w->name_ids[i]] = w->g_serial;
+            w->m[w->name_ids[i]].g_mark = w->g_serial;
     int partly = end <= w->loaded_max_lsn;
     size_t n = w->g_n;
     for (size_t k = 0; k < b->n; k++) {
         uint32_t id = w->name_ids[b->name_idx[k]];
         if (id == NOT_MINE)
             continue;
-        if (partly && (w->loaded_part_lsn[w->part[id]] >= end || w->loaded_lsn[id] >= end))
+        if (partly && (w->loaded_part_lsn[w->m[id].part] >= end || w->m[id].loaded_lsn >= end))
             continue;
         w->g_ids[n] = id;
         w->g_ts[n] = b->ts[k];
@@ -520,11 +508,11 @@ static int feed_gathered(struct ga_part_worker *w)
      * middle (or was too old): the next save is of the whole window */
     for (size_t k = 0; k < pts.n; k++) {
         uint32_t id = pts.metric[k];
-        w->pend[id]++;
-        if (pts.ts[k] <= w->saved_last[id])
-            w->dirty[id] = DIRTY_WHOLE;
-        else if (!w->dirty[id])
-            w->dirty[id] = DIRTY_TAIL;
+        w->m[id].pend++;
+        if (pts.ts[k] <= w->m[id].saved_last)
+            w->m[id].dirty = DIRTY_WHOLE;
+        else if (!w->m[id].dirty)
+            w->m[id].dirty = DIRTY_TAIL;
     }
     log_late(w, &w->res);
     struct pgw_unit u = {
@@ -534,15 +522,8 @@ static int feed_gathered(struct ga_part_worker *w)
     if ((rc = submit(w, &u)) < 0)
         return rc;
     int64_t t2 = ga_now_mono_ns();
-    struct ga_cuda_feed_stats cs;
-    uint64_t rebuild_ns = 0, pool = 0;
-    int have_pool = 0;
-    for (int i = 0; i < ga_engine_nbackends(w->engine); i++)
-        if (ga_cuda_backend_stats(ga_engine_backend(w->engine, i), &cs) == 0) {
-            rebuild_ns += (uint64_t)(cs.gpu_rebuild_s * 1e9);
-            pool += cs.pool_points;
-            have_pool = 1;
-        }
+    struct ga_engine_gpu_stats gs;
+    ga_engine_gpu_stats(w->engine, &gs);
     w->processed_lsn = end;
     pthread_mutex_lock(&w->mu);
     w->st.processed_lsn = end;
@@ -550,9 +531,9 @@ static int feed_gathered(struct ga_part_worker *w)
     w->st.feeds++;
     w->st.feed_ns += (uint64_t)(t1 - t0);
     w->st.submit_ns += (uint64_t)(t2 - t1);
-    w->st.gpu_rebuild_ns += rebuild_ns;
-    if (have_pool)
-        w->st.window_points = pool;
+    w->st.gpu_rebuild_ns += (uint64_t)(gs.rebuild_s * 1e9);
+    if (gs.have_gpu)
+        w->st.window_points = gs.pool_points;
     w->st.points += pts.n;
     w->st.aggs += w->res.nrows;
     w->st.late += w->res.nlate;
@@ -768,14 +749,11 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
         if (rc == 0 && grow_meta(w, nm ? nm : 1) < 0)
             rc = GA_ENOMEM;
         if (rc == 0) {
-            memset(w->dirty, 0, nm);
-            memset(w->pend, 0, nm * sizeof *w->pend);
-            memset(w->loaded_lsn, 0, nm * sizeof *w->loaded_lsn);
             for (uint32_t id = 0; id < nm; id++)
-                w->saved_last[id] = SAVED_NONE;
+                w->m[id] = (struct pw_metric){ .saved_last = SAVED_NONE };
             for (size_t i = 0; i < s->nmetrics; i++)
                 if (s->metrics[i].id < nm)
-                    w->part[s->metrics[i].id] = (uint8_t)ga_partition_of(
+                    w->m[s->metrics[i].id].part = (uint8_t)ga_partition_of(
                         s->metrics[i].name, strlen(s->metrics[i].name));
             w->loaded_max_lsn = 0;
             for (int p = 0; p < GA_PARTITIONS; p++) {
@@ -796,15 +774,15 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
                 const struct ga_window *x = &lc.v[i].w;
                 const struct pgl_stored *st = &lc.v[i].stored;
                 uint32_t id = lc.v[i].metric;
-                w->loaded_lsn[id] = lc.v[i].lsn;
+                w->m[id].loaded_lsn = lc.v[i].lsn;
                 if (lc.v[i].lsn > w->loaded_max_lsn)
                     w->loaded_max_lsn = lc.v[i].lsn;
-                w->saved_last[id] = x->n ? x->ts[x->n - 1] : SAVED_NONE;
-                w->saved_base[id] = (uint32_t)(st->snapshot_points < UINT32_MAX ? st->snapshot_points
+                w->m[id].saved_last = x->n ? x->ts[x->n - 1] : SAVED_NONE;
+                w->m[id].saved_base = (uint32_t)(st->snapshot_points < UINT32_MAX ? st->snapshot_points
                                                                                 : UINT32_MAX);
-                w->saved_tail[id] = (uint32_t)(st->tail_points < UINT32_MAX ? st->tail_points
+                w->m[id].saved_tail = (uint32_t)(st->tail_points < UINT32_MAX ? st->tail_points
                                                                             : UINT32_MAX);
-                w->saved_recs[id] = (uint8_t)(st->tails < SAVE_TAILS_MAX ? st->tails : SAVE_TAILS_MAX);
+                w->m[id].saved_recs = (uint8_t)(st->tails < SAVE_TAILS_MAX ? st->tails : SAVE_TAILS_MAX);
             }
             if (rc < 0)
                 snprintf(err, sizeof err, "restoring the window of metric %u: %s", lc.v[i].metric,
@@ -1333,15 +1311,7 @@ int pw_stop(struct ga_part_worker *w, int timeout_ms)
     free(w->g_ts);
     free(w->g_val);
     free(w->defs);
-    free(w->dirty);
-    free(w->part);
-    free(w->pend);
-    free(w->g_mark);
-    free(w->saved_last);
-    free(w->saved_base);
-    free(w->saved_tail);
-    free(w->loaded_lsn);
-    free(w->saved_recs);
+    free(w->m);
     free(w->cfg);
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/cuda.h"
 #include "proto/base/hash.h"
 #include "proto/ga_err.h"
 
@@ -377,6 +378,18 @@ uint64_t ga_engine_backend_metrics(const struct ga_engine *e, int i)
     uint64_t n = i < 0 ? (e->have_fallback ? e->nmetrics[e->nb] : 0) : i < e->nb ? e->nmetrics[i] : 0;
     pthread_rwlock_unlock(route(e));
     return n;
+}
+
+void ga_engine_gpu_stats(const struct ga_engine *e, struct ga_engine_gpu_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    struct ga_cuda_feed_stats cs;
+    for (int i = 0; i < e->nb; i++)
+        if (ga_cuda_backend_stats(ga_engine_backend(e, i), &cs) == 0) {
+            st->have_gpu = 1;
+            st->rebuild_s += cs.gpu_rebuild_s;
+            st->pool_points += cs.pool_points;
+        }
 }
 
 void ga_engine_get_stats(const struct ga_engine *e, struct ga_engine_stats *st)

@@ -243,5 +243,14 @@ struct ga_engine_failover_stats {
 void ga_engine_failover_stats(const struct ga_engine *e, struct ga_engine_failover_stats *st);
 /* Metrics currently served by primary backend i, or by the fallback (i = -1). */
 uint64_t ga_engine_backend_metrics(const struct ga_engine *e, int i);
+/* What the CUDA backends report of their last feed, summed over them: the
+ * GPU time of the window pools' rebuilds and the raw points the pools hold
+ * (docs/GPU.md); have_gpu 0 (and the rest 0) when no primary is a GPU. */
+struct ga_engine_gpu_stats {
+    int have_gpu;
+    double rebuild_s;
+    uint64_t pool_points;
+};
+void ga_engine_gpu_stats(const struct ga_engine *e, struct ga_engine_gpu_stats *st);
 
 #endif
