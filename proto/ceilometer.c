@@ -20,6 +20,7 @@
 #include "proto/ga_time.h"
 #include "proto/mp_frame.h"
 #include "proto/mp_util.h"
+#include "proto/name_check.h"
 #include "proto/pystr.h"
 #include "proto/sha256.h"
 
@@ -34,6 +35,7 @@ static const char *const reject_names[CEILO_NREASONS] = {
     [CEILO_BAD_TIMESTAMP] = "bad_timestamp",
     [CEILO_BAD_VALUE] = "bad_value",
     [CEILO_OUT_OF_RANGE] = "out_of_range",
+    [CEILO_FUTURE] = "future",
 };
 
 const char *ceilo_reject_name(int r)
@@ -229,17 +231,22 @@ static int verify(const msgpack_object *msg, const char *secret, size_t secret_l
     return CEILO_OK;
 }
 
-/* A required non-empty str field without NUL, valid UTF-8. */
+/* A required non-empty str field of the characters a name may hold
+ * (name_check.h: valid UTF-8, no controls, no bidirectional or invisible
+ * formatting characters). */
 static int get_name(const msgpack_object *msg, const char *key, const char **s, size_t *n, char *err,
                     size_t errlen)
 {
+    char why[128];
     int rc = mp_get_str(msg, key, s, n);
     if (rc == GA_ENOENT)
         return reject(CEILO_MISSING_FIELD, err, errlen, "%s missing", key);
     if (rc)
         return reject(CEILO_BAD_FIELD, err, errlen, "%s is not a string", key);
-    if (*n == 0 || memchr(*s, '\0', *n) || !pystr_utf8_valid(*s, *n))
-        return reject(CEILO_BAD_FIELD, err, errlen, "%s is empty, has a NUL or is not UTF-8", key);
+    if (*n == 0)
+        return reject(CEILO_BAD_FIELD, err, errlen, "%s is empty", key);
+    if (name_check_reason(key, *s, *n, why, sizeof why))
+        return reject(CEILO_BAD_FIELD, err, errlen, "%s", why);
     return CEILO_OK;
 }
 

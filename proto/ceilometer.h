@@ -58,12 +58,17 @@ enum ceilo_reject {
     CEILO_BAD_TIMESTAMP,    /* timestamp not ISO 8601 or out of range      */
     CEILO_BAD_VALUE,        /* counter_volume None, not a number, NaN/inf  */
     CEILO_OUT_OF_RANGE,     /* timestamp after GA_TS_MAX (proto/ga_time.h) */
+    CEILO_FUTURE,           /* timestamp more than limits.max_future_s ahead of
+                               the receiver's clock: not ceilo_decode's (it has
+                               no clock), the listener's, with
+                               ing_ts_too_far_ahead() (ingest_proto.h) */
     CEILO_NREASONS
 };
 
 /* The stats key of a reason: "ok", "not_msgpack", "not_map",
  * "missing_field", "bad_field", "unsigned", "bad_signature",
- * "bad_timestamp", "bad_value", "out_of_range"; "unknown" out of range.
+ * "bad_timestamp", "bad_value", "out_of_range", "future"; "unknown" out
+ * of range.
  * Static storage. */
 const char *ceilo_reject_name(int r);
 
@@ -76,7 +81,9 @@ const char *ceilo_reject_name(int r);
  *                NULL/0); "" on success
  * With a secret the signature is checked first (UNSIGNED, BAD_SIGNATURE),
  * before any field is trusted.  Required: counter_name, resource_id (non-
- * empty str, no NUL, valid UTF-8), counter_type, counter_volume (int or
+ * empty str, of the characters name_check.h allows: valid UTF-8 without
+ * controls or bidirectional and invisible formatting characters; err names
+ * the code point), counter_type, counter_volume (int or
  * float), timestamp (str: YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM|±HHMM],
  * no zone meaning UTC, as Ceilometer's isoformat()).  A timestamp after
  * GA_TS_MAX (2200-01-01T00:00:00Z, proto/ga_time.h) is OUT_OF_RANGE; one

@@ -17,7 +17,9 @@
  * + granularity).  proto/policy.c checks those sums at compile time.
  *
  * Ingest refuses points outside the range one by one (proto/INGEST.md §6:
- * "timestamp before 1970", "timestamp after 2200-01-01T00:00:00Z"),
+ * "timestamp before 1970", "timestamp after 2200-01-01T00:00:00Z"), and
+ * those more than limits.max_future_s ahead of the daemon's clock
+ * (ing_ts_too_far_ahead(), proto/ingest_proto.h; the engine has no clock),
  * Ceilometer UDP refuses a sample after GA_TS_MAX (udp.rejected.out_of_range),
  * and the engine reports any such point that still reaches it as late
  * (reasons before_epoch and out_of_range, docs/SEMANTICS.md).

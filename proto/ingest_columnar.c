@@ -43,9 +43,9 @@ static int bin_field(const uint8_t *at, const uint8_t *end, const char *key, str
     return 0;
 }
 
-static int point_ok(int64_t ts, double v)
+static int point_ok(int64_t ts, double v, const struct ing_limits *lim)
 {
-    return GA_TS_IN_RANGE(ts) && isfinite(v);
+    return GA_TS_IN_RANGE(ts) && isfinite(v) && !ing_ts_too_far_ahead(lim, ts);
 }
 
 int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
@@ -121,7 +121,8 @@ int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
     r.p = first;
     for (uint32_t i = 0; i < nn; i++) {
         ing_rd_next(&r, &t);
-        why[i] = ing_name_problem(t.ptr, t.n);
+        if ((rc = ing_name_problem(b, t.ptr, t.n, &why[i])) < 0)
+            goto out;
         remap[i] = why[i] ? UINT32_MAX : b->nnames;
         if (why[i])
             any_bad = 1;
@@ -146,7 +147,7 @@ int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
     /* validate; compact from the first rejected point on */
     size_t k = 0;
     if (!any_bad)
-        while (k < n && b->name_idx[k] < nn && point_ok(b->ts[k], b->value[k]))
+        while (k < n && b->name_idx[k] < nn && point_ok(b->ts[k], b->value[k], lim))
             k++;
     size_t w = k;
     for (; k < n; k++) {
@@ -165,7 +166,11 @@ int ing_decode_columnar(const struct ing_fields *f, const uint8_t *end,
             bad = ING_R_BEFORE;
         else if (ts > GA_TS_MAX)
             bad = ING_R_AFTER;
-        else if (isnan(v))
+        else if (ing_ts_too_far_ahead(lim, ts)) {
+            if ((rc = ing_reject_future(b, k, ts, lim)) < 0)
+                goto out;
+            continue;
+        } else if (isnan(v))
             bad = ING_R_NAN;
         else if (isinf(v))
             bad = ING_R_INF;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "proto/ga_err.h"
+#include "proto/name_check.h"
 #include "proto/ts_parse.h"
 
 #define BAD(...) ing_fail(GA_EPROTO, err, errlen, __VA_ARGS__)
@@ -32,47 +33,50 @@ static const char R_PAIR[] = "point is not a [timestamp, value] pair";
 
 /* ---- metric names ---- */
 
-const char *ing_name_problem(const uint8_t *s, uint32_t n)
+int ing_name_problem(struct ing_batch *b, const uint8_t *s, uint32_t n, const char **why)
 {
-    static const char bad_utf8[] = "metric name not valid UTF-8";
-    int ctl = 0;
+    char buf[ING_REASON_MAX + 1];
+    *why = NULL;
     if (n == 0)
-        return "metric name empty";
-    if (n > ING_NAME_MAX)
-        return "metric name longer than 255 bytes";
-    for (uint32_t i = 0; i < n;) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            ctl |= c < 0x20 || c == 0x7f;
-            i++;
-            continue;
-        }
-        uint32_t need, cp;
-        uint8_t lo = 0x80, hi = 0xbf;   /* allowed range of the 2nd byte (Unicode Table 3-7) */
-        if (c >= 0xc2 && c <= 0xdf) {
-            need = 1, cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            need = 2, cp = c & 0x0f;
-            lo = c == 0xe0 ? 0xa0 : 0x80;
-            hi = c == 0xed ? 0x9f : 0xbf;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3, cp = c & 0x07;
-            lo = c == 0xf0 ? 0x90 : 0x80;
-            hi = c == 0xf4 ? 0x8f : 0xbf;
-        } else {
-            return bad_utf8;
-        }
-        if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi)
-            return bad_utf8;
-        for (uint32_t k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return bad_utf8;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        ctl |= cp <= 0x9f;              /* C1 controls U+0080..U+009F */
-        i += need + 1;
-    }
-    return ctl ? "metric name contains control characters" : NULL;
+        *why = "metric name empty";
+    else if (n > ING_NAME_MAX)
+        *why = "metric name longer than 255 bytes";
+    else if (name_check_reason("metric name", s, n, buf, sizeof buf) &&
+             !(*why = ing_text_dup(&b->text, buf, strlen(buf))))
+        return GA_ENOMEM;
+    return 0;
+}
+
+/* ---- timestamps ahead of the clock ---- */
+
+int ing_ts_too_far_ahead(const struct ing_limits *lim, int64_t ts)
+{
+    if (lim->max_future_s <= 0 || lim->max_future_s > INT64_MAX / GA_NS_PER_SEC || ts <= lim->now_ns)
+        return 0;
+    return (uint64_t)ts - (uint64_t)lim->now_ns > (uint64_t)(lim->max_future_s * GA_NS_PER_SEC);
+}
+
+/* "timestamp 2026-11-22T15:04:05.5Z is more than limits.max_future_s =
+ * 86400 s ahead": the fraction without its trailing zeros, none when the
+ * timestamp is a whole second; at most 93 bytes (ING_REASON_MAX). */
+int ing_reject_future(struct ing_batch *b, uint64_t index, int64_t ts,
+                      const struct ing_limits *lim)
+{
+    char t[TS_RFC3339_LEN + 1];
+    ts_format_rfc3339(ts, t, sizeof t);
+    size_t k = TS_RFC3339_LEN - 1;              /* the 'Z' */
+    while (t[k - 1] == '0')
+        k--;
+    if (t[k - 1] == '.')
+        k--;
+    t[k] = 'Z', t[k + 1] = '\0';
+    return ing_reject_fmt(b, index, "timestamp %s" ING_R_FUTURE_MID "%lld s ahead", t,
+                          (long long)lim->max_future_s);
+}
+
+int ing_reason_is_future(const char *reason)
+{
+    return strncmp(reason, "timestamp ", 10) == 0 && strstr(reason, ING_R_FUTURE_MID) != NULL;
 }
 
 /* The name table is one block: max pointers, max lengths, the characters. */
@@ -260,7 +264,8 @@ static uint64_t be64(const uint8_t *p)
 /* The common shape, as the encoders write it: fixarray 2, uint64 ns or
  * float64 seconds, float64 value — all good.  1 if taken, else 0 (the
  * general path decides). */
-static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni)
+static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni,
+                      const struct ing_limits *lim)
 {
     const uint8_t *q = r->p;
     if (r->end - q < 19 || q[0] != 0x92 || q[10] != 0xcb || (q[1] != 0xcf && q[1] != 0xcb))
@@ -278,7 +283,7 @@ static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni)
         if (ts_from_seconds(sec, &ns) != 0 || !GA_TS_IN_RANGE(ns))
             return 0;
     }
-    if (!isfinite(v))
+    if (!isfinite(v) || ing_ts_too_far_ahead(lim, ns))
         return 0;
     b->name_idx[b->n] = ni;
     b->ts[b->n] = ns;
@@ -289,14 +294,15 @@ static int fast_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni)
 }
 
 /* Decode point `index` at r for name ni.  0, -1 (malformed), GA_ENOMEM. */
-static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint64_t index)
+static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint64_t index,
+                        const struct ing_limits *lim)
 {
     const uint8_t *start = r->p;
-    if (fast_point(r, b, ni))
+    if (fast_point(r, b, ni, lim))
         return 0;
     struct ing_tok p, tt, vt;
     const char *why = NULL;
-    int resync = 0, dyn = 0;
+    int resync = 0, dyn = 0, ahead = 0;
     int64_t ns = 0;
     double v = 0;
 
@@ -312,15 +318,13 @@ static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint
         resync = 1;
     } else if (ing_rd_next(r, &vt) < 0) {
         return -1;
-    } else if (is_container(&vt)) {
-        resync = 1;
+    } else {                            /* the timestamp first, then the value */
+        resync = is_container(&vt);
         why = ts_of(&tt, &ns, &dyn);
         if (!why)
-            why = R_VALUE_TYPE;
-    } else {
-        why = ts_of(&tt, &ns, &dyn);
-        if (!why)
-            why = value_of(&vt, &v);
+            ahead = ing_ts_too_far_ahead(lim, ns);
+        if (!why && !ahead)
+            why = resync ? R_VALUE_TYPE : value_of(&vt, &v);
     }
     if (resync) {
         r->p = start;
@@ -329,6 +333,8 @@ static int decode_point(struct ing_rd *r, struct ing_batch *b, uint32_t ni, uint
     }
     if (dyn)
         return reject_rfc3339(b, index, &tt);
+    if (ahead)
+        return ing_reject_future(b, index, ns, lim);
     if (why)
         return ing_reject(b, index, why);
     b->name_idx[b->n] = ni;
@@ -407,7 +413,9 @@ static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
         goto out;
     uint64_t index = 0;
     for (uint32_t i = 0; i < nent; i++) {           /* pass 2: fill */
-        const char *why = ing_name_problem(ent[i].name, ent[i].name_n);
+        const char *why;
+        if ((rc = ing_name_problem(b, ent[i].name, ent[i].name_n, &why)) < 0)
+            goto out;
         if (why) {
             for (uint32_t j = 0; j < ent[i].npts; j++)
                 if ((rc = ing_reject(b, index++, why)) < 0)
@@ -418,7 +426,7 @@ static int decode_friendly(const uint8_t *metrics, const uint8_t *end,
         ing_names_push(b, &chars, ent[i].name, ent[i].name_n);
         pr = (struct ing_rd){ ent[i].pts, end };
         for (uint32_t j = 0; j < ent[i].npts; j++) {
-            rc = decode_point(&pr, b, ni, index++);
+            rc = decode_point(&pr, b, ni, index++, lim);
             if (rc == -1)
                 rc = TRUNCATED();
             if (rc < 0)

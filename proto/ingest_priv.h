@@ -61,8 +61,14 @@ int ing_tok_is(const struct ing_tok *t, const char *s);
 #define ING_R_NAN "value is NaN"
 #define ING_R_INF "value is infinite"
 
-/* Why the metric name s[0..n) is refused (static text), or NULL. */
-const char *ing_name_problem(const uint8_t *s, uint32_t n);
+/* Why the metric name s[0..n) is refused: *why is static text or text
+ * kept in b's reasons store, NULL when the name is good (proto/INGEST.md
+ * §5, name_check.h).  0 or GA_ENOMEM. */
+int ing_name_problem(struct ing_batch *b, const uint8_t *s, uint32_t n, const char **why);
+/* Reject point `index` of b, whose ts ing_ts_too_far_ahead(lim, ts)
+ * refused, with its reason.  0 or GA_ENOMEM. */
+int ing_reject_future(struct ing_batch *b, uint64_t index, int64_t ts,
+                      const struct ing_limits *lim);
 /* Allocate b's name table for up to max names of `bytes` characters in
  * all; *chars is where ing_names_push() writes the first.  0 or GA_ENOMEM. */
 int ing_names_alloc(struct ing_batch *b, size_t max, size_t bytes, char **chars);

@@ -37,14 +37,33 @@
 #define ING_NAME_MAX 255            /* metric, client, server name and token, bytes */
 #define ING_SMALL_FRAME_MAX 65536   /* hello and error frames, bytes */
 
-/* Limits ing_decode() enforces; a frame over one is GA_ETOOBIG. */
+/* Limits ing_decode() enforces; a frame over one of the first three is
+ * GA_ETOOBIG.  The last two bound how far ahead of the receiver's clock a
+ * point may be (proto/INGEST.md §4): a point with ts > now_ns +
+ * max_future_s seconds is rejected (ING_R_FUTURE_*).  proto/ has no clock:
+ * the receiver passes its own with each frame. */
 struct ing_limits {
     size_t max_points;      /* points in one batch, accepted + rejected */
     size_t max_names;       /* entries of "metrics" / "names" */
     size_t max_frame;       /* bytes of one frame */
+    int64_t now_ns;         /* the receiver's clock, ns since the epoch */
+    int64_t max_future_s;   /* limits.max_future_s; 0 = no bound but GA_TS_MAX */
 };
-/* 4 Mi points, 1 Mi names, 128 MiB frames. */
+/* 4 Mi points, 1 Mi names, 128 MiB frames, no bound ahead of a clock. */
 extern const struct ing_limits ing_default_limits;
+
+/* 1 when ts is more than lim->max_future_s seconds after lim->now_ns (and
+ * max_future_s > 0).  Any ts and clock; no overflow. */
+int ing_ts_too_far_ahead(const struct ing_limits *lim, int64_t ts);
+
+/* A point refused by ing_ts_too_far_ahead() gets the reason
+ *   "timestamp 2199-01-01T00:00:00Z is more than limits.max_future_s =
+ *    86400 s ahead"
+ * (the timestamp exact, its fraction without trailing zeros).
+ * ing_reason_is_future() tells such a reason apart from the others, for
+ * counting. */
+#define ING_R_FUTURE_MID " is more than limits.max_future_s = "
+int ing_reason_is_future(const char *reason);
 
 /* A rejected point: its flat index in the batch and a NUL-terminated reason
  * (at most ING_REASON_MAX bytes), owned by the batch or message. */
@@ -58,8 +77,9 @@ struct ing_text;    /* private: storage of reasons that are not static */
 
 /* A decoded points batch.  Owned: freed by ing_batch_free() (or
  * ing_msg_free() on the message holding it).
- *   names[i]      valid metric names (non-empty, <= 255 bytes, UTF-8, no
- *                 control characters), NUL-terminated copies, in input
+ *   names[i]      valid metric names (non-empty, <= 255 bytes, UTF-8
+ *                 without the characters name_check.h refuses),
+ *                 NUL-terminated copies, in input
  *                 order; rejected names are left out.  Not deduplicated: a
  *                 name sent twice appears twice.
  *   name_idx[k]   index into names of accepted point k; ts[k] ns since the
@@ -134,8 +154,9 @@ struct ing_msg {
  *   err          out: on failure a reason naming the field, e.g.
  *                "points: 'ts' is 24 bytes, expected 8 × 4 points";
  *                may be NULL when errlen is 0
- * Per-point problems (bad timestamp, value, metric name) do not fail the
- * batch: they are listed in out->u.points.rejected.
+ * Per-point problems (bad timestamp, one too far ahead of lim's clock,
+ * value, metric name) do not fail the batch: they are listed in
+ * out->u.points.rejected.
  * Returns the message type (ING_HELLO..ING_ERROR, >= 0), or GA_EPROTO for a
  * malformed frame, GA_ETOOBIG over a limit, GA_ENOMEM. */
 int ing_decode(const void *frame, size_t len, const struct ing_limits *lim, struct ing_msg *out,

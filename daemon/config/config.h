@@ -167,6 +167,9 @@ struct ga_config {
         int idle_timeout_s;                 /* limits.idle_timeout_s, default 300 */
         int slow_client_timeout_s;          /* limits.slow_client_timeout_s, default 30 */
         int queue_batches;                  /* limits.queue_batches, default 64 */
+        int max_future_s;                   /* how far ahead of the daemon's clock a point's
+                                               timestamp may be, default 86400; 0 = no bound
+                                               but GA_TS_MAX */
     } limits;
 
     struct {

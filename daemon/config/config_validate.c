@@ -152,6 +152,7 @@ static const struct range ranges[] = {
     { "limits.idle_timeout_s", 1, 7 * 86400, "seconds" },
     { "limits.slow_client_timeout_s", 1, 86400, "seconds" },
     { "limits.queue_batches", 1, 1000000, "batches" },
+    { "limits.max_future_s", 0, 3650 * 86400, "seconds, 0 = no bound but 2200-01-01" },
     { "jobs.max_queued", 1, 1000000, "jobs" },
     { "jobs.workers", 1, 256, "workers" },
     { "jobs.result_ttl_s", 1, 30 * 86400, "seconds" },

@@ -112,7 +112,7 @@ static void pack_workers(const struct ew_status *ew, msgpack_packer *pk)
 
 static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
 {
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     mp_pack_kv_int(pk, "workers", s->have_ew ? s->ew.nworkers : 0);
     mp_pack_cstr(pk, "worker");
     pack_workers(&s->ew, pk);
@@ -122,6 +122,12 @@ static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "points", s->ew.points);
     mp_pack_kv_uint(pk, "aggregates", s->ew.aggs);
     mp_pack_kv_uint(pk, "late_points", s->ew.late);
+    mp_pack_cstr(pk, "late");                  /* late_points by reason */
+    msgpack_pack_map(pk, 4);
+    mp_pack_kv_uint(pk, "window", s->ew.late_window);
+    mp_pack_kv_uint(pk, "before_epoch", s->ew.late_before_epoch);
+    mp_pack_kv_uint(pk, "nonfinite", s->ew.late_nonfinite);
+    mp_pack_kv_uint(pk, "out_of_range", s->ew.late_out_of_range);
     mp_pack_kv_uint(pk, "processed_lsn", s->ew.processed_lsn);
     mp_pack_kv_uint(pk, "replayed_records", s->ew.replayed_records);
     mp_pack_kv_uint(pk, "window_snapshots", s->ew.snapshots);
@@ -297,6 +303,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.batches_acked", s->in.batches_acked);
     KV("ingest.points_accepted", s->in.points_accepted);
     KV("ingest.points_rejected", s->in.points_rejected);
+    KV("ingest.points_rejected_future", s->in.points_rejected_future);
     KV("ingest.protocol_errors", s->in.protocol_errors);
     KV("ingest.auth_failures", s->in.auth_failures);
     KV("ingest.idle_timeouts", s->in.idle_timeouts);

@@ -296,6 +296,8 @@ static void conn_pump(struct ic_conn *c)
             g->st.batches_acked++;
             g->st.points_accepted += it->accepted;
             g->st.points_rejected += it->nrejected;
+            for (size_t i = 0; i < it->nrejected; i++)
+                g->st.points_rejected_future += ing_reason_is_future(it->rejected[i].reason);
         } else if (s == PL_FAILED) {
             send_error(c, it->rc, it->err, it->has_seq, it->seq);
             c->head = it->next;
@@ -397,18 +399,33 @@ static void handle_hello(struct ic_conn *c, const uint8_t *frame, size_t len)
     conn_send(c, &sb);
 }
 
+struct ing_limits ic_item_limits(const struct ga_ingest *g)
+{
+    struct ing_limits lim = g->lim;
+    lim.now_ns = ga_now_real_ns();
+    lim.max_future_s = g->d->cfg->limits.max_future_s;
+    return lim;
+}
+
 static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
 {
     struct ga_ingest *g = c->g;
     struct pl_item *it = calloc(1, sizeof *it);
     uint8_t *copy = malloc(len);
-    if (!it || !copy) {
+    /* the item's own limits, with the clock as the frame arrived: the
+     * decode worker reads them while the loop goes on (pl_item_free frees
+     * them as the item's dctx) */
+    struct ing_limits *lim = malloc(sizeof *lim);
+    if (!it || !copy || !lim) {
         free(it);
         free(copy);
+        free(lim);
         conn_fail(c, GA_ENOMEM, "out of memory for a batch", 0, 0);
         return;
     }
     memcpy(copy, frame, len);
+    *lim = ic_item_limits(g);
+    it->dctx = lim;
     it->frame = copy;
     it->len = len;
     it->owner = c;
@@ -419,7 +436,7 @@ static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
     c->tail = it;
     c->inflight++;
     g->st.decode_bytes_inflight += len;
-    if (pl_decode(g->pl, it, &g->lim, on_decoded) < 0) {
+    if (pl_decode(g->pl, it, lim, on_decoded) < 0) {
         it->state = PL_FAILED;
         it->rc = GA_EIO;
         snprintf(it->err, sizeof it->err, "cannot queue the batch for decoding");

@@ -2,7 +2,9 @@
  * udp:// (ingest_udp.c) and tcp:// (ingest_ceilo_tcp.c) listeners: the
  * samples gathered on the loop thread as [u32 len][body]... are checked and
  * decoded on a decode worker (ceilo_decode, listen.telemetry_secret) into
- * one batch of one name per accepted sample. */
+ * one batch of one name per accepted sample.  A sample stamped more than
+ * limits.max_future_s ahead of the clock as the bundle was gathered is
+ * refused as CEILO_FUTURE. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,7 @@
 struct ceilo_dctx {
     char *secret;                      /* NULL = unsigned accepted */
     uint32_t n;                        /* samples in the frame */
+    struct ing_limits lim;             /* the clock as they were gathered, max_future_s */
     struct cres *resources;            /* every accepted sample, NULL = none */
     uint64_t rejects[16];              /* per ceilo_reject reason */
 };
@@ -41,6 +44,8 @@ static int decode(struct pl_item *it, struct ing_batch *b)
         char err[128];
         int r = ceilo_decode(it->frame + off + 4, len, secret, secret ? strlen(secret) : 0, &s[k],
                              err, sizeof err);
+        if (r == CEILO_OK && ing_ts_too_far_ahead(&x->lim, s[k].ts_ns))
+            r = CEILO_FUTURE;
         if (r == CEILO_OK && x->resources)
             cres_sample(x->resources, it->frame + off + 4, len);
         off += 4 + (size_t)len;
@@ -75,6 +80,7 @@ struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uin
         return NULL;
     }
     x->n = n;
+    x->lim = ic_item_limits(g);
     x->resources = g->d->resources;
     it->decode = decode;
     it->dctx = x;

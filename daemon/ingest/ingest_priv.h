@@ -29,6 +29,9 @@ struct ga_ingest {
     struct ga_ingest_stats st;
 };
 
+/* The decode limits of an item arriving now: g->lim with the daemon's
+ * clock and the running config's limits.max_future_s (loop thread). */
+struct ing_limits ic_item_limits(const struct ga_ingest *g);
 /* 1 while the pipeline is too far behind to take more input. */
 int ic_overloaded(struct ga_ingest *g);
 /* Ceilometer samples gathered as [u32 len][body]... (ingest_ceilo.c): an

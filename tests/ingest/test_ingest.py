@@ -69,8 +69,8 @@ def test_friendly_rejections(d):
             (10, "timestamp not RFC 3339: 2026-11-21 15:04:05Z"),
             (11, "timestamp is not an integer, float or string"),
             (13, "metric name longer than 255 bytes"),
-            (14, "metric name contains control characters"),
-            (15, "metric name contains control characters")]
+            (14, "metric name contains U+0001 (C0 control) at byte 3"),
+            (15, "metric name contains U+0001 (C0 control) at byte 3")]
     assert a["type"] == "ack" and a["seq"] == 9, a
     got = [(r["index"], r["reason"]) for r in a["rejected"]]
     assert got == want, got
@@ -99,8 +99,8 @@ def test_columnar_index_and_counts(d):
     c.send(frame)
     a = c.recv()
     got = [(r["index"], r["reason"]) for r in a["rejected"]]
-    assert got == [(1, "metric name empty"), (2, "metric name not valid UTF-8"),
-                   (3, "metric name contains control characters"),
+    assert got == [(1, "metric name empty"), (2, "metric name not valid UTF-8 at byte 0"),
+                   (3, "metric name contains U+007F (delete) at byte 1"),
                    (4, "metric index 9 out of range")], a
     assert a["accepted"] == 2, a
     c.close()

@@ -285,6 +285,7 @@ static void test_reject_names(void)
     CHECK_STR(ceilo_reject_name(CEILO_BAD_TIMESTAMP), "bad_timestamp");
     CHECK_STR(ceilo_reject_name(CEILO_OUT_OF_RANGE), "out_of_range");
     CHECK_STR(ceilo_reject_name(CEILO_BAD_VALUE), "bad_value");
+    CHECK_STR(ceilo_reject_name(CEILO_FUTURE), "future");
     CHECK_STR(ceilo_reject_name(CEILO_NREASONS), "unknown");
     CHECK_STR(ceilo_reject_name(-1), "unknown");
 }
@@ -361,6 +362,21 @@ static void test_bad_field(void)
     EXPECT(CEILO_BAD_FIELD, "counter_name", "a3610062", NULL, NULL, NULL);     /* "a\0b" */
     EXPECT(CEILO_BAD_FIELD, "resource_id", "a2c328", NULL, NULL, NULL);        /* bad UTF-8 */
     EXPECT(CEILO_BAD_FIELD, "resource_id", "c403616263", NULL, NULL, NULL);    /* bin */
+    /* names that would display as others (proto/name_check.h), the code
+     * point named; other scripts pass */
+    EXPECT(CEILO_BAD_FIELD, "resource_id", "s:vm\xe2\x80\xae" "1", NULL, NULL, NULL);
+    EXPECT(CEILO_BAD_FIELD, "counter_name", "s:cpu\xe2\x80\x8b", NULL, NULL, NULL);
+    EXPECT(CEILO_BAD_FIELD, "counter_name", "s:cpu\x1b[0m", NULL, NULL, NULL);
+    EXPECT(CEILO_OK, "resource_id", "s:h\xc3\xa9llo-\xe6\xb8\xa9", NULL, NULL, NULL);
+    {
+        struct ceilo_sample s1;
+        char e1[256];
+        CHECK_INT(decode_with("resource_id", "s:vm\xe2\x80\xae" "1", NULL, NULL, NULL, &s1, e1),
+                  CEILO_BAD_FIELD);
+        CHECK_STR(e1, "resource_id contains U+202E (right-to-left override) at byte 2");
+        CHECK_INT(decode_with("counter_name", "a3610062", NULL, NULL, NULL, &s1, e1), CEILO_BAD_FIELD);
+        CHECK_STR(e1, "counter_name contains U+0000 (C0 control) at byte 1");
+    }
     EXPECT(CEILO_BAD_FIELD, "counter_type", "s:rate", NULL, NULL, NULL);
     EXPECT(CEILO_BAD_FIELD, "counter_type", "s:gaug", NULL, NULL, NULL);
     EXPECT(CEILO_BAD_FIELD, "counter_type", "i:1", NULL, NULL, NULL);

@@ -438,11 +438,11 @@ static void test_friendly_rejections(void)
         "metric name empty",
         "metric name empty",
         "metric name longer than 255 bytes",
-        "metric name not valid UTF-8",
-        "metric name not valid UTF-8",
-        "metric name not valid UTF-8",
-        "metric name contains control characters",
-        "metric name contains control characters",
+        "metric name not valid UTF-8 at byte 0",
+        "metric name not valid UTF-8 at byte 0",
+        "metric name not valid UTF-8 at byte 0",
+        "metric name contains U+0009 (C0 control) at byte 1",
+        "metric name contains U+0085 (C1 control) at byte 1",
         NULL,
         NULL,
         NULL,
@@ -555,7 +555,7 @@ static void test_columnar_rejections(void)
     CHECK_INT(decode(f, NULL, &m, err, sizeof err), ING_POINTS);
     struct ing_batch *bt = &m.u.points;
     static const struct { uint64_t i; const char *why; } rej[] = {
-        { 1, "metric name empty" }, { 3, "metric name contains control characters" },
+        { 1, "metric name empty" }, { 3, "metric name contains U+0001 (C0 control) at byte 0" },
         { 4, "metric index 7 out of range" }, { 5, "timestamp before 1970" },
         { 6, "value is NaN" }, { 7, "value is infinite" },
     };
@@ -587,6 +587,133 @@ static void test_columnar_rejections(void)
     CHECK(bt->name_idx[2] == 1 && bt->ts[2] == 4 && bt->name_idx[3] == 1 && bt->ts[3] == 5);
     ing_msg_free(&m);
     frame_free(&f);
+}
+
+/* ---- limits.max_future_s ---- */
+
+#define NOW 1795273445000000000LL              /* 2026-11-21T15:04:05Z */
+#define AHEAD (86400LL * 1000000000LL)
+#define YEAR (365LL * 86400 * 1000000000LL)
+
+/* The reasons of b's rejections, "index:reason;..." into out. */
+static const char *reasons(const struct ing_batch *b, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < b->nrejected && o < len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%llu:%s;", (unsigned long long)b->rejected[i].index,
+                              b->rejected[i].reason);
+    return out;
+}
+
+/* A point exactly max_future_s ahead of the clock is accepted, one
+ * nanosecond later is refused with a reason naming the limit; in every
+ * timestamp form, the fast path and the general one, both point forms. */
+static void test_future_bound(void)
+{
+    struct ing_limits lim = ing_default_limits;
+    lim.now_ns = NOW;
+    lim.max_future_s = 86400;
+    const char *name[] = { "m" };
+    int64_t ts[] = { NOW + AHEAD, NOW + AHEAD + 1, NOW, NOW + YEAR, NOW + AHEAD + 500000000,
+                     NOW - YEAR };
+    double v[] = { 1, 2, 3, 4, 5, 6 };
+    uint32_t counts[] = { 6 };
+    const char *want =
+        "1:timestamp 2026-11-22T15:04:05.000000001Z is more than limits.max_future_s = 86400 s ahead;"
+        "3:timestamp 2027-11-21T15:04:05Z is more than limits.max_future_s = 86400 s ahead;"
+        "4:timestamp 2026-11-22T15:04:05.5Z is more than limits.max_future_s = 86400 s ahead;";
+    char got[1024], err[256];
+    for (int form = 0; form < 4; form++) {
+        struct pk b;
+        msgpack_packer *pk = pk_init(&b);
+        if (form < 3)
+            ing_pack_points_friendly(pk, 1, 1, name, counts, ts, v, (enum ing_ts_form)form);
+        else
+            ing_pack_points_columnar(pk, 1, 1, name, NULL, counts, 6, ts, v);
+        struct frame f = pk_take(&b);
+        struct ing_msg m;
+        CHECK_INT(decode(f, &lim, &m, err, sizeof err), ING_POINTS);
+        const struct ing_batch *bt = &m.u.points;
+        if (form == ING_TS_SECONDS) {
+            /* float seconds round to the double: the 1 ns past the bound is
+             * lost, so only the year and the half second are refused */
+            CHECK_STR(reasons(bt, got, sizeof got), strstr(want, "3:"));
+            CHECK_INT(bt->n, 4);
+        } else {
+            CHECK_STR(reasons(bt, got, sizeof got), want);
+            CHECK_INT(bt->n, 3);
+            if (bt->n == 3)
+                CHECK(bt->ts[0] == NOW + AHEAD && bt->ts[1] == NOW && bt->ts[2] == NOW - YEAR);
+        }
+        for (size_t i = 0; i < bt->nrejected; i++) {
+            CHECK(strlen(bt->rejected[i].reason) <= ING_REASON_MAX);
+            CHECK(ing_reason_is_future(bt->rejected[i].reason));
+        }
+        ing_msg_free(&m);
+
+        /* no bound: everything up to GA_TS_MAX goes */
+        struct ing_limits off = lim;
+        off.max_future_s = 0;
+        CHECK_INT(decode(f, &off, &m, err, sizeof err), ING_POINTS);
+        CHECK_INT(m.u.points.n, 6);
+        CHECK_INT(m.u.points.nrejected, 0);
+        ing_msg_free(&m);
+        frame_free(&f);
+    }
+
+    /* the timestamp is checked before the value: a point both too far ahead
+     * and NaN gets the timestamp's reason; other reasons are not "future" */
+    int64_t ts2[] = { NOW + YEAR, NOW, GA_TS_MAX + 1 };
+    double v2[] = { NAN, NAN, 1 };
+    uint32_t counts2[] = { 3 };
+    for (int form = 0; form < 2; form++) {
+        struct pk b;
+        msgpack_packer *pk = pk_init(&b);
+        if (form == 0)
+            ing_pack_points_friendly(pk, 2, 1, name, counts2, ts2, v2, ING_TS_NS);
+        else
+            ing_pack_points_columnar(pk, 2, 1, name, NULL, counts2, 3, ts2, v2);
+        struct frame f = pk_take(&b);
+        struct ing_msg m;
+        CHECK_INT(decode(f, &lim, &m, err, sizeof err), ING_POINTS);
+        CHECK_STR(reasons(&m.u.points, got, sizeof got),
+                  "0:timestamp 2027-11-21T15:04:05Z is more than limits.max_future_s = 86400 s ahead;"
+                  "1:value is NaN;2:timestamp after 2200-01-01T00:00:00Z;");
+        if (m.u.points.nrejected == 3) {
+            CHECK(!ing_reason_is_future(m.u.points.rejected[1].reason));
+            CHECK(!ing_reason_is_future(m.u.points.rejected[2].reason));
+        }
+        ing_msg_free(&m);
+        frame_free(&f);
+    }
+
+    /* the longest reason fits whole: 9 fraction digits, the largest limit */
+    lim.max_future_s = 3650LL * 86400;
+    int64_t ts3[] = { NOW + lim.max_future_s * 1000000000LL, NOW + lim.max_future_s * 1000000000LL + 1 };
+    uint32_t counts3[] = { 2 };
+    struct pk pb;
+    ing_pack_points_columnar(pk_init(&pb), 3, 1, name, NULL, counts3, 2, ts3, v);
+    struct frame f3 = pk_take(&pb);
+    struct ing_msg m3;
+    CHECK_INT(decode(f3, &lim, &m3, err, sizeof err), ING_POINTS);
+    CHECK_INT(m3.u.points.n, 1);
+    CHECK_STR(reasons(&m3.u.points, got, sizeof got),
+              "1:timestamp 2036-11-18T15:04:05.000000001Z is more than limits.max_future_s = "
+              "315360000 s ahead;");
+    ing_msg_free(&m3);
+    frame_free(&f3);
+
+    /* any clock: no overflow, nothing before it is ever too far ahead */
+    struct ing_limits odd = { .now_ns = INT64_MIN, .max_future_s = 1 };
+    CHECK(ing_ts_too_far_ahead(&odd, 0));
+    odd.now_ns = INT64_MAX;
+    CHECK(!ing_ts_too_far_ahead(&odd, GA_TS_MAX));
+    odd.now_ns = 0;
+    odd.max_future_s = INT64_MAX;                  /* past int64 ns: no bound */
+    CHECK(!ing_ts_too_far_ahead(&odd, GA_TS_MAX));
+    odd.max_future_s = -5;
+    CHECK(!ing_ts_too_far_ahead(&odd, GA_TS_MAX));
 }
 
 /* ---- frame-level errors ---- */
@@ -1185,6 +1312,7 @@ void run_tests(void)
     RUN(test_empty_batch);
     RUN(test_friendly_rejections);
     RUN(test_columnar_rejections);
+    RUN(test_future_bound);
     RUN(test_drop_names);
     RUN(test_frame_errors);
     RUN(test_random_round_trips);
