@@ -56,6 +56,7 @@ static void test_defaults_validate(void)
     CHECK_INT(cfg.storage.writers, GA_CONFIG_AUTO);
     CHECK_INT(cfg.engine.workers, GA_CONFIG_AUTO);
     CHECK_INT(cfg.limits.max_metrics, 0);
+    CHECK_INT(cfg.limits.max_future_s, 86400);
     CHECK_INT(cfg.sizing.done, 0);
     CHECK_INT(cfg.gpu.all, 1);
     CHECK_INT(cfg.gpu.streams, 2);
@@ -528,6 +529,16 @@ static void test_v_limits(void)
                 "t.yaml:2: limits.idle_timeout_s: 0 out of range 1..604800 (seconds)");
     CHECK_FAILS("limits:\n  queue_batches: 0\n",
                 "t.yaml:2: limits.queue_batches: 0 out of range 1..1000000 (batches)");
+    CHECK_LOADS("limits:\n  max_future_s: 0\n");
+    CHECK_INT(cfg.limits.max_future_s, 0);
+    CHECK_LOADS("limits:\n  max_future_s: 3650 days\n");
+    CHECK_INT(cfg.limits.max_future_s, 3650 * 86400);
+    CHECK_FAILS("limits:\n  max_future_s: 3651 days\n",
+                "t.yaml:2: limits.max_future_s: 315446400 out of range 0..315360000 (seconds, "
+                "0 = no bound but 2200-01-01)");
+    CHECK_FAILS("limits:\n  max_future_s: -1\n",
+                "t.yaml:2: limits.max_future_s: -1 out of range 0..315360000 (seconds, "
+                "0 = no bound but 2200-01-01)");
 }
 
 static void test_v_jobs(void)
