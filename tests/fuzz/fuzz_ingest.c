@@ -8,10 +8,11 @@
  * (crash, over-read, leak, undefined behaviour), a broken promise aborts:
  *   - a failure without a reason, or with a code other than GA_EPROTO,
  *     GA_ETOOBIG, GA_ENOMEM;
- *   - an accepted batch whose names are not 1..255 bytes of NUL-free text,
- *     whose points have a name index out of range, a negative timestamp or
- *     a non-finite value, whose rejections are not in increasing index
- *     order with a reason, or that holds more points than max_points;
+ *   - an accepted batch whose names are not 1..255 bytes that
+ *     name_check() accepts, whose points have a name index out of range, a
+ *     negative timestamp, one more than max_future_s ahead of the limits'
+ *     clock or a non-finite value, whose rejections are not in increasing
+ *     index order with a reason, or that holds more points than max_points;
  *   - a decoded message that, encoded again with the ing_pack_* encoders
  *     (points as columnar), does not decode to the same thing. */
 #include <math.h>
@@ -24,11 +25,15 @@
 #include "proto/ga_err.h"
 #include "proto/ingest_proto.h"
 #include "proto/mp_frame.h"
+#include "proto/name_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The clock at 2026-11-21T15:04:05Z and limits.max_future_s one day, so
+ * that the bound ahead of the clock is checked (seed: points_future). */
 static const struct ing_limits lim = { .max_points = 4096, .max_names = 256,
-                                       .max_frame = 1 << 16 };
+                                       .max_frame = 1 << 16, .now_ns = 1795273445000000000LL,
+                                       .max_future_s = 86400 };
 
 static void check_batch(const struct ing_batch *b)
 {
@@ -36,10 +41,12 @@ static void check_batch(const struct ing_batch *b)
         abort();
     for (uint32_t i = 0; i < b->nnames; i++)
         if (b->name_len[i] == 0 || b->name_len[i] > ING_NAME_MAX ||
-            strlen(b->names[i]) != b->name_len[i])
+            strlen(b->names[i]) != b->name_len[i] ||
+            name_check(b->names[i], b->name_len[i], NULL, NULL) != NAME_CHECK_OK)
             abort();
     for (size_t k = 0; k < b->n; k++)
-        if (b->name_idx[k] >= b->nnames || b->ts[k] < 0 || !isfinite(b->value[k]))
+        if (b->name_idx[k] >= b->nnames || b->ts[k] < 0 || !isfinite(b->value[k]) ||
+            ing_ts_too_far_ahead(&lim, b->ts[k]))
             abort();
     for (size_t i = 0; i < b->nrejected; i++)
         if (!b->rejected[i].reason[0] || strlen(b->rejected[i].reason) > ING_REASON_MAX ||
