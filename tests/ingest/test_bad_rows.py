@@ -37,10 +37,11 @@ class S:
 def daemon():
     # open_buckets_max 0: every bucket is a row of `buckets`, which the
     # constraint below guards (open buckets in blocks are not such rows:
-    # docs/STORAGE.md "Open buckets")
+    # docs/STORAGE.md "Open buckets"); max_future_s 0: the points at
+    # 2200-01-01 are far ahead of the clock
     return IngestDaemon(conninfo=S.pg.conninfo,
                         storage={"flush_interval_ms": 200, "open_buckets_max": 0},
-                        extra=POLICY, tmp=S.tmp)
+                        limits={"max_future_s": 0}, extra=POLICY, tmp=S.tmp)
 
 
 def running(d):

@@ -88,9 +88,11 @@ class Scenario:
         extra = policy_yaml("crash", 1, ["count", "sum", "last"], points=10**8)
         if self.workers:
             extra += "engine: { workers: %d }\n" % self.workers[rnd % len(self.workers)]
+        # max_future_s 0: the rounds are stamped from tomorrow on, each
+        # 100000 s after the last, past the default one day ahead
         return IngestDaemon(conninfo=self.pg.conninfo, tmp=self.tmp,
                             storage={"flush_interval_ms": 200, "window_snapshot_s": self.snapshot_s},
-                            extra=extra)
+                            limits={"max_future_s": 0}, extra=extra)
 
     def run(self):
         base = (int(time.time()) // 86400 + 1) * 86400     # tomorrow, UTC: never behind retention

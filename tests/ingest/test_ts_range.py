@@ -10,7 +10,9 @@ committed by a flush with no retry and can be queried.  The repository's
 own signed Ceilometer vector dated 2262-04-11
 (tests/ceilometer/data/samples.txt) is refused over UDP and counted as
 udp.rejected.out_of_range, while a good vector signed with the same
-secret is stored."""
+secret is stored.  The points at the bound are some 173 years ahead of the
+clock: the daemon runs with limits.max_future_s 0 (no bound but 2200-01-01;
+the bound ahead of the clock: test_door_checks.py)."""
 import json
 import os
 import socket
@@ -49,7 +51,7 @@ def vectors():
 def setup():
     S.pg = PrivatePG()
     S.d = IngestDaemon(conninfo=S.pg.conninfo, listen={"telemetry_secret": json.dumps(SECRET)},
-                       storage={"flush_interval_ms": 200},
+                       storage={"flush_interval_ms": 200}, limits={"max_future_s": 0},
                        extra=policy_yaml("tsr", 60, ["mean", "count", "last"]))
     S.d.start()
     assert wait_for(lambda: S.d.call("status")["result"]["engine"]["state"] == "running", 30), \
