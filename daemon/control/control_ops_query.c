@@ -69,21 +69,23 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     }
     struct ew_status st;
     ew_get_status(d->worker, &st);
-    if (st.state == EW_LOADING) {
-        snprintf(err, errlen, "storage unavailable: the engine has not loaded its state "
-                 "from PostgreSQL yet%s%s%s", st.load_error[0] ? " (" : "", st.load_error,
-                 st.load_error[0] ? ")" : "");
-        return GA_EDB;
-    }
     if (st.state == EW_STOPPED) {
         snprintf(err, errlen, "storage unavailable: the storage writer is not running%s%s",
                  st.load_error[0] ? ": " : "", st.load_error);
         return GA_EDB;
     }
+    /* While the workers load their state (a first start, or PostgreSQL
+     * unreachable), the flush waits for it too, within timeout_ms: the
+     * message says what it was waiting on. */
     char msg[256];
-    const char *state = pgc_state_name(st.have_writer ? st.writer.state : PGC_CONNECTING);
-    snprintf(msg, sizeof msg, "not committed within %" PRIu64 " ms (storage %s%s%.160s)",
-             timeout_ms, state, st.writer.last_error[0] ? ": " : "", st.writer.last_error);
+    if (st.state == EW_LOADING)
+        snprintf(msg, sizeof msg, "not committed within %" PRIu64 " ms: the engine was loading "
+                 "its state from PostgreSQL%s%.160s", timeout_ms,
+                 st.load_error[0] ? ", last error: " : "", st.load_error);
+    else
+        snprintf(msg, sizeof msg, "not committed within %" PRIu64 " ms (storage %s%s%.160s)",
+                 timeout_ms, pgc_state_name(st.have_writer ? st.writer.state : PGC_CONNECTING),
+                 st.writer.last_error[0] ? ": " : "", st.writer.last_error);
     ga_ctl_set_timeout(req, timeout_ms, msg);
     if ((rc = ew_flush(d->worker, flush_done, req)) < 0) {
         snprintf(err, errlen, "%s", ga_strerror(rc));

@@ -277,10 +277,14 @@ def test_postgres_down():
 
 
 def test_flush_while_loading():
-    """A daemon whose PostgreSQL is not there yet: flush fails at once."""
+    """A daemon whose PostgreSQL is not there yet: flush waits for the load
+    within --timeout and then says what it waited on."""
     with Daemon(extra=POLICY) as d:
-        r = d.ctl("flush")
-        assert r.returncode == 1 and "storage unavailable" in r.stderr and "(EDB)" in r.stderr, r
+        t0 = time.time()
+        r = d.ctl("--timeout", "1.5", "flush", timeout=30)
+        assert r.returncode == 1 and "(ETIMEDOUT)" in r.stderr, r
+        assert "the engine was loading its state from PostgreSQL" in r.stderr, r
+        assert 1.4 <= time.time() - t0 < 10, time.time() - t0
         r = d.ctl("query", "x", "--granularity", "60", "--method", "mean", timeout=30)
         assert r.returncode == 1 and "(EDB)" in r.stderr, r
         assert d.stop() == 0
