@@ -5,7 +5,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-static int failed_checks, passed, failed;
+static int failed_checks, passed, failed, skipped;
+static const char *prog = "test";
+static const char *running;              /* the test in harness_run, or NULL */
+static int running_skipped;
 
 void harness_fail(const char *file, int line, const char *fmt, ...)
 {
@@ -21,13 +24,41 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
 void harness_run(const char *name, void (*fn)(void))
 {
     int before = failed_checks;
+    running = name;
+    running_skipped = 0;
     fn();
-    if (failed_checks == before) {
-        passed++;
-    } else {
+    running = NULL;
+    if (failed_checks != before) {
         failed++;
         fprintf(stderr, "  FAILED %s\n", name);
+    } else if (running_skipped) {
+        skipped++;
+    } else {
+        passed++;
     }
+}
+
+void harness_skip(const char *fmt, ...)
+{
+    va_list ap;
+    /* stdout, where the closing line goes, so the two stay in order */
+    printf("SKIP %s: ", running ? running : prog);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+    if (running)
+        running_skipped = 1;
+    else
+        skipped++;
+}
+
+int harness_finish(void)
+{
+    printf("%s: %d passed, %d failed, %d skipped\n", prog, passed, failed, skipped);
+    fflush(stdout);
+    return failed ? 1 : 0;
 }
 
 FILE *harness_open_data(const char *env, const char *rel)
@@ -63,8 +94,8 @@ uint8_t *harness_unhex(const char *h, size_t *n)
 int main(int argc, char **argv)
 {
     (void)argc;
+    prog = basename(argv[0]);
     setenv("GA_LOG_NO_TS", "1", 1);
     run_tests();
-    printf("%s: %d passed, %d failed\n", basename(argv[0]), passed, failed);
-    return failed ? 1 : 0;
+    return harness_finish();
 }

@@ -1,10 +1,13 @@
 /* harness.h — the tiny in-tree unit test harness.
  *
  * A test file defines test functions and one `void run_tests(void)` that
- * calls RUN(fn) for each.  A test passes when none of its CHECKs fail.  The
- * binary prints one line per failed CHECK and ends with
- *   test_name: N passed, N failed
- * and exits non-zero if anything failed.  tests/run.sh sums the counts. */
+ * calls RUN(fn) for each.  A test passes when none of its CHECKs fail; a
+ * test that calls harness_skip (and returns) counts as skipped instead,
+ * unless a CHECK failed.  The binary prints one line per failed CHECK and
+ * one "SKIP test: reason" per skipped test, and ends with
+ *   test_name: N passed, N failed, N skipped
+ * and exits non-zero if anything failed.  tests/run.sh sums the counts and
+ * lists the skipped tests with their reasons. */
 #ifndef GA_HARNESS_H
 #define GA_HARNESS_H
 
@@ -16,6 +19,13 @@
 void harness_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void harness_run(const char *name, void (*fn)(void));
+/* Mark the running test skipped, with the reason it could not run (what is
+ * missing: "no GPU: <probe's message>"); the test then returns.  Outside a
+ * test (before any RUN) it counts one skipped test named after the binary. */
+void harness_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The closing line and the exit status: what main returns after
+ * run_tests; a test that stops early (a missing server) returns this. */
+int harness_finish(void);
 void run_tests(void);
 
 /* Open a test data file: the path in environment variable env if set, else

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/unit/harness.h"
+
 struct pgenv {
     char dir[128];
     char conninfo[512];
@@ -149,12 +151,14 @@ static inline double rnd_value(uint64_t *s)
     }
 }
 
+/* Without PostgreSQL's server binaries the whole binary is one skipped
+ * test (tests/unit/harness.h) and ends here. */
 #define PGENV_SKIP_IF_NO_PG(name)                                                              \
     do {                                                                                       \
         if (!pgenv_have_binaries()) {                                                          \
-            printf("%s: skipped (PostgreSQL server binaries not found under "                  \
-                   "/usr/lib/postgresql)\n%s: 0 passed, 0 failed\n", name, name);              \
-            exit(0);                                                                           \
+            harness_skip("%s: PostgreSQL server binaries not found under /usr/lib/postgresql " \
+                         "(tools/deps.sh installs them)", name);                               \
+            exit(harness_finish());                                                            \
         }                                                                                      \
     } while (0)
 
