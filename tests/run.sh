@@ -1,7 +1,10 @@
 #!/bin/sh
-# Run every test suite and print the total as the last line:
-#   N passed, N failed
-# Each suite program prints "name: N passed, N failed" as its last line.
+# Run every test suite; print the skipped tests with their reasons, then the
+# total as the last line (the form CI's parser reads):
+#   N passed, N failed, N skipped
+# Each suite program prints "name: N passed, N failed, N skipped" as its
+# last line (", N skipped" may be absent: 0), and "SKIP test: reason" for
+# each test it skipped.
 #   tests/run.sh            everything (unit, unit under ASan+UBSan, the
 #                           threaded engine's suites under TSan, scripts)
 #   tests/run.sh unit       only build/tests/test_*
@@ -14,7 +17,8 @@ filter=${1:-}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 export GA_LOG_NO_TS=1 GA_ROOT="$(pwd)" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-total_pass=0; total_fail=0; failed_suites=""
+total_pass=0; total_fail=0; total_skip=0; failed_suites=""
+skips=$(mktemp); trap 'rm -f "$skips"' EXIT
 log_dir=build/test-logs; mkdir -p "$log_dir"
 
 run_suite() {   # $1 = label, rest = command
@@ -31,15 +35,18 @@ run_suite() {   # $1 = label, rest = command
     last=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$logf" | tail -n 1)
     p=$(echo "$last" | sed -nE 's/.*([^0-9]|^)([0-9]+) passed.*/\2/p'); p=${p:-0}
     f=$(echo "$last" | sed -nE 's/.* ([0-9]+) failed.*/\1/p'); f=${f:-0}
+    s=$(echo "$last" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p'); s=${s:-0}
+    grep -E '^SKIP [^:]+: ' "$logf" | sed "s|^SKIP |  $label: |" >>"$skips"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed or exited non-zero
     if [ -z "$last" ] && [ "$rc" -eq 0 ]; then f=1; echo "  $label printed no result line"; fi
-    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
     if [ "$f" -ne 0 ]; then
         failed_suites="$failed_suites $label"
-        printf '%-40s %4d passed %4d failed  %3ss  FAIL (rc=%d)\n' "$label" "$p" "$f" "$secs" "$rc"
+        printf '%-40s %4d passed %4d failed %4d skipped  %3ss  FAIL (rc=%d)\n' "$label" "$p" "$f" "$s" \
+            "$secs" "$rc"
         sed 's/^/    | /' "$logf" | tail -n 40
     else
-        printf '%-40s %4d passed %4d failed  %3ss\n' "$label" "$p" "$f" "$secs"
+        printf '%-40s %4d passed %4d failed %4d skipped  %3ss\n' "$label" "$p" "$f" "$s" "$secs"
     fi
 }
 
@@ -60,5 +67,9 @@ for t in tests/*/test_*.py tests/*/test_*.sh; do
     esac
 done
 [ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
-echo "$total_pass passed, $total_fail failed"
+if [ -s "$skips" ]; then
+    echo "skipped:"
+    cat "$skips"
+fi
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]

@@ -4,7 +4,7 @@ command's human and --json output, daemon errors (exit 1), and broken
 conversations (exit 4): timeout, early close, wrong id, garbage, responses
 trickling in byte by byte.  The live-daemon test is tests/blackbox (lead's).
 
-Last line: "cli_fake: N passed, N failed"."""
+Last line: "cli_fake: N passed, N failed, N skipped"."""
 import json
 import os
 import socket
@@ -97,7 +97,7 @@ STATUS = {"version": "9.9.9", "pid": 4242, "uptime_s": 12.25, "state": "running"
 def main():
     if not os.access(CTL, os.X_OK):
         print(f"  FAIL {CTL} not built")
-        print("cli_fake: 0 passed, 1 failed")
+        print("cli_fake: 0 passed, 1 failed, 0 skipped")
         return 1
     with tempfile.TemporaryDirectory(prefix="ga-fake-") as d:
         # ping: exact request bytes (proto/PROTOCOL.md example) and the human line
@@ -199,7 +199,7 @@ def main():
         rc, out, err, _ = with_fake(d, lambda c, raw, req: c.sendall(b"\xdd\xff\xff\xff\xff"), "ping")
         check("hostile length", rc == 4 and "larger than 1048576 bytes" in err, f"rc={rc} {err!r}")
 
-    print(f"cli_fake: {passed} passed, {failed} failed")
+    print(f"cli_fake: {passed} passed, {failed} failed, 0 skipped")
     return 1 if failed else 0
 
 

@@ -3,7 +3,7 @@
 usage paths that never touch a socket (exit 2, --version, help).
 
 Runs build/bin/gpuaggctl (build it first: make build/bin/gpuaggctl).
-Last line: "cli_noconnect: N passed, N failed"."""
+Last line: "cli_noconnect: N passed, N failed, N skipped"."""
 import os
 import socket
 import subprocess
@@ -41,7 +41,7 @@ def expect_noconnect(name, args, path, reason, env_socket=None):
 def main():
     if not os.access(CTL, os.X_OK):
         print(f"  FAIL {CTL} not built")
-        print("cli_noconnect: 0 passed, 1 failed")
+        print("cli_noconnect: 0 passed, 1 failed, 0 skipped")
         return 1
     with tempfile.TemporaryDirectory(prefix="ga-cli-") as d:
         missing = os.path.join(d, "nope.sock")
@@ -111,7 +111,7 @@ def main():
               and all(c in out for c in ("ping", "status", "stats", "config", "reload", "shutdown", "resample")),
               f"rc={rc} out={out[:80]!r}")
 
-    print(f"cli_noconnect: {passed} passed, {failed} failed")
+    print(f"cli_noconnect: {passed} passed, {failed} failed, 0 skipped")
     return 1 if failed else 0
 
 

@@ -21,7 +21,7 @@ against plain carbonara (dedupe_last_vs_min, float_bucketing,
 rewrite_partial_bucket, rewrite_rate_gap, nonfinite_rejected).
 
 Each case counts as one pass or fail; the last line is
-    carbonara_diff: N passed, N failed
+    carbonara_diff: N passed, N failed, N skipped
 A failing case prints its seed and leaves its input under
 build/test-logs/carbonara_diff/.  GA_SEED=N reruns with another base seed,
 GA_DIFF_CASES=N sets the number of random cases (2N through gpuaggctl, N
@@ -591,7 +591,7 @@ def main():
     for exe in (CTL, REPLAY):
         if not os.access(exe, os.X_OK):
             print("missing %s (run make)" % exe)
-            print("carbonara_diff: 0 passed, 1 failed")
+            print("carbonara_diff: 0 passed, 1 failed, 0 skipped")
             return 1
     suite = Suite()
     cases = [(case_cli_random, i) for i in range(NCASES * 2)]
@@ -608,7 +608,7 @@ def main():
                          traceback.format_exc().splitlines()[-3:])
     print("%.1fs; %d values compared, %d within tolerance but not bit-equal"
           % (time.time() - t0, STATS["values"], STATS["within tolerance, not bit-equal"]))
-    print("carbonara_diff: %d passed, %d failed" % (suite.passed, suite.failed))
+    print("carbonara_diff: %d passed, %d failed, 0 skipped" % (suite.passed, suite.failed))
     return 0 if suite.failed == 0 else 1
 
 

@@ -3,7 +3,7 @@
 # (clang -fsanitize=fuzzer,address,undefined) into build-fuzz/, then run each,
 # in parallel, for GA_FUZZ_SECONDS seconds (default 20) starting from its
 # seed corpus tests/fuzz/corpus/NAME/.  A target passes when it builds and
-# the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed".
+# the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed, N skipped".
 #
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
 # (proto/ is self-contained: the wire format needs nothing else).  A target
@@ -26,7 +26,7 @@ pass=0
 fail=0
 
 finish() {
-    echo "fuzz: $pass passed, $fail failed"
+    echo "fuzz: $pass passed, $fail failed, 0 skipped"
     [ "$fail" -eq 0 ]
     exit $?
 }

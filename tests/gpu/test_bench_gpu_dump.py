@@ -8,7 +8,7 @@ points (400 a metric a batch, metrics interleaved, each metric's points
 10 s apart with jitter, in time order across batches, values a random walk)
 in bench_engine's dump format, and the carbonara driver times exactly the
 batches after the first 10, for each method set.
-    carbonara_dump: N passed, N failed
+    carbonara_dump: N passed, N failed, N skipped
 
 It also checks that bench_gpu refuses bad --batch / --set values.
 """
@@ -73,7 +73,7 @@ def main():
         check([d["set"] for d in kv] == ["basic", "median+90pct", "rate:mean"], "the three sets")
         check(all(int(d["points"]) == 3 * 400 * 10 for d in kv), "the 10 batches after 10 timed")
         check(all(float(d["points_per_s"]) > 0 for d in kv), "a rate for each")
-    print("carbonara_dump: %d passed, %d failed" % (passed, failed))
+    print("carbonara_dump: %d passed, %d failed, 0 skipped" % (passed, failed))
     return 0 if failed == 0 else 1
 
 

@@ -106,9 +106,8 @@ def test_replay_progress_survives_kills():
 
 if __name__ == "__main__":
     if not os.environ.get("GA_TEST_LONG"):
-        print("SKIP crash_loop: set GA_TEST_LONG=1 (about 30 s)")
-        print("crash_loop: 0 passed, 0 failed")
-        raise SystemExit(0)
+        R.skip_test("test_replay_progress_survives_kills", "long: set GA_TEST_LONG=1 (about 30 s)")
+        R.finish()
     try:
         S.pg = PrivatePG()
         S.tmp = tempfile.mkdtemp(prefix="gacl-")

@@ -33,5 +33,5 @@ plant gpu/agg_cpu_zz.c gpu/agg_cpu.h 0
 plant daemon/zz.c gpu/engine.h 0
 plant proto/base/zz.h proto/ga_err.h 0
 plant storage/zz.c proto/agg.h 0
-echo "$npass passed, $nfail failed"
+echo "check_layout: $npass passed, $nfail failed, 0 skipped"
 exit $fail
