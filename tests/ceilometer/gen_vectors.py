@@ -15,60 +15,34 @@ made with Debian's real Ceilometer code.
       Lines "<IEEE-754 bits, 16 hex> <repr(float)>" for edge values and
       random doubles.
 
-Without ceilometer importable, the Debian package python3-ceilometer is
-fetched with `apt-get download` and unpacked (dpkg -x) under $GA_PYDEPS
-(default: gpuagg-pydeps-<uid> in the temporary directory); nothing is
-installed system-wide.  The
-publisher needs only oslo.config, oslo.log, oslo.utils, oslo.i18n,
-stevedore and msgpack, which python3-gnocchi already pulls in.
+`samples` needs Debian's python3-ceilometer, which tools/deps.sh installs
+(`make test` runs it); nothing is fetched here.  Without it, `samples`
+exits 77 (skip) and says so on stderr.  The publisher needs only
+oslo.config, oslo.log, oslo.utils, oslo.i18n, stevedore and msgpack, which
+python3-gnocchi already pulls in.
 
 tests/ceilometer/data/{samples,float_repr}.txt were made with the defaults.
 """
 import argparse
 import datetime
-import glob
 import importlib
 import math
-import os
 import random
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-# not under build/: the Makefile includes every *.d found there, and
-# Ceilometer ships a directory named meters.d
-PYDEPS = os.environ.get("GA_PYDEPS") or os.path.join(tempfile.gettempdir(), "gpuagg-pydeps-%d" % os.getuid())
+EXIT_SKIP = 77          # what is needed is not installed (automake's skip status)
 
 
-def ensure_ceilometer():
-    """Make `import ceilometer` work; return None or the reason it cannot."""
-    site = os.path.join(PYDEPS, "usr", "lib", "python3", "dist-packages")
-    if site not in sys.path:
-        sys.path.append(site)
-    try:
-        importlib.import_module("ceilometer.publisher.udp")
-        return None
-    except ImportError:
-        pass
-    os.makedirs(PYDEPS, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run(["apt-get", "download", "python3-ceilometer"], cwd=tmp,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        debs = glob.glob(os.path.join(tmp, "python3-ceilometer_*.deb"))
-        if not debs:
-            return "apt-get download python3-ceilometer failed: " + r.stdout.strip()[-300:]
-        subprocess.run(["dpkg", "-x", debs[0], PYDEPS], check=True)
-    sys.path_importer_cache.pop(site, None)     # it did not exist a moment ago
-    importlib.invalidate_caches()
+def find_ceilometer():
+    """None when `import ceilometer.publisher.udp` works, else the reason."""
     try:
         importlib.import_module("ceilometer.publisher.udp")
         return None
     except ImportError as e:
-        return "ceilometer unpacked but not importable: %s" % e
+        return ("Ceilometer is not importable (%s): install Debian's python3-ceilometer "
+                "(tools/deps.sh, run by make test)" % e)
 
 
 def make_publisher(secret, port):
@@ -250,13 +224,14 @@ def main():
     ap.add_argument("--count", type=int)
     ap.add_argument("-o", "--output")
     a = ap.parse_args()
+    why = find_ceilometer() if a.what == "samples" else None
+    if why:
+        print("gen_vectors: " + why, file=sys.stderr)
+        sys.exit(EXIT_SKIP)
     out = open(a.output, "w") if a.output else sys.stdout
     if a.what == "floats":
         gen_floats(a.seed, 3000 if a.count is None else a.count, out)
     else:
-        why = ensure_ceilometer()
-        if why:
-            sys.exit("gen_vectors: " + why)
         gen_samples(a.seed, 150 if a.count is None else a.count, out)
     out.close()
 

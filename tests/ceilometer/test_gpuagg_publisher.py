@@ -11,7 +11,10 @@ private PostgreSQL:
   PostgreSQL afterwards;
 * with no daemon at all, the bounded queue drops the oldest samples, counts
   them and says so in the log;
-* URL parsing: gpuagg://host:port, gpuagg:///path, options, and errors."""
+* URL parsing: gpuagg://host:port, gpuagg:///path, options, and errors.
+
+Without python3-ceilometer (tools/deps.sh installs it) each test is skipped
+with the reason."""
 import datetime
 import logging
 import os
@@ -24,6 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ingest"))
 from inglib import IngestDaemon, PrivatePG, ROOT, Results, rng_for, wait_for  # noqa: E402
+import gen_vectors  # noqa: E402  (this folder's)
 
 R = Results("gpuagg_publisher")
 RNG = rng_for("gpuagg_publisher")
@@ -37,8 +41,16 @@ SITE = os.path.join(INSTALL, "usr", "lib", "python3", "dist-packages")
 sys.path.insert(0, SITE)
 
 
+def need_ceilometer():
+    """Skip the running test, with the reason, without python3-ceilometer."""
+    why = gen_vectors.find_ceilometer()
+    if why:
+        R.skip(why)
+
+
 def pipeline_manager(url, tmp):
     """Ceilometer's own SamplePipelineManager with one sink publishing to url."""
+    need_ceilometer()
     from oslo_config import cfg
     from ceilometer.pipeline import base, sample as psample
     from ceilometer.publisher import utils
@@ -154,6 +166,7 @@ def test_bounded_queue_reports_drops():
 
 
 def test_urls_and_timestamps():
+    need_ceilometer()
     from oslo_utils import netutils
     from gpuagg_ceilometer import publisher, parse_timestamp
     a, o = publisher.parse_url(netutils.urlsplit("gpuagg://127.0.0.1:4951?token=t&batch=10"))
