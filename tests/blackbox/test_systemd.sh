@@ -1,20 +1,24 @@
 #!/bin/sh
 # The shipped unit passes `systemd-analyze verify` and carries the directives
-# operators rely on.  Installs systemd when missing.
+# operators rely on.  systemd-analyze comes from Debian's systemd package,
+# which tools/deps.sh installs (make test); without it the verify check is
+# skipped with the reason, the others run.
 set -u
 cd "$(dirname "$0")/../.."
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+pass=0; fail=0; skip=0
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL: $*"; }
+skip() { skip=$((skip + 1)); echo "SKIP $1: $2"; }
 
-if ! command -v systemd-analyze >/dev/null; then
-    apt-get install -y -qq systemd >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq systemd >/dev/null; }
-fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 bin="$(pwd)/build/bin"
 sed "s|/usr/local/bin|$bin|g" systemd/gpuaggd.service > "$tmp/gpuaggd.service"
-out=$(systemd-analyze verify --man=no "$tmp/gpuaggd.service" 2>&1)
-if [ -z "$out" ]; then ok; else bad "systemd-analyze verify: $out"; fi
+if ! command -v systemd-analyze >/dev/null; then
+    skip verify "systemd-analyze not found: install Debian's systemd (tools/deps.sh, run by make test)"
+else
+    out=$(systemd-analyze verify --man=no "$tmp/gpuaggd.service" 2>&1)
+    if [ -z "$out" ]; then ok; else bad "systemd-analyze verify: $out"; fi
+fi
 
 for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg RuntimeDirectory=gpuaggd \
          StateDirectory=gpuaggd ProtectSystem=strict NoNewPrivileges=yes PrivateTmp=yes \
@@ -49,5 +53,5 @@ done
 if grep -qE '^TasksMax=[0-9]+$' systemd/gpuaggd.service; then ok; else bad "unit lacks TasksMax"; fi
 # The unit's own pre-start check passes on the shipped config.
 if "$bin/gpuaggd" --check-config etc/gpuaggd.yaml >/dev/null 2>&1; then ok; else bad "gpuaggd --check-config etc/gpuaggd.yaml"; fi
-echo "systemd: $pass passed, $fail failed"
+echo "systemd: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
