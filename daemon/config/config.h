@@ -96,6 +96,8 @@ struct ga_config {
         char auth[16];                      /* http.auth: basic | remoteuser | noauth */
         int max_connections;                /* http.max_connections, default 64 */
         int timeout_s;                      /* http.timeout_s, default 30 */
+        int header_timeout_s;               /* http.header_timeout_s, default 10 */
+        int max_connections_per_peer;       /* http.max_connections_per_peer, default 16 */
         int64_t max_body_bytes;             /* http.max_body_bytes, default 1 MiB */
         int pool_size;                      /* http.pool_size, default 2 */
         int max_points;                     /* http.max_points per response, default 1000000 */

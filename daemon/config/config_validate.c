@@ -160,6 +160,8 @@ static const struct range ranges[] = {
     { "jobs.results_max_bytes", 64 * MiB, 1024 * GiB, "bytes" },
     { "http.max_connections", 1, 65536, "connections" },
     { "http.timeout_s", 1, 86400, "seconds" },
+    { "http.header_timeout_s", 1, 3600, "seconds" },
+    { "http.max_connections_per_peer", 1, 65536, "connections" },
     { "http.max_body_bytes", 1024, 1 * GiB, "bytes" },
     { "http.pool_size", 1, 64, "connections" },
     { "http.max_points", 1, 100000000, "points" },
