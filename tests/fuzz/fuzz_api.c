@@ -1,17 +1,24 @@
 /* fuzz_api.c — libFuzzer target for the HTTP API's parsers (daemon/http/):
  * the search filter compiler (api_resource.c compile()), the operations of
  * /v1/aggregates in both forms (api_aggregates.c sexp(), collect(),
- * eval() over a small grid) and the time, timespan and id forms
- * (api_util.c).  The three files are compiled into the target; the
- * listener and PostgreSQL calls they reach are stubbed below (the fuzzer
- * never gets that far).  The first byte picks the parser.  Besides the
- * sanitizers' findings, a broken promise aborts: compiled SQL with
- * unbalanced parentheses or more parameters than the bound, an error
- * without text, an eval result larger than its input grid.
+ * eval() over a small grid), the time, timespan and id forms
+ * (api_util.c), and the request-target rules every request meets before
+ * routing, with the escaping of what the log quotes (http_target.c).  The
+ * four files are compiled into the target; the listener and PostgreSQL
+ * calls they reach are stubbed below (the fuzzer never gets that far).
+ * The first byte picks the parser.  Besides the sanitizers' findings, a
+ * broken promise aborts: compiled SQL with unbalanced parentheses or more
+ * parameters than the bound, an error without text, an eval result larger
+ * than its input grid; a target let through that is over the bounds or
+ * whose decoded path or query name_check refuses, a refusal other than
+ * 400/414 or without a reason; a log escape that leaves a byte outside
+ * printable ASCII, a quote or a backslash, or does not decode back to a
+ * prefix of its input.
  * fuzz-libs: -ljansson -lpq */
 #include "daemon/http/api_util.c"
 #include "daemon/http/api_resource.c"
 #include "daemon/http/api_aggregates.c"
+#include "daemon/http/http_target.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -137,15 +144,75 @@ static void fuzz_forms(const uint8_t *d, size_t n)
     }
 }
 
+/* The target's rules, checked against a decoding of the fuzzer's own. */
+static int fuzz_hex(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static size_t fuzz_unescape(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '%' && i + 2 < n && fuzz_hex((unsigned char)s[i + 1]) >= 0 &&
+            fuzz_hex((unsigned char)s[i + 2]) >= 0) {
+            out[o++] = (char)(fuzz_hex((unsigned char)s[i + 1]) << 4 |
+                              fuzz_hex((unsigned char)s[i + 2]));
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    return o;
+}
+
+static void fuzz_target(const uint8_t *d, size_t n)
+{
+    const char *t = (const char *)d;
+    char why[160] = "";
+    int rc = http_target_check(t, n, why, sizeof why);
+    if (rc != 0 && rc != 400 && rc != 414)
+        abort();
+    if (rc != 0 && (!why[0] || strlen(why) >= sizeof why))
+        abort();
+    if (rc == 0) {
+        if (n > HTTP_TARGET_MAX_BYTES || http_target_params(t, n) > HTTP_TARGET_MAX_PARAMS)
+            abort();
+        const char *q = memchr(t, '?', n);
+        size_t plen = q ? (size_t)(q - t) : n;
+        char *dec = malloc(n + 1);
+        if (!dec)
+            abort();
+        if (name_check(dec, fuzz_unescape(t, plen, dec), NULL, NULL) != NAME_CHECK_OK)
+            abort();
+        if (q && name_check(dec, fuzz_unescape(q + 1, n - plen - 1, dec), NULL, NULL) !=
+                     NAME_CHECK_OK)
+            abort();
+        free(dec);
+    }
+    char esc[3 * 64 + 1], back[3 * 64 + 1];
+    size_t cap = 1 + (n % sizeof esc);
+    size_t e = http_log_escape(esc, cap, t, n);
+    if (e >= cap || esc[e] != '\0' || strlen(esc) != e)
+        abort();
+    for (size_t i = 0; i < e; i++)
+        if (esc[i] < 0x20 || esc[i] > 0x7e || esc[i] == '"' || esc[i] == '\\')
+            abort();
+    size_t b = fuzz_unescape(esc, e, back);
+    if (b > n || memcmp(back, t, b) != 0)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0: fuzz_filter(data + 1, size - 1); break;
     case 1: fuzz_ops(data + 1, size - 1, 0); break;
     case 2: fuzz_ops(data + 1, size - 1, 1); break;
-    default: fuzz_forms(data + 1, size - 1); break;
+    case 3: fuzz_forms(data + 1, size - 1); break;
+    default: fuzz_target(data + 1, size - 1); break;
     }
     return 0;
 }
