@@ -14,8 +14,11 @@
 
 #include <microhttpd.h>
 
+#include "daemon/http/http_admit.h"
+#include "daemon/http/http_target.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
+#include "proto/name_check.h"
 
 struct http_server {
     struct MHD_Daemon *mhd;
@@ -24,16 +27,24 @@ struct http_server {
     const struct ga_config *cfg;
     struct ga_daemon *app;
     struct pgq *q;
+    struct http_admit *admit;
     size_t max_body;
     _Atomic uint64_t requests, e4xx, e5xx, too_big, unauthorized;
     _Atomic int connections;
+    struct ga_ratelimit refused_log;   /* the log lines of refused targets */
 };
 
-/* Per-request state kept across the access handler's calls. */
+/* Per-request state kept across the access handler's calls: made by
+ * on_uri (the request line) or on the handler's first call, freed by
+ * on_completed. */
 struct conn_state {
     char *body;
     size_t len, cap;
     int too_big;
+    int started;                       /* the handler has seen the headers */
+    int close;                         /* answer with Connection: close */
+    int refuse;                        /* 400 or 414: the target broke a rule */
+    char why[160];                     /* ... which one */
 };
 
 static const char *status_title(int code)
@@ -49,6 +60,7 @@ static const char *status_title(int code)
     case 405: return "Method Not Allowed";
     case 406: return "Not Acceptable";
     case 413: return "Request Entity Too Large";
+    case 414: return "Request-URI Too Long";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
@@ -189,7 +201,7 @@ static void copy(char *dst, size_t cap, const char *src)
 
 /* Fill r->ident from the request per http.auth.  0, or an HTTP status (401)
  * with resp set. */
-static int authenticate(struct http_server *s, struct http_req *r, struct http_resp *resp)
+static int authenticate_mode(struct http_server *s, struct http_req *r, struct http_resp *resp)
 {
     struct http_ident *id = &r->ident;
     const char *mode = s->cfg->http.auth;
@@ -241,6 +253,27 @@ static int authenticate(struct http_server *s, struct http_req *r, struct http_r
         if (*x == ',')
             x++;
     }
+    return 0;
+}
+
+/* authenticate_mode, then the identity's text checked as a request target
+ * is (http_target.h): a user, project or creator that is not UTF-8 would
+ * reach PostgreSQL as a parameter and fail there.  0, or 400/401 with resp
+ * set. */
+static int authenticate(struct http_server *s, struct http_req *r, struct http_resp *resp)
+{
+    int rc = authenticate_mode(s, r, resp);
+    if (rc != 0)
+        return rc;
+    const char *fields[][2] = { { "user name", r->ident.user },
+                                { "project id", r->ident.project },
+                                { "creator", r->ident.creator } };
+    char why[160];
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (name_check_reason(fields[i][0], fields[i][1], strlen(fields[i][1]), why, sizeof why)) {
+            http_error(resp, 400, "%s", why);
+            return 400;
+        }
     return 0;
 }
 
@@ -306,8 +339,10 @@ static void dispatch(struct http_server *s, struct http_req *r, struct http_resp
             r->ncaptures = 0;
             continue;
         }
-        if (!rt->public_route && authenticate(s, r, resp) != 0) {
-            s->unauthorized++;
+        int arc = rt->public_route ? 0 : authenticate(s, r, resp);
+        if (arc != 0) {
+            if (arc == 401)
+                s->unauthorized++;
             return;
         }
         rt->fn(r, resp);
@@ -321,7 +356,8 @@ static void dispatch(struct http_server *s, struct http_req *r, struct http_resp
 
 /* ---- libmicrohttpd callbacks ----------------------------------------------- */
 
-static enum MHD_Result send_resp(struct MHD_Connection *c, struct http_resp *resp)
+/* Queue resp on c (Connection: close when close).  Frees resp->body. */
+static enum MHD_Result send_resp(struct MHD_Connection *c, struct http_resp *resp, int close)
 {
     struct MHD_Response *m = MHD_create_response_from_buffer(resp->len, resp->body,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -336,6 +372,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct http_resp *res
         MHD_add_response_header(m, "Location", resp->location);
     if (resp->link[0])
         MHD_add_response_header(m, "Link", resp->link);
+    if (close)
+        MHD_add_response_header(m, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)resp->status, m);
     MHD_destroy_response(m);
     return rc;
@@ -350,6 +388,95 @@ static void count_status(struct http_server *s, int status)
         s->e4xx++;
 }
 
+/* The probes: answered on the connections held for them (http_admit.h). */
+static int is_probe(const char *method, const char *url)
+{
+    static const char *const probes[] = { "/healthz", "/readyz", "/metrics" };
+    if (strcmp(method, "GET") != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        size_t n = strlen(probes[i]);
+        if (strncmp(url, probes[i], n) == 0 && (url[n] == '\0' || (url[n] == '/' && !url[n + 1])))
+            return 1;
+    }
+    return 0;
+}
+
+static struct http_conn *conn_entry(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The request line is in: check its target (http_target.h) before
+ * libmicrohttpd splits the query string.  Returns the request's state. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    struct conn_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->refuse = http_target_check(uri, strlen(uri), st->why, sizeof st->why);
+    if (st->refuse == 414) {
+        /* libmicrohttpd (0.9.x) parses the query string right after this
+         * callback, in this buffer, into records from the connection's
+         * 64 KiB pool; thousands of parameters exhaust it and the
+         * connection is closed without an answer.  The request is refused
+         * anyway: end the string after the '?' so that nothing is parsed
+         * and the 414 can be sent.  (tests/api/test_http_limits.py sends
+         * 3,000 parameters and expects the 414.) */
+        char *q = strchr(uri, '?');
+        if (q)
+            q[1] = '\0';
+    }
+    return st;
+}
+
+/* The headers are in: admission (http_admit.h), then the target's and the
+ * body's bounds; queues the refusal if any. */
+static enum MHD_Result first_call(struct http_server *s, struct MHD_Connection *c,
+                                  struct conn_state *st, const char *url, const char *method)
+{
+    struct http_resp resp = { 0 };
+    st->started = 1;
+    switch (http_admit_request(s->admit, conn_entry(c), is_probe(method, url))) {
+    case HTTP_ADMIT_SERVE:
+        break;
+    case HTTP_ADMIT_PROBE_CLOSE:
+        st->close = 1;
+        break;
+    case HTTP_ADMIT_NOT_PROBE:
+        http_error(&resp, 503, "this connection holds a place kept for /healthz, /readyz and "
+                   "/metrics; http.max_connections (%d) connections are open",
+                   s->cfg->http.max_connections);
+        count_status(s, 503);
+        return send_resp(c, &resp, 1);
+    }
+    if (st->refuse) {
+        uint64_t sup;
+        if (ga_ratelimit_ok(&s->refused_log, &sup)) {
+            char path[3 * 200 + 1];
+            http_log_escape(path, sizeof path, url, strnlen(url, 200));
+            ga_log(GA_LOG_INFO, "http_refused", "status=%d reason=\"%s\" method=%.16s "
+                   "path=\"%s\" suppressed=%llu", st->refuse, st->why, method, path,
+                   (unsigned long long)sup);
+        }
+        http_error(&resp, st->refuse, "%s", st->why);
+        count_status(s, st->refuse);
+        return send_resp(c, &resp, 1);
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+        s->too_big++;
+        http_error(&resp, 413, "request body of %s bytes is over http.max_body_bytes (%zu)",
+                   cl, s->max_body);
+        count_status(s, 413);
+        return send_resp(c, &resp, st->close);
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -357,21 +484,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     struct http_server *s = cls;
     struct conn_state *st = *con_cls;
-    if (!st) {
+    if (!st) {                         /* on_uri could not allocate it */
         if (!(st = calloc(1, sizeof *st)))
             return MHD_NO;
         *con_cls = st;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->max_body) {
-            struct http_resp resp = { 0 };
-            s->too_big++;
-            http_error(&resp, 413, "request body of %s bytes is over http.max_body_bytes (%zu)",
-                       cl, s->max_body);
-            count_status(s, 413);
-            return send_resp(c, &resp);
-        }
-        return MHD_YES;
     }
+    if (!st->started)
+        return first_call(s, c, st, url, method);
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
@@ -407,17 +526,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!resp.body)
         http_text(&resp, resp.status, "text/plain", "", 0);
     count_status(s, resp.status);
-    if (resp.status >= 500)
-        ga_log(GA_LOG_WARN, "http_error", "method=%s path=\"%.200s\" status=%d", method, url,
+    if (resp.status >= 500) {
+        char path[3 * 200 + 1];
+        http_log_escape(path, sizeof path, url, strnlen(url, 200));
+        ga_log(GA_LOG_WARN, "http_error", "method=%.16s path=\"%s\" status=%d", method, path,
                resp.status);
-    return send_resp(c, &resp);
+    }
+    return send_resp(c, &resp, st->close);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
+    struct http_server *s = cls;
     struct conn_state *st = *con_cls;
+    http_admit_done(s->admit, conn_entry(c));
     if (st) {
         free(st->body);
         free(st);
@@ -428,26 +552,29 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    (void)c, (void)socket_ctx;
     struct http_server *s = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         s->connections++;
-    else
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_ctx = fd ? http_admit_started(s->admit, fd->connect_fd) : NULL;
+    } else {
         s->connections--;
+        http_admit_closed(s->admit, *socket_ctx);
+        *socket_ctx = NULL;
+    }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    char msg[512];
+    char msg[512], esc[3 * 512 + 1];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '"'))
         msg[--n] = '\0';
-    for (char *x = msg; *x; x++)
-        if (*x == '"')
-            *x = '\'';
-    ga_log(GA_LOG_DEBUG, "http_mhd", "msg=\"%s\"", msg);
+    http_log_escape(esc, sizeof esc, msg, n);
+    ga_log(GA_LOG_DEBUG, "http_mhd", "msg=\"%s\"", esc);
 }
 
 /* ---- start / stop ------------------------------------------------------------ */
@@ -496,32 +623,55 @@ int http_server_start(struct http_server **out, const struct ga_config *cfg, str
     s->app = app;
     s->q = q;
     s->max_body = (size_t)cfg->http.max_body_bytes;
-    int rc = bind_listen(cfg->listen.http, 128, &s->fd, &s->port, err, errlen);
+    s->refused_log = (struct ga_ratelimit)GA_RATELIMIT_INIT(1000000000LL);
+    struct http_admit_limits lim = { cfg->http.max_connections,
+                                     cfg->http.max_connections_per_peer,
+                                     cfg->http.header_timeout_s };
+    int rc = http_admit_create(&s->admit, &lim, err, errlen);
     if (rc < 0) {
         free(s);
         return rc;
     }
+    rc = bind_listen(cfg->listen.http, 128, &s->fd, &s->port, err, errlen);
+    if (rc < 0) {
+        http_admit_free(s->admit);
+        free(s);
+        return rc;
+    }
     /* poll(), not select(): the daemon's descriptors (ingest connections,
-     * journal, PostgreSQL) may number past FD_SETSIZE */
+     * journal, PostgreSQL) may number past FD_SETSIZE.  The door
+     * (http_admit.h) accepts and hands connections over: no listening
+     * socket of libmicrohttpd's. */
     s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                  MHD_USE_POLL | MHD_USE_ERROR_LOG,
+                                  MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET |
+                                  MHD_USE_ERROR_LOG,
                               0, NULL, NULL, on_request, s,
-                              MHD_OPTION_LISTEN_SOCKET, s->fd,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http.max_connections,
+                              MHD_OPTION_CONNECTION_LIMIT, http_admit_mhd_limit(s->admit),
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http.timeout_s,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+                              MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                               MHD_OPTION_END);
     if (!s->mhd) {
         close(s->fd);
+        http_admit_free(s->admit);
         free(s);
         return ga_fail(GA_EIO, err, errlen, "listen.http %s: libmicrohttpd did not start",
                        cfg->listen.http);
     }
-    ga_log(GA_LOG_INFO, "http_listen", "address=%s port=%d auth=%s max_connections=%d", cfg->listen.http,
-           s->port, cfg->http.auth, cfg->http.max_connections);
+    if ((rc = http_admit_run(s->admit, s->mhd, s->fd, err, errlen)) < 0) {
+        MHD_stop_daemon(s->mhd);
+        close(s->fd);
+        http_admit_free(s->admit);
+        free(s);
+        return rc;
+    }
+    ga_log(GA_LOG_INFO, "http_listen", "address=%s port=%d auth=%s max_connections=%d "
+           "probe_slots=%d max_connections_per_peer=%d header_timeout_s=%d", cfg->listen.http,
+           s->port, cfg->http.auth, cfg->http.max_connections, HTTP_PROBE_SLOTS,
+           cfg->http.max_connections_per_peer, cfg->http.header_timeout_s);
     *out = s;
     return 0;
 }
@@ -530,7 +680,10 @@ void http_server_stop(struct http_server *s)
 {
     if (!s)
         return;
-    MHD_stop_daemon(s->mhd);             /* closes the listening socket too */
+    http_admit_halt(s->admit);           /* no more connections accepted */
+    close(s->fd);
+    MHD_stop_daemon(s->mhd);             /* closes the served connections */
+    http_admit_free(s->admit);
     free(s);
 }
 

@@ -4,12 +4,17 @@
  *
  * Built on libmicrohttpd with a thread per connection (MHD's own threads,
  * never the libuv loop thread), so a handler may block on PostgreSQL
- * without stalling ingest or other HTTP clients.  Bounds (etc/gpuaggd.yaml,
- * section http): http.max_connections concurrent connections (more are
- * refused at accept), http.timeout_s of inactivity closes a connection
- * (slow clients), http.max_body_bytes per request body (413 before the body
- * is read when Content-Length says so), and the API's own PostgreSQL pool
- * of http.pool_size connections.
+ * without stalling ingest or other HTTP clients.  The connections come
+ * through the door (http_admit.h), which accepts them and hands them over
+ * only onto a place: http.max_connections at once, at most
+ * http.max_connections_per_peer from one address, a short wait for one
+ * and 8 places kept for /healthz, /readyz and /metrics; a served
+ * connection has http.header_timeout_s for its headers.  Before routing,
+ * the request target is held to http_target.h's rules (414, 400).  Other
+ * bounds (etc/gpuaggd.yaml, section http): http.timeout_s of inactivity
+ * closes a connection, http.max_body_bytes per request body (413 before
+ * the body is read when Content-Length says so), and the API's own
+ * PostgreSQL pool of http.pool_size connections.
  *
  * Adding an endpoint: one line in the route table (http_routes.c) naming
  * the method, the path pattern and a handler function; the handler fills

@@ -1,6 +1,8 @@
 """The HTTP listener's core against the real daemon (no PostgreSQL needed):
 GET / (versions), Gnocchi-shaped 404/405/401, the body size limit, a
-slow client closed by http.timeout_s, the connection limit."""
+slow client closed by http.timeout_s, the connection limit (the wait for a
+place, the 503 after it, the probes' places).  The header deadline, the
+per-peer cap and the request-target rules: test_http_limits.py."""
 import json
 import socket
 import time
@@ -75,27 +77,57 @@ def test_slow_client_closed():
     assert st == 200
 
 
+def recv_all(s):
+    """Everything s receives until the server closes it (b"" on a reset)."""
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except ConnectionResetError:
+        return data
+
+
 def test_connection_limit(D):
-    # http.max_connections: 4.  A fifth connection is closed at once, without
-    # an answer, while four are open; once they close, connections are served.
+    # http.max_connections: 4.  While four are held, a fifth waits up to 1 s
+    # for a place: it gets one if a held connection closes meanwhile, else a
+    # 503 naming the limit; a probe is answered at once on a place kept for
+    # the probes, and closed after its answer.
     # The listener counts a closed client's connection until its thread sees
     # the close: wait for the earlier requests' connections to be gone.
     assert wait_for(lambda: D.call("stats")["result"]["http.connections_open"] == 0), \
         D.call("stats")["result"]["http.connections_open"]
     held = [socket.create_connection(("127.0.0.1", D.port), timeout=5) for _ in range(4)]
-    # the listener accepts on its own thread: a request answered on each
-    # (kept alive) shows it holds all four
+    # each served a request (kept alive) shows the listener holds all four
     for s in held:
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert s.recv(65536).startswith(b"HTTP/1.1 200"), "a held connection was not served"
     extra = socket.create_connection(("127.0.0.1", D.port), timeout=5)
-    try:
-        extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
-        data = extra.recv(1024)
-    except (ConnectionResetError, BrokenPipeError):
-        data = b""
+    t0 = time.time()
+    extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    data = recv_all(extra)
+    took = time.time() - t0
     extra.close()
-    assert data == b"", "a fifth connection was answered while four were open: %r" % data
+    assert data.startswith(b"HTTP/1.1 503") and 0.8 < took < 3, (data[:300], took)
+    j = json.loads(data.split(b"\r\n\r\n", 1)[1])
+    assert j["code"] == 503 and "http.max_connections (4)" in j["description"], j
+    probe = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    t0 = time.time()
+    probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = recv_all(probe)                             # closed after its answer
+    probe.close()
+    assert data.startswith(b"HTTP/1.1 200") and b'"status":"ok"' in data, data[:300]
+    assert time.time() - t0 < 0.5, time.time() - t0
+    # a waiting connection takes the place a held one gives up
+    extra = socket.create_connection(("127.0.0.1", D.port), timeout=5)
+    extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    time.sleep(0.3)
+    held.pop().close()
+    data = recv_all(extra)
+    extra.close()
+    assert data.startswith(b"HTTP/1.1 200"), data[:300]
     for s in held:
         s.close()
     time.sleep(0.2)
