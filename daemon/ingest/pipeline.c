@@ -56,7 +56,7 @@ struct ga_pipeline {
     size_t sq_len;
     struct lane lanes[PL_MAX_LANES];   /* engine queues, one a worker */
     int nlanes;
-    size_t max_entries, max_bytes;     /* per lane */
+    size_t max_entries, max_bytes;     /* per lane: the entries, a share of the bytes */
     uint64_t durable;                  /* guarded by mu */
     struct pl_stats st;
     struct jsl *jsl;                   /* cluster mode: publish here instead */
@@ -860,7 +860,9 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync
         return GA_ENOMEM;
     p->j = j;
     p->nlanes = nlanes;
-    p->max_entries = max_entries / (size_t)nlanes ? max_entries / (size_t)nlanes : 1;
+    /* a lane's entries are its share of each batch: as many of them as
+     * the whole queue would hold, in its share of the bytes */
+    p->max_entries = max_entries ? max_entries : 1;
     p->max_bytes = max_bytes / (size_t)nlanes;
     struct jnl_stats js;
     jnl_get_stats(j, &js);

@@ -19,8 +19,8 @@
  * one batch per lane (the points of the partitions p with
  * pl_lane_of(p, lanes) == lane), and a lane with no point of a record gets
  * a "skip" entry, so that every worker's position moves with the journal.
- * Each lane is bounded (limits.queue_batches and half the memory budget,
- * divided by the lanes); past that a batch is dropped from memory and its
+ * Each lane is bounded (limits.queue_batches entries, and half the memory
+ * budget divided by the lanes); past that a batch is dropped from memory and its
  * worker reads it back from the journal (a "journal-only" entry), so
  * memory stays bounded whatever storage does, and nothing acknowledged
  * depends on memory. */
@@ -123,7 +123,7 @@ struct ga_pipeline;
 /* Start the sequencer and the group commit thread on an open journal.
  *   on_durable    called on the loop thread when the durable LSN advances
  *   lanes         engine queues, one per engine worker (1..PL_MAX_LANES)
- *   max_entries   engine queue entries kept in memory, all lanes together
+ *   max_entries   engine queue entries kept in memory, each lane
  *   max_bytes     engine queue bytes kept in memory, all lanes together
  * Returns 0 or GA_E*. */
 int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
