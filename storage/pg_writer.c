@@ -954,17 +954,27 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st)
     pthread_mutex_unlock(&w->mu);
 }
 
+void pgw_stop_begin(struct pgw *w, int timeout_ms)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = 1;
+    if (timeout_ms >= 0) {
+        int64_t dl = ga_now_mono_ns() + ms_to_ns(timeout_ms);
+        if (!w->stop_deadline_mono || dl < w->stop_deadline_mono)
+            w->stop_deadline_mono = dl;
+    }
+    pthread_cond_broadcast(&w->wake);
+    pthread_cond_broadcast(&w->merge);
+    pthread_mutex_unlock(&w->mu);
+}
+
 int pgw_stop(struct pgw *w, int timeout_ms)
 {
     if (!w)
         return 0;
-    pthread_mutex_lock(&w->mu);
-    w->stopping = 1;
-    if (timeout_ms >= 0)
-        w->stop_deadline_mono = ga_now_mono_ns() + ms_to_ns(timeout_ms);
-    pthread_cond_broadcast(&w->wake);
-    pthread_cond_broadcast(&w->merge);
-    pthread_mutex_unlock(&w->mu);
+    pgw_stop_begin(w, timeout_ms);
     pthread_join(w->merger, NULL);
     pthread_join(w->thread, NULL);
     int rc = w->stop_rc;

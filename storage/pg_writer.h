@@ -47,7 +47,8 @@
  * dropped likewise.
  *
  * Thread-safety: every function may be called from any thread, except
- * pgw_stop (once, and nothing else on w after it starts). */
+ * pgw_stop (once, and nothing else on w after it starts; pgw_stop_begin
+ * may come before it). */
 #ifndef GA_PG_WRITER_H
 #define GA_PG_WRITER_H
 
@@ -223,7 +224,14 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st);
 /* Graceful stop: refuse new units, flush and commit everything pending,
  * close the connection, free w.  If it cannot commit within timeout_ms
  * (< 0: wait forever) it gives up, logs what stayed uncommitted (it is
- * still in the journal) and returns GA_ETIMEDOUT; else 0.  NULL: no-op. */
+ * still in the journal) and returns GA_ETIMEDOUT; else 0.  After
+ * pgw_stop_begin the earlier of the two deadlines holds.  NULL: no-op. */
 int pgw_stop(struct pgw *w, int timeout_ms);
+
+/* Begin pgw_stop's graceful stop without waiting for it: new units are
+ * refused and what is not committed timeout_ms from now (< 0: no limit)
+ * is given up.  Writers begun together wait out one deadline side by side,
+ * not one after another; pgw_stop then joins each.  NULL: no-op. */
+void pgw_stop_begin(struct pgw *w, int timeout_ms);
 
 #endif

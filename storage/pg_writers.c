@@ -372,12 +372,15 @@ int pgws_stop(struct pgws *s, int timeout_ms)
     if (!s)
         return 0;
     int rc = 0;
-    /* let every writer commit at once, then stop them one by one */
+    /* let every writer commit at once, all against one deadline, then
+     * join them one by one */
     for (int i = 0; s->w && i < s->n; i++)
         if (s->w[i])
             pgw_flush(s->w[i], ignore_flushed, NULL);
+    for (int i = 0; s->w && i < s->n; i++)
+        pgw_stop_begin(s->w[i], timeout_ms);
     for (int i = 0; s->w && i < s->n; i++) {
-        int r = s->w[i] ? pgw_stop(s->w[i], timeout_ms) : 0;
+        int r = s->w[i] ? pgw_stop(s->w[i], timeout_ms) : 0;   /* the earlier deadline holds */
         rc = rc ? rc : r;
     }
     for (int i = 0; s->share && i < s->n; i++) {

@@ -63,8 +63,9 @@ void pgws_get_status(struct pgws *s, struct pgw_status *st);
  * into st as pgws_get_status does. */
 void pgws_status_merge(struct pgw_status *st, const struct pgw_status *o, uint64_t parts);
 
-/* pgw_stop on every writer (in parallel deadlines); the first error.  NULL:
- * no-op. */
+/* pgw_stop on every writer, all against one deadline timeout_ms from now
+ * (they wait side by side: the whole stop takes timeout_ms, not one
+ * timeout_ms per writer); the first error.  NULL: no-op. */
 int pgws_stop(struct pgws *s, int timeout_ms);
 
 #endif

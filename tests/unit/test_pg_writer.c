@@ -2,7 +2,8 @@
  * random round trip across partitions (bit-exact; half the units as wide
  * records), coalescing, late points,
  * metric definitions and counters, checkpoint and commit callback, flush
- * requests, backpressure, replay skipping, graceful stop, the fresh-bucket
+ * requests, backpressure, replay skipping, graceful stop (several writers
+ * that cannot commit give up against one deadline), the fresh-bucket
  * COPY path and its fallback, flushes of new metrics without the policy
  * row's lock, window-set counts applied by key. */
 #include <math.h>
@@ -19,6 +20,7 @@
 #include "storage/pg_load.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_writer.h"
+#include "storage/pg_writers.h"
 #include "tests/unit/harness.h"
 #include "tests/unit/test_pg_env.h"
 #include "tests/unit/wide_pack.h"
@@ -409,6 +411,40 @@ static void test_backpressure(void)
     int64_t t0 = ga_now_mono_ns();
     CHECK_INT(pgw_stop(w, 300), GA_ETIMEDOUT);
     CHECK((ga_now_mono_ns() - t0) / 1000000 < 3000);
+}
+
+static int part_of_id(void *ctx, uint32_t metric)
+{
+    (void)ctx;
+    return (int)(metric % GA_PARTITIONS);
+}
+
+static int never_stop(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* Writers that cannot commit (PostgreSQL down) stop against one deadline,
+ * side by side: four of them give up after about timeout_ms, not four
+ * times it (the daemon's SIGTERM bound counts on it). */
+static void test_writers_stop_one_deadline(void)
+{
+    struct pgws *s;
+    struct pgws_opts o = { .w = opts(NULL), .nwriters = 4, .partition_of = part_of_id };
+    o.w.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
+    CHECK_INT(pgws_start(&s, &o), 0);
+    struct ga_agg a[4];
+    for (int i = 0; i < 4; i++)       /* metrics 0..3: partitions 0..3, one to each writer */
+        a[i] = (struct ga_agg){ (uint32_t)i, GA_M_MEAN, 0, 1000, 1000, i + 1.0 };
+    struct pgw_unit u = { .aggs = a, .naggs = 4, .lsn = 1 };
+    CHECK_INT(pgws_submit(s, &u, never_stop, NULL), 0);
+    int64_t t0 = ga_now_mono_ns();
+    CHECK_INT(pgws_stop(s, 400), GA_ETIMEDOUT);
+    int64_t ms = (ga_now_mono_ns() - t0) / 1000000;
+    if (ms >= 1000)
+        harness_fail(__FILE__, __LINE__, "4 writers stopped in %lld ms, one deadline is 400",
+                     (long long)ms);
 }
 
 /* A fresh journal is numbered from the clock (daemon.c): before the first
@@ -1272,6 +1308,7 @@ void run_tests(void)
     RUN(test_late_points_and_counters);
     RUN(test_flush_request_and_stop);
     RUN(test_backpressure);
+    RUN(test_writers_stop_one_deadline);
     RUN(test_lag_counts_from_floor);
     RUN(test_replay_skips_committed);
     RUN(test_window_tails);
