@@ -19,6 +19,7 @@
 #include "daemon/loop_call.h"
 #include "daemon/ingest/pipeline.h"
 #include "daemon/notify.h"
+#include "daemon/stop_guard.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "gpu/cuda.h"
@@ -28,7 +29,8 @@
 #include "storage/pg_conn.h"
 #include "storage/pg_query.h"
 
-#define DRAIN_INGEST_MS 10000          /* acks still owed after this are not sent */
+#define DRAIN_INGEST_MS 10000          /* acks still owed after this (or after half of
+                                          storage.stop_timeout_ms, if less) are not sent */
 
 const char *ga_state_name(enum ga_state s)
 {
@@ -295,6 +297,32 @@ static void close_loop_handles(struct ga_daemon *d)
     uv_close((uv_handle_t *)&d->housekeeping, on_closed_noop);
 }
 
+/* What is left of the drain's stages' time (storage.stop_timeout_ms from
+ * the signal), in milliseconds, 0 when it is over. */
+static int stop_left_ms(const struct ga_daemon *d)
+{
+    int64_t left = (d->stop_deadline_ns - ga_now_mono_ns()) / 1000000;
+    return left > 0 ? (int)left : 0;
+}
+
+/* After the engine stopped: records acknowledged (durable) that the
+ * journal could not let go of are not all in PostgreSQL (the writers
+ * could not commit them, or the engine never loaded); they stay for the
+ * next start, and the exit status says so. */
+static void check_committed(struct ga_daemon *d)
+{
+    struct jnl_stats js;
+    jnl_get_stats(d->journal, &js);
+    uint64_t from = js.released_lsn > js.first_lsn ? js.released_lsn : js.first_lsn;
+    if (js.durable_lsn <= from)
+        return;
+    ga_log(GA_LOG_ERROR, "stop_uncommitted", "journal_bytes=%llu from_lsn=%llu durable_lsn=%llu "
+           "msg=\"acknowledged records not yet in PostgreSQL stay in the journal and are "
+           "replayed at the next start; exit 1\"", (unsigned long long)(js.durable_lsn - from),
+           (unsigned long long)from, (unsigned long long)js.durable_lsn);
+    d->exit_code = 1;
+}
+
 /* Ingest has answered what it could and closed its connections: finish
  * the journal, aggregate and commit everything accepted, then stop.  Runs
  * from a timer, outside the ingest's own callbacks. */
@@ -302,6 +330,7 @@ static void drain_rest(uv_timer_t *t)
 {
     struct ga_daemon *d = t->data;
     if (ga_cluster_busy(d->cluster)) {
+        stop_guard_stage(d->stop_guard, "cluster_swap");
         uv_timer_start(t, drain_rest, 50, 0);   /* a worker swap finishes first */
         return;
     }
@@ -312,8 +341,10 @@ static void drain_rest(uv_timer_t *t)
         d->ingest_stopped = NULL;
     }
     if (d->pipeline) {
+        stop_guard_stage(d->stop_guard, "journal");
         pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
-        if (ew_stop(d->worker, d->cfg->storage.stop_timeout_ms) < 0)
+        stop_guard_stage(d->stop_guard, "engine");
+        if (ew_stop(d->worker, stop_left_ms(d)) < 0)
             d->exit_code = 1;            /* storage_stop_incomplete: systemd sees a failure */
         d->worker = NULL;
         pl_close(d->pipeline);
@@ -324,6 +355,7 @@ static void drain_rest(uv_timer_t *t)
         d->admit = NULL;
     }
     if (d->journal) {
+        check_committed(d);
         jnl_close(d->journal);
         d->journal = NULL;
     }
@@ -335,6 +367,7 @@ static void drain_rest(uv_timer_t *t)
         jsl_close(d->jsl);
         d->jsl = NULL;
     }
+    stop_guard_stage(d->stop_guard, "listeners");
     close_loop_handles(d);
 }
 
@@ -361,14 +394,24 @@ void ga_daemon_shutdown(struct ga_daemon *d, const char *why)
         return;
     d->state = GA_STATE_DRAINING;
     __atomic_store_n(&d->draining, 1, __ATOMIC_RELEASE);
-    ga_log(GA_LOG_INFO, "draining", "reason=%s", why);
+    /* Every stage below ends by the signal + stop_timeout_ms; the guard
+     * ends the process STOP_GUARD_GRACE_MS after that if one could not. */
+    int timeout_ms = d->cfg->storage.stop_timeout_ms;
+    d->stop_deadline_ns = ga_now_mono_ns() + (int64_t)timeout_ms * 1000000;
+    int rc = stop_guard_start(&d->stop_guard, timeout_ms + STOP_GUARD_GRACE_MS);
+    if (rc < 0)
+        ga_log(GA_LOG_WARN, "stop_guard", "error=\"%s\" msg=\"the stop is not bounded\"",
+               ga_strerror(rc));
+    ga_log(GA_LOG_INFO, "draining", "reason=%s bound_ms=%d", why, timeout_ms + STOP_GUARD_GRACE_MS);
     ga_notify("STOPPING=1\nSTATUS=draining (%s)", why);
     uv_signal_stop(&d->sig_hup);
     ga_job_service_drain(d);             /* cancel jobs; the workers are joined after the loop */
     /* Stop accepting; every stage then finishes and persists what it
      * accepted: ingest (acks owed) → journal → engine → storage. */
-    if (d->ingest)
-        ga_ingest_stop(d->ingest, DRAIN_INGEST_MS, on_ingest_drained, d);
+    stop_guard_stage(d->stop_guard, "ingest");
+    int ingest_ms = timeout_ms / 2 < DRAIN_INGEST_MS ? timeout_ms / 2 : DRAIN_INGEST_MS;
+    if (d->ingest)                       /* the rest of the time is the final commit's */
+        ga_ingest_stop(d->ingest, ingest_ms, on_ingest_drained, d);
     else
         on_ingest_drained(d);
 }
@@ -573,6 +616,7 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
 
     uv_run(d->loop, UV_RUN_DEFAULT);
 out:
+    stop_guard_stage(d->stop_guard, "close");
     ga_job_service_stop(d);              /* the control server's threads are gone */
     pgc_stop(d->storage);
     pgq_close(d->query);                 /* the control server's threads are gone */
@@ -581,7 +625,9 @@ out:
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;
-    ga_log(GA_LOG_INFO, "stopped", "exit_code=%d", rc);
+    int64_t stop_ms = stop_guard_elapsed_ms(d->stop_guard);
+    stop_guard_end(d->stop_guard);
+    ga_log(GA_LOG_INFO, "stopped", "exit_code=%d stop_ms=%lld", rc, (long long)stop_ms);
     free(d->cfg);
     free(d);
     return rc;

@@ -3,7 +3,10 @@
  * One libuv loop thread owns everything here.  Signals arrive as
  * uv_signal_t callbacks (no work in signal handlers):
  *   SIGTERM/SIGINT  graceful drain: stop accepting, finish and persist all
- *                   accepted work, exit 0
+ *                   accepted work, exit 0; exit 1 when something
+ *                   acknowledged stayed uncommitted (it stays in the
+ *                   journal).  It ends within storage.stop_timeout_ms +
+ *                   STOP_GUARD_GRACE_MS (daemon/stop_guard.h).
  *   SIGHUP          reload: validate the file first; a bad file is refused,
  *                   logged, and the running config stays
  * systemd's notify protocol is spoken when NOTIFY_SOCKET is set. */
@@ -41,6 +44,7 @@ struct ga_loop_call;
 struct jsl;
 struct ga_cluster;
 struct ga_engine;
+struct stop_guard;
 
 struct ga_daemon {
     uv_loop_t *loop;
@@ -50,6 +54,9 @@ struct ga_daemon {
     int draining;                        /* 1 once the drain began; __atomic (HTTP threads read it) */
     int64_t start_mono_ns;
     int exit_code;
+    int64_t stop_deadline_ns;            /* the drain's stages end by then (monotonic):
+                                            the signal + storage.stop_timeout_ms */
+    struct stop_guard *stop_guard;       /* ends the process if the drain overruns */
 
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t watchdog;

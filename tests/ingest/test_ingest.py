@@ -392,12 +392,17 @@ def test_backpressure_bounded_memory():
         assert st["ingest.backpressure_active"] == 1 and st["ingest.backpressure_pauses"] >= 1, st
         assert st["journal.retained_bytes"] <= 2 * 2**20, st
         stop.set()
-        assert d.stop(timeout=20) == 0, d.logtext()[-2000:]
+        # what was acknowledged is in the journal only: the drain says so
+        assert d.stop(timeout=20) == 1, d.logtext()[-2000:]
+        assert "event=stop_uncommitted" in d.logtext()
 
 
-def test_drain_exits_zero(d):
+def test_drain_exits_1_with_batches_only_journaled(d):
+    """Acknowledged batches that never reached PostgreSQL stay in the
+    journal: the drain ends promptly and exits 1 (docs/gpuaggd.8)."""
     assert d.proc.poll() is None, d.logtext()[-2000:]
-    assert d.stop() == 0, d.logtext()[-2000:]
+    assert d.stop() == 1, d.logtext()[-2000:]
+    assert "event=stop_uncommitted" in d.logtext(), d.logtext()[-2000:]
 
 
 def main():
@@ -407,7 +412,7 @@ def main():
                   test_split_byte_by_byte, test_malformed_closes_only_that_connection,
                   test_first_message_not_hello, test_fuzz_many_connections):
             R.run(t, d)
-        R.run(test_drain_exits_zero, d)
+        R.run(test_drain_exits_1_with_batches_only_journaled, d)
     for t in (test_tcp_token, test_max_frame_etoobig, test_max_connections_ebusy,
               test_idle_timeout, test_backpressure_bounded_memory):
         R.run(t)
