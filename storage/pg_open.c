@@ -623,7 +623,8 @@ int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
     for (size_t i = 0; i < o->npend; i++)
         if (o->pend[i].ent == NO_ENT)
             o->newp[o->nnewp++] = (uint64_t)o->pend[i].blk << 32 | i;
-    qsort(o->newp, o->nnewp, sizeof *o->newp, u64_order);
+    if (o->nnewp)                      /* newp may be NULL when nothing is new */
+        qsort(o->newp, o->nnewp, sizeof *o->newp, u64_order);
     for (size_t k = 0; k < o->nnewp; k++)
         if (!k || o->newp[k - 1] >> 32 != o->newp[k] >> 32)
             o->blk[o->newp[k] >> 32].newfirst = (uint32_t)k;
