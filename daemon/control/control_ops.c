@@ -399,6 +399,12 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("http.errors_5xx", hs.errors_5xx);
     KV("http.too_big", hs.too_big);
     KV("http.unauthorized", hs.unauthorized);
+    KV("http.header_timeouts", hs.header_timeouts);
+    KV("http.probe_timeouts", hs.probe_timeouts);
+    KV("http.wait_timeouts", hs.wait_timeouts);
+    KV("http.wait_evicted", hs.wait_evicted);
+    KV("http.refused_full", hs.refused_full);
+    KV("http.refused_peer", hs.refused_peer);
     KV("resources.samples_seen", rs.seen);
     KV("resources.recorded", rs.recorded);
     KV("resources.dropped", rs.dropped);

@@ -701,6 +701,15 @@ void http_get_stats(const struct http_server *s, struct http_stats *o)
     o->too_big = m->too_big;
     o->unauthorized = m->unauthorized;
     o->connections = m->connections;
+    struct http_admit_stats as = { 0 };
+    if (m->admit)
+        http_admit_get_stats(m->admit, &as);
+    o->header_timeouts = as.header_timeouts;
+    o->probe_timeouts = as.probe_timeouts;
+    o->wait_timeouts = as.wait_timeouts;
+    o->wait_evicted = as.wait_evicted;
+    o->refused_full = as.refused_full;
+    o->refused_peer = as.refused_peer;
 }
 
 struct ga_daemon *http_server_app(const struct http_server *s)

@@ -87,6 +87,12 @@ extern const int http_nroutes;
 struct http_stats {
     uint64_t requests, errors_4xx, errors_5xx, too_big, unauthorized;
     int connections;                  /* open now */
+    /* the door's (http_admit.h): shut at the header deadline, probe
+     * places shut at their hold, waiting connections closed (partial
+     * request; evicted for a newer one), 503 for no place (the address's
+     * places taken) */
+    uint64_t header_timeouts, probe_timeouts, wait_timeouts, wait_evicted;
+    uint64_t refused_full, refused_peer;
 };
 
 /* Start listening on cfg->listen.http ("host:port", port 0 = any) with the

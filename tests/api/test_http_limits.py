@@ -184,6 +184,8 @@ def test_slow_headers_keep_probes():
         assert "event=http_shed header_timeouts=" in log and \
             any("header_timeouts=0 " not in line for line in log.splitlines()
                 if "event=http_shed" in line), log[-2000:]
+        st = d.call("stats")["result"]
+        assert st["http.header_timeouts"] >= 4, st
         assert d.stop() == 0
 
 
@@ -209,6 +211,8 @@ def test_per_peer_cap():
         time.sleep(0.2)
         assert get(d, "/")[0] == 200
         held[0].close()
+        st = d.call("stats")["result"]
+        assert st["http.refused_peer"] == 1 and st["http.refused_full"] == 0, st
         assert d.stop() == 0
 
 
