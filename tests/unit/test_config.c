@@ -57,6 +57,8 @@ static void test_defaults_validate(void)
     CHECK_INT(cfg.engine.workers, GA_CONFIG_AUTO);
     CHECK_INT(cfg.limits.max_metrics, 0);
     CHECK_INT(cfg.limits.max_future_s, 86400);
+    CHECK_INT(cfg.http.header_timeout_s, 10);
+    CHECK_INT(cfg.http.max_connections_per_peer, 16);
     CHECK_INT(cfg.sizing.done, 0);
     CHECK_INT(cfg.gpu.all, 1);
     CHECK_INT(cfg.gpu.streams, 2);
@@ -539,6 +541,14 @@ static void test_v_limits(void)
     CHECK_FAILS("limits:\n  max_future_s: -1\n",
                 "t.yaml:2: limits.max_future_s: -1 out of range 0..315360000 (seconds, "
                 "0 = no bound but 2200-01-01)");
+    /* the HTTP door: a header deadline and a cap an address */
+    CHECK_LOADS("http:\n  header_timeout_s: 1\n  max_connections_per_peer: 65536\n");
+    CHECK_INT(cfg.http.header_timeout_s, 1);
+    CHECK_INT(cfg.http.max_connections_per_peer, 65536);
+    CHECK_FAILS("http:\n  header_timeout_s: 0\n",
+                "t.yaml:2: http.header_timeout_s: 0 out of range 1..3600 (seconds)");
+    CHECK_FAILS("http:\n  max_connections_per_peer: 0\n",
+                "t.yaml:2: http.max_connections_per_peer: 0 out of range 1..65536 (connections)");
 }
 
 static void test_v_jobs(void)
