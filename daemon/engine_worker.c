@@ -128,13 +128,16 @@ int ew_stop(struct ga_engine_worker *g, int timeout_ms)
 {
     if (!g)
         return 0;
-    /* every worker drains and saves its windows at once; then their
-     * writers' final commits share one deadline */
+    /* One deadline from here: the workers drain and save their windows at
+     * once (a journal replay still running at half of it is cut, the rest
+     * replayed at the next start), then their writers' final commits get
+     * what is left. */
+    struct timespec until = ga_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
+    int64_t cut_ns = ga_now_mono_ns() + (int64_t)timeout_ms * 1000000 / 2;
     for (int k = 0; k < g->n; k++)
-        pw_request_stop(g->w[k]);
+        pw_request_stop(g->w[k], cut_ns);
     for (int k = 0; k < g->n; k++)
         pw_join(g->w[k]);
-    struct timespec until = ga_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
     int rc = 0;
     for (int k = 0; k < g->n; k++) {
         struct timespec now;

@@ -75,7 +75,8 @@ struct ga_part_worker {
     struct pgws *writers;             /* one per group of partitions (storage.writers) */
     pthread_t thread;
     int joined;
-    pthread_mutex_t mu;               /* guards: stop, st, cfg_next, flushes */
+    pthread_mutex_t mu;               /* guards: stop, stop_deadline_ns, st, cfg_next, flushes */
+    int64_t stop_deadline_ns;         /* monotonic: a replay still running then is cut */
     int stop;
     struct ew_status st;
     struct ga_config *cfg;            /* the worker's own copy */
@@ -105,6 +106,8 @@ struct ga_part_worker {
     uint64_t loaded_max_lsn;          /* records ending at or below may be partly in windows */
     uint64_t processed_lsn;
     int broken;                       /* a batch was not stored: claim no more windows */
+    int cut;                          /* a replay was cut short by the stop: feed nothing more
+                                         (the window sets at processed_lsn still hold) */
     struct ga_ratelimit late_rl;
     uint64_t windows_lost;            /* failover windows lost so far */
     /* cluster mode (pw_start_cluster): the stream instead of the journal */
@@ -151,6 +154,16 @@ static int stopping(struct ga_part_worker *w)
     int s = w->stop;
     pthread_mutex_unlock(&w->mu);
     return s;
+}
+
+/* Stopping, and past the time pw_request_stop gave the engine: a replay
+ * stops where it is (the stop's bound, docs/ARCHITECTURE.md "Stopping"). */
+static int past_stop_deadline(struct ga_part_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int past = w->stop && ga_now_mono_ns() >= w->stop_deadline_ns;
+    pthread_mutex_unlock(&w->mu);
+    return past;
 }
 
 static void set_state(struct ga_part_worker *w, enum ew_state s)
@@ -591,6 +604,7 @@ struct replay_ctx {
     uint64_t until;                   /* stop at records at or above */
     uint64_t set_lsn;                 /* where the last full window set was taken */
     int full_sets;                    /* a full window set every segment (start-up replay) */
+    int cut;                          /* stopped before the end: the daemon is stopping */
 };
 
 static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
@@ -598,6 +612,10 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     struct replay_ctx *rc = ctx;
     if (lsn >= rc->until)
         return GA_ECANCELED;          /* caught up with the pipeline: stop */
+    if (past_stop_deadline(rc->w)) {
+        rc->cut = 1;                  /* what is fed so far stands; the rest is replayed */
+        return GA_ECANCELED;
+    }
     struct ing_msg m;
     char err[256];
     int t = ing_decode(payload, len, NULL, &m, err, sizeof err);
@@ -629,7 +647,10 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
     return 0;
 }
 
-static void replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int full_sets)
+/* Feed the journal's records [from, until) (those of this worker's
+ * partitions).  Returns 1 when the daemon's stop cut it short: every
+ * record below processed_lsn was fed, none after. */
+static int replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int full_sets)
 {
     struct jnl_stats js;
     jnl_get_stats(w->j, &js);
@@ -642,8 +663,8 @@ static void replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int 
         from = js.first_lsn;
     }
     if (from >= until)
-        return;
-    struct replay_ctx rc = { w, until, from, full_sets };
+        return 0;
+    struct replay_ctx rc = { w, until, from, full_sets, 0 };
     /* start-up replay is an event; reading back while running is counted
      * (pipeline.journal_only_batches) and logged at debug level */
     enum ga_log_level lvl = full_sets ? GA_LOG_INFO : GA_LOG_DEBUG;
@@ -660,6 +681,11 @@ static void replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int 
         ga_log(lvl, "journal_replayed", "from=%llu until=%llu ms=%.0f",
                (unsigned long long)from, (unsigned long long)until,
                (double)(ga_now_mono_ns() - t0) / 1e6);
+    if (rc.cut)
+        ga_log(GA_LOG_INFO, "journal_replay_cut", "worker=%d at_lsn=%llu until=%llu msg=\"stopping: "
+               "the rest is replayed at the next start\"", w->lane,
+               (unsigned long long)w->processed_lsn, (unsigned long long)until);
+    return rc.cut;
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -978,8 +1004,9 @@ static void consume(struct ga_part_worker *w, const struct pl_entry *e)
         free(e->batch);
     } else if (e->skip) {
         skip_to(w, e->end);
+    } else if (replay(w, e->lsn, e->end, 0)) {  /* dropped from memory: read it back */
+        w->cut = 1;                    /* stopping: nothing after it is fed */
     } else {
-        replay(w, e->lsn, e->end, 0);  /* dropped from memory: read it back */
         w->processed_lsn = e->end;
     }
 }
@@ -1177,12 +1204,13 @@ static void *worker_main(void *arg)
     from = from == UINT64_MAX ? s.window_lsn : from;
     w->processed_lsn = from;
     w->last_tick_ns = ga_now_mono_ns();
-    replay(w, from, w->live_lsn, 1);
-    w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
+    w->cut = replay(w, from, w->live_lsn, 1);
+    if (!w->cut)
+        w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pgl_free(&s);
     set_state(w, EW_RUNNING);
     publish_backends(w);
-    for (;;) {
+    while (!w->cut) {
         take_reload(w);
         struct pl_entry e;
         /* batches ready one after another are gathered into one feed */
@@ -1269,16 +1297,18 @@ fail:
     return GA_ENOMEM;
 }
 
-void pw_request_stop(struct ga_part_worker *w)
+void pw_request_stop(struct ga_part_worker *w, int64_t deadline_ns)
 {
     pthread_mutex_lock(&w->mu);
+    if (!w->stop)
+        w->stop_deadline_ns = deadline_ns;
     w->stop = 1;
     pthread_mutex_unlock(&w->mu);
 }
 
 void pw_join(struct ga_part_worker *w)
 {
-    pw_request_stop(w);
+    pw_request_stop(w, ga_now_mono_ns());
     if (!w->joined)
         pthread_join(w->thread, NULL);
     w->joined = 1;

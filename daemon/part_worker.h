@@ -48,9 +48,11 @@ struct pw_opts {
 };
 
 int pw_start(struct ga_part_worker **out, const struct pw_opts *o);
-/* Ask the thread to stop (it drains its lane and saves a window set of
- * every partition); pw_join waits for it. */
-void pw_request_stop(struct ga_part_worker *w);
+/* Ask the thread to stop: it drains its lane and saves a window set of
+ * every partition; a journal replay still running at deadline_ns
+ * (monotonic) stops there, and nothing after it is fed (the rest stays in
+ * the journal for the next start).  pw_join waits for it. */
+void pw_request_stop(struct ga_part_worker *w, int64_t deadline_ns);
 void pw_join(struct ga_part_worker *w);
 /* Join, stop its writers (up to timeout_ms for the final commit) and free.
  * 0 or the writers' error. */
