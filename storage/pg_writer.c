@@ -61,6 +61,9 @@ struct pgw {
     struct flush_req *reqs;
     int stopping, exited;
     int64_t stop_deadline_mono;       /* 0: none */
+    PGcancel *cancel;                 /* the connection's, while connected: pgw_stop cancels
+                                         a statement still running at its deadline */
+    int cancel_sent;
     int64_t flushing_oldest_mono;     /* 0: nothing being written */
     uint64_t flushing_rows, flushing_units;
     size_t wrest_rows;                /* the windows of a set set aside (slice_windows) */
@@ -128,6 +131,18 @@ static int sleep_ms(struct pgw *w, int ms)
     return stop;
 }
 
+/* Close the connection (writer thread), its cancel handle first. */
+static void close_conn(struct pgw *w)
+{
+    pthread_mutex_lock(&w->mu);
+    PGcancel *c = w->cancel;
+    w->cancel = NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (c)
+        PQfreeCancel(c);
+    pgt_close(&w->tc);
+}
+
 static int next_backoff(struct pgw *w)
 {
     pthread_mutex_lock(&w->mu);
@@ -183,7 +198,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
     if (rc == 0 && !w->open_loaded) {
         /* the blocks of this writer's partitions, before its first flush */
         if ((rc = pgo_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0) {
-            pgt_close(&w->tc);
+            close_conn(w);
         } else {
             w->open_loaded = 1;
             pthread_mutex_lock(&w->mu);
@@ -203,7 +218,9 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         w->backoff_ms = 0;
         w->next_maint_mono = 0;
         w->last_activity_mono = ga_now_mono_ns();
+        PGcancel *cancel = PQgetCancel(w->tc.c);
         pthread_mutex_lock(&w->mu);
+        w->cancel = cancel;
         w->st.connects++;
         if (cp.committed_lsn > w->st.committed_lsn)
             w->st.committed_lsn = w->skip_lsn = cp.committed_lsn;
@@ -330,7 +347,7 @@ static int isolate(struct pgw *w, const char *err, uint64_t *unrecorded)
         return 0;
     }
     if (rc == GA_EIO)
-        pgt_close(&w->tc);
+        close_conn(w);
     ga_log(GA_LOG_WARN, "storage_isolation_failed", "probes=%d error=\"%s\"", r.probes, why);
     return rc;
 }
@@ -388,7 +405,7 @@ static int write_batch(struct pgw *w)
         if (rc == GA_EIO) {
             /* The commit may have happened before the link broke. */
             maybe_committed = 1;
-            pgt_close(&w->tc);
+            close_conn(w);
         }
         int wait = next_backoff(w);
         pthread_mutex_lock(&w->mu);
@@ -618,7 +635,7 @@ static void maintain(struct pgw *w)
     if (rc < 0) {
         ga_log(GA_LOG_WARN, "storage_maintenance_failed", "error=\"%s\"", err);
         if (rc == GA_EIO)
-            pgt_close(&w->tc);
+            close_conn(w);
         return;
     }
     pthread_mutex_lock(&w->mu);
@@ -637,7 +654,7 @@ static void idle_check(struct pgw *w)
     w->last_activity_mono = ga_now_mono_ns();
     if (pgu_exec(w->tc.c, "SELECT 1", err, sizeof err) < 0) {
         ga_log(GA_LOG_WARN, "storage_writer_lost", "error=\"%s\"", err);
-        pgt_close(&w->tc);
+        close_conn(w);
         set_state(w, PGC_CONNECTING, err);
     }
 }
@@ -746,7 +763,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
     }
     complete(w, 0, GA_ESHUTDOWN);
-    pgt_close(&w->tc);
+    close_conn(w);
     pthread_mutex_lock(&w->mu);
     w->exited = 1;
     set_state_locked(w, PGC_STOPPED);
@@ -975,6 +992,26 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     if (!w)
         return 0;
     pgw_stop_begin(w, timeout_ms);
+    /* Past the deadline a statement still running (a lock, a server that
+     * stopped answering) is cancelled: the writer then gives up as at any
+     * failure past the deadline, and the stop keeps its bound. */
+    pthread_mutex_lock(&w->mu);
+    while (!w->exited) {
+        int64_t dl = w->stop_deadline_mono, now = ga_now_mono_ns();
+        if (dl && now >= dl && w->cancel && !w->cancel_sent) {
+            char e[256] = "";
+            w->cancel_sent = 1;
+            int ok = PQcancel(w->cancel, e, sizeof e);
+            ga_log(GA_LOG_WARN, "storage_stop_cancel", "parts=0x%016" PRIx64 " sent=%d error=\"%s\"",
+                   w->o.parts, ok, e);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t wait = dl && dl > now ? dl - now : 100000000;
+        until = ga_timespec_add_ns(until, wait < 100000000 ? wait : 100000000);
+        pthread_cond_timedwait(&w->done, &w->mu, &until);
+    }
+    pthread_mutex_unlock(&w->mu);
     pthread_join(w->merger, NULL);
     pthread_join(w->thread, NULL);
     int rc = w->stop_rc;

@@ -10,8 +10,9 @@ private PostgreSQL per test, with stop_timeout_ms 1000 (a bound of 6 s):
 * the first start while PostgreSQL is unreachable (the engine still
   loading), with acknowledged batches in the journal: exit 1;
 * a replay of a 40 MB journal in progress while the database blocks every
-  commit (another session holds a lock on metrics): exit 1 — the writers
-  are stuck in a statement, so the stop guard ends the stop at the bound.
+  commit (another session holds a lock on metrics): exit 1 — the replay is
+  cut at half the deadline and the writers' statements, stuck on the lock,
+  are cancelled at the deadline (the stop guard is the last resort).
 
 The journal's file system out of space is tests/ingest/test_journal_full.py
 (it needs root to mount a small tmpfs).  Each stop's wall time is printed;
