@@ -222,7 +222,7 @@ const struct ga_policy *ga_config_policy_for(const struct ga_config *c, const ch
     return ga_config_policy(c, i >= 0 ? c->rules[i].policy : c->default_policy);
 }
 
-static int64_t int_field(const struct ga_config *c, const struct ga_config_key *kd)
+int64_t ga_config_int(const struct ga_config *c, const struct ga_config_key *kd)
 {
     const char *p = (const char *)c + kd->off;
     if (kd->size == sizeof(int64_t)) {
@@ -244,8 +244,8 @@ static int same(const struct ga_config *a, const struct ga_config *b, const stru
         /* a holds what auto resolved to: "auto" again is no change, and
          * neither is the number it resolved to; auto where a number was
          * set is one (sizing happens at start only). */
-        int64_t vb = int_field(b, kd);
-        return vb <= 0 ? sz->is_auto : int_field(a, kd) == vb;
+        int64_t vb = ga_config_int(b, kd);
+        return vb <= 0 ? sz->is_auto : ga_config_int(a, kd) == vb;
     }
     switch (kd->type) {
     case GA_K_STR:

@@ -272,6 +272,8 @@ struct ga_config_key {
 };
 extern const struct ga_config_key ga_config_keys[];
 extern const int ga_config_nkeys;
+/* The value of an integer key's field (int or int64_t) in c. */
+int64_t ga_config_int(const struct ga_config *c, const struct ga_config_key *kd);
 /* The table entry of a dotted key, NULL if there is none. */
 const struct ga_config_key *ga_config_find_key(const char *key);
 

@@ -167,19 +167,6 @@ static const struct range ranges[] = {
     { "http.max_points", 1, 100000000, "points" },
 };
 
-static int64_t field_value(const struct ga_config *c, const struct ga_config_key *kd)
-{
-    const char *p = (const char *)c + kd->off;
-    if (kd->size == sizeof(int64_t)) {
-        int64_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    int v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* Range-check every numeric key of one section ("storage."). */
 static int check_ranges(const struct ga_config *c, const char *section, char *err, size_t errlen)
 {
@@ -189,7 +176,7 @@ static int check_ranges(const struct ga_config *c, const char *section, char *er
         if (strncmp(r->key, section, sl) != 0)
             continue;
         const struct ga_config_key *kd = ga_config_find_key(r->key);
-        int64_t v = field_value(c, kd);
+        int64_t v = ga_config_int(c, kd);
         if (kd->auto_ok && v == GA_CONFIG_AUTO)
             continue;                           /* sized at start */
         if (v < r->min || v > r->max)

@@ -244,6 +244,57 @@ def policy_yaml(name, granularity_s, methods, points=100000):
             "default_archive_policy: %s\n" % (name, granularity_s, points, ", ".join(methods), name))
 
 
+def batch_sensitive_policy(name):
+    """A policy whose answers depend on how points are grouped into batches
+    (rate:, a percentile, std, back_window 1): for comparing two ways of
+    feeding the same batches."""
+    return ("archive_policies:\n  - name: %s\n    back_window: 1\n    definition:\n"
+            "      - { granularity: 1s, points: 100000 }\n"
+            "      - { granularity: 10s, points: 100000 }\n"
+            "    aggregation_methods: [mean, count, std, 50pct, last, rate:mean, rate:max]\n"
+            "default_archive_policy: %s\n" % (name, name))
+
+
+def random_points(rng, nnames, points, base):
+    """points points of each of nnames names around base (ns): out of order,
+    one in 20 older than a back_window of 1 at 1 s (late).  Returns
+    (index, ts, values)."""
+    index, ts, vals = [], [], []
+    for j in range(nnames):
+        for _ in range(points):
+            t = base + rng.randrange(-6 * 10**9, 2 * 10**9)
+            if rng.random() < 0.05:
+                t -= 80 * 10**9               # older than the window: late
+            index.append(j)
+            ts.append(t)
+            vals.append(rand_value(rng))
+    return index, ts, vals
+
+
+def run_suite(R, S, setup, tests, cleanup=None):
+    """setup(), then each test through R; at the end S.d is stopped (a
+    non-zero exit fails the suite), S.pg stopped, cleanup() run."""
+    try:
+        setup()
+        for t in tests:
+            R.run(t)
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        R.failed += 1
+    finally:
+        if S.d:
+            rc = S.d.stop(timeout=60)
+            if rc != 0:
+                print("FAIL gpuaggd exited %r" % rc)
+                R.failed += 1
+        if S.pg:
+            S.pg.stop()
+        if cleanup:
+            cleanup()
+    R.finish()
+
+
 def rng_for(name):
     seed = int(os.environ.get("GA_TEST_SEED", "0")) or random.randrange(1, 1 << 30)
     print("%s: seed %d (GA_TEST_SEED to repeat)" % (name, seed))

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 
-from inglib import (IngestDaemon, PrivatePG, Results, engine_running, flush, friendly, rand_value,
+from inglib import (run_suite, IngestDaemon, PrivatePG, Results, engine_running, flush, friendly, rand_value,
                     rng_for, send_ack)
 
 R = Results("bad_rows")
@@ -126,23 +126,4 @@ def test_restart_does_not_replay_into_the_wall():
 
 
 if __name__ == "__main__":
-    try:
-        setup()
-        R.run(test_refused_metric_does_not_block_others)
-        R.run(test_highest_timestamp_every_granularity)
-        R.run(test_restart_does_not_replay_into_the_wall)
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        R.failed += 1
-    finally:
-        if S.d:
-            rc = S.d.stop(timeout=60)
-            if rc != 0:
-                print("FAIL gpuaggd exited %r" % rc)
-                R.failed += 1
-        if S.pg:
-            S.pg.stop()
-        if S.tmp and not os.environ.get("GA_KEEP"):
-            shutil.rmtree(S.tmp, ignore_errors=True)
-    R.finish()
+    run_suite(R, S, setup, [test_refused_metric_does_not_block_others, test_highest_timestamp_every_granularity, test_restart_does_not_replay_into_the_wall], cleanup=lambda: S.tmp and not os.environ.get("GA_KEEP") and shutil.rmtree(S.tmp, ignore_errors=True))

@@ -20,7 +20,7 @@ import time
 
 import msgpack
 
-from inglib import (Client, IngestDaemon, PrivatePG, Results, columnar, flush, friendly,
+from inglib import (run_suite, Client, IngestDaemon, PrivatePG, Results, columnar, flush, friendly,
                     policy_yaml, rand_value, rfc3339, rng_for, wait_for)
 
 R = Results("door_checks")
@@ -222,22 +222,4 @@ def test_bidi_name_refused_others_stored():
 
 
 if __name__ == "__main__":
-    try:
-        setup()
-        R.run(test_year_ahead_point_refused_later_points_stored)
-        R.run(test_ceilometer_sample_ahead_refused)
-        R.run(test_status_late_by_reason_and_bound_reloaded_off)
-        R.run(test_bidi_name_refused_others_stored)
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        R.failed += 1
-    finally:
-        if S.d:
-            rc = S.d.stop(timeout=60)
-            if rc != 0:
-                print("FAIL gpuaggd exited %r" % rc)
-                R.failed += 1
-        if S.pg:
-            S.pg.stop()
-    R.finish()
+    run_suite(R, S, setup, [test_year_ahead_point_refused_later_points_stored, test_ceilometer_sample_ahead_refused, test_status_late_by_reason_and_bound_reloaded_off, test_bidi_name_refused_others_stored])

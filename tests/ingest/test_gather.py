@@ -15,16 +15,13 @@ equal."""
 import subprocess
 import time
 
-from inglib import (PG_PRIVATE, STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush,
-                    rand_value, rng_for, send_batch, wait_for)
+from inglib import (PG_PRIVATE, STORED_SQL, IngestDaemon, PrivatePG, Results,
+                    batch_sensitive_policy, engine_running, flush, random_points, rng_for,
+                    send_batch, wait_for)
 
 R = Results("gather")
 RNG = rng_for("gather")
-POLICY = ("archive_policies:\n  - name: gather\n    back_window: 1\n    definition:\n"
-          "      - { granularity: 1s, points: 100000 }\n"
-          "      - { granularity: 10s, points: 100000 }\n"
-          "    aggregation_methods: [mean, count, std, 50pct, last, rate:mean, rate:max]\n"
-          "default_archive_policy: gather\n")
+POLICY = batch_sensitive_policy("gather")
 BATCHES, SETS, PER_SET, POINTS = 30, 10, 100, 3
 T0 = (int(time.time()) // 600 - 1) * 600 * 10**9   # recent: retention keeps it
 
@@ -33,17 +30,7 @@ def make_batches():
     out = []
     for k in range(BATCHES):
         names = ["gather.%d" % (k % SETS * PER_SET + j) for j in range(PER_SET)]
-        index, ts, vals = [], [], []
-        base = T0 + k * 4 * 10**9
-        for j in range(PER_SET):
-            for _ in range(POINTS):
-                t = base + RNG.randrange(-6 * 10**9, 2 * 10**9)
-                if RNG.random() < 0.05:
-                    t -= 80 * 10**9               # older than the window: late
-                index.append(j)
-                ts.append(t)
-                vals.append(rand_value(RNG))
-        out.append((names, index, ts, vals))
+        out.append((names,) + random_points(RNG, PER_SET, POINTS, T0 + k * 4 * 10**9))
     return out
 
 

@@ -17,7 +17,7 @@ import json
 import os
 import socket
 
-from inglib import (ROOT, Client, IngestDaemon, PrivatePG, Results, columnar, friendly,
+from inglib import (run_suite, ROOT, Client, IngestDaemon, PrivatePG, Results, columnar, friendly,
                     policy_yaml, rand_value, rng_for, wait_for)
 
 R = Results("ts_range")
@@ -150,21 +150,4 @@ def test_ceilometer_vector_2262_refused():
 
 
 if __name__ == "__main__":
-    try:
-        setup()
-        R.run(test_ack_rejects_2262_among_good_points)
-        R.run(test_good_points_committed_and_queryable)
-        R.run(test_ceilometer_vector_2262_refused)
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        R.failed += 1
-    finally:
-        if S.d:
-            rc = S.d.stop(timeout=60)
-            if rc != 0:
-                print("FAIL gpuaggd exited %r" % rc)
-                R.failed += 1
-        if S.pg:
-            S.pg.stop()
-    R.finish()
+    run_suite(R, S, setup, [test_ack_rejects_2262_among_good_points, test_good_points_committed_and_queryable, test_ceilometer_vector_2262_refused])

@@ -13,16 +13,12 @@ belongs to one worker is flushed (the others' positions move with skip
 entries) and lets the journal go."""
 import time
 
-from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush,
-                    rand_value, rng_for, send_batch, wait_for)
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, batch_sensitive_policy,
+                    engine_running, flush, random_points, rng_for, send_batch, wait_for)
 
 R = Results("workers")
 RNG = rng_for("workers")
-POLICY = ("archive_policies:\n  - name: lanes\n    back_window: 1\n    definition:\n"
-          "      - { granularity: 1s, points: 100000 }\n"
-          "      - { granularity: 10s, points: 100000 }\n"
-          "    aggregation_methods: [mean, count, std, 50pct, last, rate:mean, rate:max]\n"
-          "default_archive_policy: lanes\n")
+POLICY = batch_sensitive_policy("lanes")
 METRICS, PER_BATCH, POINTS = 400, 100, 3
 T0 = (int(time.time()) // 600 - 1) * 600 * 10**9   # recent: retention keeps it
 
@@ -31,17 +27,7 @@ def make_batches(n, first):
     out = []
     for k in range(first, first + n):
         names = ["lanes.%d" % ((k * 37 + j) % METRICS) for j in range(PER_BATCH)]
-        index, ts, vals = [], [], []
-        base = T0 + k * 4 * 10**9
-        for j in range(PER_BATCH):
-            for _ in range(POINTS):
-                t = base + RNG.randrange(-6 * 10**9, 2 * 10**9)
-                if RNG.random() < 0.05:
-                    t -= 80 * 10**9               # older than the window: late
-                index.append(j)
-                ts.append(t)
-                vals.append(rand_value(RNG))
-        out.append((names, index, ts, vals))
+        out.append((names,) + random_points(RNG, PER_BATCH, POINTS, T0 + k * 4 * 10**9))
     return out
 
 
