@@ -199,6 +199,7 @@ struct query_job {
     char method[32];
     int64_t granularity_ns, start_ns, stop_ns;
     uint64_t limit;
+    int loading;                      /* the engine had not loaded its state yet */
 };
 
 void ctlq_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
@@ -231,7 +232,15 @@ static void query_run(void *arg)
     size_t n = 0;
     int rc = pgq_query(j->q, j->metric, j->granularity_ns, j->method, j->start_ns, j->stop_ns, &p,
                        &n, why, sizeof why);
-    if (rc < 0) {
+    if (rc < 0 && j->loading) {
+        /* before the first load the schema may not be there yet: say so
+         * rather than only the database's "relation does not exist" */
+        char db[sizeof err];
+        rc = map_pgq_error(rc, why, db, sizeof db);
+        snprintf(err, sizeof err, "the engine has not loaded its state from PostgreSQL yet (a "
+                 "first start migrates the schema then; gpuaggctl flush waits for it): %.400s", db);
+        ga_ctl_reply(j->req, rc, NULL, err);
+    } else if (rc < 0) {
         rc = map_pgq_error(rc, why, err, sizeof err);
         ga_ctl_reply(j->req, rc, NULL, err);
     } else {
@@ -311,6 +320,11 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     if (rc == 0) {
         j->req = req;
         j->q = d->query;
+        if (d->worker) {
+            struct ew_status st;
+            ew_get_status(d->worker, &st);
+            j->loading = st.state == EW_LOADING;
+        }
     }
     return defer_job(req, query_run, j, rc, err, errlen);
 }

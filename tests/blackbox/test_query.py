@@ -287,6 +287,7 @@ def test_flush_while_loading():
         assert 1.4 <= time.time() - t0 < 10, time.time() - t0
         r = d.ctl("query", "x", "--granularity", "60", "--method", "mean", timeout=30)
         assert r.returncode == 1 and "(EDB)" in r.stderr, r
+        assert "the engine has not loaded its state from PostgreSQL yet" in r.stderr, r
         assert d.stop() == 0
 
 
