@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
@@ -140,6 +142,58 @@ static int connect_to(struct ctl_client *c, const struct ctl_opts *o, int timeou
 
 /* ---- flush ---------------------------------------------------------------- */
 
+#define FLUSH_PROGRESS_MS 3000
+
+struct flush_progress {
+    const struct ctl_opts *o;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+};
+
+/* While a flush takes long, say every FLUSH_PROGRESS_MS on stderr what it
+ * waits on: the engine's state, the storage's, the journal still to commit. */
+static void *flush_progress_main(void *arg)
+{
+    struct flush_progress *fp = arg;
+    int64_t t0 = (int64_t)time(NULL);
+    pthread_mutex_lock(&fp->mu);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += FLUSH_PROGRESS_MS / 1000;
+        while (!fp->done && pthread_cond_timedwait(&fp->cv, &fp->mu, &until) == 0)
+            ;
+        if (fp->done)
+            break;
+        pthread_mutex_unlock(&fp->mu);
+        struct ctl_client c;
+        struct ctl_reply r;
+        char err[256];
+        if (ctl_client_connect(&c, fp->o->socket, 2000) == 0 &&
+            ctl_client_call(&c, "status", NULL, 0, &r, err, sizeof err) == 0 && r.ok) {
+            const msgpack_object *eng = mp_map_get(r.result, "engine");
+            const msgpack_object *st = mp_map_get(r.result, "storage");
+            const char *es = "?", *ss = "?";
+            size_t el = 1, sl = 1;
+            uint64_t lag = 0;
+            if (eng)
+                mp_get_str(eng, "state", &es, &el);
+            if (st) {
+                mp_get_str(st, "state", &ss, &sl);
+                mp_get_uint(st, "lag_journal_bytes", &lag);
+            }
+            fprintf(stderr, "gpuaggctl: flush: waiting %llds: engine %.*s, storage %.*s, "
+                    "%llu journal bytes to commit\n", (long long)((int64_t)time(NULL) - t0),
+                    (int)el, es, (int)sl, ss, (unsigned long long)lag);
+        }
+        ctl_client_close(&c);
+        pthread_mutex_lock(&fp->mu);
+    }
+    pthread_mutex_unlock(&fp->mu);
+    return NULL;
+}
+
 static int cmd_flush(int argc, char **argv, const struct ctl_opts *o)
 {
     if (argc > 0)
@@ -156,7 +210,20 @@ static int cmd_flush(int argc, char **argv, const struct ctl_opts *o)
         msgpack_pack_map(&pk, 1);
         mp_pack_kv_uint(&pk, "timeout_ms", (uint64_t)timeout_ms);
         struct ctl_reply r;
+        struct flush_progress fp = { .o = o };
+        pthread_mutex_init(&fp.mu, NULL);
+        pthread_cond_init(&fp.cv, NULL);
+        pthread_t th;
+        int have_th = pthread_create(&th, NULL, flush_progress_main, &fp) == 0;
         code = call(&c, "flush", &sb, &r);
+        pthread_mutex_lock(&fp.mu);
+        fp.done = 1;
+        pthread_cond_signal(&fp.cv);
+        pthread_mutex_unlock(&fp.mu);
+        if (have_th)
+            pthread_join(th, NULL);
+        pthread_cond_destroy(&fp.cv);
+        pthread_mutex_destroy(&fp.mu);
         msgpack_sbuffer_destroy(&sb);
         if (code == EXIT_OK && o->json) {
             mp_to_json(r.result, stdout, 1);
