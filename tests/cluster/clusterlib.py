@@ -93,14 +93,15 @@ POLICY = inglib.policy_yaml("cl", 1, ["mean", "sum", "count", "max", "min", "las
 class ClusterDaemon(IngestDaemon):
     """gpuaggd in cluster mode, member `name`."""
 
-    def __init__(self, pg, nats, name, replicas=3, stream="GATEST", extra="", writers=2):
+    def __init__(self, pg, nats, name, replicas=3, stream="GATEST", extra="", writers=2,
+                 storage=None):
         self.name = name
         cl = ("cluster: { nats: \"%s\", stream: %s, replicas: %d, member: %s, heartbeat_ms: 250, "
               "member_timeout_ms: 2000, publish_timeout_ms: 2000 }\n"
               % (nats.urls(), stream, replicas, name))
-        super().__init__(conninfo=pg.conninfo, extra=cl + POLICY + extra,
-                         storage={"writers": writers, "flush_interval_ms": 100,
-                                  "window_snapshot_s": 10})
+        st = {"writers": writers, "flush_interval_ms": 100, "window_snapshot_s": 10}
+        st.update(storage or {})
+        super().__init__(conninfo=pg.conninfo, extra=cl + POLICY + extra, storage=st)
         if os.environ.get("GA_CLUSTER_DIAG"):
             self.env["GA_LOG_NO_TS"] = "0"     # timestamps, to line the logs up
 
