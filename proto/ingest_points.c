@@ -63,13 +63,7 @@ int ing_reject_future(struct ing_batch *b, uint64_t index, int64_t ts,
                       const struct ing_limits *lim)
 {
     char t[TS_RFC3339_LEN + 1];
-    ts_format_rfc3339(ts, t, sizeof t);
-    size_t k = TS_RFC3339_LEN - 1;              /* the 'Z' */
-    while (t[k - 1] == '0')
-        k--;
-    if (t[k - 1] == '.')
-        k--;
-    t[k] = 'Z', t[k + 1] = '\0';
+    ts_format_rfc3339_short(ts, t, sizeof t);
     return ing_reject_fmt(b, index, "timestamp %s" ING_R_FUTURE_MID "%lld s ahead", t,
                           (long long)lim->max_future_s);
 }

@@ -229,3 +229,16 @@ int ts_format_rfc3339(int64_t ns, char *buf, size_t len)
              (int)(sod / 60 % 60), (int)(sod % 60), (int)frac);
     return TS_RFC3339_LEN;
 }
+
+int ts_format_rfc3339_short(int64_t ns, char *buf, size_t len)
+{
+    if (ts_format_rfc3339(ns, buf, len) < 0)
+        return GA_ERANGE;
+    size_t k = TS_RFC3339_LEN - 1;              /* the 'Z' */
+    while (buf[k - 1] == '0')
+        k--;
+    if (buf[k - 1] == '.')
+        k--;
+    buf[k] = 'Z', buf[k + 1] = '\0';
+    return (int)k + 1;
+}

@@ -47,5 +47,9 @@ int ts_from_seconds(double sec, int64_t *ns);
  *   buf, len   output buffer; needs len >= TS_RFC3339_LEN + 1
  * Returns TS_RFC3339_LEN, or GA_ERANGE (buf untouched) when len is short. */
 int ts_format_rfc3339(int64_t ns, char *buf, size_t len);
+/* The same with the fraction's trailing zeros left out, and the '.' when
+ * ns is a whole second: "2026-11-22T15:04:05.5Z", "2026-11-22T15:04:05Z".
+ * Returns the length written, or GA_ERANGE as ts_format_rfc3339. */
+int ts_format_rfc3339_short(int64_t ns, char *buf, size_t len);
 
 #endif

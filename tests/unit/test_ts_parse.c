@@ -171,6 +171,15 @@ static void test_format(void)
     CHECK_STR(buf, "2262-04-11T23:47:16.854775807Z");
     ts_format_rfc3339(1483228800000000000LL, buf, sizeof buf);
     CHECK_STR(buf, "2017-01-01T00:00:00.000000000Z");
+    CHECK_INT(ts_format_rfc3339_short(1483228800000000000LL, buf, sizeof buf), 20);
+    CHECK_STR(buf, "2017-01-01T00:00:00Z");
+    CHECK_INT(ts_format_rfc3339_short(1795273445500000000LL, buf, sizeof buf), 22);
+    CHECK_STR(buf, "2026-11-21T15:04:05.5Z");
+    ts_format_rfc3339_short(1795273445123456789LL, buf, sizeof buf);
+    CHECK_STR(buf, "2026-11-21T15:04:05.123456789Z");
+    ts_format_rfc3339_short(-1, buf, sizeof buf);
+    CHECK_STR(buf, "1969-12-31T23:59:59.999999999Z");
+    CHECK_INT(ts_format_rfc3339_short(0, buf, TS_RFC3339_LEN), GA_ERANGE);
     memset(buf, 'x', sizeof buf);
     CHECK_INT(ts_format_rfc3339(0, buf, TS_RFC3339_LEN), GA_ERANGE);
     CHECK(buf[0] == 'x');
