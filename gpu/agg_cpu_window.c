@@ -31,15 +31,6 @@ static int64_t bucket_of(int64_t ts, int64_t g)
     return ts - ts % g;                        /* ts >= 0: floor */
 }
 
-/* First block timestamp of a window whose newest point is last. */
-static int64_t first_block(int64_t last, const struct agg_pol *pol)
-{
-    int64_t span;
-    if (__builtin_mul_overflow(pol->block, pol->bw, &span))
-        return INT64_MIN;
-    return bucket_of(last, pol->block) - span;
-}
-
 /* First i in [lo, hi) with ts[i] >= key, hi if none. */
 static size_t lower_bound(const int64_t *ts, size_t lo, size_t hi, int64_t key)
 {
@@ -93,7 +84,7 @@ void agg_job_stage(struct agg_job *j, struct agg_stage *st, struct agg_scratch *
     const struct agg_pol *pol = j->pol;
     int64_t *ts = st->ts + j->off;
     double *val = st->val + j->off;
-    int64_t fbt = w->n ? first_block(w->ts[w->n - 1], pol) : INT64_MIN;
+    int64_t fbt = w->n ? agg_pol_first_block(pol, w->ts[w->n - 1]) : INT64_MIN;
     j->err = agg_scratch_reserve_pairs(s, j->k);
     if (j->err)
         return;
@@ -326,7 +317,7 @@ void agg_win_truncate(struct agg_win *w, const struct agg_pol *pol)
     size_t n = w->n;
     if (!n)
         return;
-    size_t cut = lower_bound(w->ts, 0, n, first_block(w->ts[n - 1], pol));
+    size_t cut = lower_bound(w->ts, 0, n, agg_pol_first_block(pol, w->ts[n - 1]));
     if (cut) {
         memmove(w->ts, w->ts + cut, (n - cut) * sizeof *w->ts);
         memmove(w->val, w->val + cut, (n - cut) * sizeof *w->val);

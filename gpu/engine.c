@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gpu/cuda.h"
+#include "gpu/pol.h"
 #include "proto/base/hash.h"
 #include "proto/ga_err.h"
 
@@ -185,6 +186,22 @@ int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w)
         return GA_ENOENT;
     struct ga_backend *b = e->b[e->slot_of[id]];
     return b->ops->window_get(b, id, w);
+}
+
+int ga_engine_window_floor(struct ga_engine *e, uint32_t id, int64_t *floor)
+{
+    struct ga_window w = { 0 };
+    int rc = ga_engine_window_get(e, id, &w);
+    if (rc < 0)
+        return rc;
+    struct agg_pol pol;
+    *floor = INT64_MIN;
+    rc = agg_pol_init(&pol, e->m[id].policy);
+    if (rc == 0 && w.n)
+        *floor = agg_pol_first_block(&pol, w.ts[w.n - 1]);
+    free(w.ts);
+    free(w.value);
+    return rc;
 }
 
 static void free_windows(struct ga_window *out, const size_t *idx, size_t n)

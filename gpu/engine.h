@@ -220,6 +220,12 @@ int ga_engine_window_get(struct ga_engine *e, uint32_t id, struct ga_window *w);
  * go (a window set of a partition: one copy from the GPU, not one per
  * metric).  0, or as ga_engine_window_get with nothing allocated in out. */
 int ga_engine_windows_get(struct ga_engine *e, const uint32_t *ids, size_t n, struct ga_window *out);
+/* The first timestamp metric id's window takes now (agg_pol_first_block of
+ * its newest point; INT64_MIN for an empty window): a point before it is
+ * late (GA_LATE_WINDOW).  Reads the window (ga_engine_window_get): for the
+ * rare metric whose points were found late, not for every feed.  0,
+ * GA_ENOENT, GA_ENOMEM or GA_EINVAL. */
+int ga_engine_window_floor(struct ga_engine *e, uint32_t id, int64_t *floor);
 int ga_engine_window_put(struct ga_engine *e, uint32_t id, const struct ga_policy *p,
                          const struct ga_window *w);
 int  ga_engine_nbackends(const struct ga_engine *e);

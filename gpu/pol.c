@@ -37,3 +37,11 @@ int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p)
     pol->rate_need = ga_methods_need(pol->rate, pol->nrate);
     return 0;
 }
+
+int64_t agg_pol_first_block(const struct agg_pol *pol, int64_t newest)
+{
+    int64_t span;
+    if (__builtin_mul_overflow(pol->block, pol->bw, &span))
+        return INT64_MIN;
+    return newest - newest % pol->block - span;     /* newest >= 0: its block */
+}

@@ -28,4 +28,10 @@ struct agg_pol {
 /* Fill the derived fields of pol from pol->p.  0 or GA_EINVAL. */
 int agg_pol_init(struct agg_pol *pol, const struct ga_policy *p);
 
+/* The first timestamp a window whose newest point is at newest still
+ * takes: the start of newest's block less back_window blocks (one more
+ * with rate:).  An earlier point is late (GA_LATE_WINDOW).  INT64_MIN when
+ * the span overflows. */
+int64_t agg_pol_first_block(const struct agg_pol *pol, int64_t newest);
+
 #endif
