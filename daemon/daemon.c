@@ -10,6 +10,7 @@
 
 #include "daemon/cluster.h"
 #include "daemon/ingest/admit.h"
+#include "daemon/ingest/late_notice.h"
 #include "daemon/control/control.h"
 #include "daemon/engine_worker.h"
 #include "daemon/http/ceilo_resources.h"
@@ -216,6 +217,11 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
         return rc;
     }
     pl_set_admit(d->pipeline, d->admit);
+    if ((rc = ga_late_notice_open(&d->late_notice)) < 0) {
+        snprintf(err, errlen, "late notice: %s", ga_strerror(rc));
+        return rc;
+    }
+    pl_set_late_notice(d->pipeline, d->late_notice);
     if (c->listen.http[0]) {
         if ((rc = cres_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
             snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
@@ -354,6 +360,8 @@ static void drain_rest(uv_timer_t *t)
         ga_admit_close(d->admit);
         d->admit = NULL;
     }
+    ga_late_notice_close(d->late_notice);   /* after the workers and the pipeline */
+    d->late_notice = NULL;
     if (d->journal) {
         check_committed(d);
         jnl_close(d->journal);

@@ -68,6 +68,8 @@ struct ga_daemon {
     struct jnl *journal;
     struct ga_pipeline *pipeline;
     struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/ingest/admit.h) */
+    struct ga_late_notice *late_notice;  /* window floors for the acks (daemon/ingest/late_notice.h);
+                                            NULL in cluster mode */
     struct ga_ingest *ingest;
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;     /* cluster mode: NULL while being replaced */

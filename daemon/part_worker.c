@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "daemon/ingest/admit.h"
+#include "daemon/ingest/late_notice.h"
 #include "daemon/daemon.h"
 #include "proto/base/grow.h"
 #include "proto/base/log.h"
@@ -399,6 +400,34 @@ static void log_late(struct ga_part_worker *w, const struct ga_result *r)
            ga_late_reason_name(l->reason), (unsigned long long)suppressed);
 }
 
+/* Tell the door (late_notice.h) the window floor of the metrics whose
+ * points were late (reason window) and not explained by the floor it has:
+ * a window read each, at most NOTICE_POSTS a feed (a few metrics that a
+ * clock sends behind their windows are the case; many late at once cost
+ * no more than this). */
+#define NOTICE_POSTS 16
+
+static void post_late(struct ga_part_worker *w, const struct ga_result *r)
+{
+    struct ga_late_notice *n = w->d->late_notice;
+    int posts = 0;
+    uint32_t last = UINT32_MAX;
+    for (size_t i = 0; n && i < r->nlate && posts < NOTICE_POSTS; i++) {
+        const struct ga_late *l = &r->late[i];
+        if (l->reason != GA_LATE_WINDOW || l->metric == last)
+            continue;
+        last = l->metric;
+        struct ga_metric_info *mi = ga_metrics_get(w->metrics, l->metric);
+        int64_t floor;
+        if (!mi || (ga_late_notice_floor(n, mi->name, strlen(mi->name), &floor) && l->ts < floor))
+            continue;
+        if (ga_engine_window_floor(w->engine, l->metric, &floor) == 0 && l->ts < floor) {
+            ga_late_notice_post(n, mi->name, strlen(mi->name), floor);
+            posts++;
+        }
+    }
+}
+
 /* Take in one batch covering journal records [lsn, end): its names
  * interned (new metrics registered with the engine), its points added to
  * the gathered ones; with mine set (a record read back from the journal
@@ -528,6 +557,7 @@ static int feed_gathered(struct ga_part_worker *w)
             w->m[id].dirty = DIRTY_TAIL;
     }
     log_late(w, &w->res);
+    post_late(w, &w->res);
     struct pgw_unit u = {
         .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .lsn = end,

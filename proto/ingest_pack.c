@@ -118,20 +118,33 @@ void ing_pack_points_columnar(msgpack_packer *pk, uint64_t seq, uint32_t nnames,
     pack_le_bin(pk, value, n, 8);
 }
 
-void ing_pack_ack(msgpack_packer *pk, uint64_t seq, uint64_t accepted, size_t nrejected,
-                  const struct ing_reject *rejected)
+static void pack_points(msgpack_packer *pk, const char *key, size_t n, const struct ing_reject *p)
 {
-    msgpack_pack_map(pk, 4);
+    mp_pack_cstr(pk, key);
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_pack_map(pk, 2);
+        mp_pack_kv_uint(pk, "index", p[i].index);
+        mp_pack_kv_str(pk, "reason", p[i].reason);
+    }
+}
+
+void ing_pack_ack_late(msgpack_packer *pk, uint64_t seq, uint64_t accepted, size_t nrejected,
+                       const struct ing_reject *rejected, size_t nlate, const struct ing_reject *late)
+{
+    msgpack_pack_map(pk, nlate ? 5 : 4);
     mp_pack_kv_str(pk, "type", "ack");
     mp_pack_kv_uint(pk, "seq", seq);
     mp_pack_kv_uint(pk, "accepted", accepted);
-    mp_pack_cstr(pk, "rejected");
-    msgpack_pack_array(pk, nrejected);
-    for (size_t i = 0; i < nrejected; i++) {
-        msgpack_pack_map(pk, 2);
-        mp_pack_kv_uint(pk, "index", rejected[i].index);
-        mp_pack_kv_str(pk, "reason", rejected[i].reason);
-    }
+    pack_points(pk, "rejected", nrejected, rejected);
+    if (nlate)
+        pack_points(pk, "late", nlate, late);
+}
+
+void ing_pack_ack(msgpack_packer *pk, uint64_t seq, uint64_t accepted, size_t nrejected,
+                  const struct ing_reject *rejected)
+{
+    ing_pack_ack_late(pk, seq, accepted, nrejected, rejected, 0, NULL);
 }
 
 void ing_pack_error(msgpack_packer *pk, int code, const char *message, int has_seq, uint64_t seq)

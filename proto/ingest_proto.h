@@ -220,6 +220,10 @@ void ing_pack_points_columnar(msgpack_packer *pk, uint64_t seq, uint32_t nnames,
 /* Ack; rejected may be NULL when nrejected is 0. */
 void ing_pack_ack(msgpack_packer *pk, uint64_t seq, uint64_t accepted, size_t nrejected,
                   const struct ing_reject *rejected);
+/* The same with the accepted points known to be behind their metric's
+ * window: key "late" (left out when nlate is 0), shaped as "rejected". */
+void ing_pack_ack_late(msgpack_packer *pk, uint64_t seq, uint64_t accepted, size_t nrejected,
+                       const struct ing_reject *rejected, size_t nlate, const struct ing_reject *late);
 
 /* Error: code a negative GA_E*, "name" ga_errname(code), message NULL packs
  * ga_strerror(code); has_seq 0 leaves "seq" out. */

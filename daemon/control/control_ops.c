@@ -304,6 +304,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.points_accepted", s->in.points_accepted);
     KV("ingest.points_rejected", s->in.points_rejected);
     KV("ingest.points_rejected_future", s->in.points_rejected_future);
+    KV("ingest.points_late_noticed", s->in.points_late_noticed);
     KV("ingest.protocol_errors", s->in.protocol_errors);
     KV("ingest.auth_failures", s->in.auth_failures);
     KV("ingest.idle_timeouts", s->in.idle_timeouts);

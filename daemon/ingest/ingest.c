@@ -107,7 +107,7 @@ static void send_ack(struct ic_conn *c, const struct pl_item *it)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    ing_pack_ack(&pk, it->seq, it->accepted, it->nrejected, it->rejected);
+    ing_pack_ack_late(&pk, it->seq, it->accepted, it->nrejected, it->rejected, it->nlate, it->late);
     conn_send(c, &sb);
 }
 
@@ -296,6 +296,7 @@ static void conn_pump(struct ic_conn *c)
             g->st.batches_acked++;
             g->st.points_accepted += it->accepted;
             g->st.points_rejected += it->nrejected;
+            g->st.points_late_noticed += it->nlate;
             for (size_t i = 0; i < it->nrejected; i++)
                 g->st.points_rejected_future += ing_reason_is_future(it->rejected[i].reason);
         } else if (s == PL_FAILED) {

@@ -35,6 +35,7 @@ struct ga_ingest_stats {
     uint64_t inflight_waits;            /* reads that stopped at max_inflight unacked batches */
     uint64_t conns_refused_peer;        /* refused at limits.max_connections_per_peer */
     uint64_t points_rejected_future;    /* of points_rejected: limits.max_future_s */
+    uint64_t points_late_noticed;       /* accepted, listed in the ack's late */
     /* by row of ic_listeners[]: the slots its struct ic_counter table names */
     uint64_t listener[IC_MAX_LISTENERS][IC_MAX_COUNTERS];
 };

@@ -2,16 +2,20 @@
 #include "daemon/ingest/pipeline.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "daemon/ingest/admit.h"
+#include "daemon/ingest/late_notice.h"
 #include "proto/base/deadline.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
+#include "proto/ts_parse.h"
 #include "storage/js_log.h"
 
 #define PL_PREC_MAX_BYTES (256 * 1024)   /* one message's points (estimated) */
@@ -50,6 +54,7 @@ struct ga_pipeline {
     int stopped;                       /* pl_stop done: what is not durable now never will be */
     int journal_full;                  /* the last append found journal.max_bytes reached */
     struct ga_admit *admit;            /* limits.max_metrics, checked at decode; may be NULL */
+    struct ga_late_notice *notice;     /* window floors for the ack's late; may be NULL */
     int64_t full_since_ns;             /* since when (monotonic) */
 
     struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
@@ -92,6 +97,61 @@ static int copy_rejections(struct pl_item *it, const struct ing_batch *b)
         chars += n;
     }
     it->nrejected = b->nrejected;
+    return 0;
+}
+
+/* The ack's late: the accepted points of b before their metric's floor in
+ * n, each with its metric's floor in the reason.  Flat positions are the
+ * rejected ones (b->rejected, ascending) or the accepted points in order. */
+static int note_late(struct pl_item *it, const struct ing_batch *b, const struct ga_late_notice *n)
+{
+    if (!b->n || !b->nnames)
+        return 0;
+    int64_t *floor = malloc(b->nnames * sizeof *floor);
+    if (!floor)
+        return GA_ENOMEM;
+    int any = 0;
+    for (uint32_t i = 0; i < b->nnames; i++) {
+        floor[i] = INT64_MIN;
+        any |= ga_late_notice_floor(n, b->names[i], b->name_len[i], &floor[i]);
+    }
+    size_t nlate = 0;
+    for (size_t k = 0; any && k < b->n; k++)
+        nlate += b->ts[k] < floor[b->name_idx[k]];
+    if (!nlate) {
+        free(floor);
+        return 0;
+    }
+    /* one reason a metric, shared by its points */
+    char **why = calloc(b->nnames, sizeof *why);
+    it->late = why ? malloc(nlate * sizeof *it->late) : NULL;
+    if (!it->late) {
+        free(why);
+        free(floor);
+        return GA_ENOMEM;
+    }
+    size_t r = 0, k = 0, out = 0;
+    for (uint64_t pos = 0; k < b->n; pos++) {
+        if (r < b->nrejected && b->rejected[r].index == pos) {
+            r++;
+            continue;
+        }
+        uint32_t ni = b->name_idx[k];
+        if (b->ts[k++] >= floor[ni])
+            continue;
+        if (!why[ni]) {
+            char t[TS_RFC3339_LEN + 1];
+            ts_format_rfc3339_short(floor[ni], t, sizeof t);
+            if (asprintf(&why[ni], "behind its metric's window, which takes no point before %s: "
+                         "stored as a late point, not aggregated", t) < 0)
+                why[ni] = NULL;
+        }
+        it->late[out++] = (struct ing_reject){ pos, why[ni] ? why[ni] : "behind its metric's window" };
+    }
+    it->nlate = out;
+    it->late_text = why;
+    it->late_ntext = b->nnames;
+    free(floor);
     return 0;
 }
 
@@ -286,6 +346,8 @@ static void decode_work(uv_work_t *w)
                 rc = GA_ENOMEM;
             } else {
                 rc = copy_rejections(it, b);
+                if (rc == 0 && dc->p->notice)
+                    rc = note_late(it, b, dc->p->notice);
             }
         } else if (rc >= 0) {
             static const char *const names[] = { "hello", "points", "ack", "error" };
@@ -381,6 +443,10 @@ void pl_item_free(struct pl_item *it)
         return;
     free(it->frame);
     free(it->rejected);
+    free(it->late);
+    for (size_t i = 0; i < it->late_ntext; i++)
+        free(it->late_text[i]);
+    free(it->late_text);
     free(it->record);
     for (size_t i = 0; i < it->nprecs; i++)
         free(it->precs[i].data);
@@ -691,6 +757,11 @@ enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it
 void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a)
 {
     p->admit = a;
+}
+
+void pl_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n)
+{
+    p->notice = n;
 }
 
 int pl_journal_full(struct ga_pipeline *p)

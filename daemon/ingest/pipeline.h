@@ -82,6 +82,11 @@ struct pl_item {
     uint64_t accepted;
     size_t nrejected;
     struct ing_reject *rejected;  /* copies, owned by the item */
+    size_t nlate;                 /* accepted points behind their metric's window as
+                                     the door knew it (late_notice.h): the ack's late */
+    struct ing_reject *late;      /* owned by the item */
+    char **late_text;             /* its reasons, one a name (NULL: none) */
+    size_t late_ntext;
     struct ing_batch *batch;      /* handed to the engine queue by the sequencer */
     struct ing_batch **lane_batch; /* several lanes: the batch split, one per lane
                                      (NULL: no point there), instead of batch */
@@ -174,6 +179,11 @@ int pl_journal_full(struct ga_pipeline *p);
  * daemon/ingest/admit.h) before it is journaled.  Call before the first pl_decode. */
 struct ga_admit;
 void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
+/* List in each protocol-v1 ack the accepted points behind their metric's
+ * window as n knows it (daemon/ingest/late_notice.h).  Call before the
+ * first pl_decode. */
+struct ga_late_notice;
+void pl_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n);
 void pl_item_free(struct pl_item *item);
 
 /* Engine side (the worker of one lane, one thread a lane): the lane's next

@@ -153,7 +153,8 @@ def test_ceilometer_sample_ahead_refused():
 def test_status_late_by_reason_and_bound_reloaded_off():
     """Without the bound (reloaded to 0) a year-ahead point is accepted and
     the metric's later points become late points: `status` shows them by
-    reason, as `stats` does."""
+    reason, as `stats` does, and once the engine has seen the first of
+    them the acks list them in `late`."""
     d = S.d
     with open(d.cfg) as f:
         text = f.read()
@@ -170,18 +171,36 @@ def test_status_late_by_reason_and_bound_reloaded_off():
     assert c.recv()["accepted"] == 1
     c.send(friendly(5, [("silenced.m", [[now, 2.0], [now + NS, 3.0]])]))
     a = c.recv()
-    assert a["accepted"] == 2 and not a["rejected"], a          # the ack cannot know
+    # the first late batch leaves before the engine has seen it: its ack
+    # cannot know (proto/INGEST.md §3, "late")
+    assert a["accepted"] == 2 and not a["rejected"] and "late" not in a, a
+    flush(d)
+    # the engine has told the door the metric's floor: the next ack lists
+    # the points behind it (a rejected NaN first: indices are the batch's)
+    floor = (now + YEAR_NS) // G_NS * G_NS
+    other = (now // G_NS) * G_NS
+    c.send(friendly(6, [("silenced.m", [[now + 2 * NS, float("nan")], [now + 3 * NS, 4.0]]),
+                        ("noticed.ok", [[other, 1.0]]),
+                        ("silenced.m", [[floor, 5.0], [now + 4 * NS, 6.0]])]))
+    a = c.recv()
+    why = "behind its metric's window, which takes no point before %sZ: stored as a late " \
+        "point, not aggregated" % rfc3339(floor)[:19]
+    assert a["accepted"] == 4 and [r["index"] for r in a["rejected"]] == [0], a
+    assert [(r["index"], r["reason"]) for r in a["late"]] == [(1, why), (4, why)], a
     c.close()
     flush(d)
+    assert d.stats()["ingest.points_late_noticed"] == 2, d.stats()
+    assert rows("silenced.m") == [(floor, 2.0)], rows("silenced.m")
+    assert rows("noticed.ok") == [(other, 1.0)]
     eng = d.call("status")["result"]["engine"]
     st = d.stats()
-    assert eng["late"]["window"] - before["late"]["window"] == 2, (before, eng)
+    assert eng["late"]["window"] - before["late"]["window"] == 4, (before, eng)
     assert eng["late"]["window"] == st["engine.late.window"], (eng, st)
     assert eng["late_points"] == st["engine.late_points"], (eng, st)
     out = d.ctl("status").stdout
     assert "late" in out and "window" in out, out
     assert S.pg.sql("SELECT count(*) FROM late_points l JOIN metrics m ON m.id = l.metric "
-                    "WHERE m.name = 'silenced.m' AND l.reason = 'window'") == [["2"]]
+                    "WHERE m.name = 'silenced.m' AND l.reason = 'window'") == [["4"]]
     d.write_config(text)
     assert d.ctl("reload").returncode == 0
 

@@ -65,7 +65,7 @@ class Client:
         self._seq = 0
         self._closed = False
         self._sock = None
-        self.stats = {"queued": 0, "acked": 0, "rejected": 0, "dropped_queue_full": 0,
+        self.stats = {"queued": 0, "acked": 0, "rejected": 0, "late": 0, "dropped_queue_full": 0,
                       "dropped_refused": 0, "reconnects": 0, "connect_failures": 0}
         self._last_drop_log = 0.0
         self._dropped_since_log = 0
@@ -214,6 +214,13 @@ class Client:
                 i = r.get("index", -1)
                 LOG.warning("gpuagg publisher: gpuaggd refused point %s of metric %r: %s", i,
                             pts[i][0] if 0 <= i < len(pts) else "?", r.get("reason"))
+            late = msg.get("late") or []        # accepted, behind their metric's window
+            self.stats["late"] += len(late)
+            for r in late[:1]:
+                i = r.get("index", -1)
+                LOG.warning("gpuagg publisher: %d points stored as late, e.g. point %s of metric "
+                            "%r: %s", len(late), i, pts[i][0] if 0 <= i < len(pts) else "?",
+                            r.get("reason"))
             self._cv.notify_all()
             return True
         if msg.get("type") == "error":
