@@ -46,9 +46,9 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 
 # gpu/jobs/X/: a job kind's kernels.  X.c is the CPU reference (always
 # built), X_gpu.cu the CUDA version (CUDA=1), X_nocuda.c its stand-in
-# answering ENOGPU (CUDA=0), X_rpc.c its job glue (gpu/jobs/kind.h);
-# gpu/jobs/*.c are the kinds' table (kinds.c) and helpers they share.  A .c
-# and a .cu must not share a stem: both would be X.o.
+# answering ENOGPU (CUDA=0); gpu/jobs/*.c the helpers they share.  Its job
+# glue is daemon/jobs/X_rpc.c (daemon/jobs/kind.h).  A .c and a .cu must not
+# share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
 # Generated at build time: the documented counters (docs/COUNTERS.md) for
@@ -151,12 +151,14 @@ demo-cluster: deps
 	@/usr/bin/python3 tools/demo-cluster.py
 test: deps check-layout
 	@$(MAKE) --no-print-directory all
+	@tools/check-layout.sh --symbols $(BUILD)/obj
 	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan build-asan/tests-stamp
 	@$(MAKE) --no-print-directory SAN=thread BUILD=build-tsan $(TSAN_TESTS)
 	@tests/run.sh
 unit: all
 	@tests/run.sh unit
-# No #include across a layer the wrong way (docs/LAYOUT.md).
+# No #include across a layer the wrong way (docs/LAYOUT.md); `make test`
+# checks the built objects' symbols too (--symbols).
 check-layout:
 	@tools/check-layout.sh
 asan:

@@ -1,5 +1,5 @@
 /* job_kinds.h — the job service: the job manager (jobs.h) started with
- * the kinds of gpu/jobs/kinds.c (gpu/jobs/kind.h) and jobs.* of the
+ * the kinds of daemon/jobs/kinds.c (daemon/jobs/kind.h) and jobs.* of the
  * running config. */
 #ifndef GA_JOB_KINDS_H
 #define GA_JOB_KINDS_H
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "daemon/jobs/jobs.h"
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 
 struct ga_daemon;
 

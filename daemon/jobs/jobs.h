@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 
 enum ga_job_state { GA_JOB_QUEUED, GA_JOB_RUNNING, GA_JOB_DONE, GA_JOB_FAILED, GA_JOB_CANCELLED };
 const char *ga_job_state_name(enum ga_job_state s);

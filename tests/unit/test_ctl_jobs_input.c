@@ -12,7 +12,7 @@
 #include <msgpack.h>
 
 #include "daemon/jobs/job_kinds.h"
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/matrix.h"
 #include "gpu/jobs/dot/dot.h"
 #include "gpu/jobs/kmeans/kmeans.h"
 #include "gpu/jobs/resample/resample.h"

@@ -1,12 +1,12 @@
 /* kind.h — a job kind (docs/JOBS.md): what the job service (daemon/jobs/)
  * calls, and the helpers the kinds share.
  *
- * A kind lives in one folder, gpu/jobs/X/: its kernels and its RPC glue
- * X_rpc.c, which defines its struct ga_job_kind.  A kind validates its
+ * A kind's kernels and CPU reference live in gpu/jobs/X/; its RPC glue,
+ * daemon/jobs/X_rpc.c, defines its struct ga_job_kind.  A kind validates its
  * parameters before the job is queued (clear errors naming the parameter),
  * reads its input on the job worker (inline bytes, or the file named by the
  * reserved parameter JK_INPUT_PATH), and packs one msgpack result object.
- * The table of kinds is ga_job_kinds[] (gpu/jobs/kinds.c).
+ * The table of kinds is ga_job_kinds[] (daemon/jobs/kinds.c).
  *
  * Input files.  job.submit resolves a client's input_path with realpath and
  * accepts it only inside one of jobs.input_dirs; the resolved path travels

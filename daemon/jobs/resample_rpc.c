@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 #include "proto/base/log.h"
 #include "gpu/cuda.h"
 #include "gpu/jobs/resample/resample.h"

@@ -3,7 +3,7 @@
  * cluster keeps its centre.  docs/JOBS.md, "kmeans".
  *
  * Params: k (required), loops (10), threshold (0.001), memberships (0|1),
- * threads; objects either from the input (a matrix, gpu/jobs/matrix.h; coords,
+ * threads; objects either from the input (a matrix, daemon/jobs/matrix.h; coords,
  * when given, must match its columns) or from the lab generator: coords and
  * mb (megabytes of objects, as the classic lab) or nobjs.  On the job's GPU
  * when it has one, else the CPU reference.  Result:
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/kind.h"
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/kind.h"
+#include "daemon/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"

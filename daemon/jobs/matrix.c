@@ -1,12 +1,12 @@
 /* matrix.c — binary ("GAMX") and CSV matrix inputs (see matrix.h). */
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/matrix.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 #include "proto/ga_err.h"
 
 static uint64_t le64(const uint8_t *p)

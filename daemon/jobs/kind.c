@@ -1,6 +1,6 @@
 /* kind.c — parameters and the input/result helpers the kinds share
  * (see kind.h). */
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  *
  * Contracts: one from the params g, r, x, steps; or many from the input, a
  * CSV of the columns g,r,x,steps (a header line allowed) or a binary matrix
- * of 4 columns (gpu/jobs/matrix.h), whole numbers.  table=1 also returns each
+ * of 4 columns (daemon/jobs/matrix.h), whole numbers.  table=1 also returns each
  * contract's reserve table V(y), y = 0..120 (NaN past 120-x; at most
  * 10 000 contracts then).  Result {"contracts", "v0": [f64], "tables"?:
  * [[f64 x 121]], "device", "timings"}. */
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/jobs/kind.h"
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/kind.h"
+#include "daemon/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 #include "gpu/jobs/dot/dot.h"
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"

@@ -1,6 +1,6 @@
 /* kinds.c — the table of job kinds (kind.h); a kind is one folder,
  * gpu/jobs/X/, and one line here. */
-#include "gpu/jobs/kind.h"
+#include "daemon/jobs/kind.h"
 
 #include <stddef.h>
 

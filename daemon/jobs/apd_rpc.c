@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/jobs/kind.h"
-#include "gpu/jobs/matrix.h"
+#include "daemon/jobs/kind.h"
+#include "daemon/jobs/matrix.h"
 #include "proto/base/log.h"
 #include "gpu/jobs/apd/apd.h"
 #include "proto/ga_err.h"
