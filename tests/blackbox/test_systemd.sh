@@ -20,8 +20,8 @@ else
     if [ -z "$out" ]; then ok; else bad "systemd-analyze verify: $out"; fi
 fi
 
-for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg RuntimeDirectory=gpuaggd \
-         StateDirectory=gpuaggd ProtectSystem=strict NoNewPrivileges=yes PrivateTmp=yes \
+for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg RuntimeDirectory=gpuagg \
+         StateDirectory=gpuagg ProtectSystem=strict NoNewPrivileges=yes PrivateTmp=yes \
          "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" "DeviceAllow=char-nvidia-frontend" \
          "DeviceAllow=char-nvidia-uvm" "--foreground"; do
     if grep -q -- "$d" systemd/gpuaggd.service; then ok; else bad "unit lacks $d"; fi
