@@ -213,7 +213,7 @@ SYSTEMD_PC = pkg-config $(if $(filter /usr,$(PREFIX)),,--define-variable=prefix=
              --define-variable=root_prefix=$(PREFIX) --define-variable=rootprefix=$(PREFIX)) systemd
 SYSTEMDUNITDIR ?= $(or $(shell $(SYSTEMD_PC) --variable=systemdsystemunitdir 2>/dev/null),$(PREFIX)/lib/systemd/system)
 SYSUSERSDIR    ?= $(or $(shell $(SYSTEMD_PC) --variable=sysusersdir 2>/dev/null),$(PREFIX)/lib/sysusers.d)
-.PHONY: uninstall uninstall-ceilometer
+.PHONY: uninstall uninstall-ceilometer deb
 
 # The config is never overwritten: an existing gpuaggd.yaml that differs
 # from etc/gpuaggd.yaml stays, and the shipped one is put beside it as
@@ -251,6 +251,16 @@ uninstall: uninstall-ceilometer
 	else echo "rm -f $$conf"; rm -f "$$conf"; rmdir "$(DESTDIR)$(CONFDIR)" 2>/dev/null || true; fi
 uninstall-ceilometer:
 	rm -rf $(DESTDIR)$(PYSITE)/gpuagg_ceilometer $(CEILO_DIST)
+
+# A Debian binary package of the built binaries (tools/debian/build-deb.sh):
+# staged by install with PREFIX=/usr under DEB_DIR/root, written to
+# DEB_DIR/gpuagg_VERSION_ARCH.deb.
+DEB_DIR ?= $(BUILD)/deb
+deb: $(BINS)
+	@[ -n "$(strip $(DEB_DIR))" ] || { echo "make deb: DEB_DIR is empty" >&2; exit 1; }
+	rm -rf $(DEB_DIR)/root
+	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_DIR))/root
+	sh tools/debian/build-deb.sh $(DEB_DIR)/root $(VERSION) $(DEB_DIR)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz var
