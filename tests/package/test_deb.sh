@@ -67,6 +67,7 @@ for b in build/bin/gpuaggd build/bin/gpuaggctl build/bin/gpuagg-load; do
     done
 done
 check "Depends systemd (sysusers, the unit)" sh -c "echo '$deps' | grep -qE '(^|, )systemd(,|$)'"
+check "Depends python3 (the Ceilometer plugin)" sh -c "echo '$deps' | grep -qE '(^|, )python3:any(,|$)'"
 dpkg-deb -I "$deb" > "$tmp/info"
 for f in control conffiles md5sums postinst prerm postrm; do
     check "control member $f" grep -qE "^ +[0-9]+ bytes, +[0-9]+ lines +\*? +$f( |$)" "$tmp/info"
@@ -87,7 +88,7 @@ usersdir=$(pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/li
 for f in /usr/sbin/gpuaggd /usr/bin/gpuaggctl /usr/bin/gpuagg-load /etc/gpuagg/gpuaggd.yaml \
          "$unitdir/gpuaggd.service" "$usersdir/gpuagg.conf" \
          /usr/share/man/man8/gpuaggd.8.gz /usr/share/man/man1/gpuaggctl.1.gz /usr/share/man/man1/gpuagg-load.1.gz \
-         /usr/share/doc/gpuagg/copyright /usr/share/doc/gpuagg/changelog.Debian.gz \
+         /usr/share/doc/gpuagg/copyright /usr/share/doc/gpuagg/changelog.gz \
          /usr/lib/python3/dist-packages/gpuagg_ceilometer/publisher.py \
          "/usr/lib/python3/dist-packages/gpuagg_ceilometer-$version.dist-info/entry_points.txt"; do
     check "package holds $f" grep -qx "$f" "$tmp/paths"

@@ -4,7 +4,8 @@
 # does both): binaries stripped, man pages compressed, copyright and a
 # changelog under /usr/share/doc/gpuagg, DEBIAN/ from the templates beside
 # this script, Depends computed by dpkg-shlibdeps from the binaries (plus
-# systemd, for systemd-sysusers and the unit).  Writes
+# systemd, for systemd-sysusers and the unit, and python3 for the
+# Ceilometer plugin).  Writes
 # OUTDIR/gpuagg_VERSION_ARCH.deb and prints its path.
 # DEB_MAINTAINER (environment) names the package's maintainer and
 # DEB_COMPRESS its compressor (dpkg-deb -Z: xz, the default, zstd, gzip).
@@ -33,11 +34,12 @@ find "$stage/usr/share/man" -type f -name '*.[0-9]' -exec gzip -9nf {} +
 doc="$stage/usr/share/doc/gpuagg"
 install -d "$doc"
 install -m 0644 "$here/copyright" "$doc/copyright"
-# One entry for the version built, dated by the tree's last commit (or now).
+# One entry for the version built, dated by the tree's last commit (or now);
+# a native package's changelog is changelog.gz.
 when=$(git -C "$here" log -1 --format=%cD 2>/dev/null || date -R)
 printf 'gpuagg (%s) unstable; urgency=medium\n\n  * Package of gpuagg %s built from its source tree.\n\n -- %s  %s\n' \
-    "$version" "$version" "$maintainer" "$when" | gzip -9n > "$doc/changelog.Debian.gz"
-chmod 0644 "$doc/changelog.Debian.gz"
+    "$version" "$version" "$maintainer" "$when" | gzip -9n > "$doc/changelog.gz"
+chmod 0644 "$doc/changelog.gz"
 
 # Depends: dpkg-shlibdeps reads debian/control, so give it one in a scratch
 # directory.
