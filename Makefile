@@ -199,16 +199,70 @@ install-ceilometer:
 	printf 'gpuagg_ceilometer\n' > $(CEILO_DIST)/top_level.txt
 	printf 'make\n' > $(CEILO_DIST)/INSTALLER
 
-install: $(BUILD)/bin/gpuaggd $(BUILD)/bin/gpuaggctl install-ceilometer
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1 \
-	        $(DESTDIR)/etc/gpuagg $(DESTDIR)/lib/systemd/system
-	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 docs/gpuaggd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 0644 docs/gpuaggctl.1 docs/gpuagg-load.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 etc/gpuaggd.yaml $(DESTDIR)/etc/gpuagg/gpuaggd.yaml
-	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/gpuaggd.service > $(DESTDIR)/lib/systemd/system/gpuaggd.service
-	install -d $(DESTDIR)/usr/lib/sysusers.d
-	install -m 0644 systemd/gpuagg.sysusers $(DESTDIR)/usr/lib/sysusers.d/gpuagg.conf
+# Installation (docs/LAYOUT.md "Installing and packaging").  FHS places
+# under PREFIX, each overridable: the daemon in sbin, the commands in bin.
+# The config directory is /etc/gpuagg whatever PREFIX is (the compiled-in
+# default gpuaggd reads); the systemd unit and the sysusers.d entry go where
+# systemd's pkg-config file says, with its prefix replaced by PREFIX for a
+# prefix other than /usr (/usr/local/lib/systemd/system, which systemd also
+# reads).  The unit's paths are rewritten to SBINDIR and CONFDIR on the way.
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+CONFDIR    ?= $(SYSCONFDIR)/gpuagg
+SYSTEMD_PC = pkg-config $(if $(filter /usr,$(PREFIX)),,--define-variable=prefix=$(PREFIX) \
+             --define-variable=root_prefix=$(PREFIX) --define-variable=rootprefix=$(PREFIX)) systemd
+SYSTEMDUNITDIR ?= $(or $(shell $(SYSTEMD_PC) --variable=systemdsystemunitdir 2>/dev/null),$(PREFIX)/lib/systemd/system)
+SYSUSERSDIR    ?= $(or $(shell $(SYSTEMD_PC) --variable=sysusersdir 2>/dev/null),$(PREFIX)/lib/sysusers.d)
+.PHONY: uninstall uninstall-ceilometer deb
+
+# The config is never overwritten: an existing gpuaggd.yaml that differs
+# from etc/gpuaggd.yaml stays, and the shipped one is put beside it as
+# gpuaggd.yaml.dist.
+install: $(BINS) install-ceilometer
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
+	        $(DESTDIR)$(CONFDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	install -m 0755 $(BUILD)/bin/gpuaggd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(filter-out $(BUILD)/bin/gpuaggd,$(BINS)) $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/gpuaggd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/gpuaggctl.1 docs/gpuagg-load.1 $(DESTDIR)$(MANDIR)/man1/
+	@conf=$(DESTDIR)$(CONFDIR)/gpuaggd.yaml; \
+	if [ -e "$$conf" ] && ! cmp -s etc/gpuaggd.yaml "$$conf"; then \
+	    echo "install -m 0644 etc/gpuaggd.yaml $$conf.dist"; install -m 0644 etc/gpuaggd.yaml "$$conf.dist" && \
+	    echo "install: $$conf differs from etc/gpuaggd.yaml and is kept; the shipped config is $$conf.dist"; \
+	else echo "install -m 0644 etc/gpuaggd.yaml $$conf"; install -m 0644 etc/gpuaggd.yaml "$$conf"; fi
+	sed -e 's|/usr/local/sbin/gpuaggd|$(SBINDIR)/gpuaggd|g' -e 's|/etc/gpuagg/|$(CONFDIR)/|g' \
+	    systemd/gpuaggd.service > $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service.tmp
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service.tmp
+	mv $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service
+	install -m 0644 systemd/gpuagg.sysusers $(DESTDIR)$(SYSUSERSDIR)/gpuagg.conf
+
+# Removes what install put.  The config goes only if it is still the
+# shipped one (byte for byte); an edited one stays, as dpkg keeps a
+# modified conffile.  The gpuagg user and /var/lib/gpuagg (the journal:
+# points not yet in PostgreSQL) are not touched.
+uninstall: uninstall-ceilometer
+	rm -f $(DESTDIR)$(SBINDIR)/gpuaggd $(DESTDIR)$(BINDIR)/gpuaggctl $(DESTDIR)$(BINDIR)/gpuagg-load \
+	      $(DESTDIR)$(MANDIR)/man8/gpuaggd.8 $(DESTDIR)$(MANDIR)/man1/gpuaggctl.1 $(DESTDIR)$(MANDIR)/man1/gpuagg-load.1 \
+	      $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service $(DESTDIR)$(SYSUSERSDIR)/gpuagg.conf \
+	      $(DESTDIR)$(CONFDIR)/gpuaggd.yaml.dist
+	@conf=$(DESTDIR)$(CONFDIR)/gpuaggd.yaml; \
+	if [ -e "$$conf" ] && ! cmp -s etc/gpuaggd.yaml "$$conf"; then \
+	    echo "uninstall: $$conf differs from etc/gpuaggd.yaml and is kept"; \
+	else echo "rm -f $$conf"; rm -f "$$conf"; rmdir "$(DESTDIR)$(CONFDIR)" 2>/dev/null || true; fi
+uninstall-ceilometer:
+	rm -rf $(DESTDIR)$(PYSITE)/gpuagg_ceilometer $(CEILO_DIST)
+
+# A Debian binary package of the built binaries (tools/debian/build-deb.sh):
+# staged by install with PREFIX=/usr under DEB_DIR/root, written to
+# DEB_DIR/gpuagg_VERSION_ARCH.deb.
+DEB_DIR ?= $(BUILD)/deb
+deb: $(BINS)
+	@[ -n "$(strip $(DEB_DIR))" ] || { echo "make deb: DEB_DIR is empty" >&2; exit 1; }
+	rm -rf $(DEB_DIR)/root
+	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_DIR))/root
+	sh tools/debian/build-deb.sh $(DEB_DIR)/root $(VERSION) $(DEB_DIR)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz var

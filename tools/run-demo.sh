@@ -18,8 +18,8 @@ conninfo=$(tools/pg-private.sh start "$var/pg")
 echo "   conninfo: $conninfo"
 
 cfg="$var/gpuaggd.yaml"
-sed -e "s|/run/gpuaggd|$run|g" \
-    -e "s|/var/lib/gpuaggd|$var/lib|g" \
+sed -e "s|/run/gpuagg|$run|g" \
+    -e "s|/var/lib/gpuagg|$var/lib|g" \
     -e "s|conninfo: .*|conninfo: \"$conninfo\"|" \
     -e "s|\"127.0.0.1:4951\"|\"127.0.0.1:0\"|" \
     -e "s|\"127.0.0.1:4952\"|\"127.0.0.1:0\"|" \

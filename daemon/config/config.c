@@ -37,8 +37,8 @@
 
 static const struct ga_config defaults = {
     .log = { .level = GA_LOG_INFO },
-    .control = { .socket = "/run/gpuaggd/control.sock", .mode = 0660 },
-    .listen = { .unix_path = "/run/gpuaggd/ingest.sock", .tcp = "127.0.0.1:4951",
+    .control = { .socket = "/run/gpuagg/control.sock", .mode = 0660 },
+    .listen = { .unix_path = "/run/gpuagg/ingest.sock", .tcp = "127.0.0.1:4951",
                 .udp = "127.0.0.1:4952", .telemetry_secret = "", .token = "", .http = "" },
     .http = { .auth = "basic", .max_connections = 64, .timeout_s = 30, .header_timeout_s = 10,
               .max_connections_per_peer = 16, .max_body_bytes = 1 * MiB, .pool_size = 2,
@@ -49,7 +49,7 @@ static const struct ga_config defaults = {
                  .window_txn_bytes = 8 << 20,
                  .pool_size = 2, .retry_initial_ms = 250, .retry_max_ms = 30000,
                  .stop_timeout_ms = 30000 },
-    .journal = { .dir = "/var/lib/gpuaggd/journal", .fsync_interval_ms = 5,
+    .journal = { .dir = "/var/lib/gpuagg/journal", .fsync_interval_ms = 5,
                  .segment_bytes = 64 * MiB, .max_bytes = GA_CONFIG_AUTO },
     .cluster = { .nats = "", .stream = "GPUAGG", .partitions = 64, .replicas = 3, .member = "",
                  .credentials = "", .token = "", .heartbeat_ms = 1000, .member_timeout_ms = 5000,

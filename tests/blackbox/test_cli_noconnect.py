@@ -75,7 +75,7 @@ def main():
         expect_noconnect("env socket", ["ping"], missing, "No such file or directory", env_socket=missing)
         expect_noconnect("--socket over env", ["--socket", dead, "ping"], dead, "Connection refused",
                          env_socket=missing)
-        default = "/run/gpuaggd/control.sock"
+        default = "/run/gpuagg/control.sock"
         if not os.path.exists(default):          # a real daemon here would answer
             expect_noconnect("empty env means default", ["ping"], default, "No such file or directory",
                              env_socket="")

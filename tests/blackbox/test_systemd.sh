@@ -12,16 +12,22 @@ skip() { skip=$((skip + 1)); echo "SKIP $1: $2"; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 bin="$(pwd)/build/bin"
-sed "s|/usr/local/bin|$bin|g" systemd/gpuaggd.service > "$tmp/gpuaggd.service"
+sed "s|/usr/local/sbin|$bin|g" systemd/gpuaggd.service > "$tmp/gpuaggd.service"
 if ! command -v systemd-analyze >/dev/null; then
     skip verify "systemd-analyze not found: install Debian's systemd (tools/deps.sh, run by make test)"
 else
     out=$(systemd-analyze verify --man=no "$tmp/gpuaggd.service" 2>&1)
+    # What it says of other units on this host (loaded as dependencies,
+    # e.g. a package's unit enabled in multi-user.target) is theirs, not ours.
+    others=$(echo "$out" | grep -E '^[A-Za-z0-9@._\-]+\.(service|socket|target|mount|timer|path|slice): ' |
+             grep -v '^gpuaggd\.service: ')
+    [ -n "$others" ] && echo "note: systemd-analyze on other units of this host: $others"
+    out=$(echo "$out" | grep -vxF "$others")
     if [ -z "$out" ]; then ok; else bad "systemd-analyze verify: $out"; fi
 fi
 
-for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg RuntimeDirectory=gpuaggd \
-         StateDirectory=gpuaggd ProtectSystem=strict NoNewPrivileges=yes PrivateTmp=yes \
+for d in Type=notify WatchdogSec= "ExecReload=/bin/kill -HUP" User=gpuagg RuntimeDirectory=gpuagg \
+         StateDirectory=gpuagg ProtectSystem=strict NoNewPrivileges=yes PrivateTmp=yes \
          "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" "DeviceAllow=char-nvidia-frontend" \
          "DeviceAllow=char-nvidia-uvm" "--foreground"; do
     if grep -q -- "$d" systemd/gpuaggd.service; then ok; else bad "unit lacks $d"; fi
@@ -51,6 +57,25 @@ PY
     else bad "MemoryMax=${pct}% of ${ram_gib} GiB is below what etc/gpuaggd.yaml allows ($need bytes)"; fi
 done
 if grep -qE '^TasksMax=[0-9]+$' systemd/gpuaggd.service; then ok; else bad "unit lacks TasksMax"; fi
+# One directory name, gpuagg, everywhere: the unit's RuntimeDirectory= holds
+# the shipped config's sockets, its StateDirectory= the journal and the
+# sysusers home; the unit reads the config the daemon reads by default.
+rt=$(sed -n 's/^RuntimeDirectory=//p' systemd/gpuaggd.service)
+sd=$(sed -n 's/^StateDirectory=//p' systemd/gpuaggd.service)
+if [ "$rt" = gpuagg ] && [ "$sd" = gpuagg ]; then ok; else bad "RuntimeDirectory=$rt StateDirectory=$sd, not gpuagg"; fi
+paths=$(/usr/bin/python3 -c '
+import yaml
+c = yaml.safe_load(open("etc/gpuaggd.yaml"))
+print(c["control"]["socket"], c["listen"]["unix"], c["journal"]["dir"])')
+set -- $paths
+for sock in "$1" "$2"; do
+    case "$sock" in "/run/$rt/"*) ok ;; *) bad "etc/gpuaggd.yaml: socket $sock not under /run/$rt (RuntimeDirectory)" ;; esac
+done
+case "$3" in "/var/lib/$sd/"*) ok ;; *) bad "etc/gpuaggd.yaml: journal.dir $3 not under /var/lib/$sd (StateDirectory)" ;; esac
+if grep -qE "^u gpuagg .* /var/lib/$sd\$" systemd/gpuagg.sysusers; then ok; else bad "systemd/gpuagg.sysusers: home is not /var/lib/$sd"; fi
+cfg=$(sed -nE 's/^ExecStart=[^ ]+ --config ([^ ]+) .*/\1/p' systemd/gpuaggd.service)
+if "$bin/gpuaggd" --help | grep -qF "(default $cfg)"; then ok; else bad "the unit's --config $cfg is not gpuaggd's default"; fi
+if "$bin/gpuaggctl" --help 2>&1 | grep -qF "$1"; then ok; else bad "gpuaggctl --help does not name $1 as its default socket"; fi
 # The unit's own pre-start check passes on the shipped config.
 if "$bin/gpuaggd" --check-config etc/gpuaggd.yaml >/dev/null 2>&1; then ok; else bad "gpuaggd --check-config etc/gpuaggd.yaml"; fi
 echo "systemd: $pass passed, $fail failed, $skip skipped"

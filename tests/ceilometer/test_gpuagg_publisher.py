@@ -173,8 +173,8 @@ def test_urls_and_timestamps():
     assert a == ("tcp", "127.0.0.1", 4951) and o == {"token": "t", "batch": 10}, (a, o)
     a, o = publisher.parse_url(netutils.urlsplit("gpuagg://[::1]:4951"))
     assert a == ("tcp", "::1", 4951), a
-    a, o = publisher.parse_url(netutils.urlsplit("gpuagg:///run/gpuaggd/ingest.sock?timeout=2.5"))
-    assert a == ("unix", "/run/gpuaggd/ingest.sock") and o == {"timeout": 2.5}, (a, o)
+    a, o = publisher.parse_url(netutils.urlsplit("gpuagg:///run/gpuagg/ingest.sock?timeout=2.5"))
+    assert a == ("unix", "/run/gpuagg/ingest.sock") and o == {"timeout": 2.5}, (a, o)
     for bad in ("gpuagg://host", "gpuagg://", "gpuagg:///x?bogus=1", "gpuagg:///x?batch=0",
                 "gpuagg:///x?batch=ten"):
         try:

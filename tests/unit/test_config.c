@@ -46,7 +46,7 @@ static void test_defaults_validate(void)
     ga_config_defaults(&cfg);
     CHECK_INT(ga_config_validate(&cfg, err, sizeof err), 0);
     CHECK_STR(cfg.path, "");
-    CHECK_STR(cfg.control.socket, "/run/gpuaggd/control.sock");
+    CHECK_STR(cfg.control.socket, "/run/gpuagg/control.sock");
     CHECK_INT(cfg.control.mode, 0660);
     CHECK_STR(cfg.listen.tcp, "127.0.0.1:4951");
     CHECK_STR(cfg.listen.udp, "127.0.0.1:4952");
@@ -838,7 +838,7 @@ static void test_reload_unchanged_reports_nothing(void)
     /* a longer value once parsed leaves bytes past the NUL: still equal */
     ga_config_defaults(&cfg2);
     const char *y1 = "control: {socket: /run/a/very/long/path/for/the/control.sock}\n";
-    const char *y2 = "control: {socket: /run/gpuaggd/control.sock}\n";
+    const char *y2 = "control: {socket: /run/gpuagg/control.sock}\n";
     CHECK_INT(ga_config_parse_string(&cfg2, y1, strlen(y1), "a", err, sizeof err), 0);
     CHECK_INT(ga_config_parse_string(&cfg2, y2, strlen(y2), "b", err, sizeof err), 0);
     CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 0);
@@ -900,7 +900,7 @@ static void test_pack_mirrors_yaml_and_masks_secrets(void)
     CHECK(str_is(get(get(root, "cluster"), "token"), ""));
     CHECK(str_is(get(get(root, "control"), "mode"), "0660"));
     CHECK(str_is(get(get(root, "listen"), "tcp"), "127.0.0.1:4951"));
-    CHECK(str_is(get(get(root, "listen"), "unix"), "/run/gpuaggd/ingest.sock"));
+    CHECK(str_is(get(get(root, "listen"), "unix"), "/run/gpuagg/ingest.sock"));
     CHECK(str_is(get(get(root, "listen"), "telemetry_secret"), "***"));
     CHECK(str_is(get(get(root, "listen"), "token"), ""));
     CHECK(str_is(get(get(root, "storage"), "conninfo"), "host=db password = *** dbname=x"));
@@ -1034,7 +1034,7 @@ static struct ga_machine machine(int ncpu, int64_t ram_gib, int ngpus, uint64_t 
 {
     struct ga_machine m = { .ncpu = ncpu, .phys_bytes = (uint64_t)ram_gib * GiB, .ngpus = ngpus,
                             .fs_avail_bytes = avail, .journal_bytes = held };
-    snprintf(m.fs_path, sizeof m.fs_path, "/var/lib/gpuaggd");
+    snprintf(m.fs_path, sizeof m.fs_path, "/var/lib/gpuagg");
     return m;
 }
 
@@ -1088,7 +1088,7 @@ static void test_size_sixteen_cpus_one_gpu(void)
     CHECK_LOADS("");
     CHECK_INT(ga_config_size(&cfg, &m), 0);
     CHECK_SIZED("journal.max_bytes", 16 * GiB, 1,
-                "half of 32.0 GiB free on /var/lib/gpuaggd, the journal's 2.0 GiB included (18.8 GiB wanted)");
+                "half of 32.0 GiB free on /var/lib/gpuagg, the journal's 2.0 GiB included (18.8 GiB wanted)");
     /* many CPUs: the ceilings */
     m = machine(96, 512, 8, 10000 * GiB, 0);
     CHECK_LOADS("storage: {window_snapshot_s: 60}\n");
@@ -1111,7 +1111,7 @@ static void test_size_small_disk_and_floors(void)
     m = machine(2, 24, 0, 1 * GiB, 0);
     CHECK_LOADS("");
     CHECK_INT(ga_config_size(&cfg, &m), 0);
-    CHECK_SIZED("journal.max_bytes", 512 * MiB, 1, "half of 1.0 GiB free on /var/lib/gpuaggd (2.3 GiB wanted)");
+    CHECK_SIZED("journal.max_bytes", 512 * MiB, 1, "half of 1.0 GiB free on /var/lib/gpuagg (2.3 GiB wanted)");
     /* a short window-save round: at least 1 GiB */
     m = machine(2, 24, 0, 80 * GiB, 0);
     CHECK_LOADS("storage: {window_snapshot_s: 60}\n");
@@ -1123,7 +1123,7 @@ static void test_size_small_disk_and_floors(void)
     CHECK_LOADS("journal: {segment_bytes: 1GiB}\n");
     CHECK_INT(ga_config_size(&cfg, &m), 0);
     CHECK_SIZED("journal.max_bytes", 2 * GiB, 1,
-                "at least 2.0 GiB, twice segment_bytes (half of 300.0 MiB free on /var/lib/gpuaggd is less)");
+                "at least 2.0 GiB, twice segment_bytes (half of 300.0 MiB free on /var/lib/gpuagg is less)");
     CHECK_INT(ga_config_validate(&cfg, err, sizeof err), 0);
     /* memory unknown: one metric a KiB of memory_budget_bytes */
     m = machine(1, 0, 0, 80 * GiB, 0);

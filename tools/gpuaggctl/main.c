@@ -33,7 +33,7 @@
 #define GA_VERSION "0.0.0"
 #endif
 
-#define DEFAULT_SOCKET "/run/gpuaggd/control.sock"
+#define DEFAULT_SOCKET "/run/gpuagg/control.sock"
 #define DEFAULT_TIMEOUT_S 5.0
 
 enum render { R_PING, R_TREE, R_TABLE, R_RELOAD, R_SHUTDOWN };

@@ -4,7 +4,7 @@ the `ceilometer.sample.publisher` entry point as `gpuagg`.
     sinks:
       - name: gpuagg_sink
         publishers:
-          - gpuagg:///run/gpuaggd/ingest.sock
+          - gpuagg:///run/gpuagg/ingest.sock
           - gpuagg://127.0.0.1:4951?token=s3cret&batch=1000&max_queue=100000
 
 Options (URL query): token (listen.token of a TCP listener), batch (points
