@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from inglib import GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, policy_yaml, rng_for
+from inglib import GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, policy_yaml, rng_for
 
 R = Results("crash")
 RNG = rng_for("crash")
@@ -101,6 +101,10 @@ class Scenario:
             for rnd in range(ROUNDS + 1):
                 d = self.daemon(rnd)
                 d.start()
+                if rnd == 0:
+                    # the first start creates the schema as the engine loads:
+                    # a kill before that leaves no tables to read positions from
+                    assert engine_running(d), d.logtext()[-3000:]
                 if self.workers:
                     want = self.workers[rnd % len(self.workers)]
                     got = d.call("status")["result"]["engine"]["workers"]
