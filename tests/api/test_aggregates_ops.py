@@ -458,7 +458,11 @@ def test_deprecated_aggregation_metric():
     st, j = legacy("/v1/aggregation/metric?metric=%s&metric=%s&granularity=300" % (a, metric_id(F)))
     assert st == 404 and "does not exist" in j["description"], j
     st, j = legacy("/v1/aggregation/metric?metric=%s&aggregation=median" % a)
-    assert st == 404 and j["description"] == ("Aggregation method 'median' at granularity '300.0' "
+    assert st == 404 and j["description"] == {
+        "cause": "Aggregation method does not exist for this metric",
+        "detail": {"metric": a, "aggregation_method": "median"}}, j
+    st, j = legacy("/v1/aggregation/metric?metric=%s&metric=%s&aggregation=median" % (a, b))
+    assert st == 404 and j["description"] == ("Aggregation method 'median' at granularity '60.0' "
                                               "for metric %s does not exist" % a), j
     st, j = legacy("/v1/aggregation/metric?metric=%s" % uuid.UUID(int=7))
     assert st == 404 and j["description"] == "Metric %s does not exist" % uuid.UUID(int=7), j
