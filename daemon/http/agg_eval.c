@@ -602,8 +602,8 @@ static int eval_operator(struct agg_eval *e, const char *op, const json_t *node,
     out->aggregated = 0;
     for (int i = 0; i < nops; i++)
         out->aggregated |= !isn[i] && g[i].aggregated;
-    if (nser > 1)
-        out->aggregated = 1;              /* Gnocchi: two computed series give one */
+    if (nser > 1 && nser == nops)
+        out->aggregated = 1;              /* Gnocchi: operands all series give one */
     out->is_bool = !clip && is_comparison(k);
     for (size_t t = 0; t < out->nt; t++)
         for (int c = 0; c < nc; c++) {

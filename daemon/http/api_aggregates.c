@@ -827,6 +827,8 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
                          const char *agg, const int64_t *grans, int ng, const struct params *p,
                          int64_t resample_ns, json_t *out)
 {
+    int max_points = http_server_config(req->srv)->http.max_points;
+    size_t total = 0;
     for (int i = 0; i < ng; i++) {
         int64_t *ts, g = grans[i];
         double *v;
@@ -842,6 +844,14 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
         if (rc < 0) {
             api_db_error(resp, rc, err);
             return resp->status;
+        }
+        total += n;
+        if (total > (size_t)max_points) {
+            free(ts);
+            free(v);
+            http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
+                       "give a granularity", max_points);
+            return 400;
         }
         size_t on = n;
         if (resample_ns) {
