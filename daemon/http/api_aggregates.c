@@ -260,7 +260,8 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
     }
     size_t na = 0;
     for (int c = 0; c < ncols; c++) {
-        memcpy(all + na, ts[c], ns[c] * sizeof *all);
+        if (ns[c])
+            memcpy(all + na, ts[c], ns[c] * sizeof *all);
         na += ns[c];
     }
     for (size_t a = 1; a < na; a++) {      /* insertion sort of nearly sorted runs */
