@@ -49,9 +49,17 @@ POLICY = """archive_policies:
       - granularity: 60
         timespan: 1 day
     aggregation_methods: [mean, max]
+  - name: diffdup
+    back_window: 0
+    definition:
+      - granularity: 60
+        timespan: 1 day
+    aggregation_methods: [last, min, mean]
 archive_policy_rules:
   - metric_pattern: "fine-*"
     archive_policy_name: difffine
+  - metric_pattern: "dup-*"
+    archive_policy_name: diffdup
 """
 GA_POLICY = POLICY + "default_archive_policy: difftest\n"
 METRIC_NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
@@ -63,10 +71,16 @@ SERIES = {
     "diff-b": [(BASE + 600 + 45 * k, round(-3 + (k * 11 % 17) * 0.25, 3)) for k in range(70)],
     "diff-c": [(BASE + 1200 + 60 * k, float(k % 7)) for k in range(40) if k % 5 != 3],
     "fine-f": [(BASE + 30 * k, float(k % 9)) for k in range(60)],
+    # one timestamp three times in the batch: gpuagg keeps the last received
+    # (3.0), carbonara the smallest (1.0); docs/SEMANTICS.md, difference 1
+    "dup-d": [(BASE + 30 * k, float(k)) for k in range(10)] + [(BASE + 150, 5.0),
+                                                              (BASE + 150, 1.0),
+                                                              (BASE + 150, 3.0)],
 }
+DUP_T, DUP_LAST, DUP_MIN = BASE + 150, 3.0, 1.0
 CPU = {rid: [(BASE + 40 * k + 7 * i, round(20 + i * 5 + (k * 13 % 11) * 0.75, 3))
              for k in range(60)] for i, rid in enumerate(sorted(INST))}
-KEYS = {"a": "diff-a", "b": "diff-b", "c": "diff-c", "f": "fine-f"}
+KEYS = {"a": "diff-a", "b": "diff-b", "c": "diff-c", "f": "fine-f", "d": "dup-d"}
 
 
 class Env:
@@ -137,8 +151,8 @@ def setup_data():
     # Gnocchi: policies, metrics, resources, measures
     create_policies(E.gn, POLICY)
     for name, pts in SERIES.items():
-        st, j = gn("POST", "/v1/metric", {"name": name, "archive_policy_name":
-                                          "difffine" if name.startswith("fine-") else "difftest"})
+        pol = {"fine": "difffine", "dup-": "diffdup"}.get(name[:4], "difftest")
+        st, j = gn("POST", "/v1/metric", {"name": name, "archive_policy_name": pol})
         assert st == 201, (st, j)
         E.gn_ids[name] = j["id"]
         st, j = gn("POST", "/v1/metric/%s/measures" % j["id"],
@@ -356,9 +370,32 @@ REQUESTS.update({
     "measures resample no granularity": ("GET", "/v1/metric/{a}/measures?resample=300", None),
 })
 
+for _m in ("last", "min", "mean"):
+    REQUESTS["duplicates %s" % _m] = agg(["metric", "{d}", _m], "granularity=60")
+
+
+def dup_only(a, g):
+    """The two answers differ only in the bucket of the duplicated timestamp,
+    where gpuagg aggregated the last received value and Gnocchi the smallest."""
+    if a[0] != 200 or g[0] != 200:
+        return False
+    ra, rg = a[1]["measures"]["dup-d"], g[1]["measures"]["dup-d"]
+    (method,) = ra.keys()
+    ra, rg = ra[method], rg[method]
+    bucket = datetime.datetime.utcfromtimestamp(DUP_T - DUP_T % 60).isoformat() + "+00:00"
+    want = {"last": (DUP_LAST, DUP_MIN), "min": (min(DUP_LAST, 4.0), DUP_MIN),
+            "mean": ((4.0 + DUP_LAST) / 2, (4.0 + DUP_MIN) / 2)}[method]
+    return [r[:2] for r in ra] == [r[:2] for r in rg] and all(
+        x == y if x[0] != bucket else (x[2], y[2]) == want for x, y in zip(ra, rg))
+
+
 # Differences kept on purpose (docs/API.md "Differences from Gnocchi"):
 # label -> (reason, check(ga, gn) that the difference is the one described)
 DELIBERATE = {
+    "duplicates last": ("a timestamp repeated in one batch: gpuagg keeps the last received value, "
+                        "carbonara the smallest (docs/SEMANTICS.md, difference 1)", dup_only),
+    "duplicates min": ("idem", dup_only),
+    "duplicates mean": ("idem", dup_only),
     "aggregate count": ("numpy's count is an integer array Gnocchi fails to serialise (500); "
                         "gpuagg answers the counts", lambda a, g: g[0] == 500 and a[0] == 200),
     "aggregate count fill=0": ("idem", lambda a, g: g[0] == 500 and a[0] == 200),
