@@ -80,7 +80,8 @@ json_t *agg_sexp_parse(const char *s, char *why, size_t wl)
     while (j && isspace((unsigned char)*s))
         s++;
     if (j && (*s || !json_is_array(j))) {
-        snprintf(why, wl, *s ? "trailing text after the operations" : "the operations are not a list");
+        snprintf(why, wl, *s ? "trailing text after the operations"
+                             : "the operations are not a list");
         json_decref(j);
         return NULL;
     }
@@ -99,7 +100,8 @@ static int binary_op(const char *op)
         { ">", OP_GT }, { "gt", OP_GT }, { "<=", OP_LE }, { "\u2264", OP_LE }, { "le", OP_LE },
         { ">=", OP_GE }, { "\u2265", OP_GE }, { "ge", OP_GE }, { "!=", OP_NE }, { "\u2260", OP_NE },
         { "ne", OP_NE }, { "%", OP_MOD }, { "mod", OP_MOD }, { "+", OP_ADD }, { "add", OP_ADD },
-        { "-", OP_SUB }, { "sub", OP_SUB }, { "*", OP_MUL }, { "\u00d7", OP_MUL }, { "mul", OP_MUL },
+        { "-", OP_SUB }, { "sub", OP_SUB }, { "*", OP_MUL }, { "\u00d7", OP_MUL },
+        { "mul", OP_MUL },
         { "/", OP_DIV }, { "\u00f7", OP_DIV }, { "div", OP_DIV }, { "**", OP_POW }, { "^", OP_POW },
         { "pow", OP_POW }, { "clip_min", OP_CLIP_MIN }, { "clip_max", OP_CLIP_MAX },
     };
@@ -273,7 +275,8 @@ static int check_node(const json_t *n, int depth, int sub)
 int agg_ops_check(const json_t *ops, char *reason, size_t rl)
 {
     if (json_is_array(ops) && !json_array_size(ops)) {
-        snprintf(reason, rl, "Operation must not be empty for dictionary value @ data['operations']");
+        snprintf(reason, rl, "Operation must not be empty for dictionary value @ "
+                 "data['operations']");
         return -1;
     }
     if (!json_is_array(ops)) {
@@ -416,7 +419,8 @@ static int eval_metric(struct agg_eval *e, const json_t *node, struct agg_grid *
                 sel[k] = 1;
         }
     } else {
-        int k = ref_index(e->refs, json_string_value(a1), json_string_value(json_array_get(node, 2)));
+        int k = ref_index(e->refs, json_string_value(a1),
+                          json_string_value(json_array_get(node, 2)));
         if (k >= 0)
             sel[k] = 1;
     }
@@ -488,7 +492,8 @@ static int eval_aggregation(struct agg_eval *e, const char *op, const json_t *no
         memcpy(out->t, sub.t + skip, nt * sizeof *out->t);
         memcpy(out->cols, sub.cols, (size_t)sub.nc * sizeof *out->cols);
         for (int c = 0; c < sub.nc; c++)
-            agg_rolling(red, rate, sub.v + c, sub.nt, (size_t)sub.nc, w, out->v + c, (size_t)sub.nc);
+            agg_rolling(red, rate, sub.v + c, sub.nt, (size_t)sub.nc, w, out->v + c,
+                        (size_t)sub.nc);
         goto done;
     }
     /* resample: carbonara's, series by series */
@@ -566,7 +571,8 @@ static int eval_operator(struct agg_eval *e, const char *op, const json_t *node,
                 first = i;
         }
     if (first < 0) {
-        rc = ga_fail(GA_EINVAL, e->why, sizeof e->why, "'%s' needs at least one series operand", op);
+        rc = ga_fail(GA_EINVAL, e->why, sizeof e->why, "'%s' needs at least one series operand",
+                     op);
         goto done;
     }
     /* the shape: Gnocchi's numpy broadcasting of (times x series) */
@@ -663,7 +669,8 @@ static int eval(struct agg_eval *e, const json_t *node, struct agg_grid *out, in
             for (size_t i = 0; i < nt; i++)
                 for (int c = 0; c < sub.nc; c++)
                     out->v[i * (size_t)sub.nc + (size_t)c] =
-                        sub.v[(i + 1) * (size_t)sub.nc + (size_t)c] - sub.v[i * (size_t)sub.nc + (size_t)c];
+                        sub.v[(i + 1) * (size_t)sub.nc + (size_t)c] -
+                        sub.v[i * (size_t)sub.nc + (size_t)c];
         }
         agg_grid_free(&sub);
         return rc;
