@@ -338,6 +338,8 @@ REQUESTS.update({
                                    "&reaggregation=min&granularity=300", None),
     "deprecated 90pct": ("GET", LEG + "&needed_overlap=0&aggregation=90pct&reaggregation=mean",
                          None),
+    "deprecated reaggregation 90pct": ("GET", LEG + "&needed_overlap=0&reaggregation=90pct",
+                                       None),
     "deprecated fill": ("GET", LEG + "&fill=0&granularity=60", None),
     "deprecated start": ("GET", LEG + "&needed_overlap=0&start=%d" % (BASE + 900), None),
     "deprecated one metric": ("GET", "/v1/aggregation/metric?metric={a}&aggregation=max", None),
@@ -395,6 +397,9 @@ DELIBERATE = {
     "duplicates last": ("a timestamp repeated in one batch: gpuagg keeps the last received value, "
                         "carbonara the smallest (docs/SEMANTICS.md, difference 1)", dup_only),
     "duplicates min": ("idem", dup_only),
+    "deprecated reaggregation 90pct": ("a reaggregation outside AGG_MAP: Gnocchi 500 (KeyError), "
+                                       "gpuagg 400 naming the choices",
+                                       lambda a, g: g[0] == 500 and a[0] == 400),
     "duplicates mean": ("idem", dup_only),
     "aggregate count": ("numpy's count is an integer array Gnocchi fails to serialise (500); "
                         "gpuagg answers the counts", lambda a, g: g[0] == 500 and a[0] == 200),
