@@ -1,9 +1,8 @@
 /* agg_eval.h — the operations of POST /v1/aggregates over a grid of
  * (timestamps x series): Gnocchi's gnocchi/rest/aggregates/operations.py
  * (metric, aggregate, rolling, resample, the unary, binary and ternary
- * operators) with its schema (api.py's OperationsSchema) and the string
- * form's parser.  docs/API.md "Aggregates".  No I/O; safe from any
- * thread. */
+ * operators); their schema and string form are agg_schema.h's.
+ * docs/API.md "Aggregates".  No I/O; safe from any thread. */
 #ifndef GA_HTTP_AGG_EVAL_H
 #define GA_HTTP_AGG_EVAL_H
 
@@ -39,16 +38,7 @@ struct agg_grid {
     int is_bool;                          /* values are comparison results (JSON true/false) */
 };
 
-/* Parse the string form "(aggregate mean (metric cpu mean))" into the JSON
- * list form (new reference).  NULL with why set on a syntax error. */
-json_t *agg_sexp_parse(const char *s, char *why, size_t wl);
-
-/* Gnocchi's OperationsSchema on ops: 0, or -1 with reason set to the text
- * Gnocchi answers ("'X' operation invalid for dictionary value @
- * data['operations']"). */
-int agg_ops_check(const json_t *ops, char *reason, size_t rl);
-
-/* The references of ops (already checked) into rs.  0, or -1 with why set
+/* The references of ops (checked by agg_ops_check) into rs.  0, or -1 with why set
  * (more than AGG_MAX_REFS). */
 int agg_refs_collect(const json_t *ops, struct agg_refs *rs, char *why, size_t wl);
 

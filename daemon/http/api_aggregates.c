@@ -6,6 +6,7 @@
 
 #include "daemon/http/agg_eval.h"
 #include "daemon/http/agg_query.h"
+#include "daemon/http/agg_schema.h"
 #include "daemon/http/api.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"

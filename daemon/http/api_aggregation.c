@@ -7,6 +7,7 @@
 
 #include "daemon/http/agg_eval.h"
 #include "daemon/http/agg_query.h"
+#include "daemon/http/agg_schema.h"
 #include "daemon/http/agg_series.h"
 #include "daemon/http/api.h"
 #include "daemon/http/api_resource.h"
