@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/http/agg_series.h"
 #include "daemon/http/api.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
@@ -31,10 +32,28 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
     const char *agg = http_arg(req, "aggregation");
     if (!agg)
         agg = "mean";
-    if (http_arg(req, "resample") || http_arg(req, "transform")) {
-        http_error(resp, 400, "resample and transform are not supported by gpuagg's measures "
-                   "API; use POST /v1/aggregates");
+    if (http_arg(req, "transform")) {
+        http_error(resp, 400, "transform is not supported by gpuagg's measures API; use POST "
+                   "/v1/aggregates");
         return;
+    }
+    /* resample: carbonara's resample of the granularity's series */
+    const char *rs = http_arg(req, "resample");
+    int64_t resample = 0;
+    if (rs) {
+        if (!gran) {
+            http_error(resp, 400, "A granularity must be specified to resample");
+            return;
+        }
+        if (strlen(rs) == 1 && strchr("YHQMW", rs[0])) {
+            http_error(resp, 400, "resample: the calendar groupings (Y, H, Q, M, W) are not "
+                       "supported by gpuagg; give a timespan");
+            return;
+        }
+        if (api_parse_span(rs, &resample) < 0) {
+            http_error(resp, 400, "Unable to parse timespan '%.60s'", rs);
+            return;
+        }
     }
     const json_t *pol = json_object_get(row, "policy");
     const char *id = json_string_value(json_object_get(row, "id"));
@@ -65,8 +84,11 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         double *v;
         size_t n;
         char err[512];
-        int rc = api_series(http_server_pgq(req->srv), name, agg, grans[i], floor_to(start, grans[i]),
-                            stop, &ts, &v, &n, err, sizeof err);
+        int64_t g = resample ? resample : grans[i], to = stop;
+        if (resample && stop != INT64_MAX)
+            to = floor_to(stop - 1, g) + g;   /* whole resampled buckets */
+        int rc = api_series(http_server_pgq(req->srv), name, agg, grans[i], floor_to(start, g), to,
+                            &ts, &v, &n, err, sizeof err);
         if (rc < 0) {
             json_decref(out);
             api_db_error(resp, rc, err);
@@ -81,10 +103,19 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
                        "give a granularity", max_points);
             return;
         }
+        if (resample && agg_resample(agg, ts, v, n, resample, ts, v, &n) < 0) {
+            free(ts);
+            free(v);
+            json_decref(out);
+            http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
+            return;
+        }
         for (size_t k = 0; k < n; k++) {
             char iso[40];
+            if (ts[k] >= stop)
+                continue;
             api_iso(ts[k], iso);
-            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)grans[i] / 1e9, v[k]));
+            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)g / 1e9, v[k]));
         }
         free(ts);
         free(v);

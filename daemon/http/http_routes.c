@@ -24,7 +24,7 @@ const struct http_route http_routes[] = {
     { "POST", "/v1/search/resource/{}",                         api_resource_search,          0 },
     { "POST", "/v1/aggregates",                                 api_aggregates_post,          0 },
     { "GET",  "/v1/aggregation/metric",                         api_aggregation_metric,       0 },
-    { "GET",  "/v1/aggregation/resource/{}/metric/{}",          api_aggregation_resource,     0 },
+    { "POST", "/v1/aggregation/metric",                         api_aggregation_metric,       0 },
     { "POST", "/v1/aggregation/resource/{}/metric/{}",          api_aggregation_resource,     0 },
     { "GET",  "/metrics",                                       http_metrics,                 1 },
     { "GET",  "/healthz",                                       http_healthz,                 1 },

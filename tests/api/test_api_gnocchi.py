@@ -314,11 +314,12 @@ def test_legacy_aggregation_reads():
                          method="POST", body={"=": {"project_id": P2}})
     rid = [k for k, p in INST.items() if p == P2][0]
     assert st == 200, (st, j)
-    # without the admin role, project P1 does not see P2's resources
+    # without the admin role, project P1 does not see P2's resources: no
+    # metric, an empty list (Gnocchi's answer when nothing matches)
     del h["X-Roles"]
     st2, j2 = E.d.get_json("/v1/aggregation/resource/instance/metric/cpu_util?granularity=60",
                            headers=h, method="POST", body={"=": {"project_id": P2}})
-    assert st2 == 400 and j2["description"]["cause"] == "Metrics not found", (st2, j2)
+    assert st2 == 200 and j2 == [], (st2, j2)
     assert [tuple(r) for r in j] == ctl_query(rid + "/cpu_util"), j[:3]
 
 
@@ -346,7 +347,8 @@ def test_errors_and_ingest_unaffected():
     assert st == 400 and "Invalid JSON" in j["description"], (st, j)
     st, j = E.d.get_json("/v1/aggregates", headers=h, method="POST",
                          body={"operations": ["frobnicate", ["metric", metric_id("apitest/a"), "mean"]]})
-    assert st == 400 and "unknown operation 'frobnicate'" in j["description"]["reason"], (st, j)
+    assert st == 400 and j["description"]["reason"].startswith("'frobnicate' operation invalid"), \
+        (st, j)
     st, j = E.d.get_json("/v1/aggregates", headers=h, method="POST",
                          body={"operations": ["metric", str(uuid.uuid4()), "mean"]})
     assert st == 404 and j["description"]["cause"] == "Unknown metrics", (st, j)

@@ -18,7 +18,8 @@ The oracle runs with gpuagg's documented differences (carbonara_oracle.py):
 last-wins ties within a batch, exact int64 bucketing, only touched buckets
 rewritten, NaN/Inf and pre-1970 points rejected.  Fixed cases show each one
 against plain carbonara (dedupe_last_vs_min, float_bucketing,
-rewrite_partial_bucket, rewrite_rate_gap, nonfinite_rejected).
+rewrite_partial_bucket, rewrite_rate_gap, rewrite_pct_minpos,
+nonfinite_rejected).
 
 Each case counts as one pass or fail; the last line is
     carbonara_diff: N passed, N failed, N skipped
@@ -538,6 +539,21 @@ def case_rewrite_rate_gap(suite):
                  ("m", 10 * NS, "rate:sum", B + 50 * NS), 19.0, 10.0)
 
 
+def case_rewrite_pct_minpos(suite):
+    """Npct: carbonara recomputes the 90pct of bucket B+120 in a batch that
+    starts its grouping elsewhere than the batch that last changed the
+    bucket, so min_pos, and the rounding of the rank, differ: carbonara ends
+    with 3.582, gpuagg keeps the changing batch's 3.582000000000001 (batch 3
+    is late points only)."""
+    B = (T0 // (60 * NS) + 1) * 60 * NS
+    b1 = [("m", B + s * NS, v) for s, v in ((23, 0.85), (43, 7.36))]
+    b2 = [("m", B + s * NS, v) for s, v in ((64, 6.06), (155, 0.36), (40, 10.0), (163, 3.94))]
+    b3 = [("m", B + s * NS, v) for s, v in ((95, 5.44), (113, 5.02), (9, 8.71), (93, 4.65),
+                                            (81, 9.08), (108, 8.92))]
+    rewrite_case(suite, "rewrite_pct_minpos", [b1, b2, b3], [60 * NS, 10 * NS], ["90pct"], 0,
+                 ("m", 60 * NS, "90pct", B + 120 * NS), 3.582, 3.582000000000001)
+
+
 def case_nonfinite_rejected(suite):
     """NaN, Inf and points before 1970 are rejected by gpuagg, each reported
     with its line number (exit 1), the other points aggregated.  carbonara
@@ -598,7 +614,8 @@ def main():
     cases += [(case_replay_random, i) for i in range(NCASES)]
     cases += [(f, None) for f in (case_dedupe_last_vs_min, case_float_bucketing,
                                   case_late_fixed, case_nonfinite_rejected,
-                                  case_rewrite_partial_bucket, case_rewrite_rate_gap)]
+                                  case_rewrite_partial_bucket, case_rewrite_rate_gap,
+                                  case_rewrite_pct_minpos)]
     cases += [(case_all_methods, BASE_SEED + seed) for seed in (1, 2)]
     for fn, arg in cases:
         try:
