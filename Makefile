@@ -12,7 +12,7 @@ BUILD   ?= build
 SAN     ?= 0
 
 CC      ?= cc
-PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson libnats
+PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson libnats uuid nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -54,6 +54,11 @@ LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out
 # Generated at build time: the documented counters (docs/COUNTERS.md) for
 # /metrics' HELP and TYPE lines (daemon/http/ops_render.h).
 LIB_SRC += $(BUILD)/gen/counters_doc.c
+# Generated at build time: the schema migrations storage/sql/NNNN_*.sql as
+# C strings (pgs_migrations[], storage/pg_schema.h).  The folder is a
+# prerequisite too, so that adding or removing a file regenerates it.
+MIGRATIONS := $(sort $(wildcard storage/sql/*.sql))
+LIB_SRC += $(BUILD)/gen/migrations.c
 ifeq ($(CUDA),1)
 # Where the CUDA runtime lives: ask nvcc itself (its --dryrun prints the -L
 # flags it would link with), since nvcc may be a wrapper script outside the
@@ -103,6 +108,9 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/gen/counters_doc.c: docs/COUNTERS.md tools/gen/counters_doc.sh
 	@mkdir -p $(@D)
 	sh tools/gen/counters_doc.sh docs/COUNTERS.md > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/migrations.c: $(MIGRATIONS) storage/sql tools/gen/migrations.sh
+	@mkdir -p $(@D)
+	sh tools/gen/migrations.sh $(MIGRATIONS) > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@

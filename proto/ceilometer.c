@@ -7,10 +7,14 @@
  *         if name == 'message_signature': continue
  *         hmac.update(str(name).encode()); hmac.update(str(value).encode())
  * where recursive_keypairs yields decode_unicode(value) for lists and
- * tuples.  proto/pystr.c renders the str() forms. */
+ * tuples.  proto/pystr.c renders the str() forms; nettle computes the
+ * HMAC-SHA256 and compares it in constant time. */
 #include "proto/ceilometer.h"
 
 #include <math.h>
+#include <nettle/base16.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +26,6 @@
 #include "proto/mp_util.h"
 #include "proto/name_check.h"
 #include "proto/pystr.h"
-#include "proto/sha256.h"
 
 static const char *const reject_names[CEILO_NREASONS] = {
     [CEILO_OK] = "ok",
@@ -161,8 +164,8 @@ static int sign_map(struct hmac_sha256_ctx *mac, const msgpack_object *m, struct
         rc = pystr_str(val, &kv->val, kv->val.type == MSGPACK_OBJECT_ARRAY ? PYSTR_CEILO_DECODE : 0);
         if (rc)
             break;
-        hmac_sha256_update(mac, prefix->p, prefix->len);
-        hmac_sha256_update(mac, val->p, val->len);
+        hmac_sha256_update(mac, prefix->len, (const uint8_t *)prefix->p);
+        hmac_sha256_update(mac, val->len, (const uint8_t *)val->p);
     }
     if (rc == GA_EBADARG && !*why)
         *why = prefix->why ? prefix->why : val->why;
@@ -176,17 +179,18 @@ int ceilo_signature(const msgpack_object *msg, const char *secret, size_t secret
 {
     struct hmac_sha256_ctx mac;
     struct pystr_buf prefix, val;
-    uint8_t d[SHA256_DIGEST];
+    uint8_t d[SHA256_DIGEST_SIZE];
     *why = NULL;
     if (!msg || msg->type != MSGPACK_OBJECT_MAP)
         return GA_EINVAL;
     pystr_buf_init(&prefix);
     pystr_buf_init(&val);
-    hmac_sha256_init(&mac, secret, secret_len);
+    hmac_sha256_set_key(&mac, secret_len, (const uint8_t *)secret);
     int rc = sign_map(&mac, msg, &prefix, &val, why);
     if (rc == 0) {
-        hmac_sha256_final(&mac, d);
-        sha256_hex(d, hex);
+        hmac_sha256_digest(&mac, sizeof d, d);
+        base16_encode_update(hex, sizeof d, d);    /* lower-case, as Python's hexdigest() */
+        hex[2 * sizeof d] = '\0';
     }
     pystr_buf_free(&prefix);
     pystr_buf_free(&val);
@@ -226,7 +230,7 @@ static int verify(const msgpack_object *msg, const char *secret, size_t secret_l
         return reject(CEILO_BAD_FIELD, err, errlen, "out of memory computing the signature");
     if (rc)
         return reject(CEILO_BAD_FIELD, err, errlen, "cannot compute signature: %s", why ? why : "?");
-    if (!sha256_ct_equal(hex, 64, sig->via.bin.ptr, sig->via.bin.size))
+    if (sig->via.bin.size != 64 || !memeql_sec(hex, sig->via.bin.ptr, 64))
         return reject(CEILO_BAD_SIGNATURE, err, errlen, "message_signature does not match");
     return CEILO_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_util.h"
 

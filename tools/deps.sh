@@ -3,6 +3,7 @@
 # that are missing.  Called by `make run` and `make test`.
 set -eu
 PKGS="build-essential pkg-config libuv1-dev libmsgpack-dev libpq-dev libyaml-dev
+      uuid-dev nettle-dev
       postgresql postgresql-client python3 python3-msgpack python3-yaml python3-psycopg2
       python3-gnocchi systemd clang libclang-rt-14-dev libmicrohttpd-dev libjansson-dev
       python3-gnocchiclient python3-aodh python3-ceilometer python3-prometheus-client

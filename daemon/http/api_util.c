@@ -213,7 +213,8 @@ int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_
           creator && creator[0] ? strlen(creator) : 1 }, /* creator None is "\x00" */
     };
     uint8_t u[16];
-    ga_uuid_named(5, resource_ns, parts, 3, u);
+    if (ga_uuid_named(5, resource_ns, parts, 3, u) < 0)
+        return ga_fail(GA_ENOMEM, why, whylen, "out of memory deriving the resource id");
     ga_uuid_format(u, out);
     return 0;
 }

@@ -6,7 +6,8 @@
 # the fuzzer finds nothing.  Last line: "fuzz: N passed, N failed, N skipped".
 #
 # Targets link against build-fuzz/libproto.a: every proto/*.c, instrumented
-# (proto/ is self-contained: the wire format needs nothing else).  A target
+# (proto/ is self-contained: the wire format needs nothing else but msgpack,
+# libuuid for ids and nettle for signatures).  A target
 # that needs more names the sources in a line "fuzz-sources: a.c b.c" of its
 # header comment (fuzz_journal.c; they are built instrumented too and linked
 # with it), and the libraries they need in a " * fuzz-libs: -lX" line
@@ -39,8 +40,8 @@ fi
 
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I. -Wall -Wextra -Wno-unused-parameter
         -DGA_VERSION=\"fuzz\" -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        $(pkg-config --cflags msgpack libpq jansson 2>/dev/null)"
-LIBS="$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -lm -lpthread"
+        $(pkg-config --cflags msgpack libpq jansson uuid nettle 2>/dev/null)"
+LIBS="$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) $(pkg-config --libs uuid nettle 2>/dev/null || echo -luuid -lnettle) -lm -lpthread"
 mkdir -p "$out/obj/proto" "$out/corpus" "$out/artifacts" "$out/logs"
 
 # the instrumented wire-format library

@@ -9,6 +9,7 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_txn.h"
 #include "storage/pg_writer.h"
@@ -347,18 +348,142 @@ static void test_newer_schema_refused(void)
     PQfinish(c);
 }
 
+/* The methods table the migrations seed (storage/sql/0001_initial_schema.sql)
+ * is proto/method.c's table: every method the code knows, by id and name,
+ * and nothing else, so that the SQL rows and the code cannot drift apart. */
 static void test_methods_table(void)
 {
     PGconn *c = pgenv_connect(&env);
     PGresult *r = PQexec(c, "SELECT id, name FROM methods ORDER BY id");
-    CHECK_INT(PQntuples(r), GA_POLICY_MAX_METHODS);
-    for (int i = 0; i < PQntuples(r); i++) {
-        int id = atoi(PQgetvalue(r, i, 0));
-        char buf[GA_METHOD_NAME_MAX];
-        CHECK_STR(PQgetvalue(r, i, 1), ga_method_name((ga_method_t)id, buf));
-        CHECK_INT(ga_method_parse(PQgetvalue(r, i, 1)), id);
+    CHECK_INT(PQresultStatus(r), PGRES_TUPLES_OK);
+    int row = 0, n = PQntuples(r);
+    char buf[GA_METHOD_NAME_MAX];
+    for (int rate = 0; rate < 2; rate++) {
+        for (int b = 1; b <= 0xff; b++) {       /* every base a ga_method_t can hold */
+            ga_method_t m = (ga_method_t)(b | (rate ? GA_M_RATE : 0));
+            if (!ga_method_info(m))
+                continue;
+            ga_method_name(m, buf);
+            if (row >= n) {
+                harness_fail(__FILE__, __LINE__, "method %u (%s) has no row in methods", m, buf);
+                row++;
+                continue;
+            }
+            CHECK_INT(atoi(PQgetvalue(r, row, 0)), m);
+            CHECK_STR(PQgetvalue(r, row, 1), buf);
+            CHECK_INT(ga_method_parse(PQgetvalue(r, row, 1)), m);
+            row++;
+        }
     }
+    CHECK_INT(n, row);
+    CHECK_INT(n, GA_POLICY_MAX_METHODS);
     PQclear(r);
+    PQfinish(c);
+}
+
+/* The contents of the file at path (relative to GA_ROOT), NUL-terminated,
+ * malloc'd; NULL when it cannot be read. */
+static char *read_source(const char *path)
+{
+    const char *root = getenv("GA_ROOT");
+    char full[1024];
+    snprintf(full, sizeof full, "%s/%s", root && *root ? root : ".", path);
+    FILE *f = fopen(full, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    size_t k;
+    while (b && (k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb)
+                free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    if (b)
+        b[n] = '\0';
+    return b;
+}
+
+/* The embedded migrations (storage/sql/): ascending versions, each text
+ * beginning with its "-- Migration N: name" line and equal, byte for byte,
+ * to its file. */
+static void test_migrations_embedded(void)
+{
+    CHECK(pgs_nmigrations > 0);
+    CHECK_INT(pgs_migrations[0].version, 1);
+    for (int i = 0; i < pgs_nmigrations; i++) {
+        const struct pgs_migration *m = &pgs_migrations[i];
+        char head[256];
+        snprintf(head, sizeof head, "-- Migration %d: %s\n", m->version, m->name);
+        CHECK_INT(strncmp(m->sql, head, strlen(head)), 0);
+        CHECK_CONTAINS(m->file, "storage/sql/");
+        char *text = read_source(m->file);
+        CHECK(text != NULL);
+        if (text && strcmp(text, m->sql) != 0)
+            harness_fail(__FILE__, __LINE__, "the embedded text of %s differs from the file", m->file);
+        free(text);
+        if (i > 0)
+            CHECK(m->version > pgs_migrations[i - 1].version);
+    }
+    CHECK_INT(pgs_latest_version(), pgs_migrations[pgs_nmigrations - 1].version);
+    CHECK_INT(pgs_step_count(0), pgs_nmigrations);
+}
+
+/* A text that changes when the schema does: tables and their columns,
+ * constraints, indexes, views, functions, storage options, and the seeded
+ * rows of methods and partitions. */
+static void schema_print(PGconn *c, char out[33])
+{
+    PGresult *r = PQexec(c,
+        "SELECT md5(string_agg(x, E'\\n' ORDER BY x)) FROM (\n"
+        "  SELECT format('col %s.%s %s %s %s %s', table_name, column_name, data_type,\n"
+        "                is_nullable, column_default, ordinal_position)\n"
+        "    FROM information_schema.columns WHERE table_schema = 'public'\n"
+        "  UNION ALL SELECT format('con %s %s %s', conrelid::regclass, conname,\n"
+        "                         pg_get_constraintdef(oid))\n"
+        "    FROM pg_constraint WHERE connamespace = 'public'::regnamespace\n"
+        "  UNION ALL SELECT 'idx ' || indexdef FROM pg_indexes WHERE schemaname = 'public'\n"
+        "  UNION ALL SELECT format('view %s %s', viewname, definition)\n"
+        "    FROM pg_views WHERE schemaname = 'public'\n"
+        "  UNION ALL SELECT 'fn ' || pg_get_functiondef(oid)\n"
+        "    FROM pg_proc WHERE pronamespace = 'public'::regnamespace\n"
+        "  UNION ALL SELECT format('rel %s %s %s', relname, relkind, reloptions)\n"
+        "    FROM pg_class WHERE relnamespace = 'public'::regnamespace\n"
+        "  UNION ALL SELECT format('method %s %s', id, name) FROM methods\n"
+        "  UNION ALL SELECT format('partition %s %s %s', id, window_lsn, committed_lsn) FROM partitions\n"
+        ") q(x)");
+    CHECK_INT(PQresultStatus(r), PGRES_TUPLES_OK);
+    snprintf(out, 33, "%s", PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "error");
+    PQclear(r);
+}
+
+/* From each version a database can be at, the rest of the migrations apply
+ * cleanly, each set in its own transaction, and give the schema that the
+ * whole set gives from empty. */
+static void test_upgrade_from_each_version(void)
+{
+    PGconn *c = pgenv_connect(&env);
+    char err[512] = "", want[33], got[33];
+    reset_db(c);
+    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    schema_print(c, want);
+    for (int i = 0; i + 1 < pgs_nmigrations; i++) {
+        int v = pgs_migrations[i].version;
+        reset_db(c);
+        CHECK_INT(pgs_migrate_to(c, v, err, sizeof err), i + 1);
+        CHECK_INT(pg_scalar(c, "SELECT max(version) FROM gpuagg_migrations"), v);
+        CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(v));
+        CHECK_STR(err, "");
+        schema_print(c, got);
+        if (strcmp(got, want) != 0)
+            harness_fail(__FILE__, __LINE__, "the schema upgraded from version %d differs from "
+                                             "the one made from empty", v);
+    }
     PQfinish(c);
 }
 
@@ -492,7 +617,9 @@ void run_tests(void)
     CHECK(ok);
     if (!ok)
         return;
+    RUN(test_migrations_embedded);
     RUN(test_migrations_idempotent);
+    RUN(test_upgrade_from_each_version);
     RUN(test_v2_alters_existing_partitions);
     RUN(test_v4_moves_rows);
     RUN(test_v10_stores_metric_ids);
