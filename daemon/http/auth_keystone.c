@@ -359,16 +359,21 @@ static int ask_keystone(struct auth_keystone *k, const char *token,
                           whylen) != 0)
             goto out;
         struct curl_slist *h = NULL, *t;
+        int hdrs = 0;                          /* headers appended */
         snprintf(hbuf, AUTH_KEYSTONE_TOKEN_MAX + 32, "X-Auth-Token: %s", service);
         if ((t = curl_slist_append(h, hbuf)))
-            h = t;
+            h = t, hdrs++;
         snprintf(hbuf, AUTH_KEYSTONE_TOKEN_MAX + 32, "X-Subject-Token: %s", token);
         if (h && (t = curl_slist_append(h, hbuf)))
-            h = t;
+            h = t, hdrs++;
         if (h && (t = curl_slist_append(h, "Accept: application/json")))
-            h = t;
+            h = t, hdrs++;
         struct reply r = { 0 };
-        int qrc = h ? ks_request(k, "GET", h, NULL, &r, why, whylen) : -1;
+        int qrc = -1;
+        if (hdrs == 3)
+            qrc = ks_request(k, "GET", h, NULL, &r, why, whylen);
+        else
+            snprintf(why, whylen, "out of memory validating a token");
         curl_slist_free_all(h);
         if (qrc < 0) {
             free(r.body);
