@@ -12,7 +12,7 @@ BUILD   ?= build
 SAN     ?= 0
 
 CC      ?= cc
-PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson libnats uuid nettle
+PKGS    := libuv msgpack libpq yaml-0.1 libmicrohttpd jansson libnats uuid nettle libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

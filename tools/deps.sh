@@ -7,7 +7,7 @@ PKGS="build-essential pkg-config libuv1-dev libmsgpack-dev libpq-dev libyaml-dev
       postgresql postgresql-client python3 python3-msgpack python3-yaml python3-psycopg2
       python3-gnocchi systemd clang libclang-rt-14-dev libmicrohttpd-dev libjansson-dev
       python3-gnocchiclient python3-aodh python3-ceilometer python3-prometheus-client
-      nats-server libnats-dev
+      nats-server libnats-dev libcurl4-openssl-dev keystone
       dpkg-dev init-system-helpers"
 missing=""
 for p in $PKGS; do

@@ -93,7 +93,7 @@ struct ga_config {
     } listen;
 
     struct {
-        char auth[16];                      /* http.auth: basic | remoteuser | noauth */
+        char auth[16];                      /* http.auth: basic | remoteuser | noauth | keystone */
         int max_connections;                /* http.max_connections, default 64 */
         int timeout_s;                      /* http.timeout_s, default 30 */
         int header_timeout_s;               /* http.header_timeout_s, default 10 */
@@ -102,6 +102,20 @@ struct ga_config {
         int pool_size;                      /* http.pool_size, default 2 */
         int max_points;                     /* http.max_points per response, default 1000000 */
         char resource_creator[256];         /* http.resource_creator, "" = sample's user:project */
+        struct ga_keystone_config {         /* http.keystone.*: http.auth keystone (auth_keystone.h) */
+            char auth_url[512];             /* Keystone's URL, without /v3 */
+            char www_authenticate_uri[512]; /* WWW-Authenticate's uri, "" = auth_url */
+            char username[256];             /* the service user */
+            char password[256];             /* its password, or: */
+            char password_file[GA_PATH_MAX];/* a file holding it (one line) */
+            char project_name[256];         /* the service user's project */
+            char user_domain_name[256];     /* default "Default" */
+            char project_domain_name[256];  /* default "Default" */
+            int token_cache_s;              /* default 300 */
+            int cache_entries;              /* default 10000 */
+            int timeout_ms;                 /* one Keystone request, default 3000 */
+            int max_validations;            /* Keystone requests at once, default 16 */
+        } keystone;
     } http;
 
     struct {

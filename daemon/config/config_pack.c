@@ -11,7 +11,8 @@
  *
  * Sizes are bytes, *_ms / *_s keys integers in their unit, policy durations
  * seconds (an integer when whole, else a float; nil when unbounded).
- * listen.telemetry_secret and listen.token read "***" when set; a password
+ * listen.telemetry_secret, listen.token, cluster.token and
+ * http.keystone.password read "***" when set; a password
  * inside storage.conninfo is replaced by "***".  A key sized by the machine
  * reads the number it was sized to once the daemon runs (ga_config_size),
  * "auto" before; limits.max_metrics keeps 0 for auto (status' "sizing"
@@ -135,7 +136,7 @@ static int pack_value(msgpack_packer *pk, const struct ga_config *c, const struc
     case GA_K_STR:
     case GA_K_SOCK:
         if (!strcmp(kd->key, "listen.telemetry_secret") || !strcmp(kd->key, "listen.token") ||
-            !strcmp(kd->key, "cluster.token"))
+            !strcmp(kd->key, "cluster.token") || !strcmp(kd->key, "http.keystone.password"))
             return pack_str(pk, f[0] ? "***" : "");
         if (!strcmp(kd->key, "storage.conninfo")) {
             mask_conninfo(f, buf, sizeof buf);

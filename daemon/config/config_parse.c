@@ -504,6 +504,12 @@ static int parse_section(struct pctx *p, const char *sec, const yaml_node_t *n)
         yaml_node_t *k = node_at(p, pr->key);
         snprintf(fk, sizeof fk, "%s.%s", sec, scalar(k));
         const struct ga_config_key *kd = ga_config_find_key(fk);
+        if (!kd && is_section(fk)) {    /* a section within: http.keystone */
+            keyline(p->c, fk, k);
+            if ((rc = parse_section(p, fk, node_at(p, pr->value))) < 0)
+                return rc;
+            continue;
+        }
         if (!kd)
             return perr(p, k, fk, "unknown key");
         keyline(p->c, fk, k);

@@ -165,6 +165,10 @@ static const struct range ranges[] = {
     { "http.max_body_bytes", 1024, 1 * GiB, "bytes" },
     { "http.pool_size", 1, 64, "connections" },
     { "http.max_points", 1, 100000000, "points" },
+    { "http.keystone.token_cache_s", 0, 86400, "seconds, 0 = validate every request" },
+    { "http.keystone.cache_entries", 16, 1000000, "tokens" },
+    { "http.keystone.timeout_ms", 100, 60000, "milliseconds" },
+    { "http.keystone.max_validations", 1, 1024, "requests" },
 };
 
 /* Range-check every numeric key of one section ("storage."). */
@@ -223,6 +227,58 @@ static int check_inet(const struct ga_config *c, const char *key, const char *s,
     return 0;
 }
 
+static int check_url(const struct ga_config *c, const char *key, const char *url, char *err,
+                     size_t errlen)
+{
+    size_t scheme = !strncmp(url, "http://", 7) ? 7 : !strncmp(url, "https://", 8) ? 8 : 0;
+    if (!scheme || !url[scheme] || url[scheme] == '/')
+        return verr(c, err, errlen, key, "\"%s\" is not an http:// or https:// URL with a host",
+                    url);
+    for (const char *q = url; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == '"' || *q == 0x7f)
+            return verr(c, err, errlen, key, "\"%s\": spaces, quotes and control characters "
+                        "are not allowed in a URL", url);
+    return 0;
+}
+
+/* http.keystone: needed only with http.auth keystone; then the service
+ * user's credentials and Keystone's URL must all be there. */
+static int check_keystone(const struct ga_config *c, char *err, size_t errlen)
+{
+    const struct ga_keystone_config *k = &c->http.keystone;
+    int rc;
+    if (strcmp(c->http.auth, "keystone") != 0)
+        return 0;
+    if (!k->auth_url[0])
+        return verr(c, err, errlen, "http.keystone.auth_url", "must be set with http.auth "
+                    "keystone (Keystone's URL, e.g. http://keystone:5000)");
+    if ((rc = check_url(c, "http.keystone.auth_url", k->auth_url, err, errlen)) < 0)
+        return rc;
+    if (k->www_authenticate_uri[0] &&
+        (rc = check_url(c, "http.keystone.www_authenticate_uri", k->www_authenticate_uri, err,
+                        errlen)) < 0)
+        return rc;
+    const struct { const char *key, *val; } need[] = {
+        { "http.keystone.username", k->username },
+        { "http.keystone.project_name", k->project_name },
+        { "http.keystone.user_domain_name", k->user_domain_name },
+        { "http.keystone.project_domain_name", k->project_domain_name },
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (!need[i].val[0])
+            return verr(c, err, errlen, need[i].key, "must be set with http.auth keystone (the "
+                        "service user that validates tokens)");
+    if (!k->password[0] && !k->password_file[0])
+        return verr(c, err, errlen, "http.keystone.password", "set password or password_file "
+                    "with http.auth keystone");
+    if (k->password[0] && k->password_file[0])
+        return verr(c, err, errlen, "http.keystone.password_file", "set password or "
+                    "password_file, not both");
+    if (k->password_file[0])
+        return check_abs(c, "http.keystone.password_file", k->password_file, 1, err, errlen);
+    return 0;
+}
+
 static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
 {
     int rc;
@@ -242,10 +298,11 @@ static int check_daemon(const struct ga_config *c, char *err, size_t errlen)
         (rc = check_inet(c, "listen.http", c->listen.http, err, errlen)) < 0)
         return rc;
     if (strcmp(c->http.auth, "basic") != 0 && strcmp(c->http.auth, "remoteuser") != 0 &&
-        strcmp(c->http.auth, "noauth") != 0)
-        return verr(c, err, errlen, "http.auth", "unknown mode \"%s\" (basic, remoteuser or noauth)",
-                    c->http.auth);
-    if ((rc = check_ranges(c, "http.", err, errlen)) < 0)
+        strcmp(c->http.auth, "noauth") != 0 && strcmp(c->http.auth, "keystone") != 0)
+        return verr(c, err, errlen, "http.auth", "unknown mode \"%s\" (basic, remoteuser, noauth "
+                    "or keystone)", c->http.auth);
+    if ((rc = check_ranges(c, "http.", err, errlen)) < 0 ||
+        (rc = check_keystone(c, err, errlen)) < 0)
         return rc;
     if (!c->listen.unix_path[0] && !c->listen.tcp[0] && !c->listen.udp[0] && !c->listen.ceilometer_tcp[0])
         return verr(c, err, errlen, "listen", "no ingest listener enabled: set at least one of unix, tcp, "

@@ -406,6 +406,13 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("http.wait_evicted", hs.wait_evicted);
     KV("http.refused_full", hs.refused_full);
     KV("http.refused_peer", hs.refused_peer);
+    KV("http.keystone.validations", hs.keystone.validations);
+    KV("http.keystone.cache_hits", hs.keystone.cache_hits);
+    KV("http.keystone.rejected", hs.keystone.rejected);
+    KV("http.keystone.errors", hs.keystone.errors);
+    KV("http.keystone.evictions", hs.keystone.evictions);
+    KV("http.keystone.service_tokens", hs.keystone.service_tokens);
+    KV("http.keystone.cached", hs.keystone.cached);
     KV("resources.samples_seen", rs.seen);
     KV("resources.recorded", rs.recorded);
     KV("resources.dropped", rs.dropped);

@@ -14,6 +14,7 @@
 
 #include <microhttpd.h>
 
+#include "daemon/http/auth_keystone.h"
 #include "daemon/http/http_admit.h"
 #include "daemon/http/http_target.h"
 #include "proto/base/log.h"
@@ -28,6 +29,7 @@ struct http_server {
     struct ga_daemon *app;
     struct pgq *q;
     struct http_admit *admit;
+    struct auth_keystone *keystone;    /* http.auth keystone, else NULL */
     size_t max_body;
     _Atomic uint64_t requests, e4xx, e5xx, too_big, unauthorized;
     _Atomic int connections;
@@ -199,12 +201,38 @@ static void copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
-/* Fill r->ident from the request per http.auth.  0, or an HTTP status (401)
- * with resp set. */
+/* http.auth keystone: the X-Auth-Token validated (auth_keystone.h); the
+ * identity as noauth's headers would give it.  0, 401 or 503 with resp
+ * set. */
+static int authenticate_keystone(struct http_server *s, struct http_req *r,
+                                 struct http_resp *resp)
+{
+    struct auth_keystone_ident kid;
+    char why[512];
+    int rc = auth_keystone_check(s->keystone, http_header(r, "X-Auth-Token"), &kid, why,
+                                 sizeof why);
+    if (rc != 0) {
+        http_error(resp, rc, "%s", why);
+        if (rc == 401)
+            resp->www_authenticate = auth_keystone_challenge(s->keystone);
+        return rc;
+    }
+    struct http_ident *id = &r->ident;
+    copy(id->user, sizeof id->user, kid.user);
+    copy(id->project, sizeof id->project, kid.project);
+    snprintf(id->creator, sizeof id->creator, "%s:%s", kid.user, kid.project);
+    id->admin = kid.admin;
+    return 0;
+}
+
+/* Fill r->ident from the request per http.auth.  0, or an HTTP status (401;
+ * 503 when Keystone cannot say) with resp set. */
 static int authenticate_mode(struct http_server *s, struct http_req *r, struct http_resp *resp)
 {
     struct http_ident *id = &r->ident;
     const char *mode = s->cfg->http.auth;
+    if (strcmp(mode, "keystone") == 0)
+        return authenticate_keystone(s, r, resp);
     if (strcmp(mode, "basic") == 0) {
         const char *h = http_header(r, "Authorization");
         char dec[512];
@@ -372,6 +400,8 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, struct http_resp *res
         MHD_add_response_header(m, "Location", resp->location);
     if (resp->link[0])
         MHD_add_response_header(m, "Link", resp->link);
+    if (resp->www_authenticate)
+        MHD_add_response_header(m, MHD_HTTP_HEADER_WWW_AUTHENTICATE, resp->www_authenticate);
     if (close)
         MHD_add_response_header(m, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)resp->status, m);
@@ -627,14 +657,22 @@ int http_server_start(struct http_server **out, const struct ga_config *cfg, str
     struct http_admit_limits lim = { cfg->http.max_connections,
                                      cfg->http.max_connections_per_peer,
                                      cfg->http.header_timeout_s };
-    int rc = http_admit_create(&s->admit, &lim, err, errlen);
+    int rc = strcmp(cfg->http.auth, "keystone") == 0
+                 ? auth_keystone_create(&s->keystone, &cfg->http.keystone, err, errlen) : 0;
     if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    rc = http_admit_create(&s->admit, &lim, err, errlen);
+    if (rc < 0) {
+        auth_keystone_free(s->keystone);
         free(s);
         return rc;
     }
     rc = bind_listen(cfg->listen.http, 128, &s->fd, &s->port, err, errlen);
     if (rc < 0) {
         http_admit_free(s->admit);
+        auth_keystone_free(s->keystone);
         free(s);
         return rc;
     }
@@ -657,6 +695,7 @@ int http_server_start(struct http_server **out, const struct ga_config *cfg, str
     if (!s->mhd) {
         close(s->fd);
         http_admit_free(s->admit);
+        auth_keystone_free(s->keystone);
         free(s);
         return ga_fail(GA_EIO, err, errlen, "listen.http %s: libmicrohttpd did not start",
                        cfg->listen.http);
@@ -665,6 +704,7 @@ int http_server_start(struct http_server **out, const struct ga_config *cfg, str
         MHD_stop_daemon(s->mhd);
         close(s->fd);
         http_admit_free(s->admit);
+        auth_keystone_free(s->keystone);
         free(s);
         return rc;
     }
@@ -684,6 +724,7 @@ void http_server_stop(struct http_server *s)
     close(s->fd);
     MHD_stop_daemon(s->mhd);             /* closes the served connections */
     http_admit_free(s->admit);
+    auth_keystone_free(s->keystone);
     free(s);
 }
 
@@ -710,6 +751,7 @@ void http_get_stats(const struct http_server *s, struct http_stats *o)
     o->wait_evicted = as.wait_evicted;
     o->refused_full = as.refused_full;
     o->refused_peer = as.refused_peer;
+    auth_keystone_get_stats(m->keystone, &o->keystone);
 }
 
 struct ga_daemon *http_server_app(const struct http_server *s)

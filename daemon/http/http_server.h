@@ -34,6 +34,7 @@
 #include <jansson.h>
 
 #include "daemon/config/config.h"
+#include "daemon/http/auth_keystone.h"
 
 #define HTTP_MAX_CAPTURES 4
 #define HTTP_CREATOR_MAX 512
@@ -70,6 +71,7 @@ struct http_resp {
     const char *content_type;         /* static string */
     char location[256];               /* Location header when set */
     char link[1024];                  /* Link header when set (pagination) */
+    const char *www_authenticate;     /* WWW-Authenticate header when set (static) */
 };
 
 /* A route: method, pattern, handler and whether it needs credentials. */
@@ -93,6 +95,7 @@ struct http_stats {
      * places taken) */
     uint64_t header_timeouts, probe_timeouts, wait_timeouts, wait_evicted;
     uint64_t refused_full, refused_peer;
+    struct auth_keystone_stats keystone;  /* http.auth keystone's (auth_keystone.h) */
 };
 
 /* Start listening on cfg->listen.http ("host:port", port 0 = any) with the

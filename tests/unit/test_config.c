@@ -556,13 +556,81 @@ static void test_v_jobs(void)
     CHECK_FAILS("jobs:\n  input_dirs:\n    - /data\n    - rel/dir\n",
                 "t.yaml:4: jobs.input_dirs[1]: must be an absolute path, got \"rel/dir\"");
     CHECK_FAILS("jobs:\n  workers: 0\n", "t.yaml:2: jobs.workers: 0 out of range 1..256 (workers)");
-    CHECK_FAILS("http:\n  auth: keystone\n",
-                "t.yaml:2: http.auth: unknown mode \"keystone\" (basic, remoteuser or noauth)");
+    CHECK_FAILS("http:\n  auth: kerberos\n",
+                "t.yaml:2: http.auth: unknown mode \"kerberos\" (basic, remoteuser, noauth or "
+                "keystone)");
     CHECK_FAILS("http:\n  max_connections: 0\n",
                 "t.yaml:2: http.max_connections: 0 out of range 1..65536 (connections)");
     CHECK_FAILS("listen:\n  http: \"127.0.0.1:99999\"\n",
                 "t.yaml:2: listen.http: port 99999 out of range 0..65535");
     CHECK_FAILS("jobs:\n  max_queued: 0\n", "t.yaml:2: jobs.max_queued: 0 out of range 1..1000000 (jobs)");
+}
+
+static int parse_into(struct ga_config *c, const char *yaml);
+
+/* http.auth keystone: the service user and Keystone's URL are required,
+ * one password source, the bounds of the cache and of the calls. */
+#define KS "http:\n  auth: keystone\n  keystone:\n"
+#define KS_OK KS "    auth_url: \"http://ks:5000\"\n    username: gnocchi\n" \
+    "    password: pw\n    project_name: service\n"
+static void test_v_keystone(void)
+{
+    CHECK_LOADS(KS_OK);
+    CHECK_STR(cfg.http.keystone.auth_url, "http://ks:5000");
+    CHECK_STR(cfg.http.keystone.user_domain_name, "Default");
+    CHECK_STR(cfg.http.keystone.project_domain_name, "Default");
+    CHECK_INT(cfg.http.keystone.token_cache_s, 300);
+    CHECK_INT(cfg.http.keystone.cache_entries, 10000);
+    CHECK_INT(cfg.http.keystone.timeout_ms, 3000);
+    CHECK_INT(cfg.http.keystone.max_validations, 16);
+    CHECK_LOADS(KS_OK "    token_cache_s: 5min\n    timeout_ms: 1s\n");
+    CHECK_INT(cfg.http.keystone.token_cache_s, 300);
+    CHECK_INT(cfg.http.keystone.timeout_ms, 1000);
+    /* the section is checked only in keystone mode */
+    CHECK_LOADS("http:\n  auth: basic\n  keystone:\n    token_cache_s: 5\n");
+    CHECK_FAILS("http:\n  auth: keystone\n",
+                "t.yaml:1: http.keystone.auth_url: must be set with http.auth keystone "
+                "(Keystone's URL, e.g. http://keystone:5000)");
+    CHECK_FAILS(KS "    auth_url: ks:5000\n",
+                "t.yaml:4: http.keystone.auth_url: \"ks:5000\" is not an http:// or https:// "
+                "URL with a host");
+    CHECK_FAILS(KS "    auth_url: \"http://ks:5000/v3\"\n    www_authenticate_uri: \"http://a b\"\n",
+                "t.yaml:5: http.keystone.www_authenticate_uri: \"http://a b\": spaces, quotes "
+                "and control characters are not allowed in a URL");
+    CHECK_FAILS(KS "    auth_url: \"https://ks\"\n    password: pw\n    project_name: s\n",
+                "t.yaml:3: http.keystone.username: must be set with http.auth keystone (the "
+                "service user that validates tokens)");
+    CHECK_FAILS(KS "    auth_url: \"https://ks\"\n    username: u\n    password: pw\n",
+                "t.yaml:3: http.keystone.project_name: must be set with http.auth keystone "
+                "(the service user that validates tokens)");
+    CHECK_FAILS(KS "    auth_url: \"https://ks\"\n    username: u\n    project_name: s\n",
+                "t.yaml:3: http.keystone.password: set password or password_file with "
+                "http.auth keystone");
+    CHECK_FAILS(KS_OK "    password_file: /etc/pw\n",
+                "t.yaml:8: http.keystone.password_file: set password or password_file, not both");
+    CHECK_FAILS(KS "    auth_url: \"https://ks\"\n    username: u\n    project_name: s\n"
+                "    password_file: pw.txt\n",
+                "t.yaml:7: http.keystone.password_file: must be an absolute path, got \"pw.txt\"");
+    CHECK_FAILS(KS_OK "    user_domain_name: \"\"\n",
+                "t.yaml:8: http.keystone.user_domain_name: must be set with http.auth keystone "
+                "(the service user that validates tokens)");
+    CHECK_FAILS(KS_OK "    token_cache_s: 2 days\n",
+                "t.yaml:8: http.keystone.token_cache_s: 172800 out of range 0..86400 (seconds, "
+                "0 = validate every request)");
+    CHECK_FAILS(KS_OK "    cache_entries: 15\n",
+                "t.yaml:8: http.keystone.cache_entries: 15 out of range 16..1000000 (tokens)");
+    CHECK_FAILS(KS_OK "    timeout_ms: 50\n",
+                "t.yaml:8: http.keystone.timeout_ms: 50 out of range 100..60000 (milliseconds)");
+    CHECK_FAILS(KS_OK "    max_validations: 0\n",
+                "t.yaml:8: http.keystone.max_validations: 0 out of range 1..1024 (requests)");
+    CHECK_FAILS(KS_OK "    tokens: 3\n", "t.yaml:8: http.keystone.tokens: unknown key");
+    /* like every http key, a change needs a restart */
+    char changed[256];
+    CHECK_INT(parse_into(&cfg, KS_OK), 0);
+    CHECK_INT(parse_into(&cfg2, KS_OK "    token_cache_s: 60\n"), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 1);
+    CHECK_STR(changed, "http.keystone.token_cache_s");
+    CHECK_INT(cfg.http.keystone.token_cache_s, 300);
 }
 
 static void test_v_policy_names_unique(void)
@@ -1297,6 +1365,7 @@ void run_tests(void)
     RUN(test_v_gpu_devices);
     RUN(test_v_limits);
     RUN(test_v_jobs);
+    RUN(test_v_keystone);
     RUN(test_v_policy_names_unique);
     RUN(test_v_policy_may_shadow_builtin);
     RUN(test_v_policy_needs_definition);
