@@ -16,12 +16,13 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <nettle/base16.h>
+#include <nettle/sha2.h>
 #include <jansson.h>
 
 #include "proto/base/hmap.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
-#include "proto/sha256.h"
 
 #define BODY_MAX (1 << 20)            /* a Keystone answer read, at most */
 #define NEGATIVE_S 10                 /* a refused token is remembered this long at most */
@@ -30,7 +31,7 @@
 enum { FREE = 0, ACCEPTED, REFUSED };
 
 struct entry {
-    uint8_t digest[SHA256_DIGEST];    /* SHA-256 of the token */
+    uint8_t digest[SHA256_DIGEST_SIZE];    /* SHA-256 of the token */
     int state;                        /* FREE, ACCEPTED, REFUSED */
     int64_t until;                    /* wall-clock seconds: valid while now < until */
     struct auth_keystone_ident id;
@@ -63,7 +64,7 @@ static int64_t now_s(void)
     return (int64_t)ts.tv_sec;
 }
 
-static uint64_t digest_hash(const uint8_t d[SHA256_DIGEST])
+static uint64_t digest_hash(const uint8_t d[SHA256_DIGEST_SIZE])
 {
     uint64_t h;
     memcpy(&h, d, sizeof h);
@@ -72,13 +73,13 @@ static uint64_t digest_hash(const uint8_t d[SHA256_DIGEST])
 
 /* ---- the cache (mu held) --------------------------------------------------- */
 
-static struct entry *cache_find(struct auth_keystone *k, const uint8_t d[SHA256_DIGEST],
+static struct entry *cache_find(struct auth_keystone *k, const uint8_t d[SHA256_DIGEST_SIZE],
                                 struct ga_hmap_it *it)
 {
     *it = ga_hmap_find(&k->map, digest_hash(d));
     uint32_t v;
     while (ga_hmap_next(it, &v))
-        if (memcmp(k->ring[v].digest, d, SHA256_DIGEST) == 0)
+        if (memcmp(k->ring[v].digest, d, SHA256_DIGEST_SIZE) == 0)
             return &k->ring[v];
     return NULL;
 }
@@ -98,7 +99,7 @@ static void cache_drop(struct auth_keystone *k, size_t i)
 
 /* Remember a token's verdict in the next slot of the ring, the oldest
  * entry's when the ring is full.  Memory shortage: not remembered. */
-static void cache_put(struct auth_keystone *k, const uint8_t d[SHA256_DIGEST], int state,
+static void cache_put(struct auth_keystone *k, const uint8_t d[SHA256_DIGEST_SIZE], int state,
                       int64_t until, const struct auth_keystone_ident *id)
 {
     struct ga_hmap_it it;
@@ -131,7 +132,7 @@ static void cache_put(struct auth_keystone *k, const uint8_t d[SHA256_DIGEST], i
     if (ga_hmap_put(&k->map, NULL, digest_hash(d), (uint32_t)i) < 0)
         return;
     struct entry *n = &k->ring[i];
-    memcpy(n->digest, d, SHA256_DIGEST);
+    memcpy(n->digest, d, SHA256_DIGEST_SIZE);
     n->state = state;
     n->until = until;
     if (id)
@@ -430,10 +431,13 @@ int auth_keystone_check(struct auth_keystone *k, const char *token,
         pthread_mutex_unlock(&k->mu);
         return 401;
     }
-    uint8_t d[SHA256_DIGEST];
-    sha256(token, tl, d);
-    char tag[2 * SHA256_DIGEST + 1];
-    sha256_hex(d, tag);
+    uint8_t d[SHA256_DIGEST_SIZE];
+    struct sha256_ctx sc;
+    sha256_init(&sc);
+    sha256_update(&sc, tl, (const uint8_t *)token);
+    sha256_digest(&sc, sizeof d, d);
+    char tag[BASE16_ENCODE_LENGTH(SHA256_DIGEST_SIZE) + 1];
+    base16_encode_update(tag, sizeof d, d);
     tag[16] = '\0';                            /* the logs name a token by this much */
 
     pthread_mutex_lock(&k->mu);
