@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon/http/api.h"
+#include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
 
@@ -118,6 +119,22 @@ static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const
     return row;
 }
 
+/* A single metric as Gnocchi's GET answers it: "resource" (null, or the
+ * resource object) in place of the listing's "resource_id". */
+static json_t *metric_detail(struct http_req *req, struct http_resp *resp, const json_t *row)
+{
+    json_t *m = api_metric_out(row);
+    const char *rid = json_string_value(json_object_get(m, "resource_id"));
+    json_t *res = json_null();
+    if (rid && !(res = api_resource_object(req, resp, rid))) {
+        json_decref(m);
+        return NULL;
+    }
+    json_object_del(m, "resource_id");
+    json_object_set_new(m, "resource", res);
+    return m;
+}
+
 /* GET /v1/metric/{*}: "ID", "ID/measures", "NAME" or "NAME/measures" (a
  * gpuagg name may contain '/'; ".../measures" always means the measures). */
 void api_metric_get(struct http_req *req, struct http_resp *resp)
@@ -132,10 +149,11 @@ void api_metric_get(struct http_req *req, struct http_resp *resp)
     json_t *row = metric_by_ref(req, resp, ref);
     if (!row)
         return;
+    json_t *m;
     if (want_measures)
         measures(req, resp, row);
-    else
-        http_json(resp, 200, api_metric_out(row));
+    else if ((m = metric_detail(req, resp, row)))
+        http_json(resp, 200, m);
     json_decref(row);
 }
 
@@ -240,7 +258,8 @@ void api_resource_metric_measures(struct http_req *req, struct http_resp *resp)
 void api_resource_metric_get(struct http_req *req, struct http_resp *resp)
 {
     json_t *row = resource_metric(req, resp, req->captures[0], req->captures[1], req->captures[2]);
-    if (row)
-        http_json(resp, 200, api_metric_out(row));
+    json_t *m;
+    if (row && (m = metric_detail(req, resp, row)))
+        http_json(resp, 200, m);
     json_decref(row);
 }

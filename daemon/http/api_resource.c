@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "daemon/http/api.h"
+#include "daemon/http/api_filter_string.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
@@ -382,12 +383,14 @@ void api_resource_list(struct http_req *req, struct http_resp *resp)
 void api_resource_search(struct http_req *req, struct http_resp *resp)
 {
     json_t *filter = NULL;
-    if (http_arg(req, "filter")) {
-        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: send the "
-                   "filter as a JSON body");
-        return;
-    }
-    if (req->body_len) {
+    const char *text = http_arg(req, "filter");
+    if (text && !req->body_len) {
+        char why[256];
+        if (!(filter = api_filter_parse_string(text, why, sizeof why))) {
+            http_error(resp, 400, "Invalid filter: %s", why);
+            return;
+        }
+    } else if (req->body_len) {
         json_error_t je;
         filter = json_loadb(req->body, req->body_len, 0, &je);
         if (!filter) {
@@ -404,27 +407,56 @@ void api_resource_search(struct http_req *req, struct http_resp *resp)
     json_decref(filter);
 }
 
-/* GET /v1/resource/{type}/{id} */
-void api_resource_get(struct http_req *req, struct http_resp *resp)
+/* The resource row of GET /v1/resource/{type}/{id}; NULL with resp set. */
+static json_t *resource_row(struct http_req *req, struct http_resp *resp, const char *type,
+                            const char *raw)
 {
-    const char *type = req->captures[0], *raw = req->captures[1];
     char id[API_UUID_LEN], why[128];
     if (api_resource_uuid(raw, req->ident.creator, id, why, sizeof why) < 0) {
         http_error(resp, 400, "Invalid resource id: %s", why);
-        return;
+        return NULL;
     }
     json_t *filter = json_pack("{s:{s:s}}", "=", "id", id);
     json_t *rows;
     int rc = api_resources_query(req, resp, type, filter, 0, &rows);
     json_decref(filter);
     if (rc)
-        return;
-    json_t *row = json_array_get(rows, 0);
+        return NULL;
+    json_t *row = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
     if (!row)
         http_error(resp, 404, "Resource %s does not exist", raw);
-    else
+    return row;
+}
+
+/* GET /v1/resource/{type}/{id} */
+void api_resource_get(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
+    if (row)
         http_json(resp, 200, resource_out(row, 1));
-    json_decref(rows);
+    json_decref(row);
+}
+
+/* GET /v1/resource/{type}/{id}/history: gpuagg keeps the current revision
+ * of a resource only, so its history is that one revision. */
+void api_resource_history(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
+    if (row)
+        http_json(resp, 200, json_pack("[o]", resource_out(row, 1)));
+    json_decref(row);
+}
+
+json_t *api_resource_object(struct http_req *req, struct http_resp *resp, const char *id)
+{
+    json_t *row = resource_row(req, resp, "generic", id);
+    if (!row)
+        return NULL;
+    json_t *out = resource_out(row, 0);
+    json_decref(row);
+    json_object_del(out, "metrics");
+    return out;
 }
 
 /* GET /v1/resource_type, GET /v1/resource_type/{name} */

@@ -22,4 +22,9 @@ int api_resource_type_known(const char *type);
 int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,
                         const json_t *filter, int unlimited, json_t **out);
 
+/* The resource with this id (a canonical UUID) as a metric's "resource"
+ * shows it (Gnocchi's generic resource: no type attributes, no metrics),
+ * new reference; NULL with resp set (404 when not visible). */
+json_t *api_resource_object(struct http_req *req, struct http_resp *resp, const char *id);
+
 #endif
