@@ -41,7 +41,9 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
     const char *id = json_string_value(json_object_get(row, "id"));
     const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
     if (!api_policy_has_method(pol, agg)) {
-        http_error(resp, 404, "Aggregation method '%s' for metric %s does not exist", agg, id);
+        api_error_desc(resp, 404, json_pack("{s:s, s:{s:s, s:s}}", "cause",
+                                            "Aggregation method does not exist for this metric",
+                                            "detail", "metric", id, "aggregation_method", agg));
         return;
     }
     int64_t grans[32];
@@ -51,8 +53,10 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         for (int i = 0; i < ng; i++)
             found |= grans[i] == gran;
         if (!found) {
-            http_error(resp, 404, "Granularity '%g' for metric %s does not exist", (double)gran / 1e9,
-                       id);
+            char gs[32];
+            api_pyfloat((double)gran / 1e9, gs);
+            http_error(resp, 404, "Aggregation method '%s' at granularity '%s' for metric %s does "
+                       "not exist", agg, gs, id);
             return;
         }
         grans[0] = gran;

@@ -19,21 +19,6 @@
 #define FILTER_MAX_DEPTH 16
 #define SQL_MAX 16384
 
-/* The resource types the Ceilometer recorder creates (api_resource.h). */
-const char *const api_resource_types[] = {
-    "generic", "instance", "instance_disk", "instance_network_interface", "image", "volume",
-    "ceph_account", "network", "host", "identity", "stack", "swift_account", "ipmi",
-};
-const int api_nresource_types = (int)(sizeof api_resource_types / sizeof api_resource_types[0]);
-
-int api_resource_type_known(const char *t)
-{
-    for (int i = 0; i < api_nresource_types; i++)
-        if (strcmp(api_resource_types[i], t) == 0)
-            return 1;
-    return 0;
-}
-
 #define RESOURCE_JSON_SQL                                                                   \
     "json_build_object('id', r.id, 'type', r.type,"                                         \
     " 'original_resource_id', r.original_resource_id, 'project_id', r.project_id,"          \
@@ -49,6 +34,9 @@ int api_resource_type_known(const char *t)
 
 struct fctx {
     struct http_req *req;
+    const struct api_resource_type *type;   /* whose attributes a filter may name */
+    int err_plain;                          /* err is the whole answer, no prefix */
+    json_t *err_desc;                       /* else this object is, when set */
     char *sql;
     size_t len, cap;
     const char *vals[FILTER_MAX_PARAMS];
@@ -183,6 +171,11 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
         return emit(f, "(%s %s $%d)", expr, sqlop, k);
     }
     /* an attribute: text for strings, numbers as numbers, booleans as JSON */
+    if (!api_resource_attr(f->type, field)) {
+        f->err_plain = 1;
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err, "Resource type %s has no %s attribute",
+                       f->type->name, field);
+    }
     int kf = param(f, field);
     if (kf < 0)
         return kf;
@@ -256,13 +249,18 @@ static int compile(struct fctx *f, const json_t *node, int depth)
         return emit(f, ")");
     }
     const char *sqlop = cmp_op(op);
-    if (!sqlop)
+    if (!sqlop) {
+        if (depth == 0 && !f->err_desc)
+            f->err_desc = json_pack("{s:s, s:s++, s:[s]}", "cause", "Invalid input", "reason",
+                                    "extra keys not allowed @ data['", op, "']", "detail", op);
         return ga_fail(GA_EINVAL, f->err, sizeof f->err, "unknown filter operator '%s'", op);
+    }
     return compare(f, field, sqlop, v);
 }
 
 static void fctx_free(struct fctx *f)
 {
+    json_decref(f->err_desc);
     for (int i = 0; i < f->n; i++)
         free(f->owned[i]);
     free(f->sql);
@@ -275,12 +273,14 @@ static void fctx_free(struct fctx *f)
 static json_t *resource_out(json_t *row, int with_attrs)
 {
     json_t *attrs = json_object_get(row, "attributes");
-    if (with_attrs && json_is_object(attrs)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(attrs, k, v) {
-            if (!json_object_get(row, k))
-                json_object_set(row, k, v);
+    const struct api_resource_type *t =
+        api_resource_type(json_string_value(json_object_get(row, "type")) ?: "generic");
+    if (with_attrs && t) {
+        /* the type's attributes, null when the samples never gave one */
+        for (const struct api_attr *a = t->attrs; a->name; a++) {
+            json_t *v = json_is_object(attrs) ? json_object_get(attrs, a->name) : NULL;
+            if (!json_object_get(row, a->name))
+                json_object_set(row, a->name, v ? v : json_null());
         }
     }
     json_object_del(row, "attributes");
@@ -290,11 +290,11 @@ static json_t *resource_out(json_t *row, int with_attrs)
 int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,
                         const json_t *filter, int unlimited, json_t **out)
 {
-    struct fctx f = { .req = req, .cap = SQL_MAX };
+    struct fctx f = { .req = req, .cap = SQL_MAX, .type = api_resource_type(type) };
     char sq[256];
     int rc;
     *out = NULL;
-    if (!api_resource_type_known(type)) {
+    if (!f.type) {
         http_error(resp, 404, "Resource type %s does not exist", type);
         return 404;
     }
@@ -338,8 +338,14 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
     } else if (rc == 0) {
         rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
     }
+    if (rc < 0 && f.err_desc) {
+        api_error_desc(resp, 400, f.err_desc);
+        f.err_desc = NULL;
+        fctx_free(&f);
+        return 400;
+    }
     if (rc < 0) {
-        http_error(resp, 400, "Invalid filter: %s", f.err);
+        http_error(resp, 400, f.err_plain ? "%s" : "Invalid filter: %s", f.err);
         fctx_free(&f);
         return 400;
     }
@@ -394,8 +400,12 @@ void api_resource_search(struct http_req *req, struct http_resp *resp)
         json_error_t je;
         filter = json_loadb(req->body, req->body_len, 0, &je);
         if (!filter) {
-            http_error(resp, 400, "Invalid JSON body: %s (line %d, column %d)", je.text, je.line,
-                       je.column);
+            char reason[256];
+            snprintf(reason, sizeof reason, "%s (line %d, column %d)", je.text, je.line,
+                     je.column);
+            api_error_desc(resp, 400, json_pack("{s:s, s:s, s:[]}", "cause",
+                                                "Unable to decode body", "reason", reason,
+                                                "detail"));
             return;
         }
         if (json_is_object(filter) && json_object_size(filter) == 0) {
@@ -434,7 +444,7 @@ void api_resource_get(struct http_req *req, struct http_resp *resp)
 {
     json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
     if (row)
-        http_json(resp, 200, resource_out(row, 1));
+        http_json(resp, 200, resource_out(row, strcmp(req->captures[0], "generic") != 0));
     json_decref(row);
 }
 
@@ -444,7 +454,8 @@ void api_resource_history(struct http_req *req, struct http_resp *resp)
 {
     json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
     if (row)
-        http_json(resp, 200, json_pack("[o]", resource_out(row, 1)));
+        http_json(resp, 200, json_pack("[o]", resource_out(row, strcmp(req->captures[0],
+                                                                       "generic") != 0)));
     json_decref(row);
 }
 
@@ -460,25 +471,21 @@ json_t *api_resource_object(struct http_req *req, struct http_resp *resp, const 
 }
 
 /* GET /v1/resource_type, GET /v1/resource_type/{name} */
-static json_t *type_json(const char *name)
-{
-    return json_pack("{s:s, s:s, s:{}}", "name", name, "state", "active", "attributes");
-}
-
 void api_resource_type_list(struct http_req *req, struct http_resp *resp)
 {
     (void)req;
     json_t *out = json_array();
     for (int i = 0; i < api_nresource_types; i++)
-        json_array_append_new(out, type_json(api_resource_types[i]));
+        json_array_append_new(out, api_resource_type_json(&api_resource_types[i]));
     http_json(resp, 200, out);
 }
 
 void api_resource_type_get(struct http_req *req, struct http_resp *resp)
 {
-    if (!api_resource_type_known(req->captures[0])) {
+    const struct api_resource_type *t = api_resource_type(req->captures[0]);
+    if (!t) {
         http_error(resp, 404, "Resource type %s does not exist", req->captures[0]);
         return;
     }
-    http_json(resp, 200, type_json(req->captures[0]));
+    http_json(resp, 200, api_resource_type_json(t));
 }

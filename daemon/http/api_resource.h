@@ -7,11 +7,32 @@
 
 #include "daemon/http/http_server.h"
 
-/* The resource types answered (those the Ceilometer recorder creates;
- * "generic" is every resource). */
-extern const char *const api_resource_types[];
+/* One attribute of a resource type, as Gnocchi's resource type shows it:
+ * type "string" (min/max: length), "uuid" or "datetime". */
+struct api_attr {
+    const char *name, *type;
+    int required;
+    int min, max;
+};
+
+/* A resource type: its name and attributes (ending with a NULL name). */
+struct api_resource_type {
+    const char *name;
+    const struct api_attr *attrs;
+};
+
+/* The resource types answered (api_resource_types.c: those the Ceilometer
+ * recorder creates, with Ceilometer's attributes; "generic" is every
+ * resource and has none). */
+extern const struct api_resource_type api_resource_types[];
 extern const int api_nresource_types;
+/* The type named name, NULL if none. */
+const struct api_resource_type *api_resource_type(const char *name);
 int api_resource_type_known(const char *type);
+/* The attribute of t named name, NULL if t has none. */
+const struct api_attr *api_resource_attr(const struct api_resource_type *t, const char *name);
+/* GET /v1/resource_type/{name}'s object for t (new reference). */
+json_t *api_resource_type_json(const struct api_resource_type *t);
 
 /* The visible resources of type matching filter (Gnocchi's JSON filter
  * language; NULL = all), ordered by id, as an array of row objects (each
