@@ -297,6 +297,33 @@ def create_policies(server, yaml_text, headers=None):
         assert st == 201, ("archive policy rule %s refused by Gnocchi" % body["name"], st, j)
 
 
+def create_builtin_policies(server, headers=None):
+    """Create on Gnocchi the archive policies gpuagg has built in: Gnocchi's
+    defaults (bool, low, medium, high: what gnocchi-upgrade creates, taken
+    from gnocchi.archive_policy.DEFAULT_ARCHIVE_POLICIES) and Ceilometer's
+    (from its publisher/data/gnocchi_resources.yaml), each by the REST API
+    as an operator would."""
+    import numpy
+    if not hasattr(numpy, "int"):
+        numpy.int = int
+    from gnocchi import archive_policy
+    h = dict(headers or server.headers())
+    for p in archive_policy.DEFAULT_ARCHIVE_POLICIES.values():
+        body = {"name": p.name, "back_window": p.back_window,
+                "definition": [{"granularity": d.serialize()["granularity"],
+                                "timespan": d.serialize()["timespan"]} for d in p.definition]}
+        if p.name == "bool":
+            body["aggregation_methods"] = ["last"]
+        st, j = server.get_json("/v1/archive_policy", headers=h, method="POST", body=body)
+        assert st == 201, ("archive policy %s refused by Gnocchi" % p.name, st, j)
+    path = os.path.join(os.path.dirname(archive_policy.__file__), "..", "ceilometer", "publisher",
+                        "data", "gnocchi_resources.yaml")
+    with open(os.path.normpath(path)) as f:
+        import yaml
+        text = yaml.safe_dump({"archive_policies": yaml.safe_load(f)["archive_policies"]})
+    create_policies(server, text, headers=h)
+
+
 # ---- the server subprocess ------------------------------------------------------
 def _serve(conf_path, port, marker):
     import numpy
