@@ -378,8 +378,8 @@ static void list_answer(struct http_req *req, struct http_resp *resp, const char
 void api_resource_list(struct http_req *req, struct http_resp *resp)
 {
     if (http_arg(req, "filter")) {
-        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: POST a JSON "
-                   "filter to /v1/search/resource/%s", req->captures[0]);
+        http_error(resp, 400, "a listing takes no filter: POST it (JSON body, or ?filter= in "
+                   "the string syntax) to /v1/search/resource/%s", req->captures[0]);
         return;
     }
     list_answer(req, resp, req->captures[0], NULL);
