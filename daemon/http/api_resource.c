@@ -236,6 +236,10 @@ static int compile(struct fctx *f, const json_t *node, int depth)
     const char *field = json_object_iter_key(json_object_iter((json_t *)arg));
     const json_t *v = json_object_iter_value(json_object_iter((json_t *)arg));
     if (!strcmp(op, "in")) {
+        if (json_is_array(v) && json_array_size(v) == 0 && depth == 0 && !f->err_desc)
+            f->err_desc = json_pack("{s:s, s:s+++, s:[s, s]}", "cause", "Invalid input", "reason",
+                                    "length of value must be at least 1 for dictionary value "
+                                    "@ data['in']['", field, "']", "", "detail", "in", field);
         if (!json_is_array(v) || json_array_size(v) == 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'in' takes a non-empty list");
         if ((rc = emit(f, "(")) < 0)
@@ -366,10 +370,26 @@ static void list_answer(struct http_req *req, struct http_resp *resp, const char
     const char *details = http_arg(req, "details");
     int with_attrs = strcmp(type, "generic") != 0 ||
                      (details && (!strcasecmp(details, "true") || !strcmp(details, "1")));
+    /* ?attrs=a&attrs=b: only those keys of each resource, as Gnocchi's */
+    const char *attrs[64];
+    int nattrs = http_args(req, "attrs", attrs, 64);
     json_t *out = json_array();
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) json_array_append_new(out, resource_out(row, with_attrs));
+    json_array_foreach(rows, i, row) {
+        json_t *r = resource_out(row, with_attrs);
+        if (nattrs > 0) {
+            json_t *sel = json_object();
+            for (int k = 0; k < nattrs; k++) {
+                json_t *v = json_object_get(r, attrs[k]);
+                if (v)
+                    json_object_set(sel, attrs[k], v);
+            }
+            json_decref(r);
+            r = sel;
+        }
+        json_array_append_new(out, r);
+    }
     json_decref(rows);
     http_json(resp, 200, out);
 }

@@ -81,7 +81,10 @@ UNORDERED = {
 # Answers that are lists of named objects whose order Gnocchi does not
 # define (its indexer selects them without ORDER BY): compared sorted by name.
 BY_NAME = ("archive_policy list", "resource_type list", "client archive_policy.list",
-           "cli archive-policy list")
+           "cli archive-policy list", "client resource_type.list")
+# Metric listings: each side orders by its own ids, which differ by
+# construction (Gnocchi's are random): compared sorted by the mapped id.
+BY_ID = ("metric list", "client metric.list")
 
 # label -> why gpuagg answers differently on purpose (docs/API.md lists each).
 DELIBERATE = {
@@ -91,6 +94,10 @@ DELIBERATE = {
     "metric get": "metrics pushed on the ingest socket have no HTTP creator: creator and "
                   "created_by_* are null",
     "metric list by name": "as metric get",
+    "metric list": "as metric get",
+    "client metric.list": "as metric get",
+    "client status": "as status",
+    "v1 index": "GET /v1 answers the index of links; Gnocchi redirects (302) to /v1/",
     "client metric.get": "as metric get",
     "metric member other project": "a resource another project cannot see is 404 (as if absent), "
                                    "not Gnocchi's 403, which tells that it exists",
@@ -104,9 +111,10 @@ DELIBERATE = {
     "unknown endpoint": "the description says the resource was not found; Gnocchi's is null",
 }
 
-# label -> a difference not closed yet (none now; an entry names one that
-# is known and open, so that the suite stays green while it is worked on).
+# label -> a difference not closed yet: known and named, so that the suite
+# stays green while it is worked on; docs/API.md lists them too.
 OPEN = {
+    "resource list sort": "sort= is not applied: resources are ordered by id",
 }
 
 
@@ -287,16 +295,20 @@ def ask(label, method, path, body=None, headers=ADMIN):
     st_d, _, b_d = E.d.request(method, fill(path, metric_id), bt and fill(bt, metric_id), h)
     a_g = decode(st_g, map_ids(b_g.decode(errors="replace")).encode())
     a_d = decode(st_d, map_ids(b_d.decode(errors="replace")).encode())
-    if label in BY_NAME:
-        a_g, a_d = by_name(a_g), by_name(a_d)
+    a_g, a_d = reorder(label, a_g), reorder(label, a_d)
     E.results.append((label, a_g == a_d, a_g, a_d))
 
 
-def by_name(answer):
+def by_name(answer, key="name"):
     st, body = answer
-    if isinstance(body, list) and all(isinstance(x, dict) and "name" in x for x in body):
-        body = sorted(body, key=lambda x: x["name"])
+    if isinstance(body, list) and all(isinstance(x, dict) and key in x for x in body):
+        body = sorted(body, key=lambda x: x[key])
     return st, body
+
+
+def reorder(label, answer):
+    return by_name(answer) if label in BY_NAME else by_name(answer, "id") if label in BY_ID \
+        else answer
 
 
 def client_for(server, headers=ADMIN):
@@ -312,7 +324,7 @@ def ask_client(label, call):
         try:
             r = call(client_for(server), idof)
             r = json.loads(map_ids(json.dumps(r, default=str)))
-            out.append(by_name(("ok", normalise(r))) if label in BY_NAME else ("ok", normalise(r)))
+            out.append(reorder(label, ("ok", normalise(r))))
         except Exception as e:       # the client's exception is the answer compared
             out.append((type(e).__name__, map_ids(str(e))))
     E.results.append((label, out[0] == out[1], out[0], out[1]))
@@ -362,6 +374,39 @@ def ask_cli(label, *args):
 
 
 # ---- the requests ------------------------------------------------------------------
+def requests_more():
+    rid = sorted(INST)[0]
+    a = "{mid:difftest_a}"
+    ask("v1 index", "GET", "/v1")
+    ask("metric list", "GET", "/v1/metric")
+    ask("resource list details", "GET", "/v1/resource/generic?details=true")
+    ask("resource list marker", "GET", "/v1/resource/instance?limit=1&marker=%s" % rid)
+    ask("resource list sort", "GET", "/v1/resource/instance?sort=display_name:desc")
+    ask("resource list attrs", "GET", "/v1/resource/instance?attrs=id&attrs=host")
+    ask("measures rate unknown", "GET", "/v1/metric/%s/measures?aggregation=rate:mean" % a)
+    ask("measures stop iso", "GET", "/v1/metric/%s/measures?granularity=60&stop=%s" % (
+        a, datetime.datetime.utcfromtimestamp(BASE + 1200).isoformat()))
+    ask("measures start relative hours", "GET",
+        "/v1/metric/%s/measures?granularity=300&start=-3%%20hours&stop=now" % a)
+    ask("resource metric measures bad aggregation", "GET",
+        "/v1/resource/instance/%s/metric/cpu_util/measures?aggregation=nope" % rid)
+    s = "/v1/search/resource/instance"
+    ask("search limit", "POST", s + "?limit=1", body={"=": {"user_id": USER}})
+    ask("search no body", "POST", s)
+    ask("search empty object", "POST", s, body={})
+    ask("search ended_at null", "POST", s, body={"=": {"ended_at": None}})
+    ask("search generic attribute", "POST", "/v1/search/resource/generic",
+        body={"=": {"host": "compute-0"}})
+    ask("search in empty", "POST", s, body={"in": {"id": []}})
+    ask("search string in uuid", "POST", s + "?filter=" + urllib.parse.quote(
+        "id in [%s]" % sorted(INST)[2]))
+    ask("search string number", "POST", s + "?filter=" + urllib.parse.quote("display_name=1"))
+    ask_client("client metric.list", lambda c, i: c.metric.list())
+    ask_client("client resource_type.list", lambda c, i: c.resource_type.list())
+    ask_client("client status", lambda c, i: c.status.get())
+    ask_client("client archive_policy_rule.get", lambda c, i: c.archive_policy_rule.get("rule-1"))
+
+
 def requests_meta():
     ask("root", "GET", "/")
     ask("capabilities", "GET", "/v1/capabilities")
@@ -557,7 +602,7 @@ def main():
             E.g.wait_ready(120)
             R.run(feed_gnocchi)
             print("fed in %.0f s" % (time.time() - t0))
-            for t in (requests_meta, requests_metrics, requests_resources, requests_errors,
+            for t in (requests_more, requests_meta, requests_metrics, requests_resources, requests_errors,
                       requests_client, requests_cli):
                 R.run(t)
             print("asked in %.0f s" % (time.time() - t0))
