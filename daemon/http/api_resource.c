@@ -291,6 +291,51 @@ static json_t *resource_out(json_t *row, int with_attrs)
     return json_incref(row);
 }
 
+/* ?sort=key[:asc|:desc] (repeated), Gnocchi's: ORDER BY those keys (a
+ * column or an attribute of the type), then the id.  Returns 0, < 0 (SQL
+ * too long), or 400 with f->err set (a bad key, or sort with a marker,
+ * which pages by id only). */
+static int order_by(struct fctx *f, struct http_req *req, int has_marker)
+{
+    const char *keys[16];
+    int n = http_args(req, "sort", keys, 16), rc = 0;
+    if (n > 0 && has_marker) {
+        snprintf(f->err, sizeof f->err, "Invalid pagination: `marker pages by id: it cannot be "
+                 "combined with sort'");
+        return 400;
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "%s", keys[i]);
+        const char *dir = "ASC";
+        char *colon = strchr(key, ':');
+        if (colon) {
+            *colon = '\0';
+            if (!strcmp(colon + 1, "desc"))
+                dir = "DESC";
+            else if (strcmp(colon + 1, "asc")) {
+                snprintf(f->err, sizeof f->err, "Invalid pagination: `Invalid sort direction "
+                         "'%.40s''", colon + 1);
+                return 400;
+            }
+        }
+        if (!strcmp(key, "ended_at") || !strcmp(key, "revision_end"))
+            continue;                     /* always null: nothing to order */
+        if (is_column(key) && strcmp(key, "created_by_user_id") &&
+            strcmp(key, "created_by_project_id")) {
+            rc = emit(f, "r.%s %s, ", key, dir);
+        } else if (api_resource_attr(f->type, key)) {
+            int k = param(f, key);
+            rc = k < 0 ? k : emit(f, "r.attributes->>$%d %s, ", k, dir);
+        } else {
+            snprintf(f->err, sizeof f->err, "Invalid pagination: `Sort key supplied is "
+                     "invalid: %.60s'", key);
+            return 400;
+        }
+    }
+    return rc;
+}
+
 int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,
                         const json_t *filter, int unlimited, json_t **out)
 {
@@ -338,7 +383,14 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
         rc = emit(&f, "true");
     if (rc == 0 && f.n + 2 <= FILTER_MAX_PARAMS) {
         const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, f.vals, &f.n);
-        rc = emit(&f, " AND %s ORDER BY r.id LIMIT %ld", scope, unlimited ? 100000L : limit);
+        rc = emit(&f, " AND %s ORDER BY ", scope);
+        int s_rc = rc == 0 && !unlimited ? order_by(&f, req, mk[0] != 0) : 0;
+        if (s_rc > 0) {
+            http_error(resp, 400, "%s", f.err);
+            fctx_free(&f);
+            return 400;
+        }
+        rc = rc ? rc : s_rc ? s_rc : emit(&f, "r.id LIMIT %ld", unlimited ? 100000L : limit);
     } else if (rc == 0) {
         rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
     }
