@@ -292,7 +292,8 @@ static json_t *resource_out(json_t *row, int with_attrs)
 }
 
 /* ?sort=key[:asc|:desc] (repeated), Gnocchi's: ORDER BY those keys (a
- * column or an attribute of the type), then the id.  Returns 0, < 0 (SQL
+ * column or an attribute of the type), then the default order
+ * (revision_start, started_at, id).  Returns 0, < 0 (SQL
  * too long), or 400 with f->err set (a bad key, or sort with a marker,
  * which pages by id only). */
 static int order_by(struct fctx *f, struct http_req *req, int has_marker)
@@ -375,7 +376,10 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
     }
     if (rc == 0 && mk[0]) {
         int k = param(&f, mk);
-        rc = k < 0 ? k : emit(&f, "r.id > $%d::uuid AND ", k);
+        /* the default order's keyset: after the marker's place in it */
+        rc = k < 0 ? k : emit(&f, "(r.revision_start, r.started_at, r.id) > (SELECT"
+                                  " m.revision_start, m.started_at, m.id FROM resources m"
+                                  " WHERE m.id = $%d::uuid) AND ", k);
     }
     if (rc == 0 && filter)
         rc = compile(&f, filter, 0);
@@ -390,7 +394,10 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
             fctx_free(&f);
             return 400;
         }
-        rc = rc ? rc : s_rc ? s_rc : emit(&f, "r.id LIMIT %ld", unlimited ? 100000L : limit);
+        /* Gnocchi's default order (revision_start, started_at), then the id */
+        rc = rc ? rc : s_rc ? s_rc : emit(&f, "%sr.id LIMIT %ld", unlimited ? "" :
+                                          "r.revision_start, r.started_at, ",
+                                          unlimited ? 100000L : limit);
     } else if (rc == 0) {
         rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
     }

@@ -35,9 +35,10 @@ const struct api_attr *api_resource_attr(const struct api_resource_type *t, cons
 json_t *api_resource_type_json(const struct api_resource_type *t);
 
 /* The visible resources of type matching filter (Gnocchi's JSON filter
- * language; NULL = all), ordered by id, as an array of row objects (each
- * with "attributes" and "metrics": {name: metric id}).  Honours ?limit and
- * ?marker unless unlimited (then at most 100000).  Returns 0 with *out (new
+ * language; NULL = all), as an array of row objects (each
+ * with "attributes" and "metrics": {name: metric id}).  Honours ?limit,
+ * ?marker and ?sort, ordered as Gnocchi orders (revision_start, started_at,
+ * then id), unless unlimited (then by id, at most 100000).  Returns 0 with *out (new
  * reference), or the HTTP status with resp set (404 unknown type, 400 bad
  * filter, 5xx database). */
 int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,

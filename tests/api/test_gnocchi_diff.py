@@ -163,7 +163,10 @@ def feed_gpuagg():
     assert ack["type"] == "ack" and not ack["rejected"], ack
     port = E.d.call("status")["result"]["ingest"]["udp_port"]
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for i, (rid, proj) in enumerate(sorted(INST.items())):
+    # resources made in the reverse of their id order, one after the other
+    # (on both sides), so that the default listing order (revision_start,
+    # not id) shows
+    for i, (rid, proj) in reversed(list(enumerate(sorted(INST.items())))):
         md = {"display_name": "vm%d" % i, "host": "compute-%d" % (i % 2),
               "flavor": {"id": "f1", "name": "m1.small"}}
         for k in range(30):
@@ -177,6 +180,9 @@ def feed_gpuagg():
                 ("127.0.0.1", port))
             if k % 10 == 0:
                 time.sleep(0.01)
+        ok = wait_for(lambda: E.d.request("GET", "/v1/resource/generic/" + rid,
+                                          headers=ADMIN)[0] == 200, 15)
+        assert ok, "the resource %s was never recorded" % rid
     u.close()
     ok = wait_for(lambda: E.d.call("status")["result"]["ingest"]["udp_accepted"] >= 90, 15)
     assert ok, E.d.call("status")
@@ -204,7 +210,7 @@ def feed_gnocchi():
     st, j = g.get_json("/v1/batch/metrics/measures", ADMIN, "POST", batch)
     assert st == 202, (st, j)
     rbatch = {}
-    for i, (rid, proj) in enumerate(sorted(INST.items())):
+    for i, (rid, proj) in reversed(list(enumerate(sorted(INST.items())))):
         h = {"X-User-Id": USER, "X-Project-Id": proj, "X-Roles": "admin"}
         st, r = g.get_json("/v1/resource/instance", h, "POST", {
             "id": rid, "project_id": proj, "user_id": USER, "display_name": "vm%d" % i,
@@ -380,6 +386,7 @@ def requests_more():
     ask("metric list", "GET", "/v1/metric")
     ask("resource list details", "GET", "/v1/resource/generic?details=true")
     ask("resource list marker", "GET", "/v1/resource/instance?limit=1&marker=%s" % rid)
+    ask("resource list marker last", "GET", "/v1/resource/instance?marker=%s" % sorted(INST)[2])
     ask("resource list sort", "GET", "/v1/resource/instance?sort=display_name:desc")
     ask("resource list sort two keys", "GET",
         "/v1/resource/instance?sort=host:asc&sort=project_id:desc")
@@ -471,6 +478,10 @@ def requests_metrics():
 def requests_resources():
     rid = sorted(INST)[0]
     ask("resource list instance", "GET", "/v1/resource/instance")
+    # the listing is in creation order (the reverse of the ids), so the
+    # comparison checks the default order, not only the contents
+    ids = [r["id"] for r in E.results[-1][2][1]]
+    assert ids == sorted(INST, reverse=True), ids
     ask("resource list generic", "GET", "/v1/resource/generic")
     ask("resource list limit", "GET", "/v1/resource/instance?limit=1")
     ask("resource list unknown type", "GET", "/v1/resource/nope")
