@@ -2,13 +2,14 @@
 differential tests: the same data fed to it and to gpuaggd, the same
 requests asked of both.
 
-    from gnocchi_server import GnocchiServer, create_policies
+    from gnocchi_server import GnocchiServer, create_builtin_policies, create_policies
     g = GnocchiServer(tmpdir, pg_conninfo, auth="noauth")
     g.start()                      # database, gnocchi-upgrade, API, processing
     g.url                          # "http://127.0.0.1:PORT" (the API root; /v1/... below it)
     g.request("GET", "/v1/metric", headers=g.headers())   # (status, headers, body bytes)
     g.get_json(path, headers=..., method=..., body=...)   # (status, decoded JSON or None)
     create_policies(g, yaml_text)  # the archive policies (and rules) a gpuagg config defines
+    create_builtin_policies(g)     # the ones gpuagg has built in (Gnocchi's and Ceilometer's)
     g.wait_processed(timeout=30)   # True once no posted measure is left unaggregated
     g.stop()
 
