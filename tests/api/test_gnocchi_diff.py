@@ -50,6 +50,8 @@ POLICY = """archive_policies:
 archive_policy_rules:
   - metric_pattern: "*/disk.root.size"
     archive_policy_name: diffspare
+  - metric_pattern: "*/cpu"
+    archive_policy_name: ceilometer-low-rate
 default_archive_policy: difftest
 """
 METRIC_NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
@@ -139,6 +141,11 @@ def values(i, k):
     return round(10 + i * 7 + (k * 37 % 23) * 0.5, 3)
 
 
+def cpu_ns(i, k):
+    """A cumulative CPU time counter (ns), growing unevenly."""
+    return float(10**9 * (i + 1) * k + (k * 13 % 7) * 10**7)
+
+
 # ---- feeding -------------------------------------------------------------------
 def next_obj(s, up):
     while True:
@@ -182,13 +189,21 @@ def feed_gpuagg():
                 "resource_metadata": md, "message_id": str(uuid.uuid4()),
                 "monotonic_time": None, "message_signature": ""}, use_bin_type=True),
                 ("127.0.0.1", port))
+            u.sendto(msgpack.packb({
+                "source": "openstack", "counter_name": "cpu", "counter_type": "cumulative",
+                "counter_unit": "ns", "counter_volume": cpu_ns(i, k), "user_id": USER,
+                "project_id": proj, "resource_id": rid,
+                "timestamp": datetime.datetime.utcfromtimestamp(BASE + 40 * k).isoformat(),
+                "resource_metadata": md, "message_id": str(uuid.uuid4()),
+                "monotonic_time": None, "message_signature": ""}, use_bin_type=True),
+                ("127.0.0.1", port))
             if k % 10 == 0:
                 time.sleep(0.01)
         ok = wait_for(lambda: E.d.request("GET", "/v1/resource/generic/" + rid,
                                           headers=ADMIN)[0] == 200, 15)
         assert ok, "the resource %s was never recorded" % rid
     u.close()
-    ok = wait_for(lambda: E.d.call("status")["result"]["ingest"]["udp_accepted"] >= 90, 15)
+    ok = wait_for(lambda: E.d.call("status")["result"]["ingest"]["udp_accepted"] >= 180, 15)
     assert ok, E.d.call("status")
     r = E.d.ctl("flush", timeout=60)
     assert r.returncode == 0, r
@@ -196,8 +211,8 @@ def feed_gpuagg():
 
 def feed_gnocchi():
     g = E.g
+    create_builtin_policies(g, headers=ADMIN)     # first: the config's rules may name them
     create_policies(g, POLICY, headers=ADMIN)
-    create_builtin_policies(g, headers=ADMIN)
     for name, attrs in sorted(ceilometer_types().items()):
         if name in GPUAGG_TYPES:
             st, j = g.get_json("/v1/resource_type", ADMIN, "POST", {"name": name,
@@ -219,11 +234,15 @@ def feed_gnocchi():
         st, r = g.get_json("/v1/resource/instance", h, "POST", {
             "id": rid, "project_id": proj, "user_id": USER, "display_name": "vm%d" % i,
             "host": "compute-%d" % (i % 2), "flavor_id": "f1", "flavor_name": "m1.small",
-            "metrics": {"cpu_util": {"archive_policy_name": "difftest", "unit": "%"}}})
+            "metrics": {"cpu_util": {"archive_policy_name": "difftest", "unit": "%"},
+                        "cpu": {"archive_policy_name": "ceilometer-low-rate", "unit": "ns"}}})
         assert st == 201, (st, r)
         E.gid[r["metrics"]["cpu_util"]] = metric_id(rid + "/cpu_util")
+        E.gid[r["metrics"]["cpu"]] = metric_id(rid + "/cpu")
         rbatch[rid] = {"cpu_util": [{"timestamp": BASE + 40 * k, "value": values(i + 2, k)}
-                                    for k in range(30)]}
+                                    for k in range(30)],
+                       "cpu": [{"timestamp": BASE + 40 * k, "value": cpu_ns(i, k)}
+                               for k in range(30)]}
     st, j = g.get_json("/v1/batch/resources/metrics/measures", ADMIN, "POST", rbatch)
     assert st == 202, (st, j)
     assert g.wait_processed(60), "Gnocchi did not process the measures"
@@ -447,6 +466,7 @@ def requests_metrics():
     ask("metric list by name", "GET", "/v1/metric?name=difftest_b")
     base = "/v1/metric/%s/measures" % a
     ask("measures all", "GET", base)
+    assert len(E.results[-1][2][1]) >= 20, E.results[-1]
     for m in ("mean", "max", "min", "sum", "count", "90pct"):
         ask("measures %s 60" % m, "GET", base + "?aggregation=%s&granularity=60" % m)
     for g in ("300", "300.0", "5min", "5%20minutes"):
@@ -472,6 +492,10 @@ def requests_metrics():
     ask("resource metric get", "GET", "/v1/resource/instance/%s/metric/cpu_util" % rid)
     ask("resource metric measures", "GET",
         "/v1/resource/instance/%s/metric/cpu_util/measures?granularity=60&aggregation=max" % rid)
+    for m in ("mean", "rate:mean"):
+        ask("resource metric cpu %s" % m, "GET",
+            "/v1/resource/instance/%s/metric/cpu/measures?aggregation=%s" % (rid, m))
+        assert len(E.results[-1][2][1]) >= 3, E.results[-1]     # measures to compare
     ask("resource metric unknown", "GET", "/v1/resource/instance/%s/metric/nope" % rid)
     ask("resource metric unknown resource", "GET",
         "/v1/resource/instance/%s/metric/cpu_util" % uuid.UUID(int=9))
