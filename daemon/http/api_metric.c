@@ -241,7 +241,7 @@ static json_t *resource_metric(struct http_req *req, struct http_resp *resp, con
     json_t *first = json_array_get(rows, 0);
     json_t *m = first ? json_object_get(first, "metric") : NULL;
     if (!first)
-        http_error(resp, 404, "Resource %s does not exist", rawid);
+        http_error(resp, 404, "Resource %s does not exist", rid);
     else if (!m || json_is_null(m))
         http_error(resp, 404, "Metric %s does not exist", name);
     m = (first && m && !json_is_null(m)) ? json_incref(m) : NULL;

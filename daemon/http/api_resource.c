@@ -513,8 +513,8 @@ static json_t *resource_row(struct http_req *req, struct http_resp *resp, const 
         return NULL;
     json_t *row = json_incref(json_array_get(rows, 0));
     json_decref(rows);
-    if (!row)
-        http_error(resp, 404, "Resource %s does not exist", raw);
+    if (!row)                 /* Gnocchi names the id it looked for */
+        http_error(resp, 404, "Resource %s does not exist", id);
     return row;
 }
 

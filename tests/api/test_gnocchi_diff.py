@@ -58,6 +58,7 @@ METRIC_NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
 BASE = (int(time.time()) // 3600 - 2) * 3600          # two hours ago, on the hour
 P1, P2, USER = "proj-one", "proj-two", "user-a"
 INST = {str(uuid.UUID(int=0x2111 + i)): (P1 if i < 2 else P2) for i in range(3)}
+NIC = "instance-0001-tap0"                             # a resource id that is not a UUID
 STANDALONE = ("difftest_a", "difftest_b")
 JSON = {"Accept": "application/json"}       # as gnocchiclient and Grafana send it
 ADMIN = {"X-User-Id": USER, "X-Project-Id": P1, "X-Roles": "admin", **JSON}
@@ -202,8 +203,17 @@ def feed_gpuagg():
         ok = wait_for(lambda: E.d.request("GET", "/v1/resource/generic/" + rid,
                                           headers=ADMIN)[0] == 200, 15)
         assert ok, "the resource %s was never recorded" % rid
+    for k in range(20):
+        u.sendto(msgpack.packb({
+            "source": "openstack", "counter_name": "network.incoming.bytes.rate",
+            "counter_type": "gauge", "counter_unit": "B/s", "counter_volume": values(7, k),
+            "user_id": USER, "project_id": P1, "resource_id": NIC,
+            "timestamp": datetime.datetime.utcfromtimestamp(BASE + 60 * k).isoformat(),
+            "resource_metadata": {"name": "tap0", "instance_id": sorted(INST)[0]},
+            "message_id": str(uuid.uuid4()), "monotonic_time": None,
+            "message_signature": ""}, use_bin_type=True), ("127.0.0.1", port))
     u.close()
-    ok = wait_for(lambda: E.d.call("status")["result"]["ingest"]["udp_accepted"] >= 180, 15)
+    ok = wait_for(lambda: E.d.call("status")["result"]["ingest"]["udp_accepted"] >= 200, 15)
     assert ok, E.d.call("status")
     r = E.d.ctl("flush", timeout=60)
     assert r.returncode == 0, r
@@ -243,6 +253,18 @@ def feed_gnocchi():
                                     for k in range(30)],
                        "cpu": [{"timestamp": BASE + 40 * k, "value": cpu_ns(i, k)}
                                for k in range(30)]}
+    # a resource whose id is not a UUID: both derive it from the creator
+    h = {"X-User-Id": USER, "X-Project-Id": P1, "X-Roles": "admin", **JSON}
+    st, r = g.get_json("/v1/resource/instance_network_interface", h, "POST", {
+        "id": NIC, "project_id": P1, "user_id": USER, "name": "tap0",
+        "instance_id": sorted(INST)[0],
+        "metrics": {"network.incoming.bytes.rate": {"archive_policy_name": "difftest",
+                                                    "unit": "B/s"}}})
+    assert st == 201, (st, r)
+    E.gid[r["metrics"]["network.incoming.bytes.rate"]] = metric_id(
+        NIC + "/network.incoming.bytes.rate")
+    rbatch[NIC] = {"network.incoming.bytes.rate": [
+        {"timestamp": BASE + 60 * k, "value": values(7, k)} for k in range(20)]}
     st, j = g.get_json("/v1/batch/resources/metrics/measures", ADMIN, "POST", rbatch)
     assert st == 202, (st, j)
     assert g.wait_processed(60), "Gnocchi did not process the measures"
@@ -545,6 +567,20 @@ def requests_resources():
     ask("search unknown type", "POST", "/v1/search/resource/nope", body={})
 
 
+def requests_nic():
+    t = "/v1/resource/instance_network_interface/"
+    ask("nic get by original id", "GET", t + NIC)
+    ask("nic get other project", "GET", t + NIC, headers=MEMBER2)
+    ask("nic metric other project", "GET", t + NIC + "/metric/network.incoming.bytes.rate",
+        headers=MEMBER2)
+    ask("nic list", "GET", "/v1/resource/instance_network_interface")
+    ask("nic metric measures", "GET", t + NIC + "/metric/network.incoming.bytes.rate/measures"
+        "?granularity=60")
+    ask("nic search original id", "POST", "/v1/search/resource/generic",
+        body={"=": {"original_resource_id": NIC}})
+    ask("nic search id", "POST", "/v1/search/resource/generic", body={"=": {"id": NIC}})
+
+
 def requests_errors():
     ask("invalid utf-8 path", "GET", "/v1/resource/instance/%ff%fe")
     ask("unknown endpoint", "GET", "/v1/nope")
@@ -651,7 +687,7 @@ def main():
             E.g.wait_ready(120)
             R.run(feed_gnocchi)
             print("fed in %.0f s" % (time.time() - t0))
-            for t in (requests_more, requests_meta, requests_metrics, requests_resources, requests_errors,
+            for t in (requests_nic, requests_more, requests_meta, requests_metrics, requests_resources, requests_errors,
                       requests_client, requests_cli, requests_writes):
                 R.run(t)
             print("asked in %.0f s" % (time.time() - t0))
