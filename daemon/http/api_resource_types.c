@@ -69,9 +69,9 @@ json_t *api_resource_type_json(const struct api_resource_type *t)
     json_t *attrs = json_object();
     for (const struct api_attr *a = t->attrs; a->name; a++) {
         json_t *o = json_pack("{s:s, s:b}", "type", a->type, "required", a->required);
-        if (!strcmp(a->type, "string")) {
-            json_object_set_new(o, "min_length", json_integer(a->min));
+        if (!strcmp(a->type, "string")) {    /* Gnocchi's key order: the CLI shows it */
             json_object_set_new(o, "max_length", json_integer(a->max));
+            json_object_set_new(o, "min_length", json_integer(a->min));
         }
         json_object_set_new(attrs, a->name, o);
     }

@@ -84,10 +84,10 @@ UNORDERED = {
 # Answers that are lists of named objects whose order Gnocchi does not
 # define (its indexer selects them without ORDER BY): compared sorted by name.
 BY_NAME = ("archive_policy list", "resource_type list", "client archive_policy.list",
-           "cli archive-policy list", "client resource_type.list")
+           "cli archive-policy list", "client resource_type.list", "cli resource-type list")
 # Metric listings: each side orders by its own ids, which differ by
 # construction (Gnocchi's are random): compared sorted by the mapped id.
-BY_ID = ("metric list", "client metric.list")
+BY_ID = ("metric list", "client metric.list", "cli metric list")
 
 # label -> why gpuagg answers differently on purpose (docs/API.md lists each).
 DELIBERATE = {
@@ -100,6 +100,7 @@ DELIBERATE = {
     "metric list": "as metric get",
     "client metric.list": "as metric get",
     "client status": "as status",
+    "cli status": "as status",
     "no credentials": "401 naming the missing header; Gnocchi trusting identity headers (its "
                       "keystone helper without the token middleware) fails with a 500",
     "write metric": "read-only: metrics, measures, resources and policies come through ingest "
@@ -413,9 +414,7 @@ def ask_cli(label, *args):
         rc, stdout, stderr = run_cli(server.url, [fill_ids(a, idof) for a in args])
         text = map_ids(stdout)
         try:
-            text = normalise(json.loads(text))
-            if label in BY_NAME:
-                text = by_name((0, text))[1]
+            text = reorder(label, (0, normalise(json.loads(text))))[1]
         except ValueError:
             pass
         last = stderr.strip().splitlines()[-1:] or [""]
@@ -631,6 +630,17 @@ def requests_cli():
     ask_cli("cli resource-type show", "resource-type", "show", "instance", "-f", "json")
     ask_cli("cli archive-policy show", "archive-policy", "show", "difftest", "-f", "json")
     ask_cli("cli capabilities list", "capabilities", "list", "-f", "json")
+    ask_cli("cli metric list", "metric", "list", "-f", "json")
+    ask_cli("cli resource history", "resource", "history", "--type", "instance", sorted(INST)[0],
+            "-f", "json")
+    ask_cli("cli status", "status", "-f", "json")
+    ask_cli("cli archive-policy-rule show", "archive-policy-rule", "show", "rule-2", "-f", "json")
+    ask_cli("cli resource-type list", "resource-type", "list", "-f", "json")
+    ask_cli("cli measures show start stop", "measures", "show", "{mid:difftest_b}", "--start",
+            str(BASE + 600), "--stop", str(BASE + 1800), "--refresh", "--utc", "-f", "json")
+    ask_cli("cli measures show unknown", "measures", "show", str(uuid.UUID(int=3)), "-f", "json")
+    ask_cli("cli resource show nic", "resource", "show", "--type", "instance_network_interface",
+            NIC, "-f", "json")
     ask_cli("cli resource search json", "resource", "search", "-t", "instance",
             '{"=": {"project_id": "%s"}}' % P2, "-f", "json")
 
