@@ -48,10 +48,10 @@ POLICY = """archive_policies:
         timespan: 7 days
     aggregation_methods: [mean]
 archive_policy_rules:
-  - metric_pattern: "*/disk.root.size"
-    archive_policy_name: diffspare
   - metric_pattern: "*/cpu"
     archive_policy_name: ceilometer-low-rate
+  - metric_pattern: "*/disk.root.size"
+    archive_policy_name: diffspare
 default_archive_policy: difftest
 """
 METRIC_NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
@@ -103,6 +103,10 @@ DELIBERATE = {
     "cli status": "as status",
     "no credentials": "401 naming the missing header; Gnocchi trusting identity headers (its "
                       "keystone helper without the token middleware) fails with a 500",
+    "archive_policy_rule list": "rules are listed in the order gpuagg tries them (the config's); "
+                                "Gnocchi lists them by pattern, descending",
+    "client archive_policy_rule.list": "as archive_policy_rule list",
+    "cli archive-policy-rule list": "as archive_policy_rule list",
     "write metric": "read-only: metrics, measures, resources and policies come through ingest "
                     "and the config (405)",
     "v1 index": "GET /v1 answers the index of links; Gnocchi redirects (302) to /v1/",
