@@ -13,15 +13,15 @@
 
 #define MAX_DEPTH 32
 
-struct ps {
+struct qs_ps {
     const char *s, *p;       /* the text, the read position */
     char *why;
     size_t whylen;
     int depth;
 };
 
-static json_t *fail(struct ps *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static json_t *fail(struct ps *ps, const char *fmt, ...)
+static json_t *qs_fail(struct qs_ps *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static json_t *qs_fail(struct qs_ps *ps, const char *fmt, ...)
 {
     if (ps->why[0])             /* the first (innermost) reason wins */
         return NULL;
@@ -34,14 +34,14 @@ static json_t *fail(struct ps *ps, const char *fmt, ...)
     return NULL;
 }
 
-static void skip_ws(struct ps *ps)
+static void qs_skip_ws(struct qs_ps *ps)
 {
     while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
         ps->p++;
 }
 
 /* Length of the word (letters, digits, '_') at p. */
-static size_t word_len(const char *p)
+static size_t qs_word_len(const char *p)
 {
     size_t n = 0;
     while (isalnum((unsigned char)p[n]) || p[n] == '_')
@@ -50,9 +50,9 @@ static size_t word_len(const char *p)
 }
 
 /* 1 if the word at ps->p is w (and ends there); consumes it. */
-static int take_word(struct ps *ps, const char *w)
+static int qs_take_word(struct qs_ps *ps, const char *w)
 {
-    skip_ws(ps);
+    qs_skip_ws(ps);
     size_t n = strlen(w);
     if (strncmp(ps->p, w, n) == 0 && !isalnum((unsigned char)ps->p[n]) && ps->p[n] != '_') {
         ps->p += n;
@@ -62,9 +62,9 @@ static int take_word(struct ps *ps, const char *w)
 }
 
 /* 1 if the text at ps->p is t; consumes it. */
-static int take(struct ps *ps, const char *t)
+static int qs_take(struct qs_ps *ps, const char *t)
 {
-    skip_ws(ps);
+    qs_skip_ws(ps);
     size_t n = strlen(t);
     if (strncmp(ps->p, t, n) == 0) {
         ps->p += n;
@@ -75,7 +75,7 @@ static int take(struct ps *ps, const char *t)
 
 /* Length of a UUID (32 hex digits, dashes optional in the 8-4-4-4-12
  * places) at p, 0 if none. */
-static size_t uuid_len(const char *p)
+static size_t qs_uuid_len(const char *p)
 {
     static const int groups[] = { 8, 4, 4, 4, 12 };
     size_t n = 0;
@@ -91,7 +91,7 @@ static size_t uuid_len(const char *p)
 
 /* Length of a number ([+-]?digits(.digits*)?([eE][+-]?digits)?) at p, 0
  * if none. */
-static size_t number_len(const char *p)
+static size_t qs_number_len(const char *p)
 {
     size_t n = 0;
     if (p[n] == '+' || p[n] == '-')
@@ -117,43 +117,43 @@ static size_t number_len(const char *p)
 
 /* A value: null, a boolean, a UUID, a bare word, a number, a quoted
  * string or a [list]. */
-static json_t *term(struct ps *ps)
+static json_t *qs_term(struct qs_ps *ps)
 {
-    skip_ws(ps);
+    qs_skip_ws(ps);
     const char *p = ps->p;
     size_t n;
     if (*p == '\'' || *p == '"') {
         const char *end = strchr(p + 1, *p);
         if (!end)
-            return fail(ps, "unterminated quoted string");
+            return qs_fail(ps, "unterminated quoted string");
         ps->p = end + 1;
         return json_stringn(p + 1, (size_t)(end - p - 1));
     }
     if (*p == '[') {
         ps->p++;
         json_t *list = json_array();
-        if (take(ps, "]"))
+        if (qs_take(ps, "]"))
             return list;
         do {
-            json_t *v = term(ps);
+            json_t *v = qs_term(ps);
             if (!v) {
                 json_decref(list);
                 return NULL;
             }
             json_array_append_new(list, v);
-        } while (take(ps, ","));
-        if (!take(ps, "]")) {
+        } while (qs_take(ps, ","));
+        if (!qs_take(ps, "]")) {
             json_decref(list);
-            return fail(ps, "expected ',' or ']' in a list");
+            return qs_fail(ps, "expected ',' or ']' in a list");
         }
         return list;
     }
-    if ((n = uuid_len(p))) {
+    if ((n = qs_uuid_len(p))) {
         ps->p += n;
         return json_stringn(p, n);
     }
     if (isalpha((unsigned char)*p)) {
-        n = word_len(p);
+        n = qs_word_len(p);
         ps->p += n;
         static const char *const nulls[] = { "None", "none", "null" };
         for (int i = 0; i < 3; i++)
@@ -165,67 +165,67 @@ static json_t *term(struct ps *ps)
             return json_false();
         return json_stringn(p, n);
     }
-    if ((n = number_len(p))) {
+    if ((n = qs_number_len(p))) {
         char buf[64];
         if (n >= sizeof buf)
-            return fail(ps, "number too long");
+            return qs_fail(ps, "number too long");
         memcpy(buf, p, n);
         buf[n] = '\0';
         ps->p += n;
         return json_real(strtod(buf, NULL));
     }
-    return fail(ps, *p ? "expected a value" : "expected a value, found the end");
+    return qs_fail(ps, *p ? "expected a value" : "expected a value, found the end");
 }
 
 /* The comparison operator at ps->p (consumed), or NULL. */
-static const char *cmp_operator(struct ps *ps)
+static const char *qs_cmp_operator(struct qs_ps *ps)
 {
     static const char *const sym[] = { ">=", "<=", "!=", "==", ">", "<", "=",
                                        "\xe2\x89\xa0", "\xe2\x89\xa5", "\xe2\x89\xa4" };
     static const char *const words[] = { "eq", "ne", "lt", "gt", "ge", "le", "in", "like" };
     for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
-        if (take(ps, sym[i]))
+        if (qs_take(ps, sym[i]))
             return !strcmp(sym[i], "\xe2\x89\xa0") ? "!=" : sym[i];
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (take_word(ps, words[i]))
+        if (qs_take_word(ps, words[i]))
             return words[i];
     return NULL;
 }
 
-static json_t *or_expr(struct ps *ps);
+static json_t *qs_or_expr(struct qs_ps *ps);
 
 /* ( expr ) | not X | name OP value */
-static json_t *unary(struct ps *ps)
+static json_t *qs_unary(struct qs_ps *ps)
 {
     if (++ps->depth > MAX_DEPTH)
-        return fail(ps, "nested deeper than %d", MAX_DEPTH);
+        return qs_fail(ps, "nested deeper than %d", MAX_DEPTH);
     json_t *out = NULL;
-    if (take(ps, "(")) {
-        out = or_expr(ps);
-        if (out && !take(ps, ")")) {
+    if (qs_take(ps, "(")) {
+        out = qs_or_expr(ps);
+        if (out && !qs_take(ps, ")")) {
             json_decref(out);
-            out = fail(ps, "expected ')'");
+            out = qs_fail(ps, "expected ')'");
         }
-    } else if (take_word(ps, "not")) {
-        json_t *x = unary(ps);
+    } else if (qs_take_word(ps, "not")) {
+        json_t *x = qs_unary(ps);
         out = x ? json_pack("{s:o}", "not", x) : NULL;
     } else {
-        skip_ws(ps);
+        qs_skip_ws(ps);
         const char *at = ps->p;
-        json_t *lhs = term(ps);
+        json_t *lhs = qs_term(ps);
         if (!lhs)
             return NULL;
         if (!json_is_string(lhs)) {
             json_decref(lhs);
             ps->p = at;
-            return fail(ps, "expected an attribute name");
+            return qs_fail(ps, "expected an attribute name");
         }
-        const char *op = cmp_operator(ps);
+        const char *op = qs_cmp_operator(ps);
         if (!op) {
             json_decref(lhs);
-            return fail(ps, "expected a comparison operator (=, ==, !=, <, <=, >, >=, like, in)");
+            return qs_fail(ps, "expected a comparison operator (=, ==, !=, <, <=, >, >=, like, in)");
         }
-        json_t *rhs = term(ps);
+        json_t *rhs = qs_term(ps);
         if (!rhs) {
             json_decref(lhs);
             return NULL;
@@ -241,11 +241,11 @@ static json_t *unary(struct ps *ps)
 
 /* operand (OP operand)*, OP one of the two spellings in ops; one list
  * node per run of the same spelling, as Gnocchi's parser builds them. */
-static json_t *chain(struct ps *ps, json_t *(*operand)(struct ps *), const char *const ops[2])
+static json_t *qs_chain(struct qs_ps *ps, json_t *(*operand)(struct qs_ps *), const char *const ops[2])
 {
     json_t *left = operand(ps);
     while (left) {
-        int k = take_word(ps, ops[0]) ? 0 : take(ps, ops[1]) ? 1 : -1;
+        int k = qs_take_word(ps, ops[0]) ? 0 : qs_take(ps, ops[1]) ? 1 : -1;
         if (k < 0)
             break;
         json_t *right = operand(ps);
@@ -264,28 +264,28 @@ static json_t *chain(struct ps *ps, json_t *(*operand)(struct ps *), const char 
     return left;
 }
 
-static json_t *and_expr(struct ps *ps)
+static json_t *qs_and_expr(struct qs_ps *ps)
 {
     static const char *const ops[2] = { "and", "\xe2\x88\xa7" };
-    return chain(ps, unary, ops);
+    return qs_chain(ps, qs_unary, ops);
 }
 
-static json_t *or_expr(struct ps *ps)
+static json_t *qs_or_expr(struct qs_ps *ps)
 {
     static const char *const ops[2] = { "or", "\xe2\x88\xa8" };
-    return chain(ps, and_expr, ops);
+    return qs_chain(ps, qs_and_expr, ops);
 }
 
 json_t *api_filter_parse_string(const char *text, char *why, size_t whylen)
 {
-    struct ps ps = { .s = text, .p = text, .why = why, .whylen = whylen };
+    struct qs_ps ps = { .s = text, .p = text, .why = why, .whylen = whylen };
     why[0] = '\0';
-    json_t *out = or_expr(&ps);
+    json_t *out = qs_or_expr(&ps);
     if (out) {
-        skip_ws(&ps);
+        qs_skip_ws(&ps);
         if (*ps.p) {
             json_decref(out);
-            out = fail(&ps, "expected the end of the filter, found '%.20s'", ps.p);
+            out = qs_fail(&ps, "expected the end of the filter, found '%.20s'", ps.p);
         }
     }
     if (!out && !why[0])
