@@ -54,6 +54,7 @@ measures left to process, then waits for one more processing pass to end
 Run as a program (`python3 gnocchi_server.py serve CONFIG PORT MARKER`) this file is
 that subprocess; tests do not call it that way themselves."""
 import http.client
+import importlib.util
 import json
 import os
 import socket
@@ -64,8 +65,10 @@ import urllib.parse
 
 AUTH_MODES = ("noauth", "basic", "remoteuser")
 GNOCCHI_DB = "gnocchi"
-POLICY_FILE = "/usr/lib/python3/dist-packages/gnocchi/rest/policy.yaml"
-PASTE_INI = "/usr/lib/python3/dist-packages/gnocchi/rest/api-paste.ini"
+# the packaged files, found where the gnocchi package is (not imported here)
+_GNOCCHI_DIR = list(importlib.util.find_spec("gnocchi").submodule_search_locations)[0]
+POLICY_FILE = os.path.join(_GNOCCHI_DIR, "rest", "policy.yaml")
+PASTE_INI = os.path.join(_GNOCCHI_DIR, "rest", "api-paste.ini")
 SACKS = 8            # few sacks: one processing pass is quick on a small machine
 
 
