@@ -88,6 +88,13 @@ int api_policy_grans(const json_t *row, int64_t *out, int max);
 /* 1 if method is in the policy row's methods. */
 int api_policy_has_method(const json_t *row, const char *method);
 
+/* Answer an error whose description is an object, as Gnocchi does for
+ * argument and body errors: {"code", "title", "description": desc}
+ * (desc stolen). */
+void api_error_desc(struct http_resp *resp, int status, json_t *desc);
+/* v as Python's str(float) mostly writes it: "120.0", "0.5", "1e+20". */
+void api_pyfloat(double v, char out[32]);
+
 /* Common query parameters start/stop/granularity.  start/stop default to
  * INT64_MIN/INT64_MAX; *gran 0 when absent.  0, or 400 with resp set. */
 int api_range_args(struct http_req *req, struct http_resp *resp, int64_t *start, int64_t *stop,

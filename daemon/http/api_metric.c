@@ -8,6 +8,7 @@
 
 #include "daemon/http/agg_series.h"
 #include "daemon/http/api.h"
+#include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
 
@@ -59,7 +60,9 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
     const char *id = json_string_value(json_object_get(row, "id"));
     const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
     if (!api_policy_has_method(pol, agg)) {
-        http_error(resp, 404, "Aggregation method '%s' for metric %s does not exist", agg, id);
+        api_error_desc(resp, 404, json_pack("{s:s, s:{s:s, s:s}}", "cause",
+                                            "Aggregation method does not exist for this metric",
+                                            "detail", "metric", id, "aggregation_method", agg));
         return;
     }
     int64_t grans[32];
@@ -69,8 +72,10 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         for (int i = 0; i < ng; i++)
             found |= grans[i] == gran;
         if (!found) {
-            http_error(resp, 404, "Granularity '%g' for metric %s does not exist", (double)gran / 1e9,
-                       id);
+            char gs[32];
+            api_pyfloat((double)gran / 1e9, gs);
+            http_error(resp, 404, "Aggregation method '%s' at granularity '%s' for metric %s does "
+                       "not exist", agg, gs, id);
             return;
         }
         grans[0] = gran;
@@ -149,6 +154,22 @@ static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const
     return row;
 }
 
+/* A single metric as Gnocchi's GET answers it: "resource" (null, or the
+ * resource object) in place of the listing's "resource_id". */
+static json_t *metric_detail(struct http_req *req, struct http_resp *resp, const json_t *row)
+{
+    json_t *m = api_metric_out(row);
+    const char *rid = json_string_value(json_object_get(m, "resource_id"));
+    json_t *res = json_null();
+    if (rid && !(res = api_resource_object(req, resp, rid))) {
+        json_decref(m);
+        return NULL;
+    }
+    json_object_del(m, "resource_id");
+    json_object_set_new(m, "resource", res);
+    return m;
+}
+
 /* GET /v1/metric/{*}: "ID", "ID/measures", "NAME" or "NAME/measures" (a
  * gpuagg name may contain '/'; ".../measures" always means the measures). */
 void api_metric_get(struct http_req *req, struct http_resp *resp)
@@ -163,10 +184,11 @@ void api_metric_get(struct http_req *req, struct http_resp *resp)
     json_t *row = metric_by_ref(req, resp, ref);
     if (!row)
         return;
+    json_t *m;
     if (want_measures)
         measures(req, resp, row);
-    else
-        http_json(resp, 200, api_metric_out(row));
+    else if ((m = metric_detail(req, resp, row)))
+        http_json(resp, 200, m);
     json_decref(row);
 }
 
@@ -250,7 +272,7 @@ static json_t *resource_metric(struct http_req *req, struct http_resp *resp, con
     json_t *first = json_array_get(rows, 0);
     json_t *m = first ? json_object_get(first, "metric") : NULL;
     if (!first)
-        http_error(resp, 404, "Resource %s does not exist", rawid);
+        http_error(resp, 404, "Resource %s does not exist", rid);
     else if (!m || json_is_null(m))
         http_error(resp, 404, "Metric %s does not exist", name);
     m = (first && m && !json_is_null(m)) ? json_incref(m) : NULL;
@@ -271,7 +293,8 @@ void api_resource_metric_measures(struct http_req *req, struct http_resp *resp)
 void api_resource_metric_get(struct http_req *req, struct http_resp *resp)
 {
     json_t *row = resource_metric(req, resp, req->captures[0], req->captures[1], req->captures[2]);
-    if (row)
-        http_json(resp, 200, api_metric_out(row));
+    json_t *m;
+    if (row && (m = metric_detail(req, resp, row)))
+        http_json(resp, 200, m);
     json_decref(row);
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "daemon/http/api.h"
+#include "daemon/http/api_filter_string.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
@@ -17,21 +18,6 @@
 #define FILTER_MAX_PARAMS 128
 #define FILTER_MAX_DEPTH 16
 #define SQL_MAX 16384
-
-/* The resource types the Ceilometer recorder creates (api_resource.h). */
-const char *const api_resource_types[] = {
-    "generic", "instance", "instance_disk", "instance_network_interface", "image", "volume",
-    "ceph_account", "network", "host", "identity", "stack", "swift_account", "ipmi",
-};
-const int api_nresource_types = (int)(sizeof api_resource_types / sizeof api_resource_types[0]);
-
-int api_resource_type_known(const char *t)
-{
-    for (int i = 0; i < api_nresource_types; i++)
-        if (strcmp(api_resource_types[i], t) == 0)
-            return 1;
-    return 0;
-}
 
 #define RESOURCE_JSON_SQL                                                                   \
     "json_build_object('id', r.id, 'type', r.type,"                                         \
@@ -48,6 +34,9 @@ int api_resource_type_known(const char *t)
 
 struct fctx {
     struct http_req *req;
+    const struct api_resource_type *type;   /* whose attributes a filter may name */
+    int err_plain;                          /* err is the whole answer, no prefix */
+    json_t *err_desc;                       /* else this object is, when set */
     char *sql;
     size_t len, cap;
     const char *vals[FILTER_MAX_PARAMS];
@@ -182,6 +171,11 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
         return emit(f, "(%s %s $%d)", expr, sqlop, k);
     }
     /* an attribute: text for strings, numbers as numbers, booleans as JSON */
+    if (!api_resource_attr(f->type, field)) {
+        f->err_plain = 1;
+        return ga_fail(GA_EINVAL, f->err, sizeof f->err, "Resource type %s has no %s attribute",
+                       f->type->name, field);
+    }
     int kf = param(f, field);
     if (kf < 0)
         return kf;
@@ -242,6 +236,10 @@ static int compile(struct fctx *f, const json_t *node, int depth)
     const char *field = json_object_iter_key(json_object_iter((json_t *)arg));
     const json_t *v = json_object_iter_value(json_object_iter((json_t *)arg));
     if (!strcmp(op, "in")) {
+        if (json_is_array(v) && json_array_size(v) == 0 && depth == 0 && !f->err_desc)
+            f->err_desc = json_pack("{s:s, s:s+++, s:[s, s]}", "cause", "Invalid input", "reason",
+                                    "length of value must be at least 1 for dictionary value "
+                                    "@ data['in']['", field, "']", "", "detail", "in", field);
         if (!json_is_array(v) || json_array_size(v) == 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'in' takes a non-empty list");
         if ((rc = emit(f, "(")) < 0)
@@ -255,13 +253,18 @@ static int compile(struct fctx *f, const json_t *node, int depth)
         return emit(f, ")");
     }
     const char *sqlop = cmp_op(op);
-    if (!sqlop)
+    if (!sqlop) {
+        if (depth == 0 && !f->err_desc)
+            f->err_desc = json_pack("{s:s, s:s++, s:[s]}", "cause", "Invalid input", "reason",
+                                    "extra keys not allowed @ data['", op, "']", "detail", op);
         return ga_fail(GA_EINVAL, f->err, sizeof f->err, "unknown filter operator '%s'", op);
+    }
     return compare(f, field, sqlop, v);
 }
 
 static void fctx_free(struct fctx *f)
 {
+    json_decref(f->err_desc);
     for (int i = 0; i < f->n; i++)
         free(f->owned[i]);
     free(f->sql);
@@ -274,26 +277,74 @@ static void fctx_free(struct fctx *f)
 static json_t *resource_out(json_t *row, int with_attrs)
 {
     json_t *attrs = json_object_get(row, "attributes");
-    if (with_attrs && json_is_object(attrs)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(attrs, k, v) {
-            if (!json_object_get(row, k))
-                json_object_set(row, k, v);
+    const struct api_resource_type *t =
+        api_resource_type(json_string_value(json_object_get(row, "type")) ?: "generic");
+    if (with_attrs && t) {
+        /* the type's attributes, null when the samples never gave one */
+        for (const struct api_attr *a = t->attrs; a->name; a++) {
+            json_t *v = json_is_object(attrs) ? json_object_get(attrs, a->name) : NULL;
+            if (!json_object_get(row, a->name))
+                json_object_set(row, a->name, v ? v : json_null());
         }
     }
     json_object_del(row, "attributes");
     return json_incref(row);
 }
 
+/* ?sort=key[:asc|:desc] (repeated), Gnocchi's: ORDER BY those keys (a
+ * column or an attribute of the type), then the default order
+ * (revision_start, started_at, id).  Returns 0, < 0 (SQL
+ * too long), or 400 with f->err set (a bad key, or sort with a marker,
+ * which pages by id only). */
+static int order_by(struct fctx *f, struct http_req *req, int has_marker)
+{
+    const char *keys[16];
+    int n = http_args(req, "sort", keys, 16), rc = 0;
+    if (n > 0 && has_marker) {
+        snprintf(f->err, sizeof f->err, "Invalid pagination: `marker pages by id: it cannot be "
+                 "combined with sort'");
+        return 400;
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "%s", keys[i]);
+        const char *dir = "ASC";
+        char *colon = strchr(key, ':');
+        if (colon) {
+            *colon = '\0';
+            if (!strcmp(colon + 1, "desc"))
+                dir = "DESC";
+            else if (strcmp(colon + 1, "asc")) {
+                snprintf(f->err, sizeof f->err, "Invalid pagination: `Invalid sort direction "
+                         "'%.40s''", colon + 1);
+                return 400;
+            }
+        }
+        if (!strcmp(key, "ended_at") || !strcmp(key, "revision_end"))
+            continue;                     /* always null: nothing to order */
+        if (is_column(key) && strcmp(key, "created_by_user_id") &&
+            strcmp(key, "created_by_project_id")) {
+            rc = emit(f, "r.%s %s, ", key, dir);
+        } else if (api_resource_attr(f->type, key)) {
+            int k = param(f, key);
+            rc = k < 0 ? k : emit(f, "r.attributes->>$%d %s, ", k, dir);
+        } else {
+            snprintf(f->err, sizeof f->err, "Invalid pagination: `Sort key supplied is "
+                     "invalid: %.60s'", key);
+            return 400;
+        }
+    }
+    return rc;
+}
+
 int api_resources_query(struct http_req *req, struct http_resp *resp, const char *type,
                         const json_t *filter, int unlimited, json_t **out)
 {
-    struct fctx f = { .req = req, .cap = SQL_MAX };
+    struct fctx f = { .req = req, .cap = SQL_MAX, .type = api_resource_type(type) };
     char sq[256];
     int rc;
     *out = NULL;
-    if (!api_resource_type_known(type)) {
+    if (!f.type) {
         http_error(resp, 404, "Resource type %s does not exist", type);
         return 404;
     }
@@ -325,7 +376,10 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
     }
     if (rc == 0 && mk[0]) {
         int k = param(&f, mk);
-        rc = k < 0 ? k : emit(&f, "r.id > $%d::uuid AND ", k);
+        /* the default order's keyset: after the marker's place in it */
+        rc = k < 0 ? k : emit(&f, "(r.revision_start, r.started_at, r.id) > (SELECT"
+                                  " m.revision_start, m.started_at, m.id FROM resources m"
+                                  " WHERE m.id = $%d::uuid) AND ", k);
     }
     if (rc == 0 && filter)
         rc = compile(&f, filter, 0);
@@ -333,12 +387,28 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
         rc = emit(&f, "true");
     if (rc == 0 && f.n + 2 <= FILTER_MAX_PARAMS) {
         const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, f.vals, &f.n);
-        rc = emit(&f, " AND %s ORDER BY r.id LIMIT %ld", scope, unlimited ? 100000L : limit);
+        rc = emit(&f, " AND %s ORDER BY ", scope);
+        int s_rc = rc == 0 && !unlimited ? order_by(&f, req, mk[0] != 0) : 0;
+        if (s_rc > 0) {
+            http_error(resp, 400, "%s", f.err);
+            fctx_free(&f);
+            return 400;
+        }
+        /* Gnocchi's default order (revision_start, started_at), then the id */
+        rc = rc ? rc : s_rc ? s_rc : emit(&f, "%sr.id LIMIT %ld", unlimited ? "" :
+                                          "r.revision_start, r.started_at, ",
+                                          unlimited ? 100000L : limit);
     } else if (rc == 0) {
         rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
     }
+    if (rc < 0 && f.err_desc) {
+        api_error_desc(resp, 400, f.err_desc);
+        f.err_desc = NULL;
+        fctx_free(&f);
+        return 400;
+    }
     if (rc < 0) {
-        http_error(resp, 400, "Invalid filter: %s", f.err);
+        http_error(resp, 400, f.err_plain ? "%s" : "Invalid filter: %s", f.err);
         fctx_free(&f);
         return 400;
     }
@@ -359,10 +429,26 @@ static void list_answer(struct http_req *req, struct http_resp *resp, const char
     const char *details = http_arg(req, "details");
     int with_attrs = strcmp(type, "generic") != 0 ||
                      (details && (!strcasecmp(details, "true") || !strcmp(details, "1")));
+    /* ?attrs=a&attrs=b: only those keys of each resource, as Gnocchi's */
+    const char *attrs[64];
+    int nattrs = http_args(req, "attrs", attrs, 64);
     json_t *out = json_array();
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) json_array_append_new(out, resource_out(row, with_attrs));
+    json_array_foreach(rows, i, row) {
+        json_t *r = resource_out(row, with_attrs);
+        if (nattrs > 0) {
+            json_t *sel = json_object();
+            for (int k = 0; k < nattrs; k++) {
+                json_t *v = json_object_get(r, attrs[k]);
+                if (v)
+                    json_object_set(sel, attrs[k], v);
+            }
+            json_decref(r);
+            r = sel;
+        }
+        json_array_append_new(out, r);
+    }
     json_decref(rows);
     http_json(resp, 200, out);
 }
@@ -371,8 +457,8 @@ static void list_answer(struct http_req *req, struct http_resp *resp, const char
 void api_resource_list(struct http_req *req, struct http_resp *resp)
 {
     if (http_arg(req, "filter")) {
-        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: POST a JSON "
-                   "filter to /v1/search/resource/%s", req->captures[0]);
+        http_error(resp, 400, "a listing takes no filter: POST it (JSON body, or ?filter= in "
+                   "the string syntax) to /v1/search/resource/%s", req->captures[0]);
         return;
     }
     list_answer(req, resp, req->captures[0], NULL);
@@ -382,17 +468,23 @@ void api_resource_list(struct http_req *req, struct http_resp *resp)
 void api_resource_search(struct http_req *req, struct http_resp *resp)
 {
     json_t *filter = NULL;
-    if (http_arg(req, "filter")) {
-        http_error(resp, 400, "the string filter syntax is not supported by gpuagg: send the "
-                   "filter as a JSON body");
-        return;
-    }
-    if (req->body_len) {
+    const char *text = http_arg(req, "filter");
+    if (text && !req->body_len) {
+        char why[256];
+        if (!(filter = api_filter_parse_string(text, why, sizeof why))) {
+            http_error(resp, 400, "Invalid filter: %s", why);
+            return;
+        }
+    } else if (req->body_len) {
         json_error_t je;
         filter = json_loadb(req->body, req->body_len, 0, &je);
         if (!filter) {
-            http_error(resp, 400, "Invalid JSON body: %s (line %d, column %d)", je.text, je.line,
-                       je.column);
+            char reason[256];
+            snprintf(reason, sizeof reason, "%s (line %d, column %d)", je.text, je.line,
+                     je.column);
+            api_error_desc(resp, 400, json_pack("{s:s, s:s, s:[]}", "cause",
+                                                "Unable to decode body", "reason", reason,
+                                                "detail"));
             return;
         }
         if (json_is_object(filter) && json_object_size(filter) == 0) {
@@ -404,49 +496,75 @@ void api_resource_search(struct http_req *req, struct http_resp *resp)
     json_decref(filter);
 }
 
-/* GET /v1/resource/{type}/{id} */
-void api_resource_get(struct http_req *req, struct http_resp *resp)
+/* The resource row of GET /v1/resource/{type}/{id}; NULL with resp set. */
+static json_t *resource_row(struct http_req *req, struct http_resp *resp, const char *type,
+                            const char *raw)
 {
-    const char *type = req->captures[0], *raw = req->captures[1];
     char id[API_UUID_LEN], why[128];
     if (api_resource_uuid(raw, req->ident.creator, id, why, sizeof why) < 0) {
         http_error(resp, 400, "Invalid resource id: %s", why);
-        return;
+        return NULL;
     }
     json_t *filter = json_pack("{s:{s:s}}", "=", "id", id);
     json_t *rows;
     int rc = api_resources_query(req, resp, type, filter, 0, &rows);
     json_decref(filter);
     if (rc)
-        return;
-    json_t *row = json_array_get(rows, 0);
-    if (!row)
-        http_error(resp, 404, "Resource %s does not exist", raw);
-    else
-        http_json(resp, 200, resource_out(row, 1));
+        return NULL;
+    json_t *row = json_incref(json_array_get(rows, 0));
     json_decref(rows);
+    if (!row)                 /* Gnocchi names the id it looked for */
+        http_error(resp, 404, "Resource %s does not exist", id);
+    return row;
+}
+
+/* GET /v1/resource/{type}/{id} */
+void api_resource_get(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
+    if (row)
+        http_json(resp, 200, resource_out(row, strcmp(req->captures[0], "generic") != 0));
+    json_decref(row);
+}
+
+/* GET /v1/resource/{type}/{id}/history: gpuagg keeps the current revision
+ * of a resource only, so its history is that one revision. */
+void api_resource_history(struct http_req *req, struct http_resp *resp)
+{
+    json_t *row = resource_row(req, resp, req->captures[0], req->captures[1]);
+    if (row)
+        http_json(resp, 200, json_pack("[o]", resource_out(row, strcmp(req->captures[0],
+                                                                       "generic") != 0)));
+    json_decref(row);
+}
+
+json_t *api_resource_object(struct http_req *req, struct http_resp *resp, const char *id)
+{
+    json_t *row = resource_row(req, resp, "generic", id);
+    if (!row)
+        return NULL;
+    json_t *out = resource_out(row, 0);
+    json_decref(row);
+    json_object_del(out, "metrics");
+    return out;
 }
 
 /* GET /v1/resource_type, GET /v1/resource_type/{name} */
-static json_t *type_json(const char *name)
-{
-    return json_pack("{s:s, s:s, s:{}}", "name", name, "state", "active", "attributes");
-}
-
 void api_resource_type_list(struct http_req *req, struct http_resp *resp)
 {
     (void)req;
     json_t *out = json_array();
     for (int i = 0; i < api_nresource_types; i++)
-        json_array_append_new(out, type_json(api_resource_types[i]));
+        json_array_append_new(out, api_resource_type_json(&api_resource_types[i]));
     http_json(resp, 200, out);
 }
 
 void api_resource_type_get(struct http_req *req, struct http_resp *resp)
 {
-    if (!api_resource_type_known(req->captures[0])) {
+    const struct api_resource_type *t = api_resource_type(req->captures[0]);
+    if (!t) {
         http_error(resp, 404, "Resource type %s does not exist", req->captures[0]);
         return;
     }
-    http_json(resp, 200, type_json(req->captures[0]));
+    http_json(resp, 200, api_resource_type_json(t));
 }

@@ -376,6 +376,20 @@ int api_series(struct pgq *q, const char *metric, const char *method, int64_t gr
     return 0;
 }
 
+void api_error_desc(struct http_resp *resp, int status, json_t *desc)
+{
+    const char *title = status == 404 ? "Not Found" : status == 400 ? "Bad Request" : "Error";
+    http_json(resp, status, json_pack("{s:i, s:s, s:o}", "code", status, "title", title,
+                                      "description", desc ? desc : json_null()));
+}
+
+void api_pyfloat(double v, char out[32])
+{
+    snprintf(out, 32, "%.15g", v);
+    if (!strpbrk(out, ".eEn"))
+        strcat(out, ".0");
+}
+
 int api_range_args(struct http_req *req, struct http_resp *resp, int64_t *start, int64_t *stop,
                    int64_t *gran)
 {
@@ -387,22 +401,25 @@ int api_range_args(struct http_req *req, struct http_resp *resp, int64_t *start,
     *start = INT64_MIN;
     *stop = INT64_MAX;
     *gran = 0;
+    /* Gnocchi's answers: the argument named in detail, its rule in reason */
     if (s && api_parse_time(s, now, start, why, sizeof why) < 0) {
-        http_error(resp, 400, "Invalid value for start: %s", why);
+        api_error_desc(resp, 400, json_pack("{s:s, s:s, s:s}", "cause", "Argument value error",
+                                            "detail", "start", "reason",
+                                            "Must be a datetime or a timestamp"));
         return 400;
     }
     if (e && api_parse_time(e, now, stop, why, sizeof why) < 0) {
-        http_error(resp, 400, "Invalid value for stop: %s", why);
+        api_error_desc(resp, 400, json_pack("{s:s, s:s, s:s}", "cause", "Argument value error",
+                                            "detail", "stop", "reason",
+                                            "Must be a datetime or a timestamp"));
         return 400;
     }
     if (g && api_parse_span(g, gran) < 0) {
-        http_error(resp, 400, "Invalid value for granularity: '%.60s' is not a positive timespan "
-                   "(seconds or '1 minute')", g);
+        api_error_desc(resp, 400, json_pack("{s:s, s:s, s:s}", "cause", "Argument value error",
+                                            "detail", "granularity", "reason",
+                                            "Unable to parse timespan"));
         return 400;
     }
-    if (s && e && *start > *stop) {
-        http_error(resp, 400, "start must be before stop");
-        return 400;
-    }
+    /* start after stop selects nothing: an empty answer, as Gnocchi's */
     return 0;
 }

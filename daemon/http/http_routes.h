@@ -12,6 +12,8 @@ void http_capabilities(struct http_req *req, struct http_resp *resp);
 void http_status(struct http_req *req, struct http_resp *resp);
 void http_archive_policy_list(struct http_req *req, struct http_resp *resp);
 void http_archive_policy_get(struct http_req *req, struct http_resp *resp);
+void http_archive_policy_rule_list(struct http_req *req, struct http_resp *resp);
+void http_archive_policy_rule_get(struct http_req *req, struct http_resp *resp);
 
 /* api_metric.c */
 void api_metric_list(struct http_req *req, struct http_resp *resp);
@@ -22,6 +24,7 @@ void api_resource_metric_get(struct http_req *req, struct http_resp *resp);
 /* api_resource.c */
 void api_resource_list(struct http_req *req, struct http_resp *resp);
 void api_resource_get(struct http_req *req, struct http_resp *resp);
+void api_resource_history(struct http_req *req, struct http_resp *resp);
 void api_resource_search(struct http_req *req, struct http_resp *resp);
 void api_resource_type_list(struct http_req *req, struct http_resp *resp);
 void api_resource_type_get(struct http_req *req, struct http_resp *resp);

@@ -2,13 +2,14 @@
 differential tests: the same data fed to it and to gpuaggd, the same
 requests asked of both.
 
-    from gnocchi_server import GnocchiServer, create_policies
+    from gnocchi_server import GnocchiServer, create_builtin_policies, create_policies
     g = GnocchiServer(tmpdir, pg_conninfo, auth="noauth")
     g.start()                      # database, gnocchi-upgrade, API, processing
     g.url                          # "http://127.0.0.1:PORT" (the API root; /v1/... below it)
     g.request("GET", "/v1/metric", headers=g.headers())   # (status, headers, body bytes)
     g.get_json(path, headers=..., method=..., body=...)   # (status, decoded JSON or None)
     create_policies(g, yaml_text)  # the archive policies (and rules) a gpuagg config defines
+    create_builtin_policies(g)     # the ones gpuagg has built in (Gnocchi's and Ceilometer's)
     g.wait_processed(timeout=30)   # True once no posted measure is left unaggregated
     g.stop()
 
@@ -53,6 +54,7 @@ measures left to process, then waits for one more processing pass to end
 Run as a program (`python3 gnocchi_server.py serve CONFIG PORT MARKER`) this file is
 that subprocess; tests do not call it that way themselves."""
 import http.client
+import importlib.util
 import json
 import os
 import socket
@@ -63,8 +65,10 @@ import urllib.parse
 
 AUTH_MODES = ("noauth", "basic", "remoteuser")
 GNOCCHI_DB = "gnocchi"
-POLICY_FILE = "/usr/lib/python3/dist-packages/gnocchi/rest/policy.yaml"
-PASTE_INI = "/usr/lib/python3/dist-packages/gnocchi/rest/api-paste.ini"
+# the packaged files, found where the gnocchi package is (not imported here)
+_GNOCCHI_DIR = list(importlib.util.find_spec("gnocchi").submodule_search_locations)[0]
+POLICY_FILE = os.path.join(_GNOCCHI_DIR, "rest", "policy.yaml")
+PASTE_INI = os.path.join(_GNOCCHI_DIR, "rest", "api-paste.ini")
 SACKS = 8            # few sacks: one processing pass is quick on a small machine
 
 
@@ -295,6 +299,33 @@ def create_policies(server, yaml_text, headers=None):
                 "archive_policy_name": rule["archive_policy_name"]}
         st, j = server.get_json("/v1/archive_policy_rule", headers=h, method="POST", body=body)
         assert st == 201, ("archive policy rule %s refused by Gnocchi" % body["name"], st, j)
+
+
+def create_builtin_policies(server, headers=None):
+    """Create on Gnocchi the archive policies gpuagg has built in: Gnocchi's
+    defaults (bool, low, medium, high: what gnocchi-upgrade creates, taken
+    from gnocchi.archive_policy.DEFAULT_ARCHIVE_POLICIES) and Ceilometer's
+    (from its publisher/data/gnocchi_resources.yaml), each by the REST API
+    as an operator would."""
+    import numpy
+    if not hasattr(numpy, "int"):
+        numpy.int = int
+    from gnocchi import archive_policy
+    h = dict(headers or server.headers())
+    for p in archive_policy.DEFAULT_ARCHIVE_POLICIES.values():
+        body = {"name": p.name, "back_window": p.back_window,
+                "definition": [{"granularity": d.serialize()["granularity"],
+                                "timespan": d.serialize()["timespan"]} for d in p.definition]}
+        if p.name == "bool":
+            body["aggregation_methods"] = ["last"]
+        st, j = server.get_json("/v1/archive_policy", headers=h, method="POST", body=body)
+        assert st == 201, ("archive policy %s refused by Gnocchi" % p.name, st, j)
+    path = os.path.join(os.path.dirname(archive_policy.__file__), "..", "ceilometer", "publisher",
+                        "data", "gnocchi_resources.yaml")
+    with open(os.path.normpath(path)) as f:
+        import yaml
+        text = yaml.safe_dump({"archive_policies": yaml.safe_load(f)["archive_policies"]})
+    create_policies(server, text, headers=h)
 
 
 # ---- the server subprocess ------------------------------------------------------

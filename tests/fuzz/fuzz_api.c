@@ -1,10 +1,11 @@
 /* fuzz_api.c — libFuzzer target for the HTTP API's parsers (daemon/http/):
- * the search filter compiler (api_resource.c compile()), the operations of
+ * the search filter compiler (api_resource.c compile()) over a JSON filter
+ * or one parsed from the string syntax (api_filter_string.c), the operations of
  * /v1/aggregates in both forms (api_aggregates.c sexp(), collect(),
  * eval() over a small grid), the time, timespan and id forms
  * (api_util.c), and the request-target rules every request meets before
  * routing, with the escaping of what the log quotes (http_target.c).  The
- * four files are compiled into the target; the listener and PostgreSQL
+ * files are compiled into the target; the listener and PostgreSQL
  * calls they reach are stubbed below (the fuzzer never gets that far).
  * The first byte picks the parser.  Besides the sanitizers' findings, a
  * broken promise aborts: compiled SQL with unbalanced parentheses or more
@@ -17,6 +18,8 @@
  * fuzz-libs: -ljansson -lpq */
 #include "daemon/http/api_util.c"
 #include "daemon/http/api_resource.c"
+#include "daemon/http/api_resource_types.c"
+#include "daemon/http/api_filter_string.c"
 #include "daemon/http/api_aggregates.c"
 #include "daemon/http/http_target.c"
 
@@ -50,11 +53,23 @@ static void fuzz_filter(const uint8_t *d, size_t n)
 {
     json_error_t je;
     json_t *j = json_loadb((const char *)d, n, 0, &je);
-    if (!j)
-        return;
+    if (!j) {
+        /* not JSON: the string syntax, which must give a filter or say why */
+        char *text = malloc(n + 1), why[256];
+        if (!text)
+            abort();
+        memcpy(text, d, n);
+        text[n] = '\0';
+        j = api_filter_parse_string(text, why, sizeof why);
+        free(text);
+        if (!j && !why[0])
+            abort();
+        if (!j)
+            return;
+    }
     struct http_req req = { 0 };
     snprintf(req.ident.creator, sizeof req.ident.creator, "u:p");
-    struct fctx f = { .req = &req, .cap = SQL_MAX };
+    struct fctx f = { .req = &req, .cap = SQL_MAX, .type = api_resource_type("instance") };
     if (!(f.sql = malloc(f.cap)))
         abort();
     f.sql[0] = '\0';

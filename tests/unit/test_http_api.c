@@ -1,10 +1,14 @@
 /* test_http_api.c — the HTTP API's own parsing (daemon/http/api_util.c):
  * Gnocchi's ResourceUUID (vectors from gnocchi.utils.ResourceUUID), the
- * time and timespan forms, Python's str(timedelta), UUID forms. */
+ * time and timespan forms, Python's str(timedelta), UUID forms; the
+ * string filter syntax (api_filter_string.c) against what Gnocchi's
+ * QueryStringSearchAttrFilter._parse makes of the same text. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/http/api.h"
+#include "daemon/http/api_filter_string.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 
@@ -104,8 +108,65 @@ static void test_formats(void)
     CHECK_STR(iso, "2026-11-21T12:00:00.250000+00:00");
 }
 
+/* The filter text parses to want (compact JSON, keys sorted).  Gnocchi
+ * lists the operands of and/or last first; the order here is the text's,
+ * which means the same. */
+static void check_filter(const char *text, const char *want)
+{
+    char why[256];
+    json_t *j = api_filter_parse_string(text, why, sizeof why);
+    CHECK(j != NULL);
+    if (!j) {
+        CHECK_STR(why, "");
+        return;
+    }
+    char *got = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR(got, want);
+    free(got);
+    json_decref(j);
+}
+
+static void check_filter_bad(const char *text, const char *why_part)
+{
+    char why[256];
+    json_t *j = api_filter_parse_string(text, why, sizeof why);
+    CHECK(j == NULL);
+    json_decref(j);
+    CHECK_CONTAINS(why, why_part);
+}
+
+static void test_filter_string(void)
+{
+    check_filter("host='compute-1'", "{\"=\":{\"host\":\"compute-1\"}}");
+    check_filter("flavor_id!='f2' and host=x and display_name like 'db%'",
+                 "{\"and\":[{\"!=\":{\"flavor_id\":\"f2\"}},{\"=\":{\"host\":\"x\"}},"
+                 "{\"like\":{\"display_name\":\"db%\"}}]}");
+    check_filter("(host='a' or project_id=\"p\") and not id in ['x', 'y']",
+                 "{\"and\":[{\"or\":[{\"=\":{\"host\":\"a\"}},{\"=\":{\"project_id\":\"p\"}}]},"
+                 "{\"not\":{\"in\":{\"id\":[\"x\",\"y\"]}}}]}");
+    check_filter("a=1 or b>=2.5 or c=null",
+                 "{\"or\":[{\"=\":{\"a\":1.0}},{\">=\":{\"b\":2.5}},{\"=\":{\"c\":null}}]}");
+    check_filter("a=1 or b=2 and c=3",          /* and binds tighter */
+                 "{\"or\":[{\"=\":{\"a\":1.0}},{\"and\":[{\"=\":{\"b\":2.0}},"
+                 "{\"=\":{\"c\":3.0}}]}]}");
+    check_filter("started_at >= '2026-01-01' \xe2\x88\xa7 d=true",
+                 "{\"\xe2\x88\xa7\":[{\">=\":{\"started_at\":\"2026-01-01\"}},{\"=\":{\"d\":true}}]}");
+    check_filter("id=00000000-0000-0000-0000-000000002111",
+                 "{\"=\":{\"id\":\"00000000-0000-0000-0000-000000002111\"}}");
+    check_filter("x le -3e2", "{\"le\":{\"x\":-300.0}}");
+    check_filter("host=='a'", "{\"==\":{\"host\":\"a\"}}");
+    check_filter_bad("host='x' and", "expected a value");
+    check_filter_bad("host", "expected a comparison operator");
+    check_filter_bad("host='x", "unterminated quoted string");
+    check_filter_bad("1=2", "expected an attribute name (at char 0)");
+    check_filter_bad("a=1)", "expected the end of the filter, found ')' (at char 3)");
+    check_filter_bad("(a=1", "expected ')'");
+    check_filter_bad("", "expected a value");
+}
+
 void run_tests(void)
 {
+    RUN(test_filter_string);
     RUN(test_resource_uuid);
     RUN(test_uuid_forms);
     RUN(test_times);
