@@ -77,7 +77,7 @@ endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_C_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libgpuagg.a
-# tools/bench/cuda/: the lab's GPU code (kernel benchmarks, the sort and
+# tools/bench/cuda/: the benchmarks' GPU code (kernel benchmarks, the sort and
 # search checks, the job benchmarks), kept out of libgpuagg.a: its own
 # archive, linked by the benchmarks and the unit tests.  Without CUDA its
 # *_nocuda.c stand-ins answer GA_ENOGPU.

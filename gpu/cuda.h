@@ -1,5 +1,5 @@
 /* cuda.h — the CUDA backend of the engine (gpu/engine.h).  Its benchmark
- * hooks are the lab's (tools/bench/cuda/bench_hooks.h).
+ * hooks are the benchmarks' (tools/bench/cuda/bench_hooks.h).
  *
  * Built with nvcc (the .cu files of gpu/cuda) the backend keeps every metric's raw
  * window in GPU memory and runs the whole feed there: classify, sort, dedupe,

@@ -10,7 +10,7 @@
 #   storage/      journal and PostgreSQL              (proto)
 #   gpu/          the engine and its backends, jobs   (proto)
 #   daemon/       the process: ingest, control, jobs  (proto, storage, gpu)
-#   tools/        programs and the lab                (anything but daemon/)
+#   tools/        programs and benchmarks             (anything but daemon/)
 #   tests/        anything
 # and inside gpu/: only the CPU backend (gpu/agg_cpu*.c) includes its
 # private gpu/agg_cpu.h.  Prints each violation as file:line: reason.

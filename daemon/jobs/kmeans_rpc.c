@@ -4,8 +4,8 @@
  *
  * Params: k (required), loops (10), threshold (0.001), memberships (0|1),
  * threads; objects either from the input (a matrix, daemon/jobs/matrix.h; coords,
- * when given, must match its columns) or from the lab generator: coords and
- * mb (megabytes of objects, as the classic lab) or nobjs.  On the job's GPU
+ * when given, must match its columns) or from the built-in generator: coords and
+ * mb (megabytes of generated objects) or nobjs.  On the job's GPU
  * when it has one, else the CPU reference.  Result:
  *   {"k", "coords", "nobjs", "loops", "delta", "centres": [[f64]...],
  *    "memberships"?: [int], "device": "cpu"|"cuda:N",

@@ -5,7 +5,7 @@
   and JSON, rejected and late points on stderr, exit codes), with the input
   inline, by input_path inside jobs.input_dirs (also past one 1 MiB response:
   the result is read in chunks), and refused outside;
-- kmeans on the lab generator and on CSV/binary matrices equals Lloyd's
+- kmeans on the built-in generator and on CSV/binary matrices equals Lloyd's
   algorithm computed here (same first-k start, lowest-index ties, empty
   clusters keep their centre);
 - bad params fail at submit with a message naming the parameter (exit 1);
@@ -402,7 +402,7 @@ def test_failing_jobs_leave_daemon_up():
 
 
 def long_kmeans(d, priority=0):
-    """A job that runs for many seconds: Lloyd's on a big lab dataset until no
+    """A job that runs for many seconds: Lloyd's on a big generated dataset until no
     membership changes (hundreds of loops); bigger when the jobs get a GPU."""
     gpu = any(b["backend"] == "cuda" for b in call_ok(d, "status")["backends"])
     size = {"mb": 2048, "k": 1024} if gpu else {"nobjs": 2000000, "k": 64}

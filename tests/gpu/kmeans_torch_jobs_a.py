@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """k-means in PyTorch on the same GPU, same data and same rules as
-gpu/jobs/kmeans (lab dataset from glibc rand_r with seed = object index,
+gpu/jobs/kmeans (generated dataset from glibc rand_r with seed = object index,
 initial centres = first k objects, ties to the lowest index, empty clusters
 keep their centre, float64).  Times 10 loops (CUDA events, median of 3 after
 a warm-up) and compares the centres with those the C benchmark wrote.

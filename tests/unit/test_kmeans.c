@@ -1,4 +1,4 @@
-/* test_kmeans.c — the k-means kernel: validation rules, the lab generator
+/* test_kmeans.c — the k-means kernel: validation rules, the built-in generator
  * (glibc rand_r), the CPU reference (known answers, ties, empty clusters,
  * convergence, cancel, thread-count independence, the fixed summation order
  * against a plain sum), the no-GPU answer, and — with a CUDA device — GPU

@@ -24,7 +24,7 @@ double *ga_kmeans_dev_objects(struct ga_kmeans_dev *d);
 // params' kernel, AUTO resolved; create fails with GA_EBADARG if it cannot
 // serve k and coords).
 int ga_kmeans_dev_kernel(const struct ga_kmeans_dev *d);
-// Fill the objects with the lab dataset (same values as ga_kmeans_generate).
+// Fill the objects with the generated dataset (same values as ga_kmeans_generate).
 int ga_kmeans_dev_generate(struct ga_kmeans_dev *d, cudaStream_t s);
 // Fill the objects from a row-major array (host or device) through a transpose.
 int ga_kmeans_dev_load(struct ga_kmeans_dev *d, const double *rowmajor, cudaStream_t s);

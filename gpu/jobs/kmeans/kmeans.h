@@ -15,7 +15,7 @@
  * centres bit for bit and the same memberships.
  *
  *   ga_kmeans_validate / ga_kmeans_validate_objects   checks;
- *   ga_kmeans_generate   the classic lab dataset (rand_r, seed = object index);
+ *   ga_kmeans_generate   the generated dataset (rand_r, seed = object index);
  *   ga_kmeans_cpu        the reference, multi-threaded (pthreads);
  *   ga_kmeans_gpu        self-contained GPU run, all iterations on the device;
  *                        lower-level launcher in gpu/jobs/kmeans/kmeans.cuh. */
@@ -87,11 +87,11 @@ int ga_kmeans_validate(const struct ga_kmeans_params *p, char *err, size_t errle
 /* Every coordinate finite: 0, or GA_EBADARG naming the first bad one. */
 int ga_kmeans_validate_objects(const double *objs, int64_t nobjs, int coords, char *err, size_t errlen);
 
-/* Objects of the lab dataset of `mb` megabytes: mb * 2^20 / (coords * 8). */
+/* Objects of the generated dataset of `mb` megabytes: mb * 2^20 / (coords * 8). */
 int64_t ga_kmeans_lab_nobjs(int64_t mb, int coords);
 /* glibc's rand_r, bit for bit (here so the GPU and other libcs agree). */
 int ga_kmeans_rand_r(unsigned int *seed);
-/* The lab dataset, row-major: for each object i, seed = i, then for each j
+/* The generated dataset, row-major: for each object i, seed = i, then for each j
  * objs[i*coords+j] = (rand_r(&seed) / (double)RAND_MAX) * 10. */
 void ga_kmeans_generate(double *objs, int64_t nobjs, int coords);
 
@@ -102,7 +102,7 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
                   int nthreads, ga_kmeans_progress_fn fn, void *arg, char *err, size_t errlen);
 
 /* GPU run on `device`: objs row-major on the host or the device, or NULL to
- * generate the lab dataset on the device.  Returns 0, GA_EBADARG, GA_ENOGPU,
+ * generate the generated dataset on the device.  Returns 0, GA_EBADARG, GA_ENOGPU,
  * GA_ENOMEM, GA_ECUDA (logged with file and line) or GA_ECANCELED. */
 int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const double *objs,
                   struct ga_kmeans_result *res, ga_kmeans_progress_fn fn, void *arg, char *err, size_t errlen);

@@ -1,5 +1,5 @@
 /* kmeans_model.h — the k-means arithmetic shared bit for bit by the CPU
- * reference (C) and the CUDA kernels: distance, the lab generator's rand_r,
+ * reference (C) and the CUDA kernels: distance, the built-in generator's rand_r,
  * and the fixed reduction trees.  Internal to gpu/jobs/kmeans*. */
 #ifndef GA_JOBS_KMEANS_MODEL_H
 #define GA_JOBS_KMEANS_MODEL_H

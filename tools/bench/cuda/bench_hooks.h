@@ -1,6 +1,6 @@
-/* bench_hooks.h — the lab's entry points into the CUDA code: kernel
+/* bench_hooks.h — the benchmarks' entry points into the CUDA code: kernel
  * benchmarks, the median sort and galloping-search checks, the job
- * benchmarks.  Built from tools/bench/cuda/ into the lab archive (Makefile:
+ * benchmarks.  Built from tools/bench/cuda/ into the benchmarks' archive (Makefile:
  * LAB_LIB), not into libgpuagg.a: the benchmarks (tools/bench/) and the unit
  * tests link it.  Without CUDA, bench_nocuda.c answers GA_ENOGPU. */
 #ifndef GA_BENCH_HOOKS_H
@@ -127,7 +127,7 @@ struct ga_bs_bench {
 };
 int ga_bs_bench_run(int device, int64_t n, int reps, struct ga_bs_bench *out, char *err, size_t errlen);
 
-/* Benchmark support (p->kernel picks the kernel): lab dataset generated on
+/* Benchmark support (p->kernel picks the kernel): the dataset generated on
  * the device; times (median of reps) of the whole iteration loop with the data resident (events around the
  * enqueued loop, one host wait), of the generation, and of loading the same
  * objects from host memory (row-major copy + transpose).  centres: k*coords

@@ -1,4 +1,4 @@
-/* bench_nocuda.c — the lab's CUDA entry points (bench_hooks.h) in builds
+/* bench_nocuda.c — the benchmarks' CUDA entry points (bench_hooks.h) in builds
  * without nvcc: no GPU. */
 #include <stdio.h>
 

@@ -1,5 +1,5 @@
 // kmeans_bench.cu — ga_kmeans_bench_run: the whole iteration loop timed with
-// events, the lab dataset generated on the device, plus generation and
+// events, the generated dataset generated on the device, plus generation and
 // host-load (copy + transpose) times.
 #include <stdio.h>
 #include <stdlib.h>
