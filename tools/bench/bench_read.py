@@ -26,7 +26,8 @@ connection:
               (aggregate mean (metric cpu_util mean)) over a search that
               matches all the resources
 
-While gpuaggd's reads run, gpuagg-load sends --rate points/s into other
+Then, as the client's ceiling, the same clients ask GET / (each server's
+root, which reads no storage) of each server.  While gpuaggd's reads run, gpuagg-load sends --rate points/s into other
 metrics on the ingest socket; its ack latency is reported with and
 without the reads.  While Gnocchi's reads run, a thread posts --rate
 points/s (one batch a second into 100 other metrics) to its batch API and
@@ -210,7 +211,7 @@ def feed_gpuagg(out, port, args, base):
         if ack.get("type") != "ack" or ack.get("rejected"):
             raise RuntimeError("ingest: %r" % ack)
     s.close()
-    ctl(out, "flush")
+    ctl(out, "--timeout", "300", "flush")
 
 
 def load(out, args, duration):
@@ -391,7 +392,8 @@ def check_equal(gp, gn, gmid, nmid, args, start):
 
 
 def timed(port, kind, mid_of, args, start):
-    """Run kind for --duration with --clients threads: (requests/s, p50 ms,
+    """Run kind (or "ceiling": GET /, the API's root, which reads no
+    storage) for --duration with --clients threads: (requests/s, p50 ms,
     p99 ms, HTTP requests/s, requests timed); a request under way when
     the time is up is waited for and counted."""
     stop = threading.Event()
@@ -409,6 +411,9 @@ def timed(port, kind, mid_of, args, start):
                 if kind == "measures":
                     c.request("GET", "/v1/metric/%s/measures?granularity=60&start=%d"
                               % (mid_of(rid_of(n % args.metrics)), start))
+                    http_n[t] += 1
+                elif kind == "ceiling":
+                    c.request("GET", "/")
                     http_n[t] += 1
                 elif kind == "dashboard":
                     dashboard(c, mid_of, n, start)
@@ -499,6 +504,7 @@ def main():
             gi.stop.set()
             th.join()
             rows.append((kind, rg, rn))
+        ceil = [timed(p, "ceiling", None, args, start) for p in (gport, g.port)]
         st, j = g.get_json("/v1/status?details=false", headers=HDR)
         backlog = j["storage"]["summary"]["measures"] if st == 200 else "?"
         print()
@@ -512,6 +518,9 @@ def main():
                       % (kind, name, args.clients, r[0], r[1], r[2], rat, r[3], r[4]))
         print("(dashboard: one request = the search + %d measures reads; ratio: gpuagg's "
               "requests/s over Gnocchi's; timed: requests in the sample)" % (args.metrics // HOSTS))
+        for name, r in zip(("gpuagg", "Gnocchi"), ceil):
+            print("ceiling: the same clients on GET / of %-7s %9.1f requests/s, p50 %.2f ms, "
+                  "p99 %.2f ms" % (name, r[0], r[1], r[2]))
         print()
         print("gpuagg-load ack latency at %s points/s (1,000 other metrics):" % args.rate)
         print("%-22s %10s %9s %9s" % ("during", "acked/s", "p50 ms", "p99 ms"))
