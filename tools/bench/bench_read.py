@@ -34,7 +34,11 @@ points/s (one batch a second into 100 other metrics) to its batch API and
 its processing aggregates them.
 
     tools/bench/bench_read.py [--duration 10] [--clients 4] [--metrics 1000]
-                              [--points 1440] [--rate 10000]
+                              [--points 1440] [--rate 10000] [--single]
+
+--single replaces the timed runs by one client's latency of single
+requests (GET /, measures of 60 and of all points, aggregates without
+groupby over the resources of 1 and of 5 hosts), no ingest running.
 """
 import argparse
 import datetime
@@ -448,6 +452,36 @@ def timed(port, kind, mid_of, args, start):
     return len(all_l) / took, p(0.50), p(0.99), sum(http_n) / took, len(all_l)
 
 
+def single(gport, nport, gmid, nmid, args, start):
+    """One client, one request at a time, each server: the median of 3."""
+    now = (int(time.time()) // 60) * 60
+    per_host = args.metrics // HOSTS
+    asks = [("GET /", "GET", "/", None, None),
+            ("measures, 60 points", "GET", "/v1/metric/%s/measures?granularity=60&start=%d",
+             now - 3600, None),
+            ("measures, %d points" % args.points, "GET",
+             "/v1/metric/%s/measures?granularity=60&start=%d", start, None)]
+    for nh in (1, 5):
+        asks.append(("aggregates, %d series" % (nh * per_host), "POST",
+                     "/v1/aggregates?granularity=60&start=%d" % start, None,
+                     {"operations": "(aggregate mean (metric cpu_util mean))",
+                      "resource_type": "instance",
+                      "search": {"in": {"host": [host_of(h) for h in range(nh)]}}}))
+    print("%-26s %12s %12s" % ("one client, median of 3", "gpuagg ms", "Gnocchi ms"))
+    for label, method, path, st, body in asks:
+        row = []
+        for port, mid in ((gport, gmid), (nport, nmid)):
+            c = Client(port)
+            q = path % (mid(rid_of(0)), st) if st is not None else path
+            took = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                c.request(method, q, body and json.dumps(body))
+                took.append(time.perf_counter() - t0)
+            row.append(sorted(took)[1] * 1000)
+        print("%-26s %12.2f %12.2f" % (label, row[0], row[1]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-read"))
@@ -456,6 +490,8 @@ def main():
     ap.add_argument("--metrics", type=int, default=1000, help="resources, one metric each")
     ap.add_argument("--points", type=int, default=1440, help="points per metric, 60 s apart")
     ap.add_argument("--rate", default="10000", help="ingest points/s during the reads")
+    ap.add_argument("--single", action="store_true",
+                    help="instead of the timed runs: one client's latency of single requests")
     args = ap.parse_args()
     if args.metrics < HOSTS or args.metrics % HOSTS:
         ap.error("--metrics must be a multiple of %d" % HOSTS)
@@ -489,6 +525,9 @@ def main():
             raise RuntimeError("gpuaggd's cpu_util of %s: %r" % (rid_of(0), got["metrics"]))
         print("answers equal on both servers:", ", ".join(check_equal(gport, g.port, gmid, nmid,
                                                                       args, start)))
+        if args.single:
+            single(gport, g.port, gmid, nmid, args, start)
+            return
         gi = GnocchiIngest(g, args)
         alone = load_report(load(out, args, args.duration))
         rows, acks = [], []
