@@ -552,7 +552,7 @@ def main():
             "timed"))
         for kind, rg, rn in rows:
             ratio = rg[0] / rn[0] if rn[0] else float("inf")
-            for name, r, rat in (("gpuagg", rg, "%.1f" % ratio), ("Gnocchi", rn, "")):
+            for name, r, rat in (("gpuagg", rg, "%.2f" % ratio), ("Gnocchi", rn, "")):
                 print("%-10s %-7s %7d %11.2f %9.1f %9.1f %9s %10.1f %8d"
                       % (kind, name, args.clients, r[0], r[1], r[2], rat, r[3], r[4]))
         print("(dashboard: one request = the search + %d measures reads; ratio: gpuagg's "
