@@ -195,6 +195,12 @@ static int pick_grans(struct http_resp *resp, const struct agg_refs *refs,
 
 /* The grid of one granularity: the union of the columns' timestamps, the
  * fill, Gnocchi's overlap rule.  0, or the HTTP status with resp set. */
+static int cmp_ts(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int build_grid(struct http_req *req, struct http_resp *resp, const struct agg_refs *refs,
                       const struct aggq_col *cols, int ncols, const struct aggq_params *p,
                       int by_resource, int64_t g, size_t *used, struct agg_grid *grid)
@@ -231,7 +237,7 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
         }
     }
     *used += total;
-    /* union of the times (merge of sorted lists) */
+    /* union of the times */
     all = malloc((total ? total : 1) * sizeof *all);
     if (!all) {
         http_error(resp, 500, "out of memory");
@@ -244,15 +250,7 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
             memcpy(all + na, ts[c], ns[c] * sizeof *all);
         na += ns[c];
     }
-    for (size_t a = 1; a < na; a++) {      /* insertion sort of nearly sorted runs */
-        int64_t x = all[a];
-        size_t b = a;
-        while (b > 0 && all[b - 1] > x) {
-            all[b] = all[b - 1];
-            b--;
-        }
-        all[b] = x;
-    }
+    qsort(all, na, sizeof *all, cmp_ts);  /* k sorted runs: O(total log total) */
     size_t nu = 0;
     for (size_t a = 0; a < na; a++)
         if (!nu || all[nu - 1] != all[a])
