@@ -1,16 +1,17 @@
 /* fuzz_api.c — libFuzzer target for the HTTP API's parsers (daemon/http/):
  * the search filter compiler (api_resource.c compile()) over a JSON filter
  * or one parsed from the string syntax (api_filter_string.c), the operations of
- * /v1/aggregates in both forms (api_aggregates.c sexp(), collect(),
- * eval() over a small grid), the time, timespan and id forms
+ * /v1/aggregates in both forms (agg_schema.c agg_sexp_parse() and
+ * agg_ops_check(), agg_eval.c agg_refs_collect() and agg_eval() over a small
+ * grid), the time, timespan and id forms
  * (api_util.c), and the request-target rules every request meets before
  * routing, with the escaping of what the log quotes (http_target.c).  The
  * files are compiled into the target; the listener and PostgreSQL
  * calls they reach are stubbed below (the fuzzer never gets that far).
  * The first byte picks the parser.  Besides the sanitizers' findings, a
  * broken promise aborts: compiled SQL with unbalanced parentheses or more
- * parameters than the bound, an error without text, an eval result larger
- * than its input grid; a target let through that is over the bounds or
+ * parameters than the bound, an error without text, an aggregated eval result
+ * of more than one series; a target let through that is over the bounds or
  * whose decoded path or query name_check refuses, a refusal other than
  * 400/414 or without a reason; a log escape that leaves a byte outside
  * printable ASCII, a quote or a backslash, or does not decode back to a
@@ -20,7 +21,9 @@
 #include "daemon/http/api_resource.c"
 #include "daemon/http/api_resource_types.c"
 #include "daemon/http/api_filter_string.c"
-#include "daemon/http/api_aggregates.c"
+#include "daemon/http/agg_series.c"
+#include "daemon/http/agg_schema.c"
+#include "daemon/http/agg_eval.c"
 #include "daemon/http/http_target.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -96,8 +99,9 @@ static void fuzz_ops(const uint8_t *d, size_t n, int string_form)
     char why[256] = "";
     if (string_form) {
         char *s = strndup((const char *)d, n);
-        const char *p = s;
-        ops = sexp(&p, 0, why, sizeof why);
+        if (!s)
+            abort();
+        ops = agg_sexp_parse(s, why, sizeof why);
         if (!ops && !why[0])
             abort();
         free(s);
@@ -107,14 +111,21 @@ static void fuzz_ops(const uint8_t *d, size_t n, int string_form)
     }
     if (!ops)
         return;
-    struct refs refs = { 0 };
-    if (collect(ops, &refs, 0, why, sizeof why) == 0 && refs.n) {
-        struct col cols[MAX_REFS];
-        struct grid in = { 0 }, out = { 0 };
-        if (grid_alloc(&in, 5, refs.n) < 0)
+    if (agg_ops_check(ops, why, sizeof why) < 0) {
+        if (!why[0])
             abort();
+        json_decref(ops);
+        return;
+    }
+    struct agg_refs refs = { 0 };
+    if (agg_refs_collect(ops, &refs, why, sizeof why) == 0 && refs.n) {
+        int col_ref[AGG_MAX_REFS];
+        struct agg_grid in = { 0 }, out = { 0 };
+        if (agg_grid_alloc(&in, 5, refs.n) < 0)
+            abort();
+        in.g = 60000000000LL;
         for (int c = 0; c < refs.n; c++) {
-            cols[c].ref = c;
+            col_ref[c] = c;
             in.cols[c] = c;
         }
         for (size_t i = 0; i < 5; i++) {
@@ -122,14 +133,14 @@ static void fuzz_ops(const uint8_t *d, size_t n, int string_form)
             for (int c = 0; c < refs.n; c++)
                 in.v[i * (size_t)refs.n + (size_t)c] = (i + (size_t)c) % 3 ? (double)i - c : NAN;
         }
-        struct eval e = { .in = &in, .cols = cols, .refs = &refs };
-        int rc = eval(&e, ops, &out, 0);
+        struct agg_eval e = { .in = &in, .col_ref = col_ref, .refs = &refs };
+        int rc = agg_eval(&e, ops, &out);
         if (rc < 0 && !e.why[0])
             abort();
-        if (rc == 0 && (out.nt > in.nt || out.nc < 0 || (out.aggregated && out.nc != 1)))
+        if (rc == 0 && (out.nc < 0 || (out.aggregated && out.nc != 1)))
             abort();
-        grid_free(&in);
-        grid_free(&out);
+        agg_grid_free(&in);
+        agg_grid_free(&out);
     }
     json_decref(ops);
 }
