@@ -105,8 +105,8 @@ static int copy_rejections(struct pl_item *it, const struct ing_batch *b)
  * rejected ones (b->rejected, ascending) or the accepted points in order. */
 static int note_late(struct pl_item *it, const struct ing_batch *b, const struct ga_late_notice *n)
 {
-    if (!b->n || !b->nnames)
-        return 0;
+    if (!b->n || !b->nnames || !ga_late_notice_posted(n))
+        return 0;                      /* nothing posted yet: no allocation a batch */
     int64_t *floor = malloc(b->nnames * sizeof *floor);
     if (!floor)
         return GA_ENOMEM;
