@@ -13,8 +13,6 @@ struct ga_metrics {
     struct ga_metric_info *info;   /* by id; a hole (id never given) has name NULL */
     uint32_t count, cap;
     uint32_t named;                /* ids that are not holes */
-    uint32_t (*alloc)(void *ctx, const char *name, size_t len);
-    void *alloc_ctx;
     struct ga_hmap ids;            /* hash_name(name) → id */
     struct ga_policy **policies;   /* distinct policies, owned */
     int npolicies;
@@ -130,13 +128,6 @@ static int add(struct ga_metrics *m, const char *name, size_t len, uint64_t h,
     return 0;
 }
 
-void ga_metrics_set_allocator(struct ga_metrics *m,
-                              uint32_t (*fn)(void *ctx, const char *name, size_t len), void *ctx)
-{
-    m->alloc = fn;
-    m->alloc_ctx = ctx;
-}
-
 int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
                       const struct ga_config *cfg, uint32_t *id, int *created)
 {
@@ -154,7 +145,7 @@ int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
     const struct ga_policy *p = ga_config_policy_for(cfg, tmp);
     if (!p)
         return GA_ENOENT;
-    int rc = add(m, name, len, h, &it, p, m->alloc ? m->alloc(m->alloc_ctx, name, len) : m->count, id);
+    int rc = add(m, name, len, h, &it, p, m->count, id);
     if (rc == 0 && created)
         *created = 1;
     return rc;

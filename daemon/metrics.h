@@ -1,7 +1,8 @@
 /* metrics.h — the metric registry: name ↔ dense id, and each metric's policy.
  *
  * Ids are dense from 0 in order of first appearance, so engines can index
- * arrays by them (cluster mode leaves holes: ga_metrics_set_allocator).  A metric's policy is fixed when it is created (the first
+ * arrays by them (a restore may leave holes: ids of a database written
+ * with other ids).  A metric's policy is fixed when it is created (the first
  * rule matching its name, else the default policy, as Gnocchi's
  * archive_policy_rule does); a reload changes the policy of new metrics
  * only.  Policies are copied into the registry, so config reloads never
@@ -43,18 +44,11 @@ int ga_metrics_intern(struct ga_metrics *m, const char *name, size_t len,
 int ga_metrics_find(const struct ga_metrics *m, const char *name, size_t len, uint32_t *id);
 
 /* Create with an explicit policy (restoring from storage); ids skipped
- * become holes (cluster mode restores only the metrics of the partitions
- * it owns).  GA_EEXIST if the name exists with another id, GA_EINVAL when
- * the id is another name's. */
+ * become holes, and new metrics get ids from one past the highest.
+ * GA_EEXIST if the name exists with another id, GA_EINVAL when the id is
+ * another name's. */
 int ga_metrics_restore(struct ga_metrics *m, const char *name, size_t len, uint32_t id,
                        const struct ga_policy *p);
-
-/* New metrics get the id fn returns (a hole or >= count, else the intern
- * fails with GA_EINVAL) instead of count: cluster mode places a
- * metric's id by its partition so that daemons owning different
- * partitions never hand out the same id.  NULL: dense ids again. */
-void ga_metrics_set_allocator(struct ga_metrics *m,
-                              uint32_t (*fn)(void *ctx, const char *name, size_t len), void *ctx);
 
 /* One past the highest id (holes included). */
 uint32_t ga_metrics_count(const struct ga_metrics *m);

@@ -47,8 +47,12 @@ struct flush_req {
     struct flush_req *next;
 };
 
-/* What the worker keeps of one metric, by id (holes: ids of other
- * workers' partitions, zeroed). */
+/* What the worker keeps of one metric, by its local id.  The registry and
+ * the engine number the worker's metrics densely from 0 (their arrays
+ * hold this worker's metrics only); the global id, the one PostgreSQL and
+ * the other workers know (cluster_id: k * 64 + partition when the
+ * partitions are shared out), is gid[local], put on everything that goes
+ * to the writers (to_global). */
 struct pw_metric {
     /* the window as last saved (snapshot_parts): its newest point
      * (SAVED_NONE: nothing usable stored), the points of its snapshot and
@@ -98,7 +102,8 @@ struct ga_part_worker {
     uint32_t g_batches;
     uint32_t g_serial;                /* the gathered run's number (from 1) */
     struct ga_result res;
-    struct pw_metric *m;              /* per metric id (meta_cap of them) */
+    struct pw_metric *m;              /* per local id (meta_cap of them) */
+    uint32_t *gid;                    /* masked: per local id, its global id */
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
     int next_part;
@@ -114,8 +119,9 @@ struct ga_part_worker {
     /* cluster mode (pw_start_cluster): the stream instead of the journal */
     struct jsl *jsl;
     uint64_t owned;                   /* the partitions this worker owns */
-    int masked;                       /* owns some partitions only: ids by partition, the
-                                         others' metrics not restored, its writers masked */
+    int masked;                       /* owns some partitions only: global ids by partition
+                                         (gid), the others' metrics not restored, its writers
+                                         masked */
     int lane, nlanes;                 /* its engine queue (pipeline.h), of nlanes */
     void (*released)(void *ctx, int lane, uint64_t window_lsn);
     void *rctx;
@@ -187,6 +193,12 @@ static int grow_meta(struct ga_part_worker *w, size_t n)
     size_t old = w->meta_cap, cap = old ? old : 1024;
     while (cap < n)
         cap *= 2;
+    if (w->masked) {
+        uint32_t *g = realloc(w->gid, cap * sizeof *g);
+        if (!g)
+            return GA_ENOMEM;
+        w->gid = g;
+    }
     struct pw_metric *m = realloc(w->m, cap * sizeof *m);
     if (!m)
         return GA_ENOMEM;             /* w->m stays valid at old */
@@ -222,11 +234,44 @@ static int submit(struct ga_part_worker *w, const struct pgw_unit *u)
     return pgws_submit(w->writers, u, stop_submit, w);
 }
 
-/* The partition of a metric id, for the writers' split (worker thread). */
+/* The partition of a global metric id, for the writers' split (worker
+ * thread): masked, the id says it; else global ids are the local ones. */
 static int partition_of(void *ctx, uint32_t metric)
 {
     struct ga_part_worker *w = ctx;
+    if (w->masked)
+        return (int)(metric % GA_PARTITIONS);
     return metric < w->meta_cap ? w->m[metric].part : 0;
+}
+
+/* The global id of a new metric of partition p (masked): the partition's
+ * next slot, so that workers and daemons owning different partitions never
+ * hand out the same id.  gather checked that there is one. */
+static uint32_t cluster_id(struct ga_part_worker *w, int p)
+{
+    return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
+}
+
+/* A local id's global id. */
+static uint32_t global_id(const struct ga_part_worker *w, uint32_t id)
+{
+    return w->masked ? w->gid[id] : id;
+}
+
+/* Give what a feed hands to the writers the global ids: the rows (the
+ * first slot of each row or record), the late points and the new
+ * metrics.  Nothing to do when they are the same. */
+static void to_global(struct ga_part_worker *w, struct ga_result *r, struct pgw_metric_def *defs,
+                      size_t ndefs)
+{
+    if (!w->masked)
+        return;
+    for (size_t i = 0; i < r->naggs; i += ga_agg_span(&r->aggs[i]))
+        r->aggs[i].metric = w->gid[r->aggs[i].metric];
+    for (size_t i = 0; i < r->nlate; i++)
+        r->late[i].metric = w->gid[r->late[i].metric];
+    for (size_t i = 0; i < ndefs; i++)
+        defs[i].id = w->gid[defs[i].id];
 }
 
 /* May metric id's next save be a tail, with recs tails stored and stored
@@ -267,8 +312,8 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         if (!w->m[id].dirty || (mask && !(mask >> w->m[id].part & 1)))
             continue;
         if (w->m[id].pend)
-            cnt[nc++] = (struct pgw_count){ id, w->m[id].pend };
-        pw[m].metric = id;
+            cnt[nc++] = (struct pgw_count){ global_id(w, id), w->m[id].pend };
+        pw[m].metric = global_id(w, id);
         pw[m].window = &win[m];
         ids[m++] = id;
     }
@@ -279,13 +324,12 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         rc = ga_engine_windows_get(w->engine, ids + got, m - got < SLICE ? m - got : SLICE,
                                    win + got);
     m = got;
-    free(ids);
     /* where only points after the newest saved came (and the truncation
      * dropped old ones), those points alone: a tail */
     struct ga_window *tv = rc == 0 ? calloc(m ? m : 1, sizeof *tv) : NULL;
     rc = rc == 0 && !tv ? GA_ENOMEM : rc;
     for (size_t j = 0; rc == 0 && j < m; j++) {
-        uint32_t id = pw[j].metric;
+        uint32_t id = ids[j];
         const struct ga_window *x = &win[j];
         int64_t last = w->m[id].saved_last;
         size_t from = x->n;
@@ -295,7 +339,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         if (w->m[id].dirty == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
             tails_ok(id, w->m[id].saved_recs, stored, x->n)) {
             tv[j] = (struct ga_window){ .n = x->n - from, .ts = x->ts + from, .value = x->value + from };
-            pw[j] = (struct pgw_window){ .metric = id, .window = &tv[j], .tail = 1,
+            pw[j] = (struct pgw_window){ .metric = pw[j].metric, .window = &tv[j], .tail = 1,
                                          .keep_from = x->ts[0] };
         }
     }
@@ -306,7 +350,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     }
     if (rc == 0) {
         for (size_t j = 0; j < m; j++) {
-            uint32_t id = pw[j].metric;
+            uint32_t id = ids[j];
             const struct ga_window *x = &win[j];
             w->m[id].saved_last = x->n ? x->ts[x->n - 1] : SAVED_NONE;
             if (pw[j].tail) {
@@ -336,6 +380,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     free(tv);
     free(pw);
     free(cnt);
+    free(ids);
 }
 
 /* The time between two partitions' snapshots: window_snapshot_s /
@@ -452,21 +497,28 @@ static int gather(struct ga_part_worker *w, const struct ing_batch *b, uint64_t 
     for (uint32_t i = 0; i < b->nnames; i++) {
         int created;
         uint32_t id;
-        if (mine && !(w->owned >> ga_partition_of(b->names[i], b->name_len[i]) & 1)) {
+        int part = w->masked || mine ? ga_partition_of(b->names[i], b->name_len[i]) : 0;
+        if (mine && !(w->owned >> part & 1)) {
             w->name_ids[i] = NOT_MINE;
             continue;
         }
+        /* a partition out of global ids (2^26 metrics) takes no new one */
+        if (w->masked && w->next_k[part] >= UINT32_MAX / GA_PARTITIONS &&
+            ga_metrics_find(w->metrics, b->names[i], b->name_len[i], &id) < 0)
+            return GA_EINVAL;
         rc = ga_metrics_intern(w->metrics, b->names[i], b->name_len[i], w->cfg, &id, &created);
         if (rc < 0)
             return rc;
         if (created) {
             const struct ga_policy *p = ga_metrics_get(w->metrics, id)->policy;
+            if (grow_meta(w, (size_t)id + 1) < 0)
+                return GA_ENOMEM;
+            if (w->masked)
+                w->gid[id] = cluster_id(w, part);
             if ((rc = ga_engine_metric_add(w->engine, id, p)) < 0)
                 return rc;
             w->defs[w->g_ndefs++] =
                 (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
-            if (grow_meta(w, (size_t)id + 1) < 0)
-                return GA_ENOMEM;
             w->m[id].dirty = 0;
             w->m[id].pend = 0;
             w->m[id].saved_last = SAVED_NONE;
@@ -558,6 +610,7 @@ static int feed_gathered(struct ga_part_worker *w)
     }
     log_late(w, &w->res);
     post_late(w, &w->res);
+    to_global(w, &w->res, w->defs, ndefs);
     struct pgw_unit u = {
         .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .lsn = end,
@@ -720,16 +773,6 @@ static int replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int f
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* The id of a new metric: its partition's next slot (ga_metrics_set_allocator). */
-static uint32_t cluster_id(void *ctx, const char *name, size_t len)
-{
-    struct ga_part_worker *w = ctx;
-    int p = ga_partition_of(name, len);
-    if (w->next_k[p] >= UINT32_MAX / GA_PARTITIONS)
-        return UINT32_MAX;
-    return w->next_k[p]++ * GA_PARTITIONS + (uint32_t)p;
-}
-
 
 struct saved_window {
     uint32_t metric;
@@ -737,6 +780,17 @@ struct saved_window {
     struct pgl_stored stored;
     uint64_t lsn;
 };
+
+struct id_pair {
+    uint32_t global, local;
+    uint8_t part;
+};
+
+static int id_pair_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const struct id_pair *)a)->global, y = ((const struct id_pair *)b)->global;
+    return x < y ? -1 : x > y;
+}
 
 struct load_ctx {
     struct saved_window *v;
@@ -782,35 +836,51 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
                             keep_window, &lc, err, sizeof err);
         if (w->masked)
             memset(w->next_k, 0, sizeof w->next_k);
+        /* the restored metrics by global id, for their windows: (global,
+         * local) pairs sorted by global */
+        struct id_pair *ix = calloc(s->nmetrics ? s->nmetrics : 1, sizeof *ix);
+        size_t nix = 0;
+        rc = rc == 0 && !ix ? GA_ENOMEM : rc;
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
             const struct pgl_metric *m = &s->metrics[i];
+            uint32_t id = m->id;
             if (w->masked) {
                 /* every stored id counts for the placement of new ones; only
-                 * the owned partitions' metrics are restored */
+                 * the owned partitions' metrics are restored, numbered
+                 * densely */
                 uint32_t r = m->id % GA_PARTITIONS, k = m->id / GA_PARTITIONS + 1;
                 if (k > w->next_k[r])
                     w->next_k[r] = k;
                 if (!(w->owned >> ga_partition_of(m->name, strlen(m->name)) & 1))
                     continue;
+                id = ga_metrics_count(w->metrics);
+                if (grow_meta(w, (size_t)id + 1) < 0) {
+                    rc = GA_ENOMEM;
+                    break;
+                }
+                w->gid[id] = m->id;
             }
-            rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), m->id, m->policy);
+            rc = ga_metrics_restore(w->metrics, m->name, strlen(m->name), id, m->policy);
             if (rc == 0 && w->d->admit)
                 rc = ga_admit_add(w->d->admit, m->name, strlen(m->name));
             if (rc == 0)
-                rc = ga_engine_metric_add(w->engine, m->id, ga_metrics_get(w->metrics, m->id)->policy);
+                rc = ga_engine_metric_add(w->engine, id, ga_metrics_get(w->metrics, id)->policy);
+            if (rc == 0)
+                ix[nix++] = (struct id_pair){ m->id, id, (uint8_t)ga_partition_of(m->name,
+                                                                                  strlen(m->name)) };
             if (rc < 0)
                 snprintf(err, sizeof err, "restoring metric %s: %s", m->name, ga_strerror(rc));
         }
+        if (rc == 0)
+            qsort(ix, nix, sizeof *ix, id_pair_cmp);
         uint32_t nm = ga_metrics_count(w->metrics);
         if (rc == 0 && grow_meta(w, nm ? nm : 1) < 0)
             rc = GA_ENOMEM;
         if (rc == 0) {
             for (uint32_t id = 0; id < nm; id++)
                 w->m[id] = (struct pw_metric){ .saved_last = SAVED_NONE };
-            for (size_t i = 0; i < s->nmetrics; i++)
-                if (s->metrics[i].id < nm)
-                    w->m[s->metrics[i].id].part = (uint8_t)ga_partition_of(
-                        s->metrics[i].name, strlen(s->metrics[i].name));
+            for (size_t i = 0; i < nix; i++)
+                w->m[ix[i].local].part = ix[i].part;
             w->loaded_max_lsn = 0;
             for (int p = 0; p < GA_PARTITIONS; p++) {
                 w->loaded_part_lsn[p] = s->part_window_lsn[p];
@@ -819,17 +889,18 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
             }
         }
         for (size_t i = 0; rc == 0 && i < lc.n; i++) {
-            struct ga_metric_info *mi = ga_metrics_get(w->metrics, lc.v[i].metric);
-            if (!mi && w->masked)
+            struct id_pair key = { .global = lc.v[i].metric };
+            const struct id_pair *e = bsearch(&key, ix, nix, sizeof *ix, id_pair_cmp);
+            if (!e && w->masked)
                 continue;              /* another worker's partition */
-            rc = mi ? ga_engine_window_put(w->engine, lc.v[i].metric, mi->policy, &lc.v[i].w)
-                    : GA_ECORRUPT;
+            uint32_t id = e ? e->local : 0;
+            struct ga_metric_info *mi = e ? ga_metrics_get(w->metrics, id) : NULL;
+            rc = mi ? ga_engine_window_put(w->engine, id, mi->policy, &lc.v[i].w) : GA_ECORRUPT;
             if (rc == 0) {
                 /* what is stored, snapshot and tails: the next save adds
                  * a tail to it while tails_ok allows */
                 const struct ga_window *x = &lc.v[i].w;
                 const struct pgl_stored *st = &lc.v[i].stored;
-                uint32_t id = lc.v[i].metric;
                 w->m[id].loaded_lsn = lc.v[i].lsn;
                 if (lc.v[i].lsn > w->loaded_max_lsn)
                     w->loaded_max_lsn = lc.v[i].lsn;
@@ -849,6 +920,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
             free(lc.v[i].w.value);
         }
         free(lc.v);
+        free(ix);
         if (rc == 0) {
             ga_log(GA_LOG_INFO, "storage_loaded", "worker=%d metrics=%u windows=%zu "
                    "committed_lsn=%llu window_lsn=%llu", w->lane, ga_metrics_named(w->metrics), lc.n,
@@ -868,8 +940,6 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
         /* A partial restore must not linger: start over from empty. */
         ga_metrics_close(w->metrics);
         ga_metrics_open(&w->metrics);
-        if (w->metrics && w->masked)
-            ga_metrics_set_allocator(w->metrics, cluster_id, w);
         for (uint32_t id = 0; id < nm; id++)
             ga_engine_metric_drop(w->engine, id);
         ga_log(GA_LOG_WARN, "storage_load_retry", "retry_in_ms=%d error=\"%s\"", backoff, err);
@@ -1147,7 +1217,6 @@ static void *cluster_main(struct ga_part_worker *w)
     struct jsl_sub *sub = NULL;
     char err[256];
     set_state(w, EW_LOADING);
-    ga_metrics_set_allocator(w->metrics, cluster_id, w);
     if (wait_parts_free(w) < 0)
         goto out;
     if (start_writer(w, &none) < 0) {
@@ -1304,8 +1373,6 @@ int pw_start(struct ga_part_worker **out, const struct pw_opts *o)
     if (!w->cfg || ga_metrics_open(&w->metrics) < 0)
         goto fail;
     *w->cfg = *o->d->cfg;
-    if (w->masked && !w->jsl)
-        ga_metrics_set_allocator(w->metrics, cluster_id, w);
     struct jnl_stats js = { 0 };
     if (o->j)
         jnl_get_stats(o->j, &js);
@@ -1372,6 +1439,7 @@ int pw_stop(struct ga_part_worker *w, int timeout_ms)
     free(w->g_val);
     free(w->defs);
     free(w->m);
+    free(w->gid);
     free(w->cfg);
     free(w->cfg_next);
     pthread_mutex_destroy(&w->mu);
