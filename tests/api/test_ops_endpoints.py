@@ -15,7 +15,7 @@ import time
 from apilib import ROOT, HttpDaemon, Results, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ingest"))
-from inglib import Client, PrivatePG, columnar  # noqa: E402
+from inglib import Client, PrivatePG, columnar, flush  # noqa: E402
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
@@ -184,7 +184,48 @@ def test_readyz_journal_full():
         c.close()
 
 
+def test_latency_histograms_observe():
+    """Acked batches and their commit land in the ack-latency and commit-lag
+    histograms, in /metrics and in gpuaggctl stats' summary names."""
+    pg = PrivatePG()
+    try:
+        with HttpDaemon(conninfo=pg.conninfo) as d:
+            d.wait_http()
+            assert wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running",
+                            timeout=30), d.call("status")
+            c, n = feed(d, 2000, per_batch=100)
+            for _ in range(n):
+                m = c.recv()
+                assert m and m["type"] == "ack", m
+            c.close()
+            flush(d)
+            # a second round: the first commit only sets where the worker starts
+            c, n = feed(d, 2000, per_batch=100)
+            for _ in range(n):
+                assert c.recv()["type"] == "ack"
+            c.close()
+            flush(d)
+
+            def count(h):
+                return scrape(d)[(h + "_count", frozenset())][1]
+            assert count("gpuagg_ingest_ack_latency_seconds") == 2 * n, scrape(d)
+            assert wait_for(lambda: count("gpuagg_storage_commit_lag_seconds") >= 1, timeout=10), \
+                d.ctl("stats").stdout
+            live = scrape(d)
+            h = "gpuagg_storage_commit_lag_seconds"
+            assert live[(h + "_bucket", frozenset({("le", "+Inf")}))][1] == live[(h + "_count", frozenset())][1]
+            assert 0 < live[(h + "_sum", frozenset())][1] < 60, live[(h + "_sum", frozenset())]
+            stats = json.loads(d.ctl("--json", "stats").stdout)
+            assert stats["ingest.ack_latency.count"] == 2 * n, stats
+            assert 0 < stats["ingest.ack_latency.p50_us"] <= stats["ingest.ack_latency.p99_us"], stats
+            assert stats["storage.commit_lag.count"] >= 1 and stats["storage.commit_lag.p99_us"] > 0, stats
+            assert d.stop() == 0
+    finally:
+        pg.stop()
+
+
 R.run(test_metrics_every_documented_counter)
+R.run(test_latency_histograms_observe)
 R.run(test_healthz_and_readyz_without_postgres)
 R.run(test_readyz_journal_full)
 R.run(test_readyz_flips_when_postgres_stops)
