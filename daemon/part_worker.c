@@ -205,7 +205,8 @@ static int grow_meta(struct ga_part_worker *w, size_t n)
 /* The ack → commit lag (daemon/latency.h): when the committed position
  * advances, the oldest record newly covered (at the previous position) was
  * acked when the journal made it durable.  Writer threads; the first
- * position seen (the start) observes nothing. */
+ * position seen (the start) observes nothing, nor cluster mode, whose
+ * positions are stream sequences. */
 static void note_commit_lag(struct ga_part_worker *w, uint64_t committed_lsn)
 {
     uint64_t prev = __atomic_load_n(&w->lag_lsn, __ATOMIC_RELAXED);
@@ -214,7 +215,7 @@ static void note_commit_lag(struct ga_part_worker *w, uint64_t committed_lsn)
             return;
     } while (!__atomic_compare_exchange_n(&w->lag_lsn, &prev, committed_lsn, 0, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
-    int64_t t = prev && w->j ? jnl_durable_at_ns(w->j, prev) : 0;
+    int64_t t = prev && w->j && !w->jsl ? jnl_durable_at_ns(w->j, prev) : 0;
     if (t)
         histo_observe_ns(&latency_commit, ga_now_mono_ns() - t);
 }
