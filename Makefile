@@ -51,9 +51,6 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 # share a stem: both would be X.o.
 LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
-# Generated at build time: the documented counters (docs/COUNTERS.md) for
-# /metrics' HELP and TYPE lines (daemon/http/ops_render.h).
-LIB_SRC += $(BUILD)/gen/counters_doc.c
 # Generated at build time: the schema migrations storage/sql/NNNN_*.sql as
 # C strings (pgs_migrations[], storage/pg_schema.h).  The folder is a
 # prerequisite too, so that adding or removing a file regenerates it.
@@ -105,9 +102,6 @@ all: $(BINS) $(TEST_BIN) $(BENCH_BIN) $(GPU_TOOLS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/gen/counters_doc.c: docs/COUNTERS.md tools/gen/counters_doc.sh
-	@mkdir -p $(@D)
-	sh tools/gen/counters_doc.sh docs/COUNTERS.md > $@.tmp && mv $@.tmp $@
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) storage/sql tools/gen/migrations.sh
 	@mkdir -p $(@D)
 	sh tools/gen/migrations.sh $(MIGRATIONS) > $@.tmp && mv $@.tmp $@

@@ -10,6 +10,7 @@
 #include "daemon/ingest/admit.h"
 #include "daemon/ingest/late_notice.h"
 #include "daemon/daemon.h"
+#include "daemon/latency.h"
 #include "proto/base/grow.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
@@ -75,6 +76,7 @@ struct ga_part_worker {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     struct jnl *j;
+    uint64_t lag_lsn;                 /* committed position last seen by on_commit (atomic) */
     struct ga_engine *engine;
     struct ga_metrics *metrics;
     struct pgws *writers;             /* one per group of partitions (storage.writers) */
@@ -212,9 +214,28 @@ static int grow_meta(struct ga_part_worker *w, size_t n)
 
 /* ---- storage ------------------------------------------------------------- */
 
+/* The ack → commit lag (daemon/latency.h): when the committed position
+ * advances, the oldest record newly covered (at the previous position) was
+ * acked when the journal made it durable.  Writer threads; the first
+ * position seen (the start) observes nothing, nor cluster mode, whose
+ * positions are stream sequences. */
+static void note_commit_lag(struct ga_part_worker *w, uint64_t committed_lsn)
+{
+    uint64_t prev = __atomic_load_n(&w->lag_lsn, __ATOMIC_RELAXED);
+    do {
+        if (committed_lsn <= prev)
+            return;
+    } while (!__atomic_compare_exchange_n(&w->lag_lsn, &prev, committed_lsn, 0, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    int64_t t = prev && w->j && !w->jsl ? jnl_durable_at_ns(w->j, prev) : 0;
+    if (t)
+        histo_observe_ns(&latency_commit, ga_now_mono_ns() - t);
+}
+
 static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
 {
     struct ga_part_worker *w = ctx;
+    note_commit_lag(w, committed_lsn);
     /* Records below the committed window set of this worker's partitions
      * can be rebuilt from PostgreSQL: the group lets the journal go below
      * the lowest of its workers'. */

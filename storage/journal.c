@@ -48,7 +48,55 @@ struct jnl {
     void (*hook)(void *ctx);
     void *hook_ctx;
     struct jnl_stats st;                /* counters only; LSN fields filled on read */
+    /* when each range of LSNs became durable, oldest first (a ring;
+     * jnl_durable_at_ns): syncs within DUR_MERGE_NS of the newest entry
+     * extend it */
+    struct jnl_durable { uint64_t from, to; int64_t mono_ns; } dur[JNL_DUR_RING];
+    size_t dur_head, dur_n;
 };
+
+#define DUR_MERGE_NS 10000000LL
+
+/* [from, to) became durable now.  mu held. */
+static void note_durable(struct jnl *j, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return;
+    int64_t now = ga_now_mono_ns();
+    if (j->dur_n) {
+        struct jnl_durable *last = &j->dur[(j->dur_head + j->dur_n - 1) % JNL_DUR_RING];
+        if (last->to == from && now - last->mono_ns < DUR_MERGE_NS) {
+            last->to = to;
+            return;
+        }
+    }
+    if (j->dur_n == JNL_DUR_RING) {
+        j->dur_head = (j->dur_head + 1) % JNL_DUR_RING;
+        j->dur_n--;
+    }
+    j->dur[(j->dur_head + j->dur_n++) % JNL_DUR_RING] = (struct jnl_durable){ from, to, now };
+}
+
+int64_t jnl_durable_at_ns(struct jnl *j, uint64_t lsn)
+{
+    int64_t t = 0;
+    pthread_mutex_lock(&j->mu);
+    size_t lo = 0, hi = j->dur_n;      /* binary search: the ranges ascend */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct jnl_durable *e = &j->dur[(j->dur_head + mid) % JNL_DUR_RING];
+        if (lsn < e->from)
+            hi = mid;
+        else if (lsn >= e->to)
+            lo = mid + 1;
+        else {
+            t = e->mono_ns;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return t;
+}
 
 /* ---------- small helpers ---------- */
 
@@ -213,8 +261,10 @@ static int roll(struct jnl *j)
     if (fdatasync(j->fd) < 0)
         return fail(j, "fdatasync", errno);
     j->st.syncs++;
-    if (j->durable_lsn < j->next_lsn)
+    if (j->durable_lsn < j->next_lsn) {
+        note_durable(j, j->durable_lsn, j->next_lsn);
         j->durable_lsn = j->next_lsn;
+    }
     return new_segment(j, j->next_lsn);
 }
 
@@ -737,8 +787,10 @@ int jnl_sync(struct jnl *j, uint64_t *durable_lsn)
             rc = fail(j, "fdatasync", e);
         } else {
             j->st.syncs++;
-            if (j->durable_lsn < target)
+            if (j->durable_lsn < target) {
+                note_durable(j, j->durable_lsn, target);
                 j->durable_lsn = target;
+            }
         }
         d = j->durable_lsn;
         pthread_mutex_unlock(&j->mu);

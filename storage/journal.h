@@ -88,6 +88,14 @@ int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, ui
  * stalled (try again later), or GA_EIO (failed for good). */
 int jnl_sync(struct jnl *j, uint64_t *durable_lsn);
 
+/* When the record at lsn became durable (so could be acknowledged): the
+ * monotonic clock (ga_now_mono_ns) after the sync that covered it, to
+ * within 10 ms.  0 when unknown: durable before this process opened the
+ * journal, not durable yet, or older than the last JNL_DUR_RING syncs
+ * (syncs less than 10 ms apart count as one).  Any thread. */
+#define JNL_DUR_RING 8192
+int64_t jnl_durable_at_ns(struct jnl *j, uint64_t lsn);
+
 /* Call records with lsn >= from, in LSN order, as cb(ctx, lsn, payload,
  * len); payload is valid only during the call.  cb returns 0 to go on, or
  * a negative code that stops the replay and is returned.  Returns 0,

@@ -14,6 +14,7 @@
 #include "daemon/control/control_ops_jobs.h"
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
+#include "daemon/latency.h"
 #include "daemon/http/ceilo_resources.h"
 #include "daemon/http/http_server.h"
 #include "daemon/ingest/ingest.h"
@@ -281,6 +282,22 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
 
 #define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
 
+/* A latency histogram's summary names: stem.count, stem.p50_us, stem.p99_us
+ * (the buckets are in /metrics). */
+static int pack_histo(msgpack_packer *pk, const char *stem, const struct histo *h)
+{
+    struct histo_snap s;
+    char name[96];
+    histo_read(h, &s);
+    snprintf(name, sizeof name, "%s.count", stem);
+    mp_pack_kv_uint(pk, name, s.count);
+    snprintf(name, sizeof name, "%s.p50_us", stem);
+    mp_pack_kv_uint(pk, name, (uint64_t)histo_quantile_bound_ns(&s, 0.5) / 1000);
+    snprintf(name, sizeof name, "%s.p99_us", stem);
+    mp_pack_kv_uint(pk, name, (uint64_t)histo_quantile_bound_ns(&s, 0.99) / 1000);
+    return 3;
+}
+
 /* Flat counters, one name each (docs/COUNTERS.md lists them). */
 static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
 {
@@ -315,6 +332,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
     KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
     KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
+    n += pack_histo(pk, "ingest.ack_latency", &latency_ack);
     n += ic_pack_stats(&s->in, pk);         /* each listener's own counters */
     KV("journal.retained_bytes", s->jn.retained_bytes);
     KV("journal.segments", s->jn.segments);
@@ -378,6 +396,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("storage.lag_journal_bytes", w->lag_lsn);
     KV("storage.partitions_created", w->partitions_created);
     KV("storage.partitions_dropped", w->partitions_dropped);
+    n += pack_histo(pk, "storage.commit_lag", &latency_commit);
     KV("gpu.devices", d->ngpus);
     const struct ga_config_sized *sz = d->cfg->sizing.key;     /* zeros if never sized */
     KV("sizing.storage.writers", sz[GA_SIZED_WRITERS].value);
@@ -413,6 +432,7 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("http.keystone.evictions", hs.keystone.evictions);
     KV("http.keystone.service_tokens", hs.keystone.service_tokens);
     KV("http.keystone.cached", hs.keystone.cached);
+    n += pack_histo(pk, "http.request_latency", &latency_http);
     KV("resources.samples_seen", rs.seen);
     KV("resources.recorded", rs.recorded);
     KV("resources.dropped", rs.dropped);

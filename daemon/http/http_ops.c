@@ -1,5 +1,5 @@
 /* http_ops.c — the operational endpoints on the HTTP listener:
- *   GET /metrics  Prometheus text of the `gpuaggctl stats` counters
+ *   GET /metrics  Prometheus text of the counter table (daemon/stat_table.h)
  *   GET /healthz  liveness: the event loop runs a request within 2 s
  *   GET /readyz   readiness: storage connected, journal not full, not
  *                 draining
@@ -63,7 +63,8 @@ void http_metrics(struct http_req *req, struct http_resp *resp)
     char *text = NULL;
     size_t len = 0;
     rc = msgpack_unpack_next(&u, c.sb.data, c.sb.size, NULL) == MSGPACK_UNPACK_SUCCESS
-             ? ops_prom_render(&u.data, ops_counter_docs, ops_ncounter_docs, &text, &len)
+             ? ops_prom_render(&u.data, stat_table, stat_table_n, stat_table_families,
+                               stat_table_nfamilies, &text, &len)
              : GA_EINVAL;
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&c.sb);

@@ -17,6 +17,7 @@
 #include "daemon/http/auth_keystone.h"
 #include "daemon/http/http_admit.h"
 #include "daemon/http/http_target.h"
+#include "daemon/latency.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/name_check.h"
@@ -550,7 +551,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct http_req r = { .srv = s, .conn = c, .method = method, .path = url,
                           .body = st->body, .body_len = st->len };
     struct http_resp resp = { .status = 200 };
+    int64_t t0 = ga_now_mono_ns();
     dispatch(s, &r, &resp);
+    histo_observe_ns(&latency_http, ga_now_mono_ns() - t0);
     for (int i = 0; i < r.ncaptures; i++)
         free(r.captures[i]);
     if (!resp.body)

@@ -75,114 +75,178 @@ static void tb_help(struct tbuf *b, const char *s)
     }
 }
 
-/* ---- names ---------------------------------------------------------------- */
+/* ---- /metrics ----------------------------------------------------------------- */
 
-static int ends_with(const char *s, size_t n, const char *suf)
+/* The value of stats name `name` in the map, or NULL. */
+static const msgpack_object *stats_value(const msgpack_object *stats, const char *name)
 {
-    size_t k = strlen(suf);
-    return n >= k && memcmp(s + n - k, suf, k) == 0;
-}
-
-size_t ops_prom_name(const char *name, const struct ops_counter_doc *doc, char *out, size_t n)
-{
-    static const char prefix[] = "gpuagg_";
-    size_t len = strlen(name), k = sizeof prefix - 1;
-    if (k + len + sizeof "_seconds_bytes_total" > n)
-        return 0;
-    memcpy(out, prefix, k);
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-        out[k++] = ok ? c : '_';
+    size_t len = strlen(name);
+    for (uint32_t i = 0; i < stats->via.map.size; i++) {
+        const msgpack_object *k = &stats->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len &&
+            memcmp(k->via.str.ptr, name, len) == 0)
+            return &stats->via.map.ptr[i].val;
     }
-    out[k] = '\0';
-    if (!doc)
-        return k;
-    if (strncmp(doc->unit, "seconds", 7) == 0 && ends_with(out, k, "_s")) {
-        k -= 2;
-        k += (size_t)snprintf(out + k, n - k, "_seconds");
-    } else if (strcmp(doc->unit, "bytes") == 0 && !strstr(out, "bytes")) {
-        k += (size_t)snprintf(out + k, n - k, "_bytes");
-    }
-    if (strcmp(doc->kind, "counter") == 0 && !ends_with(out, k, "_total"))
-        k += (size_t)snprintf(out + k, n - k, "_total");
-    return k;
-}
-
-static const struct ops_counter_doc *find_doc(const struct ops_counter_doc *docs, size_t ndocs,
-                                              const char *name, size_t len)
-{
-    for (size_t i = 0; i < ndocs; i++)
-        if (strlen(docs[i].name) == len && memcmp(docs[i].name, name, len) == 0)
-            return &docs[i];
     return NULL;
 }
 
-/* ---- /metrics ----------------------------------------------------------------- */
+/* A number × scale; integers as they are when scale is 1. */
+static int put_value(struct tbuf *b, const msgpack_object *v, double scale)
+{
+    double d;
+    switch (v->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        if (scale == 1) {
+            tb_printf(b, "%llu", (unsigned long long)v->via.u64);
+            return 0;
+        }
+        d = (double)v->via.u64;
+        break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        if (scale == 1) {
+            tb_printf(b, "%lld", (long long)v->via.i64);
+            return 0;
+        }
+        d = (double)v->via.i64;
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        d = v->via.f64;
+        break;
+    case MSGPACK_OBJECT_BOOLEAN:
+        d = v->via.boolean;
+        break;
+    default:
+        return GA_EINVAL;
+    }
+    d *= scale;
+    if (isnan(d))
+        tb_puts(b, "NaN");
+    else if (isinf(d))
+        tb_puts(b, d > 0 ? "+Inf" : "-Inf");
+    else
+        tb_printf(b, "%.15g", d);
+    return 0;
+}
 
-int ops_prom_render(const msgpack_object *stats, const struct ops_counter_doc *docs, size_t ndocs,
-                    char **out, size_t *outlen)
+static void put_header(struct tbuf *b, const char *prom, const char *help, const char *type)
+{
+    tb_printf(b, "# HELP %s ", prom);
+    tb_help(b, help);
+    tb_printf(b, "\n# TYPE %s %s\n", prom, type);
+}
+
+/* One histogram family: _bucket{le}, _sum (seconds), _count. */
+static void put_histogram(struct tbuf *b, const struct stat_def *d)
+{
+    struct histo_snap s;
+    histo_read(d->histo, &s);
+    char help[512];
+    snprintf(help, sizeof help, "%s (gpuaggctl stats: %s.*)", d->help, d->name);
+    put_header(b, d->prom, help, "histogram");
+    for (int i = 0; i <= s.nbounds; i++) {
+        tb_printf(b, "%s_bucket{le=\"", d->prom);
+        if (i < s.nbounds)
+            tb_printf(b, "%.15g", (double)s.bounds_ns[i] * d->scale);
+        else
+            tb_puts(b, "+Inf");
+        tb_printf(b, "\"} %llu\n", (unsigned long long)s.cum[i]);
+    }
+    tb_printf(b, "%s_sum %.15g\n", d->prom, (double)s.sum_ns * d->scale);
+    tb_printf(b, "%s_count %llu\n", d->prom, (unsigned long long)s.count);
+}
+
+/* The family help: the family's own for a labelled one, else the row's. */
+static void family_help(const struct stat_def *d, const struct stat_family *fam, size_t nfam,
+                        char *out, size_t n)
+{
+    for (size_t i = 0; d->labels && i < nfam; i++)
+        if (strcmp(fam[i].prom, d->prom) == 0) {
+            snprintf(out, n, "%s", fam[i].help);
+            return;
+        }
+    if (strcmp(d->unit, "—") != 0 && d->unit[0])
+        snprintf(out, n, "%s Unit: %s. (gpuaggctl stats: %s)", d->help,
+                 d->scale != 1 ? "seconds" : d->unit, d->name);
+    else
+        snprintf(out, n, "%s (gpuaggctl stats: %s)", d->help, d->name);
+}
+
+int ops_prom_render(const msgpack_object *stats, const struct stat_def *table, size_t n,
+                    const struct stat_family *fam, size_t nfam, char **out, size_t *outlen)
 {
     *out = NULL;
     *outlen = 0;
     if (stats->type != MSGPACK_OBJECT_MAP)
         return GA_EINVAL;
-    struct tbuf b = { 0 };
-    tb_reserve(&b, 16384);
     for (uint32_t i = 0; i < stats->via.map.size; i++) {
         const msgpack_object *k = &stats->via.map.ptr[i].key, *v = &stats->via.map.ptr[i].val;
-        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size == 0 || k->via.str.size > 200)
-            goto bad;
+        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size == 0 || k->via.str.size > 200 ||
+            memchr(k->via.str.ptr, '\0', k->via.str.size))
+            return GA_EINVAL;
+        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER && v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER &&
+            v->type != MSGPACK_OBJECT_FLOAT32 && v->type != MSGPACK_OBJECT_FLOAT64 &&
+            v->type != MSGPACK_OBJECT_BOOLEAN)
+            return GA_EINVAL;
+    }
+    struct tbuf b = { 0 };
+    tb_reserve(&b, 32768);
+    char help[1024];
+    /* the table's families, each once, its rows together */
+    for (size_t i = 0; i < n; i++) {
+        const struct stat_def *d = &table[i];
+        if (!d->prom)
+            continue;
+        if (d->kind == STAT_HISTOGRAM) {
+            if (d->histo)
+                put_histogram(&b, d);
+            continue;
+        }
+        size_t first = 0;
+        while (first < i && !(table[first].prom && strcmp(table[first].prom, d->prom) == 0))
+            first++;
+        if (first < i)
+            continue;                  /* family already out */
+        family_help(d, fam, nfam, help, sizeof help);
+        put_header(&b, d->prom, help, d->kind == STAT_COUNTER ? "counter" : "gauge");
+        for (size_t j = i; j < n; j++) {
+            const struct stat_def *e = &table[j];
+            const msgpack_object *v;
+            if (!e->prom || strcmp(e->prom, d->prom) != 0 || !(v = stats_value(stats, e->name)))
+                continue;
+            tb_puts(&b, e->prom);
+            if (e->labels) {
+                tb_puts(&b, "{");
+                tb_puts(&b, e->labels);
+                tb_puts(&b, "}");
+            }
+            tb_puts(&b, " ");
+            put_value(&b, v, e->scale);
+            tb_puts(&b, "\n");
+        }
+    }
+    /* names the table does not know: untyped, so that nothing is hidden */
+    for (uint32_t i = 0; i < stats->via.map.size; i++) {
+        const msgpack_object *k = &stats->via.map.ptr[i].key;
+        int known = 0;
+        for (size_t j = 0; j < n && !known; j++)
+            known = strlen(table[j].name) == k->via.str.size &&
+                    memcmp(table[j].name, k->via.str.ptr, k->via.str.size) == 0;
+        if (known)
+            continue;
         char name[256], pname[320];
         memcpy(name, k->via.str.ptr, k->via.str.size);
         name[k->via.str.size] = '\0';
-        if (memchr(name, '\0', k->via.str.size))
-            goto bad;
-        const struct ops_counter_doc *doc = find_doc(docs, ndocs, name, k->via.str.size);
-        if (!ops_prom_name(name, doc, pname, sizeof pname))
-            goto bad;
-        const char *type = !doc ? "untyped" : strcmp(doc->kind, "counter") == 0 ? "counter" : "gauge";
-        tb_printf(&b, "# HELP %s ", pname);
-        if (doc) {
-            tb_help(&b, doc->help);
-            if (strcmp(doc->unit, "—") != 0 && doc->unit[0]) {
-                tb_puts(&b, " Unit: ");
-                tb_help(&b, doc->unit);
-                tb_puts(&b, ".");
-            }
-            tb_puts(&b, " (gpuaggctl stats: ");
-            tb_help(&b, name);
-            tb_puts(&b, ")");
-        } else {
-            tb_puts(&b, "gpuaggctl stats name ");
-            tb_help(&b, name);
-            tb_puts(&b, " (not in docs/COUNTERS.md)");
-        }
-        tb_printf(&b, "\n# TYPE %s %s\n%s ", pname, type, pname);
-        switch (v->type) {
-        case MSGPACK_OBJECT_POSITIVE_INTEGER:
-            tb_printf(&b, "%llu\n", (unsigned long long)v->via.u64);
-            break;
-        case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-            tb_printf(&b, "%lld\n", (long long)v->via.i64);
-            break;
-        case MSGPACK_OBJECT_FLOAT32:
-        case MSGPACK_OBJECT_FLOAT64: {
-            double d = v->via.f64;
-            if (isnan(d))
-                tb_puts(&b, "NaN\n");
-            else if (isinf(d))
-                tb_puts(&b, d > 0 ? "+Inf\n" : "-Inf\n");
-            else
-                tb_printf(&b, "%.17g\n", d);
-            break;
-        }
-        case MSGPACK_OBJECT_BOOLEAN:
-            tb_puts(&b, v->via.boolean ? "1\n" : "0\n");
-            break;
-        default:
-            goto bad;
-        }
+        size_t p = (size_t)snprintf(pname, sizeof pname, "gpuagg_");
+        for (const char *c = name; *c; c++)
+            pname[p++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                         (*c >= '0' && *c <= '9') || *c == '_' ? *c : '_';
+        pname[p] = '\0';
+        snprintf(help, sizeof help, "gpuaggctl stats name %s (not in the counter table)", name);
+        put_header(&b, pname, help, "untyped");
+        tb_printf(&b, "%s ", pname);
+        put_value(&b, &stats->via.map.ptr[i].val, 1);
+        tb_puts(&b, "\n");
     }
     if (b.oom) {
         free(b.p);
@@ -191,9 +255,6 @@ int ops_prom_render(const msgpack_object *stats, const struct ops_counter_doc *d
     *out = b.p;
     *outlen = b.len;
     return 0;
-bad:
-    free(b.p);
-    return GA_EINVAL;
 }
 
 /* ---- /healthz and /readyz ------------------------------------------------------ */

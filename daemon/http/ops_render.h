@@ -2,21 +2,11 @@
  * functions of their inputs (no daemon state, no I/O):
  *
  *   /metrics  the Prometheus text exposition format (version 0.0.4) of the
- *             counters `gpuaggctl stats` reports, with # HELP and # TYPE
- *             from docs/COUNTERS.md;
+ *             counter table (daemon/stat_table.h): `gpuaggctl stats`'s
+ *             values under their Prometheus names, labels and units, with
+ *             # HELP and # TYPE, and the latency histograms;
  *   /healthz  liveness: the process answers and its event loop turns;
  *   /readyz   readiness: storage reachable, journal not full, not draining.
- *
- * Prometheus names (ops_prom_name): "gpuagg_" + the stats name with every
- * character outside [A-Za-z0-9_] turned into '_'; a counter gets the suffix
- * "_total" (unless it has it); a name ending in "_s" whose unit is seconds
- * ends in "_seconds" instead; a name whose unit is bytes and that does not
- * say so gets "_bytes".  Examples:
- *   ingest.points_accepted  counter  →  gpuagg_ingest_points_accepted_total
- *   ctl.connections_total   counter  →  gpuagg_ctl_connections_total
- *   uptime_s                gauge    →  gpuagg_uptime_seconds
- *   ingest.bytes_in         counter  →  gpuagg_ingest_bytes_in_total
- *   storage.connected       flag     →  gpuagg_storage_connected  (a gauge)
  */
 #ifndef GA_OPS_RENDER_H
 #define GA_OPS_RENDER_H
@@ -26,32 +16,22 @@
 
 #include <msgpack.h>
 
-/* One documented stats name (docs/COUNTERS.md). */
-struct ops_counter_doc {
-    const char *name;        /* "ingest.points_accepted" */
-    const char *kind;        /* "counter", "gauge" or "flag" */
-    const char *unit;        /* "points", "bytes", "seconds (float)", "—" */
-    const char *help;        /* one sentence */
-};
-/* The table generated from docs/COUNTERS.md at build time
- * (tools/gen/counters_doc.sh). */
-extern const struct ops_counter_doc ops_counter_docs[];
-extern const size_t ops_ncounter_docs;
-
-/* The Prometheus name of stats name `name` (doc NULL: undocumented, no
- * suffix) into out[n].  Returns its length, or 0 when it does not fit. */
-size_t ops_prom_name(const char *name, const struct ops_counter_doc *doc, char *out, size_t n);
+#include "daemon/stat_table.h"
 
 /* Render the stats map (the result of control op `stats`: str name →
- * int/uint/float) as Prometheus text.  Every entry becomes one metric
- * family with # HELP and # TYPE (counter for kind counter, gauge for gauge
- * and flag; untyped, with a HELP saying so, for a name docs does not list),
- * families in the map's order.  *out is malloc'ed and NUL-terminated
- * (*outlen bytes, without the NUL); the caller frees it.
- * Returns 0, GA_EINVAL (stats not a map, a key not a str, a value not a
- * number) or GA_ENOMEM. */
-int ops_prom_render(const msgpack_object *stats, const struct ops_counter_doc *docs, size_t ndocs,
-                    char **out, size_t *outlen);
+ * int/uint/float) as Prometheus text from the n rows of table: one family
+ * per distinct prom name, in the order of its first row, with # HELP (the
+ * family's help from fam[nfam] when its rows carry labels, else the row's)
+ * and # TYPE (counter, gauge for gauges and flags, histogram); a sample per
+ * row whose name is in the map, its labels, its value × scale.  Rows
+ * without prom are left out; histogram rows are read from their histogram
+ * (_bucket, _sum, _count).  A stats name no row has becomes an untyped
+ * family gpuagg_<name with [^A-Za-z0-9_] as '_'>, after the others.
+ * *out is malloc'ed and NUL-terminated (*outlen bytes, without the NUL); the
+ * caller frees it.  Returns 0, GA_EINVAL (stats not a map, a key not a str,
+ * a value not a number) or GA_ENOMEM. */
+int ops_prom_render(const msgpack_object *stats, const struct stat_def *table, size_t n,
+                    const struct stat_family *fam, size_t nfam, char **out, size_t *outlen);
 
 /* /healthz input: whether the event loop answered, and how fast. */
 struct ops_health {

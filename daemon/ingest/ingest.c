@@ -12,6 +12,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/ingest/ingest_priv.h"
+#include "daemon/latency.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_frame.h"
@@ -293,6 +294,8 @@ static void conn_pump(struct ic_conn *c)
         enum pl_item_state s = pl_item_state(g->pl, it);
         if (s == PL_SEQUENCED && it->end <= durable) {
             send_ack(c, it);
+            if (it->recv_mono_ns)
+                histo_observe_ns(&latency_ack, ga_now_mono_ns() - it->recv_mono_ns);
             g->st.batches_acked++;
             g->st.points_accepted += it->accepted;
             g->st.points_rejected += it->nrejected;
@@ -431,6 +434,7 @@ static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
     it->dctx = lim;
     it->frame = copy;
     it->len = len;
+    it->recv_mono_ns = ga_now_mono_ns();
     it->owner = c;
     if (c->tail)
         c->tail->next = it;

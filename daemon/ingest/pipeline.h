@@ -74,6 +74,8 @@ struct pl_item {
     int (*decode)(struct pl_item *it, struct ing_batch *b);
     void *dctx;                   /* the listener's per-item state, owned */
     void (*dctx_free)(void *dctx); /* frees dctx with the item; NULL = free() */
+    int64_t recv_mono_ns;         /* stream batches: when the frame was taken in (the
+                                     ack latency, daemon/latency.h); 0: not timed */
     /* out */
     int rc;                       /* ing_decode() result or GA_E* */
     char err[256];

@@ -1,7 +1,8 @@
 """/metrics, /healthz and /readyz on the HTTP listener, against the real
 gpuaggd: /metrics parsed by a real Prometheus text parser (Debian's
-python3-prometheus-client) with every counter docs/COUNTERS.md documents
-present and equal to `gpuaggctl stats`; /readyz flipping when PostgreSQL
+python3-prometheus-client) with every series docs/COUNTERS.md's
+"Prometheus" section documents present, typed as documented and equal to
+`gpuaggctl stats`, and the latency histograms; /readyz flipping when PostgreSQL
 stops, when the journal fills and while draining; /healthz staying up
 (also while the drain's final commit holds the event loop)."""
 import json
@@ -14,7 +15,7 @@ import time
 from apilib import ROOT, HttpDaemon, Results, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ingest"))
-from inglib import Client, PrivatePG, columnar  # noqa: E402
+from inglib import Client, PrivatePG, columnar, flush  # noqa: E402
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
@@ -22,30 +23,33 @@ R = Results("ops_endpoints")
 
 
 def documented():
-    """{stats name: kind} of docs/COUNTERS.md's `gpuaggctl stats` section."""
+    """{stats name: (family, labels, type)} of docs/COUNTERS.md's Prometheus series table."""
     out, on = {}, False
     with open(os.path.join(ROOT, "docs", "COUNTERS.md")) as f:
         for line in f:
             if line.startswith("## "):
-                on = line.startswith("## `gpuaggctl stats`")
-            m = re.match(r"\| `([^`]+)` \| (\w+) \|", line) if on else None
+                on = line.startswith("## Prometheus")
+            m = re.match(r"\| `(gpuagg_\w+)(\{[^}]*\})?` \| (\w+) \| `([^`]+)`", line) if on else None
             if m:
-                out[m.group(1)] = m.group(2)
+                labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+                out[m.group(4)] = (m.group(1), labels, m.group(3))
     assert len(out) > 80, out
     return out
 
 
 def scrape(d):
+    """{(sample name, labels): (family type, value)}; every family has HELP and a type."""
     st, hd, body = d.request("GET", "/metrics")
     assert st == 200, (st, body[:300])
     assert hd["Content-Type"].startswith("text/plain; version=0.0.4"), hd
-    fams = {}
+    out = {}
     for fam in text_string_to_metric_families(body.decode("utf-8")):
-        m = re.search(r"\(gpuaggctl stats: ([^)]+)\)$", fam.documentation)
-        assert m, "HELP without the stats name: %r" % fam.documentation
-        assert m.group(1) not in fams, "twice: %s" % m.group(1)
-        fams[m.group(1)] = fam
-    return fams
+        assert fam.documentation and fam.type != "unknown", (fam.name, fam.type, fam.documentation)
+        for s in fam.samples:
+            key = (s.name, frozenset(s.labels.items()))
+            assert key not in out, "twice: %s" % (key,)
+            out[key] = (fam.type, s.value)
+    return out
 
 
 def readyz(d):
@@ -57,31 +61,40 @@ def readyz(d):
 def test_metrics_every_documented_counter():
     with HttpDaemon() as d:
         d.wait_http()
-        fams = scrape(d)
+        live = scrape(d)
         r = d.ctl("--json", "stats")
         assert r.returncode == 0, r
         stats = json.loads(r.stdout)
         docs = documented()
-        missing = sorted(set(docs) - set(fams))
+        missing = sorted(n for n, (fam, labels, typ) in docs.items() if (fam, labels) not in live)
         assert not missing, "documented but not in /metrics: %s" % missing
-        extra = sorted(set(fams) - set(stats))
-        assert not extra, "in /metrics but not in stats: %s" % extra
-        for name, kind in docs.items():
-            fam = fams[name]
-            assert fam.type == ("counter" if kind == "counter" else "gauge"), (name, fam.type)
-            assert len(fam.samples) == 1, fam
-            s = fam.samples[0]
-            assert s.name.startswith("gpuagg_") and re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", s.name), s
-            if kind == "counter":
-                assert s.name.endswith("_total"), s.name
-        assert fams["uptime_s"].samples[0].name == "gpuagg_uptime_seconds"
-        assert fams["ingest.bytes_in"].samples[0].name == "gpuagg_ingest_bytes_in_total"
+        for name, (fam, labels, typ) in docs.items():
+            assert name in stats, "documented for /metrics but not in stats: %s" % name
+            assert live[(fam, labels)][0] == typ, (name, fam, live[(fam, labels)], typ)
+            assert re.fullmatch(r"gpuagg_[a-z0-9_]+", fam), fam
+            assert fam.endswith("_total") == (typ == "counter"), (fam, typ)
+        key = lambda n: (docs[n][0], docs[n][1])    # noqa: E731
+        assert key("uptime_s") == ("gpuagg_uptime_seconds", frozenset())
+        assert key("ingest.bytes_in") == ("gpuagg_received_bytes_total", frozenset({("listener", "stream")}))
+        assert key("udp.rejected.bad_signature") == ("gpuagg_udp_rejected_total",
+                                                     frozenset({("reason", "bad_signature")}))
+        assert key("engine.late.window") == ("gpuagg_engine_late_points_total",
+                                             frozenset({("reason", "window")}))
+        assert key("engine.feed_ms") == ("gpuagg_engine_feed_seconds_total", frozenset())
         # values: the same counters as gpuaggctl stats (those that do not move by themselves)
         for name in ("gpu.devices", "config.reloads", "udp.datagrams", "journal.segments",
                      "ceilometer_tcp.frames", "storage.connected"):
-            assert fams[name].samples[0].value == stats[name], (name, fams[name], stats[name])
-        before = scrape(d)["ctl.requests"].samples[0].value
-        assert scrape(d)["ctl.requests"].samples[0].value == before, "a scrape is not a control request"
+            assert live[key(name)][1] == stats[name], (name, live[key(name)], stats[name])
+        # the histograms: buckets, sum and count; the HTTP one counts the scrapes
+        for h in ("gpuagg_ingest_ack_latency_seconds", "gpuagg_storage_commit_lag_seconds",
+                  "gpuagg_http_request_duration_seconds"):
+            assert (h + "_count", frozenset()) in live and (h + "_sum", frozenset()) in live, h
+            assert (h + "_bucket", frozenset({("le", "+Inf")})) in live, h
+        n0 = live[("gpuagg_http_request_duration_seconds_count", frozenset())][1]
+        ctl = key("ctl.requests")
+        again = scrape(d)
+        assert again[("gpuagg_http_request_duration_seconds_count", frozenset())][1] > n0, "not timed"
+        assert again[ctl][1] == live[ctl][1] + 1, "a scrape is not a control request (one ctl stats above)"
         assert d.stop() == 0
 
 
@@ -171,7 +184,48 @@ def test_readyz_journal_full():
         c.close()
 
 
+def test_latency_histograms_observe():
+    """Acked batches and their commit land in the ack-latency and commit-lag
+    histograms, in /metrics and in gpuaggctl stats' summary names."""
+    pg = PrivatePG()
+    try:
+        with HttpDaemon(conninfo=pg.conninfo) as d:
+            d.wait_http()
+            assert wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running",
+                            timeout=30), d.call("status")
+            c, n = feed(d, 2000, per_batch=100)
+            for _ in range(n):
+                m = c.recv()
+                assert m and m["type"] == "ack", m
+            c.close()
+            flush(d)
+            # a second round: the first commit only sets where the worker starts
+            c, n = feed(d, 2000, per_batch=100)
+            for _ in range(n):
+                assert c.recv()["type"] == "ack"
+            c.close()
+            flush(d)
+
+            def count(h):
+                return scrape(d)[(h + "_count", frozenset())][1]
+            assert count("gpuagg_ingest_ack_latency_seconds") == 2 * n, scrape(d)
+            assert wait_for(lambda: count("gpuagg_storage_commit_lag_seconds") >= 1, timeout=10), \
+                d.ctl("stats").stdout
+            live = scrape(d)
+            h = "gpuagg_storage_commit_lag_seconds"
+            assert live[(h + "_bucket", frozenset({("le", "+Inf")}))][1] == live[(h + "_count", frozenset())][1]
+            assert 0 < live[(h + "_sum", frozenset())][1] < 60, live[(h + "_sum", frozenset())]
+            stats = json.loads(d.ctl("--json", "stats").stdout)
+            assert stats["ingest.ack_latency.count"] == 2 * n, stats
+            assert 0 < stats["ingest.ack_latency.p50_us"] <= stats["ingest.ack_latency.p99_us"], stats
+            assert stats["storage.commit_lag.count"] >= 1 and stats["storage.commit_lag.p99_us"] > 0, stats
+            assert d.stop() == 0
+    finally:
+        pg.stop()
+
+
 R.run(test_metrics_every_documented_counter)
+R.run(test_latency_histograms_observe)
 R.run(test_healthz_and_readyz_without_postgres)
 R.run(test_readyz_journal_full)
 R.run(test_readyz_flips_when_postgres_stops)

@@ -1,4 +1,8 @@
-"""docs/COUNTERS.md lists every name `gpuaggctl stats` prints, and no other.
+"""docs/COUNTERS.md lists every name `gpuaggctl stats` prints, and no other,
+with the kind and unit of its row in the counter table (daemon/stat_table.c);
+its section "Prometheus" lists every series a running daemon's /metrics
+prints (parsed by prometheus_client), and no other, with the histograms'
+buckets.
 
 The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
 down: the names do not depend on it) and, as a second source that also sees
@@ -14,14 +18,18 @@ import glob
 import json
 import os
 import re
+import socket
+import urllib.request
 
 from bblib import GPUAGGD, ROOT, Daemon, Results
+from prometheus_client.parser import text_string_to_metric_families
 
 R = Results("counters_doc")
 
 DOC = os.path.join(ROOT, "docs", "COUNTERS.md")
 STATS_HEADING = "## `gpuaggctl stats`"
 STATUS_HEADING = "## `gpuaggctl status`"
+PROM_HEADING = "## Prometheus: `/metrics`"
 KINDS = {"counter", "gauge", "flag"}
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$")
 
@@ -116,6 +124,8 @@ def source_stats_names():
     names = set()
     body = function_body(ops, "pack_stats")
     names |= set(re.findall(r'\bKV\(\s*"([^"]+)"', body))
+    for stem in re.findall(r'pack_histo\(pk,\s*"([^"]+)"', body):
+        names |= {stem + ".count", stem + ".p50_us", stem + ".p99_us"}
     assert not re.findall(r'"([a-z_.]*%s[a-z_.]*)"', body), "pack_stats builds names: teach this test"
     # each ingest listener's own counters: its table (listener.h), packed by ic_pack_stats
     for key, rows in listener_tables():
@@ -218,7 +228,149 @@ def test_daemon_status_fields_documented():
     assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)
 
 
-for t in (test_doc_rows_well_formed, test_source_names_match_doc, test_daemon_stats_match_doc,
-          test_daemon_status_fields_documented):
+def table_rows():
+    """The rows of daemon/stat_table.c: S(name, kind, unit, prom, labels, scale, help) and
+    H(name, prom, histogram, help), as dicts."""
+    src = read("daemon/stat_table.c")
+    cstr = r'"(?:[^"\\]|\\.)*"'
+    rows = []
+    for m in re.finditer(r'^    S\((%s), STAT_(\w+), (%s), (NULL|%s), (NULL|%s), ([0-9.e-]+),\n\s+(%s)\),$'
+                         % (cstr, cstr, cstr, cstr, cstr), src, re.M):
+        val = [json.loads(x) if x != "NULL" else None for x in m.group(1, 3, 4, 5, 7)]
+        rows.append(dict(name=val[0], kind=m.group(2).lower(), unit=val[1], prom=val[2], labels=val[3],
+                         scale=float(m.group(6)), help=val[4]))
+    for m in re.finditer(r'^    H\((%s), (%s), &(\w+),\n\s+(%s)\),$' % (cstr, cstr, cstr), src, re.M):
+        rows.append(dict(name=json.loads(m.group(1)), kind="histogram", unit="seconds",
+                         prom=json.loads(m.group(2)), labels=None, scale=1e-9, histo=m.group(3)))
+    body = re.search(r"^const struct stat_def stat_table\[\] = \{(.*?)^\};", src, re.S | re.M).group(1)
+    assert len(rows) == len(re.findall(r"^    [SH]\(", body, re.M)), "a row this test cannot read"
+    return rows
+
+
+def parse_labels(text):
+    return frozenset(re.findall(r'(\w+)="([^"]*)"', text or ""))
+
+
+def doc_series():
+    """{(family, labels): (type, stats name)} of the Prometheus section's series table, and
+    {family: (stats stem, [bounds])} of its histograms table."""
+    series, histos, inside = {}, {}, False
+    with open(DOC, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                inside = line.strip() == PROM_HEADING
+                continue
+            if not inside:
+                continue
+            m = re.match(r"^\| `(gpuagg_\w+)(\{[^}]*\})?` \| (\w+) \| `([^`]+)`", line)
+            if m:
+                key = (m.group(1), parse_labels(m.group(2)))
+                assert key not in series, "listed twice: %s" % line
+                series[key] = (m.group(3), m.group(4))
+                continue
+            m = re.match(r"^\| `(gpuagg_\w+)` \| `([^`]+)\.count`[^|]*\| ([0-9., ]+) \|", line)
+            if m:
+                histos[m.group(1)] = (m.group(2), [float(x) for x in m.group(3).split(",")])
+    assert len(series) > 100 and len(histos) >= 3, (len(series), histos)
+    return series, histos
+
+
+def test_table_matches_doc():
+    rows = [r for r in table_rows() if r["kind"] != "histogram"]
+    doc = doc_rows(STATS_HEADING)
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names)), "a name twice in daemon/stat_table.c"
+    assert set(names) == set(doc), diff_msg("in daemon/stat_table.c", set(names) - set(doc),
+                                            set(doc) - set(names), "in daemon/stat_table.c")
+    for r in rows:
+        assert [r["kind"], r["unit"]] == doc[r["name"]][:2], (r, doc[r["name"]][:2])
+    # the Prometheus section: one line per exported row, the same family, labels and type
+    series, histos = doc_series()
+    want = {(r["prom"], parse_labels(r["labels"])): ("counter" if r["kind"] == "counter" else "gauge",
+                                                     r["name"]) for r in rows if r["prom"]}
+    assert series == want, "docs Prometheus series vs daemon/stat_table.c: %s" % sorted(
+        set(series.items()) ^ set(want.items()), key=str)
+    hrows = {r["prom"]: r["name"] for r in table_rows() if r["kind"] == "histogram"}
+    assert {k: v[0] for k, v in histos.items()} == hrows, (histos, hrows)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_daemon():
+    """A Daemon with listen.http on a free port (its .port)."""
+    d = Daemon(extra="http: { auth: noauth }\n")
+    d.port = free_port()
+    text = open(d.cfg).read().replace('telemetry_secret: "" }',
+                                      'telemetry_secret: "", http: "127.0.0.1:%d" }' % d.port)
+    assert "http: \"127.0.0.1:" in text, text
+    d.write_config(text)
+    return d
+
+
+def scrape(d):
+    """The parsed /metrics of d: [metric family]."""
+    import time
+    end = time.time() + 10
+    while True:
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % d.port, timeout=10) as r:
+                assert r.status == 200, r.status
+                ctype = r.headers["Content-Type"]
+                body = r.read().decode("utf-8")
+                break
+        except OSError:
+            if time.time() > end:
+                raise
+            time.sleep(0.1)
+    assert ctype.startswith("text/plain; version=0.0.4"), ctype
+    return list(text_string_to_metric_families(body)), body
+
+
+def test_daemon_metrics_match_doc():
+    with http_daemon() as d:
+        fams, body = scrape(d)
+        stats = json.loads(d.ctl("--json", "stats").stdout)
+        assert d.stop() == 0, d.logtext()[-2000:]
+    series, histos = doc_series()
+    live, lhist = {}, {}
+    for fam in fams:
+        assert fam.type != "unknown", "untyped (not in daemon/stat_table.c): %s" % fam.name
+        assert fam.documentation.strip(), "no HELP: %s" % fam.name
+        assert "# TYPE %s" % fam.name in body, fam.name
+        if fam.type == "histogram":
+            bounds = [float(s.labels["le"]) for s in fam.samples
+                      if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
+            lhist[fam.name] = bounds
+            names = {s.name for s in fam.samples}
+            assert names == {fam.name + x for x in ("_bucket", "_sum", "_count")}, names
+            continue
+        for s in fam.samples:
+            key = (s.name, frozenset(s.labels.items()))
+            assert key not in live, "twice: %s" % (key,)
+            live[key] = (fam.type, s.value)
+            assert fam.type != "counter" or s.name.endswith("_total"), s.name
+            assert fam.type == "counter" or not s.name.endswith("_total"), s.name
+    missing = sorted(set(series) - set(live), key=str)
+    extra = sorted(set(live) - set(series), key=str)
+    assert not missing, "in docs/COUNTERS.md's Prometheus series but not in /metrics: %s" % missing
+    assert not extra, "in /metrics but not in docs/COUNTERS.md's Prometheus series: %s" % extra
+    for key, (typ, name) in series.items():
+        assert live[key][0] == typ, (key, live[key], typ)
+    assert {k: v[1] for k, v in histos.items()} == lhist, (histos, lhist)
+    # values that do not move by themselves equal gpuaggctl stats'
+    by_name = {name: key for key, (typ, name) in series.items()}
+    for name in ("gpu.devices", "config.reloads", "udp.rejected.bad_signature", "engine.late.window",
+                 "sizing.storage.writers", "journal.segments"):
+        assert live[by_name[name]][1] == stats[name], (name, live[by_name[name]], stats[name])
+
+
+for t in (test_doc_rows_well_formed, test_source_names_match_doc, test_table_matches_doc,
+          test_daemon_stats_match_doc, test_daemon_status_fields_documented, test_daemon_metrics_match_doc):
     R.run(t)
 R.finish()

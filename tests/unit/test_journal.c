@@ -231,6 +231,37 @@ static void quiet(void) { ga_log_set_level(GA_LOG_ERROR + 1); }
 
 /* ---------- tests ---------- */
 
+/* jnl_durable_at_ns: when a record became durable, for the ack -> commit lag. */
+static void test_durable_at(void)
+{
+    struct jnl *j;
+    char err[512];
+    uint8_t buf[100] = { 0 };
+    uint64_t lsn1, end1, lsn2, end2, d;
+    tmp_make();
+    CHECK_INT(opts_open(&j, 1 * MiB, 256 * MiB, 0, err), 0);
+    CHECK_INT(jnl_append(j, buf, sizeof buf, &lsn1, &end1), 0);
+    CHECK_INT(jnl_durable_at_ns(j, lsn1), 0);                 /* not durable yet */
+    int64_t t0 = ga_now_mono_ns();
+    CHECK_INT(jnl_sync(j, &d), 0);
+    int64_t t1 = ga_now_mono_ns(), a1 = jnl_durable_at_ns(j, lsn1);
+    CHECK(a1 >= t0 && a1 <= t1);
+    CHECK_INT(jnl_durable_at_ns(j, end1 - 1), a1);
+    CHECK_INT(jnl_durable_at_ns(j, end1), 0);
+    struct timespec ts = { 0, 20 * 1000000 };                 /* past the 10 ms merge */
+    nanosleep(&ts, NULL);
+    CHECK_INT(jnl_append(j, buf, sizeof buf, &lsn2, &end2), 0);
+    CHECK_INT(jnl_sync(j, &d), 0);
+    int64_t a2 = jnl_durable_at_ns(j, lsn2);
+    CHECK(a2 >= a1 + 20 * 1000000);
+    CHECK_INT(jnl_durable_at_ns(j, lsn1), a1);               /* the older range kept its time */
+    jnl_close(j);
+    CHECK_INT(opts_open(&j, 1 * MiB, 256 * MiB, 0, err), 0);
+    CHECK_INT(jnl_durable_at_ns(j, lsn1), 0);                 /* durable before this open */
+    jnl_close(j);
+    tmp_remove();
+}
+
 static void test_bad_options(void)
 {
     struct jnl *j = NULL;
@@ -975,6 +1006,7 @@ void run_tests(void)
     if (seed)
         rng_state = strtoull(seed, NULL, 0) | 1;
     RUN(test_bad_options);
+    RUN(test_durable_at);
     RUN(test_roundtrip_and_rolling);
     RUN(test_release);
     RUN(test_torn_tail);

@@ -1,5 +1,6 @@
-/* test_ops_render.c — daemon/http/ops_render.c: Prometheus names and text,
- * the /healthz and /readyz JSON bodies. */
+/* test_ops_render.c — daemon/http/ops_render.c: the Prometheus text from
+ * a counter table, the daemon's table (daemon/stat_table.c), the latency
+ * histograms (proto/base/histo.c), the /healthz and /readyz JSON bodies. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,36 +10,54 @@
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 
-static const struct ops_counter_doc docs[] = {
-    { "uptime_s", "gauge", "seconds (float)", "Time since the daemon started." },
-    { "ctl.connections_total", "counter", "connections", "Connections accepted." },
-    { "ingest.bytes_in", "counter", "bytes", "Bytes read from \\ streams.\nSecond line." },
-    { "journal.retained_bytes", "gauge", "bytes", "Bytes kept." },
-    { "udp.rejected.not_msgpack", "counter", "datagrams", "Not msgpack." },
-    { "storage.connected", "flag", "—", "1 while connected." },
-    { "engine.metrics", "gauge", "metrics", "Metrics known." },
+static const int64_t bounds[] = { 1000000, 250000000 };
+static struct histo lat = { .bounds_ns = bounds, .nbounds = 2 };
+
+static const struct stat_def table[] = {
+    { "uptime_s", STAT_GAUGE, "seconds (float)", "Time since the daemon started.", "gpuagg_uptime_seconds",
+      NULL, 1, NULL },
+    { "ingest.bytes_in", STAT_COUNTER, "bytes", "Bytes read from \\ streams.\nSecond line.",
+      "gpuagg_received_bytes_total", "listener=\"stream\"", 1, NULL },
+    { "storage.connected", STAT_FLAG, "—", "1 while connected.", "gpuagg_storage_connected", NULL, 1,
+      NULL },
+    { "engine.late.window", STAT_COUNTER, "points", "Older than the window.",
+      "gpuagg_engine_late_points_total", "reason=\"window\"", 1, NULL },
+    { "engine.late_points", STAT_COUNTER, "points", "All late points.", NULL, NULL, 1, NULL },
+    { "engine.feed_ms", STAT_COUNTER, "ms", "Time in feeds.", "gpuagg_engine_feed_seconds_total", NULL,
+      0.001, NULL },
+    { "ceilometer_tcp.bytes_in", STAT_COUNTER, "bytes", "Bytes read.", "gpuagg_received_bytes_total",
+      "listener=\"ceilometer_tcp\"", 1, NULL },
+    { "engine.late.nonfinite", STAT_COUNTER, "points", "NaN.", "gpuagg_engine_late_points_total",
+      "reason=\"nonfinite\"", 1, NULL },
+    { "engine.metrics", STAT_GAUGE, "metrics", "Metrics known.", "gpuagg_engine_metrics", NULL, 1, NULL },
+    { "x.lat", STAT_HISTOGRAM, "seconds", "A latency.", "gpuagg_x_latency_seconds", NULL, 1e-9, &lat },
 };
-#define NDOCS (sizeof docs / sizeof docs[0])
+#define NTABLE (sizeof table / sizeof table[0])
+static const struct stat_family fams[] = {
+    { "gpuagg_received_bytes_total", "Bytes read, by listener." },
+    { "gpuagg_engine_late_points_total", "Late points, by reason." },
+};
 
-static const char *pname(const char *name, int i)
+static void test_histo(void)
 {
-    static char out[320];
-    if (!ops_prom_name(name, i >= 0 ? &docs[i] : NULL, out, sizeof out))
-        return "(too long)";
-    return out;
-}
-
-static void test_names(void)
-{
-    CHECK_STR(pname("uptime_s", 0), "gpuagg_uptime_seconds");
-    CHECK_STR(pname("ctl.connections_total", 1), "gpuagg_ctl_connections_total");
-    CHECK_STR(pname("ingest.bytes_in", 2), "gpuagg_ingest_bytes_in_total");
-    CHECK_STR(pname("journal.retained_bytes", 3), "gpuagg_journal_retained_bytes");
-    CHECK_STR(pname("udp.rejected.not_msgpack", 4), "gpuagg_udp_rejected_not_msgpack_total");
-    CHECK_STR(pname("storage.connected", 5), "gpuagg_storage_connected");
-    CHECK_STR(pname("odd-name.x y", -1), "gpuagg_odd_name_x_y");
-    char small[16];
-    CHECK_INT(ops_prom_name("ingest.points_accepted", NULL, small, sizeof small), 0);
+    struct histo_snap s;
+    histo_read(&lat, &s);
+    CHECK_INT(s.count, 0);
+    CHECK_INT(histo_quantile_bound_ns(&s, 0.99), 0);
+    histo_observe_ns(&lat, 500000);         /* 0.5 ms: le 0.001 */
+    histo_observe_ns(&lat, 1000000);        /* exactly the bound: le 0.001 */
+    histo_observe_ns(&lat, 2000000);        /* le 0.25 */
+    histo_observe_ns(&lat, 3000000000LL);   /* +Inf */
+    histo_observe_ns(&lat, -5);             /* counts as 0 */
+    histo_read(&lat, &s);
+    CHECK_INT(s.count, 5);
+    CHECK_INT(s.cum[0], 3);
+    CHECK_INT(s.cum[1], 4);
+    CHECK_INT(s.cum[2], 5);
+    CHECK_INT(s.sum_ns, 3003500000LL);
+    CHECK_INT(histo_quantile_bound_ns(&s, 0.5), 1000000);
+    CHECK_INT(histo_quantile_bound_ns(&s, 0.8), 250000000);
+    CHECK_INT(histo_quantile_bound_ns(&s, 0.99), 250000000);   /* past the last bound */
 }
 
 static msgpack_object *unpack(msgpack_sbuffer *sb, msgpack_unpacked *u)
@@ -61,13 +80,17 @@ static void test_render(void)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 5);
+    msgpack_pack_map(&pk, 9);
     msgpack_pack_str(&pk, 8);
     msgpack_pack_str_body(&pk, "uptime_s", 8);
     msgpack_pack_double(&pk, 12.5);
     kv_u(&pk, "ingest.bytes_in", 18446744073709551615ull);
     kv_u(&pk, "storage.connected", 1);
     kv_u(&pk, "new.thing", 7);
+    kv_u(&pk, "engine.late.window", 4);
+    kv_u(&pk, "engine.late_points", 5);
+    kv_u(&pk, "engine.feed_ms", 1500);
+    kv_u(&pk, "engine.late.nonfinite", 1);
     msgpack_pack_str(&pk, 14);
     msgpack_pack_str_body(&pk, "engine.metrics", 14);
     msgpack_pack_int64(&pk, -3);
@@ -75,26 +98,42 @@ static void test_render(void)
     msgpack_object *o = unpack(&sb, &u);
     char *text = NULL;
     size_t len = 0;
-    CHECK_INT(ops_prom_render(o, docs, NDOCS, &text, &len), 0);
+    CHECK_INT(ops_prom_render(o, table, NTABLE, fams, 2, &text, &len), 0);
     CHECK(text && strlen(text) == len);
     CHECK_STR(text,
               "# HELP gpuagg_uptime_seconds Time since the daemon started. Unit: seconds (float). "
               "(gpuaggctl stats: uptime_s)\n"
               "# TYPE gpuagg_uptime_seconds gauge\n"
               "gpuagg_uptime_seconds 12.5\n"
-              "# HELP gpuagg_ingest_bytes_in_total Bytes read from \\\\ streams.\\nSecond line. "
-              "Unit: bytes. (gpuaggctl stats: ingest.bytes_in)\n"
-              "# TYPE gpuagg_ingest_bytes_in_total counter\n"
-              "gpuagg_ingest_bytes_in_total 18446744073709551615\n"
+              /* a family with labels: its rows together, ceilometer_tcp's absent from the map */
+              "# HELP gpuagg_received_bytes_total Bytes read, by listener.\n"
+              "# TYPE gpuagg_received_bytes_total counter\n"
+              "gpuagg_received_bytes_total{listener=\"stream\"} 18446744073709551615\n"
               "# HELP gpuagg_storage_connected 1 while connected. (gpuaggctl stats: storage.connected)\n"
               "# TYPE gpuagg_storage_connected gauge\n"
               "gpuagg_storage_connected 1\n"
-              "# HELP gpuagg_new_thing gpuaggctl stats name new.thing (not in docs/COUNTERS.md)\n"
-              "# TYPE gpuagg_new_thing untyped\n"
-              "gpuagg_new_thing 7\n"
+              "# HELP gpuagg_engine_late_points_total Late points, by reason.\n"
+              "# TYPE gpuagg_engine_late_points_total counter\n"
+              "gpuagg_engine_late_points_total{reason=\"window\"} 4\n"
+              "gpuagg_engine_late_points_total{reason=\"nonfinite\"} 1\n"
+              /* engine.late_points: stats only; ms scaled to seconds */
+              "# HELP gpuagg_engine_feed_seconds_total Time in feeds. Unit: seconds. "
+              "(gpuaggctl stats: engine.feed_ms)\n"
+              "# TYPE gpuagg_engine_feed_seconds_total counter\n"
+              "gpuagg_engine_feed_seconds_total 1.5\n"
               "# HELP gpuagg_engine_metrics Metrics known. Unit: metrics. (gpuaggctl stats: engine.metrics)\n"
               "# TYPE gpuagg_engine_metrics gauge\n"
-              "gpuagg_engine_metrics -3\n");
+              "gpuagg_engine_metrics -3\n"
+              "# HELP gpuagg_x_latency_seconds A latency. (gpuaggctl stats: x.lat.*)\n"
+              "# TYPE gpuagg_x_latency_seconds histogram\n"
+              "gpuagg_x_latency_seconds_bucket{le=\"0.001\"} 3\n"
+              "gpuagg_x_latency_seconds_bucket{le=\"0.25\"} 4\n"
+              "gpuagg_x_latency_seconds_bucket{le=\"+Inf\"} 5\n"
+              "gpuagg_x_latency_seconds_sum 3.0035\n"
+              "gpuagg_x_latency_seconds_count 5\n"
+              "# HELP gpuagg_new_thing gpuaggctl stats name new.thing (not in the counter table)\n"
+              "# TYPE gpuagg_new_thing untyped\n"
+              "gpuagg_new_thing 7\n");
     free(text);
     msgpack_unpacked_destroy(&u);
 
@@ -102,7 +141,7 @@ static void test_render(void)
     msgpack_sbuffer_clear(&sb);
     msgpack_pack_array(&pk, 0);
     o = unpack(&sb, &u);
-    CHECK_INT(ops_prom_render(o, docs, NDOCS, &text, &len), GA_EINVAL);
+    CHECK_INT(ops_prom_render(o, table, NTABLE, fams, 2, &text, &len), GA_EINVAL);
     CHECK(text == NULL);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_clear(&sb);
@@ -112,26 +151,47 @@ static void test_render(void)
     msgpack_pack_str(&pk, 1);
     msgpack_pack_str_body(&pk, "y", 1);
     o = unpack(&sb, &u);
-    CHECK_INT(ops_prom_render(o, docs, NDOCS, &text, &len), GA_EINVAL);
+    CHECK_INT(ops_prom_render(o, table, NTABLE, fams, 2, &text, &len), GA_EINVAL);
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_generated_docs(void)
+/* The daemon's table: Prometheus conventions hold for every row. */
+static void test_stat_table(void)
 {
-    CHECK(ops_ncounter_docs > 80);
-    int found = 0;
-    for (size_t i = 0; i < ops_ncounter_docs; i++) {
-        const struct ops_counter_doc *d = &ops_counter_docs[i];
+    CHECK(stat_table_n > 150);
+    for (size_t i = 0; i < stat_table_n; i++) {
+        const struct stat_def *d = &stat_table[i];
         CHECK(d->help[0] && !strchr(d->help, '`'));
-        CHECK(!strcmp(d->kind, "counter") || !strcmp(d->kind, "gauge") || !strcmp(d->kind, "flag"));
-        if (!strcmp(d->name, "ingest.points_accepted")) {
-            found = 1;
-            CHECK_STR(d->kind, "counter");
-            CHECK_STR(d->unit, "points");
-        }
+        CHECK(stat_table_find(d->name, strlen(d->name)) == d);     /* names are unique */
+        if (!d->prom)
+            continue;
+        size_t n = strlen(d->prom);
+        int total = n > 6 && !strcmp(d->prom + n - 6, "_total");
+        CHECK(!strncmp(d->prom, "gpuagg_", 7));
+        CHECK(strspn(d->prom, "abcdefghijklmnopqrstuvwxyz0123456789_") == n);
+        if (total != (d->kind == STAT_COUNTER))
+            harness_fail(__FILE__, __LINE__, "%s: _total on counters and only on them", d->prom);
+        if (strstr(d->prom, "_ms") || (!strcmp(d->unit, "bytes") && !strstr(d->prom, "bytes") &&
+                                        !d->labels))
+            harness_fail(__FILE__, __LINE__, "%s: not in base units", d->prom);
+        if (d->kind == STAT_HISTOGRAM)
+            CHECK(d->histo && strstr(d->prom, "_seconds"));
+        if (d->labels && !stat_table_family_help(d->prom))
+            harness_fail(__FILE__, __LINE__, "%s: a labelled family without its help", d->prom);
+        /* a family's rows agree on the kind */
+        for (size_t j = 0; j < i; j++)
+            if (stat_table[j].prom && !strcmp(stat_table[j].prom, d->prom))
+                CHECK_INT(stat_table[j].kind == STAT_COUNTER, d->kind == STAT_COUNTER);
     }
-    CHECK(found);
+    const struct stat_def *d = stat_table_find("udp.rejected.bad_signature", 26);
+    CHECK(d && !strcmp(d->prom, "gpuagg_udp_rejected_total"));
+    CHECK_STR(d->labels, "reason=\"bad_signature\"");
+    d = stat_table_find("engine.late.window", 18);
+    CHECK(d && !strcmp(d->prom, "gpuagg_engine_late_points_total"));
+    CHECK_STR(d->labels, "reason=\"window\"");
+    d = stat_table_find("engine.feed_ms", 14);
+    CHECK(d && !strcmp(d->prom, "gpuagg_engine_feed_seconds_total") && d->scale == 0.001);
 }
 
 static void test_health(void)
@@ -195,9 +255,9 @@ static void test_ready(void)
 
 void run_tests(void)
 {
-    RUN(test_names);
+    RUN(test_histo);
     RUN(test_render);
-    RUN(test_generated_docs);
+    RUN(test_stat_table);
     RUN(test_health);
     RUN(test_ready);
 }
