@@ -11,6 +11,7 @@
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
+#include "storage/pg_read.h"
 
 #define LIST_MAX 1000                     /* Gnocchi's default max_limit */
 
@@ -85,45 +86,41 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
     json_t *out = json_array();
     size_t total = 0;
     for (int i = 0; i < ng; i++) {
-        int64_t *ts;
-        double *v;
-        size_t n;
         char err[512];
         int64_t g = resample ? resample : grans[i], to = stop;
         if (resample && stop != INT64_MAX)
             to = floor_to(stop - 1, g) + g;   /* whole resampled buckets */
-        int rc = api_series(http_server_pgq(req->srv), name, agg, grans[i], floor_to(start, g), to,
-                            &ts, &v, &n, err, sizeof err);
-        if (rc < 0) {
-            json_decref(out);
-            api_db_error(resp, rc, err);
-            return;
-        }
-        total += n;
-        if (total > (size_t)max_points) {
-            free(ts);
-            free(v);
+        struct pgr_series s;
+        int rc = pgr_series_read(http_server_pgq(req->srv), 1, &name, &agg, grans[i],
+                                 floor_to(start, g), to, (size_t)max_points - total, &s, err,
+                                 sizeof err);
+        if (rc == GA_ERANGE) {
             json_decref(out);
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
             return;
         }
-        if (resample && agg_resample(agg, ts, v, n, resample, ts, v, &n) < 0) {
-            free(ts);
-            free(v);
+        if (rc < 0) {
+            json_decref(out);
+            api_db_error(resp, rc, err);
+            return;
+        }
+        total += s.n;
+        size_t n = s.n;
+        if (resample && agg_resample(agg, s.ts, s.val, s.n, resample, s.ts, s.val, &n) < 0) {
+            pgr_series_free(&s);
             json_decref(out);
             http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
             return;
         }
         for (size_t k = 0; k < n; k++) {
             char iso[40];
-            if (ts[k] >= stop)
+            if (s.ts[k] >= stop)
                 continue;
-            api_iso(ts[k], iso);
-            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)g / 1e9, v[k]));
+            api_iso(s.ts[k], iso);
+            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)g / 1e9, s.val[k]));
         }
-        free(ts);
-        free(v);
+        pgr_series_free(&s);
     }
     http_json(resp, 200, out);
 }
