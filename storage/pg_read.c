@@ -43,7 +43,10 @@ static const char series_sql[] =
     "                           u(metric, mset, granularity, ts)\n"
     "                JOIN method_sets ms ON ms.id = u.mset\n"
     "          WHERE o.id = q.ob AND u.metric = q.metric AND u.granularity = $3::int8\n"
-    "            AND q.method = ANY (ms.methods))) END AS last\n"
+    "            AND q.method = ANY (ms.methods))) END AS last,\n"
+    "        (SELECT array_agg(ms.id ORDER BY ms.id) FROM method_sets ms) AS msets,\n"
+    "        (SELECT array_agg(array_position(ms.methods, q.method) ORDER BY ms.id)\n"
+    "           FROM method_sets ms) AS pos\n"
     "      FROM q\n"
     ")\n"
     "SELECT s.i, r.ts, v.value\n"
@@ -60,8 +63,7 @@ static const char series_sql[] =
     "                 u(metric, mset, granularity, ts, off, k)\n"
     "     WHERE o.id = s.ob AND u.metric = s.metric AND u.granularity = $3::int8\n"
     "       AND u.ts >= $4::int8 AND u.ts < $5::int8) r\n"
-    "  JOIN method_sets ms ON ms.id = r.mset\n"
-    "  CROSS JOIN LATERAL (SELECT r.vals[array_position(ms.methods, s.method)] AS value) v\n"
+    "  CROSS JOIN LATERAL (SELECT r.vals[s.pos[array_position(s.msets, r.mset)]] AS value) v\n"
     " WHERE v.value IS NOT NULL AND (s.span = 0 OR r.ts > s.last - s.span)\n"
     " LIMIT $6::int8";
 
