@@ -10,6 +10,7 @@
 #include "daemon/http/api.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
+#include "daemon/http/json_out.h"
 #include "proto/ga_err.h"
 #include "storage/pg_read.h"
 
@@ -83,7 +84,8 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         ng = 1;
     }
     int max_points = http_server_config(req->srv)->http.max_points;
-    json_t *out = json_array();
+    struct jout out = { 0 };
+    jout_put(&out, "[", 1);
     size_t total = 0;
     for (int i = 0; i < ng; i++) {
         char err[512];
@@ -95,13 +97,13 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
                                  floor_to(start, g), to, (size_t)max_points - total, &s, err,
                                  sizeof err);
         if (rc == GA_ERANGE) {
-            json_decref(out);
+            jout_free(&out);
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
             return;
         }
         if (rc < 0) {
-            json_decref(out);
+            jout_free(&out);
             api_db_error(resp, rc, err);
             return;
         }
@@ -109,20 +111,19 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         size_t n = s.n;
         if (resample && agg_resample(agg, s.ts, s.val, s.n, resample, s.ts, s.val, &n) < 0) {
             pgr_series_free(&s);
-            json_decref(out);
+            jout_free(&out);
             http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
             return;
         }
-        for (size_t k = 0; k < n; k++) {
-            char iso[40];
-            if (s.ts[k] >= stop)
-                continue;
-            api_iso(s.ts[k], iso);
-            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)g / 1e9, s.val[k]));
-        }
+        jout_measures(&out, s.ts, s.val, n, g, stop);
         pgr_series_free(&s);
     }
-    http_json(resp, 200, out);
+    jout_put(&out, "]", 1);
+    if (out.oom)
+        http_error(resp, 500, "out of memory encoding the response");
+    else
+        http_text(resp, 200, "application/json", out.p, out.len);
+    jout_free(&out);
 }
 
 /* ---- lookups ------------------------------------------------------------------ */
