@@ -1,7 +1,7 @@
 /* pg_read.h — the series reads of the HTTP read API (docs/API.md): the
- * buckets of many series of one granularity in one statement, read from
- * gpuagg_measures as gpuaggctl query reads one, with binary results into
- * one allocation.
+ * buckets of many series of one granularity in one prepared statement,
+ * the rows the gpuagg_measures view (what gpuaggctl query reads) gives for
+ * each, with binary results into one allocation.
  *
  * Runs on the API's query pool (pg_query.h); calls block.  Thread-safe on
  * distinct outputs. */
