@@ -18,6 +18,8 @@ struct pgq {
     int n;
     PGconn **conns;                   /* NULL: not connected */
     int *busy;
+    /* the statements prepared on each connection (names, static strings) */
+    const char *(*prepared)[PGQ_MAX_PREPARED];
 };
 
 static const char metrics_sql[] =
@@ -53,10 +55,12 @@ int pgq_open(struct pgq **out, const char *conninfo, int pool_size)
     q->conninfo = strdup(conninfo);
     q->conns = calloc((size_t)pool_size, sizeof *q->conns);
     q->busy = calloc((size_t)pool_size, sizeof *q->busy);
-    if (!q->conninfo || !q->conns || !q->busy) {
+    q->prepared = calloc((size_t)pool_size, sizeof *q->prepared);
+    if (!q->conninfo || !q->conns || !q->busy || !q->prepared) {
         free(q->conninfo);
         free(q->conns);
         free(q->busy);
+        free(q->prepared);
         free(q);
         return GA_ENOMEM;
     }
@@ -78,6 +82,7 @@ void pgq_close(struct pgq *q)
     free(q->conninfo);
     free(q->conns);
     free(q->busy);
+    free(q->prepared);
     free(q);
 }
 
@@ -102,6 +107,7 @@ static int acquire(struct pgq *q, char *err, size_t errlen)
         c = NULL;
     }
     if (!c) {
+        memset(q->prepared[slot], 0, sizeof q->prepared[slot]);
         c = pgu_connect(q->conninfo, "gpuaggd-query");
         if (!c || PQstatus(c) != CONNECTION_OK) {
             pgu_errcopy(err, errlen, c ? PQerrorMessage(c) : "out of memory");
@@ -127,11 +133,36 @@ static void release(struct pgq *q, int slot)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Run a query returning rows, retrying once on a fresh connection when the
- * old one turns out to be broken.  Returns the result (caller clears) or
- * NULL with *rc and err set. */
-static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *const *vals,
-                     int binary, int *rc, char *err, size_t errlen)
+/* Prepare sql as name on the slot's connection unless it was.  1 when
+ * prepared (now or before), 0 when it cannot be kept (no room: run it
+ * unnamed), or -1 with r set to the failed result. */
+static int prepare(struct pgq *q, int slot, const char *name, const char *sql, int nparams,
+                   PGresult **r)
+{
+    const char **names = q->prepared[slot];
+    int i = 0;
+    for (; i < PGQ_MAX_PREPARED && names[i]; i++)
+        if (names[i] == name || !strcmp(names[i], name))
+            return 1;
+    if (i == PGQ_MAX_PREPARED)
+        return 0;
+    PGresult *p = PQprepare(q->conns[slot], name, sql, nparams, NULL);
+    if (PQresultStatus(p) != PGRES_COMMAND_OK) {
+        *r = p;
+        return -1;
+    }
+    PQclear(p);
+    names[i] = name;
+    return 1;
+}
+
+/* Run a query returning rows (prepared as name unless name is NULL),
+ * retrying once on a fresh connection when the old one turns out to be
+ * broken.  Returns the result (caller clears) or NULL with *rc and err
+ * set. */
+static PGresult *run_named(struct pgq *q, const char *name, const char *sql, int nparams,
+                           const char *const *vals, int binary, int *rc, char *err,
+                           size_t errlen)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         int slot = acquire(q, err, errlen);
@@ -140,7 +171,12 @@ static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *co
             return NULL;
         }
         PGconn *c = q->conns[slot];
-        PGresult *r = PQexecParams(c, sql, nparams, NULL, vals, NULL, NULL, binary);
+        PGresult *r = NULL;
+        int named = name ? prepare(q, slot, name, sql, nparams, &r) : 0;
+        if (named > 0)
+            r = PQexecPrepared(c, name, nparams, vals, NULL, NULL, binary);
+        else if (named == 0)
+            r = PQexecParams(c, sql, nparams, NULL, vals, NULL, NULL, binary);
         if (PQresultStatus(r) == PGRES_TUPLES_OK) {
             release(q, slot);
             return r;
@@ -156,10 +192,22 @@ static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *co
     return NULL;
 }
 
+static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *const *vals,
+                     int binary, int *rc, char *err, size_t errlen)
+{
+    return run_named(q, NULL, sql, nparams, vals, binary, rc, err, errlen);
+}
+
 PGresult *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals, int *rc,
                    char *err, size_t errlen)
 {
     return run(q, sql, nparams, vals, 0, rc, err, errlen);
+}
+
+PGresult *pgq_exec_prepared(struct pgq *q, const char *name, const char *sql, int nparams,
+                            const char *const *vals, int *rc, char *err, size_t errlen)
+{
+    return run_named(q, name, sql, nparams, vals, 1, rc, err, errlen);
 }
 
 int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, size_t errlen)

@@ -63,5 +63,14 @@ int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const c
 struct pg_result;
 struct pg_result *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals,
                            int *rc, char *err, size_t errlen);
+/* As pgq_exec, for a statement run often: prepared as name (a static
+ * string, the same sql every call) on each connection the first time it
+ * runs there, so that PostgreSQL can keep its plan; the result in binary
+ * format (read its fields with pgu_get_i32, pgu_get_i64, pgu_get_f64).
+ * Past PGQ_MAX_PREPARED names a connection runs it unprepared. */
+#define PGQ_MAX_PREPARED 8
+struct pg_result *pgq_exec_prepared(struct pgq *q, const char *name, const char *sql,
+                                    int nparams, const char *const *vals, int *rc, char *err,
+                                    size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "daemon/http/api.h"
 #include "proto/ga_err.h"
+#include "storage/pg_read.h"
 
 /* Gnocchi's error body with a structured description. */
 void aggq_error(struct http_resp *resp, int code, const char *cause, const char *reason,
@@ -201,60 +202,90 @@ static int cmp_ts(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The union of the series' times into all[] (room for s->n), ascending,
+ * each once; returns the count.  Bucket starts are multiples of g, so
+ * when they span few slots of g the union is a pass over a bitmap of
+ * slots; otherwise (times off the multiples, or sparse over a long span)
+ * a sort. */
+static size_t time_union(const struct pgr_series *s, int64_t g, int64_t *all)
+{
+    if (!s->n)
+        return 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int aligned = 1;
+    for (size_t c = 0; c < s->nseries; c++) {
+        size_t a = s->off[c], b = s->off[c + 1];
+        if (a == b)
+            continue;
+        lo = s->ts[a] < lo ? s->ts[a] : lo;
+        hi = s->ts[b - 1] > hi ? s->ts[b - 1] : hi;
+    }
+    for (size_t i = 0; i < s->n && aligned; i++)
+        aligned = (s->ts[i] - lo) % g == 0;
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    size_t slots = aligned && span / (uint64_t)g < 4 * (uint64_t)s->n + 64
+                       ? (size_t)(span / (uint64_t)g) + 1 : 0;
+    unsigned char *seen = slots ? calloc(slots, 1) : NULL;
+    size_t nu = 0;
+    if (seen) {
+        for (size_t i = 0; i < s->n; i++)
+            seen[(uint64_t)(s->ts[i] - lo) / (uint64_t)g] = 1;
+        for (size_t k = 0; k < slots; k++)
+            if (seen[k])
+                all[nu++] = lo + (int64_t)k * g;
+        free(seen);
+        return nu;
+    }
+    memcpy(all, s->ts, s->n * sizeof *all);
+    qsort(all, s->n, sizeof *all, cmp_ts);
+    for (size_t a = 0; a < s->n; a++)
+        if (!nu || all[nu - 1] != all[a])
+            all[nu++] = all[a];
+    return nu;
+}
+
 static int build_grid(struct http_req *req, struct http_resp *resp, const struct agg_refs *refs,
                       const struct aggq_col *cols, int ncols, const struct aggq_params *p,
                       int by_resource, int64_t g, size_t *used, struct agg_grid *grid)
 {
     int max_points = http_server_config(req->srv)->http.max_points;
-    int64_t **ts = calloc((size_t)ncols, sizeof *ts);
-    double **vs = calloc((size_t)ncols, sizeof *vs);
-    size_t *ns = calloc((size_t)ncols, sizeof *ns);
+    const char **names = malloc((size_t)(ncols ? ncols : 1) * sizeof *names);
+    const char **aggs = malloc((size_t)(ncols ? ncols : 1) * sizeof *aggs);
+    struct pgr_series s = { 0 };
     int64_t *all = NULL;
-    size_t total = 0;
     int status = 0;
-    if (!ts || !vs || !ns) {
+    if (!names || !aggs) {
         http_error(resp, 500, "out of memory");
         status = 500;
         goto out;
     }
     for (int c = 0; c < ncols; c++) {
-        char err[512];
-        int rc = api_series(http_server_pgq(req->srv),
-                            json_string_value(json_object_get(cols[c].metric, "gpuagg_name")),
-                            refs->r[cols[c].ref].agg, g, aggq_floor(p->start, g), p->stop, &ts[c],
-                            &vs[c], &ns[c], err, sizeof err);
-        if (rc < 0) {
-            api_db_error(resp, rc, err);
-            status = resp->status;
-            goto out;
-        }
-        total += ns[c];
-        if (total > (size_t)max_points - *used) {
-            http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop, "
-                       "give a granularity or fewer metrics", max_points);
-            status = 400;
-            goto out;
-        }
+        names[c] = json_string_value(json_object_get(cols[c].metric, "gpuagg_name"));
+        aggs[c] = refs->r[cols[c].ref].agg;
     }
-    *used += total;
-    /* union of the times */
-    all = malloc((total ? total : 1) * sizeof *all);
+    char err[512];
+    int rc = pgr_series_read(http_server_pgq(req->srv), (size_t)ncols, names, aggs, g,
+                             aggq_floor(p->start, g), p->stop, (size_t)max_points - *used, &s,
+                             err, sizeof err);
+    if (rc == GA_ERANGE) {
+        http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop, "
+                   "give a granularity or fewer metrics", max_points);
+        status = 400;
+        goto out;
+    }
+    if (rc < 0) {
+        api_db_error(resp, rc, err);
+        status = resp->status;
+        goto out;
+    }
+    *used += s.n;
+    all = malloc((s.n ? s.n : 1) * sizeof *all);
     if (!all) {
         http_error(resp, 500, "out of memory");
         status = 500;
         goto out;
     }
-    size_t na = 0;
-    for (int c = 0; c < ncols; c++) {
-        if (ns[c])
-            memcpy(all + na, ts[c], ns[c] * sizeof *all);
-        na += ns[c];
-    }
-    qsort(all, na, sizeof *all, cmp_ts);  /* k sorted runs: O(total log total) */
-    size_t nu = 0;
-    for (size_t a = 0; a < na; a++)
-        if (!nu || all[nu - 1] != all[a])
-            all[nu++] = all[a];
+    size_t nu = time_union(&s, g, all);
     if ((double)nu * ncols > 4.0 * max_points) {
         http_error(resp, 400, "%zu timestamps x %d series is over 4 x http.max_points (%d) cells: "
                    "narrow start/stop, give a granularity or fewer metrics", nu, ncols, max_points);
@@ -274,10 +305,10 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
     for (int c = 0; c < ncols; c++) {
         grid->cols[c] = c;
         size_t k = 0;
-        for (size_t i = 0; i < ns[c]; i++) {
-            while (grid->t[k] < ts[c][i])
+        for (size_t i = s.off[c]; i < s.off[c + 1]; i++) {
+            while (grid->t[k] < s.ts[i])
                 k++;
-            grid->v[k * (size_t)ncols + (size_t)c] = vs[c][i];
+            grid->v[k * (size_t)ncols + (size_t)c] = s.val[i];
         }
     }
     if (p->fill_kind == 0) {
@@ -325,13 +356,9 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
     }
 out:
     free(all);
-    for (int c = 0; ts && c < ncols; c++) {
-        free(ts[c]);
-        free(vs[c]);
-    }
-    free(ts);
-    free(vs);
-    free(ns);
+    free(names);
+    free(aggs);
+    pgr_series_free(&s);
     return status;
 }
 

@@ -75,14 +75,6 @@ const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen,
  * (archive_policy expanded); new reference. */
 json_t *api_metric_out(const json_t *row);
 
-/* One series of a metric: the buckets of (metric name, method,
- * granularity) with start <= ts < stop from gpuagg_measures, as
- * gpuaggctl query reads them.  *ts and *val malloc'ed (free both).
- * Returns 0 or a pgq error (err set). */
-int api_series(struct pgq *q, const char *metric, const char *method, int64_t granularity_ns,
-               int64_t start_ns, int64_t stop_ns, int64_t **ts, double **val, size_t *n,
-               char *err, size_t errlen);
-
 /* Granularities of a policy row's definition, descending; returns count. */
 int api_policy_grans(const json_t *row, int64_t *out, int max);
 /* 1 if method is in the policy row's methods. */

@@ -12,6 +12,8 @@
 #include "daemon/http/api.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
+#include "proto/ga_err.h"
+#include "storage/pg_read.h"
 
 /* The measures of one metric, as Gnocchi answers the deprecated reads for
  * a single metric: its stored series at every granularity asked, the
@@ -23,44 +25,40 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
     int max_points = http_server_config(req->srv)->http.max_points;
     size_t total = 0;
     for (int i = 0; i < ng; i++) {
-        int64_t *ts, g = grans[i];
-        double *v;
-        size_t n;
+        int64_t g = grans[i];
         char err[512];
         int64_t from = p->start, rg = resample_ns ? resample_ns : g;
         int64_t stop = p->stop;
         if (resample_ns && stop != INT64_MAX)
             stop = aggq_floor(stop - 1, rg) + rg;
-        int rc = api_series(http_server_pgq(req->srv),
-                            json_string_value(json_object_get(row, "gpuagg_name")), agg, g,
-                            aggq_floor(from, rg), stop, &ts, &v, &n, err, sizeof err);
-        if (rc < 0) {
-            api_db_error(resp, rc, err);
-            return resp->status;
-        }
-        total += n;
-        if (total > (size_t)max_points) {
-            free(ts);
-            free(v);
+        const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
+        struct pgr_series s;
+        int rc = pgr_series_read(http_server_pgq(req->srv), 1, &name, &agg, g,
+                                 aggq_floor(from, rg), stop, (size_t)max_points - total, &s, err,
+                                 sizeof err);
+        if (rc == GA_ERANGE) {
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
             return 400;
         }
-        size_t on = n;
+        if (rc < 0) {
+            api_db_error(resp, rc, err);
+            return resp->status;
+        }
+        total += s.n;
+        size_t on = s.n;
         if (resample_ns) {
-            rc = agg_resample(agg, ts, v, n, resample_ns, ts, v, &on);
+            rc = agg_resample(agg, s.ts, s.val, s.n, resample_ns, s.ts, s.val, &on);
             if (rc < 0) {
-                free(ts);
-                free(v);
+                pgr_series_free(&s);
                 http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
                 return 400;
             }
         }
         for (size_t k = 0; k < on; k++)
-            if (ts[k] >= aggq_floor(from, rg) && ts[k] < p->stop)
-                json_array_append_new(out, aggq_triplet(ts[k], rg, v[k], 0));
-        free(ts);
-        free(v);
+            if (s.ts[k] >= aggq_floor(from, rg) && s.ts[k] < p->stop)
+                json_array_append_new(out, aggq_triplet(s.ts[k], rg, s.val[k], 0));
+        pgr_series_free(&s);
     }
     return 0;
 }

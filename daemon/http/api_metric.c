@@ -10,7 +10,9 @@
 #include "daemon/http/api.h"
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
+#include "daemon/http/json_out.h"
 #include "proto/ga_err.h"
+#include "storage/pg_read.h"
 
 #define LIST_MAX 1000                     /* Gnocchi's default max_limit */
 
@@ -82,50 +84,46 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         ng = 1;
     }
     int max_points = http_server_config(req->srv)->http.max_points;
-    json_t *out = json_array();
+    struct jout out = { 0 };
+    jout_put(&out, "[", 1);
     size_t total = 0;
     for (int i = 0; i < ng; i++) {
-        int64_t *ts;
-        double *v;
-        size_t n;
         char err[512];
         int64_t g = resample ? resample : grans[i], to = stop;
         if (resample && stop != INT64_MAX)
             to = floor_to(stop - 1, g) + g;   /* whole resampled buckets */
-        int rc = api_series(http_server_pgq(req->srv), name, agg, grans[i], floor_to(start, g), to,
-                            &ts, &v, &n, err, sizeof err);
-        if (rc < 0) {
-            json_decref(out);
-            api_db_error(resp, rc, err);
-            return;
-        }
-        total += n;
-        if (total > (size_t)max_points) {
-            free(ts);
-            free(v);
-            json_decref(out);
+        struct pgr_series s;
+        int rc = pgr_series_read(http_server_pgq(req->srv), 1, &name, &agg, grans[i],
+                                 floor_to(start, g), to, (size_t)max_points - total, &s, err,
+                                 sizeof err);
+        if (rc == GA_ERANGE) {
+            jout_free(&out);
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
             return;
         }
-        if (resample && agg_resample(agg, ts, v, n, resample, ts, v, &n) < 0) {
-            free(ts);
-            free(v);
-            json_decref(out);
+        if (rc < 0) {
+            jout_free(&out);
+            api_db_error(resp, rc, err);
+            return;
+        }
+        total += s.n;
+        size_t n = s.n;
+        if (resample && agg_resample(agg, s.ts, s.val, s.n, resample, s.ts, s.val, &n) < 0) {
+            pgr_series_free(&s);
+            jout_free(&out);
             http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
             return;
         }
-        for (size_t k = 0; k < n; k++) {
-            char iso[40];
-            if (ts[k] >= stop)
-                continue;
-            api_iso(ts[k], iso);
-            json_array_append_new(out, json_pack("[s, f, f]", iso, (double)g / 1e9, v[k]));
-        }
-        free(ts);
-        free(v);
+        jout_measures(&out, s.ts, s.val, n, g, stop);
+        pgr_series_free(&s);
     }
-    http_json(resp, 200, out);
+    jout_put(&out, "]", 1);
+    if (out.oom)
+        http_error(resp, 500, "out of memory encoding the response");
+    else
+        http_text(resp, 200, "application/json", out.p, out.len);
+    jout_free(&out);
 }
 
 /* ---- lookups ------------------------------------------------------------------ */

@@ -332,50 +332,6 @@ json_t *api_metric_out(const json_t *row)
     return m;
 }
 
-static const char series_sql[] =
-    "SELECT ts_ns, value FROM gpuagg_measures\n"
-    "WHERE metric = $1 AND method = $2 AND granularity_ns = $3::int8\n"
-    "  AND ts_ns >= $4::int8 AND ts_ns < $5::int8\n"
-    "ORDER BY ts_ns";
-
-int api_series(struct pgq *q, const char *metric, const char *method, int64_t granularity_ns,
-               int64_t start_ns, int64_t stop_ns, int64_t **ts, double **val, size_t *n,
-               char *err, size_t errlen)
-{
-    char g[32], lo[32], hi[32];
-    int rc = 0;
-    *ts = NULL;
-    *val = NULL;
-    *n = 0;
-    snprintf(g, sizeof g, "%" PRId64, granularity_ns);
-    snprintf(lo, sizeof lo, "%" PRId64, start_ns);
-    snprintf(hi, sizeof hi, "%" PRId64, stop_ns);
-    const char *pv[] = { metric, method, g, lo, hi };
-    PGresult *r = pgq_exec(q, series_sql, 5, pv, &rc, err, errlen);
-    if (!r)
-        return rc;
-    size_t nr = (size_t)PQntuples(r);
-    if (nr) {
-        *ts = malloc(nr * sizeof **ts);
-        *val = malloc(nr * sizeof **val);
-        if (!*ts || !*val) {
-            free(*ts);
-            free(*val);
-            *ts = NULL;
-            *val = NULL;
-            PQclear(r);
-            return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
-        }
-        for (size_t i = 0; i < nr; i++) {
-            (*ts)[i] = strtoll(PQgetvalue(r, (int)i, 0), NULL, 10);
-            (*val)[i] = strtod(PQgetvalue(r, (int)i, 1), NULL);
-        }
-    }
-    *n = nr;
-    PQclear(r);
-    return 0;
-}
-
 void api_error_desc(struct http_resp *resp, int status, json_t *desc)
 {
     const char *title = status == 404 ? "Not Found" : status == 400 ? "Bad Request" : "Error";
