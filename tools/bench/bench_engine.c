@@ -27,6 +27,7 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 #include "tools/bench/bench_opts.h"
 
 #define NS_PER_S 1000000000LL
@@ -76,7 +77,7 @@ static int build_policy(struct ga_policy *p, char *grans, char *methods)
     for (char *t = strtok(grans, ","); t; t = strtok(NULL, ",")) {
         int64_t g;
         const char *why = "";
-        if (ga_parse_duration(t, &g) < 0 || ga_policy_add_def(p, g, 0, 0, &why) < 0) {
+        if (ts_parse_duration(t, &g) < 0 || ga_policy_add_def(p, g, 0, 0, &why) < 0) {
             fprintf(stderr, "bench_engine: bad granularity '%s' %s\n", t, why);
             return -1;
         }

@@ -10,7 +10,7 @@
  * Input: CSV `metric,timestamp,value` (header optional), timestamp in epoch
  * seconds with up to 9 decimals; a line "#batch" ends a batch; other lines
  * starting with '#' and blank lines are ignored.  Every metric gets the same
- * policy.  Durations (G, T) take ga_parse_duration's syntax.
+ * policy.  Durations (G, T) take ts_parse_duration's syntax.
  *
  * Output: CSV `metric,granularity,method,timestamp,value`, the last value
  * the engine reported for each bucket over all batches, sorted by metric,
@@ -30,6 +30,7 @@
 #include "proto/base/hmap.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 #include "tools/bench/bench_opts.h"
 
 #define NS_PER_S 1000000000LL
@@ -218,7 +219,7 @@ static int build_policy(struct ga_policy *p, char *grans, char *methods, char *s
     for (int i = 0; i < ng; i++) {
         int64_t gns = 0, tns = 0;
         const char *why = "";
-        if (ga_parse_duration(g[i], &gns) < 0 || (spans && ga_parse_duration(t[i], &tns) < 0)) {
+        if (ts_parse_duration(g[i], &gns) < 0 || (spans && ts_parse_duration(t[i], &tns) < 0)) {
             fprintf(stderr, "engine_replay: bad duration '%s'\n", spans ? t[i] : g[i]);
             return -1;
         }

@@ -68,33 +68,6 @@ int ctl_is_data_command(const char *name)
     return strcmp(name, "flush") == 0 || strcmp(name, "metrics") == 0 || strcmp(name, "query") == 0;
 }
 
-/* "[-]DIGITS[.1-9 DIGITS]" seconds → ns.  Returns 0 or -1. */
-static int parse_seconds(const char *s, int64_t *ns)
-{
-    int neg = *s == '-';
-    const char *p = s + (neg || *s == '+');
-    int64_t sec = 0, frac = 0;
-    int nd = 0, nf = 0;
-    for (; *p >= '0' && *p <= '9'; p++, nd++) {
-        if (sec > (INT64_MAX / 1000000000 - 9) / 10)
-            return -1;
-        sec = sec * 10 + (*p - '0');
-    }
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++, nf++) {
-            if (nf == 9)
-                return -1;
-            frac = frac * 10 + (*p - '0');
-        }
-    if (*p || nd + nf == 0)
-        return -1;
-    for (int i = nf; i < 9; i++)
-        frac *= 10;
-    int64_t v = sec * 1000000000 + frac;
-    *ns = neg ? -v : v;
-    return 0;
-}
-
 int ctl_parse_time(const char *s, int64_t *ns, char *err, size_t errlen)
 {
     if (strchr(s, ':')) {
@@ -104,7 +77,7 @@ int ctl_parse_time(const char *s, int64_t *ns, char *err, size_t errlen)
         snprintf(err, errlen, "'%s' is not an RFC 3339 time (%s)", s, why[0] ? why : "out of range");
         return -1;
     }
-    if (parse_seconds(s, ns) == 0)
+    if (ts_parse_seconds(s, ns) == 0)
         return 0;
     snprintf(err, errlen, "'%s' is neither RFC 3339 nor seconds since the epoch", s);
     return -1;
@@ -533,7 +506,7 @@ static int parse_query_args(int argc, char **argv, struct query_args *q, struct 
         return usage("query", "%s", "--granularity SECONDS is required");
     if (!q->method || !*q->method)
         return usage("query", "%s", "--method METHOD is required (mean, max, ...)");
-    if (parse_seconds(gran, &q->granularity_ns) < 0 || q->granularity_ns <= 0)
+    if (ts_parse_seconds(gran, &q->granularity_ns) < 0 || q->granularity_ns <= 0)
         return usage("query", "--granularity: '%s' is not a positive number of seconds", gran);
     if (start && ctl_parse_time(start, &q->start_ns, err, sizeof err) < 0)
         return usage("query", "--start: %s", err);
