@@ -1,4 +1,5 @@
-/* jb_par.h — the CPU references' parallel loop (apd, gf820): threads over
+/* jb_par.h — the CPU references' parallel loop (apd, gf820, dot,
+ * blackscholes; kmeans runs its loops on a pool of its own): threads over
  * independent items, dynamic scheduling, a progress/cancel callback between
  * rounds. */
 #ifndef GA_JB_PAR_H
