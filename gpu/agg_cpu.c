@@ -244,6 +244,18 @@ static int stage_reserve(struct agg_stage *st, size_t n)
     return 0;
 }
 
+/* A phase over the pool, or on the caller alone (serial: a small batch). */
+static void run(struct cpu_backend *cb, size_t n, void (*fn)(void *ctx, size_t item, int worker),
+                void *ctx, int serial)
+{
+    if (!serial) {
+        pool_run(cb->pool, n, fn, ctx);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        fn(ctx, i, 0);
+}
+
 static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga_result *out)
 {
     struct cpu_backend *cb = (struct cpu_backend *)b;
@@ -260,7 +272,7 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
     size_t nj = agg_regroup(cb, pts, &nunknown);
     int serial = pts->n < SERIAL_POINTS;
     struct feed_ctx fc = { .cb = cb };
-    agg_pool_run(cb->pool, nj, phase1, &fc, serial);
+    run(cb, nj, phase1, &fc, serial);
 
     size_t bound = 0, nlate = nunknown, need_buf = 0;
     for (size_t t = 0; t < nj; t++) {
@@ -280,7 +292,7 @@ static int cpu_feed(struct ga_backend *b, const struct ga_points *pts, struct ga
 
     /* From here on nothing fails. */
     fc.rows = out->aggs + out->naggs;
-    agg_pool_run(cb->pool, nj, phase2, &fc, serial);
+    run(cb, nj, phase2, &fc, serial);
 
     size_t wr = out->naggs;
     for (size_t t = 0; t < nj; t++) {
@@ -310,7 +322,7 @@ static void cpu_close(struct ga_backend *b)
     struct cpu_backend *cb = (struct cpu_backend *)b;
     if (!cb)
         return;
-    agg_pool_close(cb->pool);
+    pool_close(cb->pool);
     for (int w = 0; cb->scratch && w < cb->nthreads; w++)
         agg_scratch_free(&cb->scratch[w]);
     free(cb->scratch);
@@ -361,7 +373,7 @@ int ga_cpu_backend_open(struct ga_backend **out, int threads)
     cb->scratch = calloc((size_t)threads, sizeof *cb->scratch);
     if (!cb->scratch)
         goto fail;
-    rc = agg_pool_open(&cb->pool, threads);
+    rc = pool_open(&cb->pool, threads, "ga-cpu-agg");
     if (rc)
         goto fail;
     *out = &cb->base;

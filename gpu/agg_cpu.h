@@ -5,7 +5,6 @@
  *   agg_cpu.c          backend ops, metric table, the two-phase feed
  *   agg_cpu_window.c   one metric's raw window: stage a batch, apply it
  *   agg_cpu_kernels.c  per-bucket methods, sorts (the reference kernels)
- *   agg_cpu_pool.c     persistent thread pool over work items
  *   agg_cpu_regroup.c  the batch regrouped per metric (counting sort)
  *
  * A feed runs in two phases so that a failure leaves every window as it was:
@@ -20,8 +19,7 @@
 #include "gpu/engine.h"
 #include "gpu/pol.h"
 #include "proto/base/grow.h"
-
-struct agg_pool;
+#include "proto/base/pool.h"
 
 /* One metric's raw window: sorted by ts, unique ts, all ts >= first block. */
 struct agg_win {
@@ -89,7 +87,7 @@ void agg_job_apply(struct agg_job *j, struct agg_stage *st, struct agg_scratch *
 /* One CPU backend; driven by one thread at a time (engine.h). */
 struct cpu_backend {
     struct ga_backend base;
-    struct agg_pool *pool;
+    struct pool *pool;
     int nthreads;
     struct agg_scratch *scratch;          /* one per worker */
     struct agg_pol **pols;                /* interned policies */
@@ -140,17 +138,5 @@ size_t agg_kern_bucket(const double *x, size_t n, int64_t min_pos, const ga_meth
 void agg_sort_pairs(int64_t *ts, double *val, size_t n, int64_t *tts, double *tval);
 /* Ascending sort of doubles (no NaN). */
 void agg_sort_doubles(double *x, size_t n);
-
-/* ---- pool (agg_cpu_pool.c) ---------------------------------------------- */
-
-/* nthreads workers in all, the caller of agg_pool_run being one of them.
- * 0 or GA_ENOMEM / -errno from pthread_create. */
-int agg_pool_open(struct agg_pool **out, int nthreads);
-void agg_pool_close(struct agg_pool *p);
-/* Run fn(ctx, item, worker) for every item in [0, n), spread over the
- * workers (worker in [0, nthreads)); returns when all are done.  serial != 0
- * runs everything on the caller as worker 0. */
-void agg_pool_run(struct agg_pool *p, size_t n, void (*fn)(void *ctx, size_t item, int worker),
-                  void *ctx, int serial);
 
 #endif

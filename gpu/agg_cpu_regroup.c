@@ -110,7 +110,7 @@ static size_t regroup_parallel(struct cpu_backend *cb, const struct ga_points *p
 {
     struct rg_ctx rc = { .cb = cb, .pts = pts };
     rc.nchunks = (size_t)cb->nthreads < RG_MAX_CHUNKS ? (size_t)cb->nthreads : RG_MAX_CHUNKS;
-    agg_pool_run(cb->pool, rc.nchunks, rg_count, &rc, 0);
+    pool_run(cb->pool, rc.nchunks, rg_count, &rc);
     size_t off = 0, nt = 0, nw = cb->nwins;
     for (size_t li = 0; li < nw; li++) {
         size_t k = 0;
@@ -125,7 +125,7 @@ static size_t regroup_parallel(struct cpu_backend *cb, const struct ga_points *p
         cb->jobs[nt++] = (struct agg_job){ .w = w, .pol = cb->pols[w->pol], .off = off, .k = k };
         off += k;
     }
-    agg_pool_run(cb->pool, rc.nchunks, rg_scatter, &rc, 0);
+    pool_run(cb->pool, rc.nchunks, rg_scatter, &rc);
     *nunknown = 0;
     for (size_t c = 0; c < rc.nchunks; c++)
         *nunknown += rc.unk[c];

@@ -1,7 +1,7 @@
 /* engine.c — the engine: metric table, routing of batches to backends,
  * failover, late point accounting (see engine.h; the split and the feeds
- * are in engine_split.c and engine_feed.c, the threads in engine_pool.c,
- * what they share in engine_priv.h).
+ * are in engine_split.c and engine_feed.c, their helper threads in two
+ * pools of proto/base/pool.h, what they share in engine_priv.h).
  *
  * A metric lives on backend hash(id) % nb — or on the fallback backend
  * once that one has failed (engine.h "Failover").  The fallback is b[nb];
@@ -35,7 +35,8 @@ static struct eng_metric *metric_at(const struct ga_engine *e, uint32_t id)
 
 /* ---- open, close, metrics ----------------------------------------------- */
 
-/* The engine's own memory (not its backends or threads); NULL ok. */
+/* The engine's own memory (not its backends; its pools only before any
+ * thread started); NULL ok. */
 static void free_engine(struct ga_engine *e)
 {
     if (!e)
@@ -47,8 +48,8 @@ static void free_engine(struct ga_engine *e)
     free(e->nmetrics);
     free(e->m);
     free(e->slot_of);
-    free(e->split_pool.w);
-    free(e->feed_pool.w);
+    pool_close(e->split_pool);        /* NULL once ga_engine_close stopped them */
+    pool_close(e->feed_pool);
     free(e);
 }
 
@@ -73,8 +74,8 @@ int ga_engine_open(struct ga_engine **out, struct ga_backend **backends, int nb)
     /* helpers: per split range but the caller's; per slot but the feeder's,
      * or per append copy */
     if (!e->b || !e->cnt || !e->failed || !e->nmetrics ||
-        eng_pool_init(&e->split_pool, SPLIT_MAX_PARTS - 1) ||
-        eng_pool_init(&e->feed_pool, nb > COPY_MAX_THREADS - 1 ? nb : COPY_MAX_THREADS - 1) ||
+        pool_open(&e->split_pool, SPLIT_MAX_PARTS, "ga-engine-pool") ||
+        pool_open(&e->feed_pool, nb > COPY_MAX_THREADS - 1 ? nb + 1 : COPY_MAX_THREADS, "ga-engine-pool") ||
         eng_batches_init(e))
         goto fail;
     memcpy(e->b, backends, (size_t)nb * sizeof *e->b);
@@ -100,8 +101,9 @@ void ga_engine_close(struct ga_engine *e)
         return;
     eng_drain(e);                     /* feeds in flight finish; their rows are dropped */
     eng_feeder_stop(e);
-    eng_pool_stop(&e->split_pool);
-    eng_pool_stop(&e->feed_pool);
+    pool_close(e->split_pool);
+    pool_close(e->feed_pool);
+    e->split_pool = e->feed_pool = NULL;
     for (int i = 0; i < ENG_INFLIGHT; i++)
         eng_free_sub(&e->batch[i]);   /* page-locked: before the GPUs' backends go */
     for (int i = 0; i < eng_nslots(e); i++)

@@ -68,8 +68,9 @@ struct feed_ctx {
 /* Task t feeds slot busy[t] into out (t = 0) or into part[busy[t]].  A
  * share split for a primary that has failed since is left to the fallback
  * (after the others: the fallback may be feeding its own share now). */
-static void feed_task(void *arg, int t)
+static void feed_task(void *arg, size_t item, int worker)
 {
+    int t = (int)item;
     struct feed_ctx *c = arg;
     struct ga_engine *e = c->e;
     struct eng_batch *bt = c->bt;
@@ -93,8 +94,9 @@ struct copy_ctx {
     size_t total;
 };
 
-static void copy_task(void *arg, int t)
+static void copy_task(void *arg, size_t item, int worker)
 {
+    int t = (int)item;
     const struct copy_ctx *c = arg;
     size_t lo = c->total / (size_t)c->nthreads * (size_t)t & ~(size_t)63;
     size_t hi = t + 1 == c->nthreads ? c->total
@@ -140,7 +142,7 @@ static int append_parts(struct ga_engine *e, struct eng_batch *bt, int upto)
     size_t nt = total / COPY_PART_MIN, maxt = (size_t)(e->ncpu < COPY_MAX_THREADS ? e->ncpu
                                                                                 : COPY_MAX_THREADS);
     struct copy_ctx cc = { pc, np, nt < 1 ? 1 : nt > maxt ? (int)maxt : (int)nt, total };
-    eng_run(&e->feed_pool, cc.nthreads, copy_task, &cc);
+    pool_run(e->feed_pool, (size_t)cc.nthreads, copy_task, &cc);
     return 0;
 }
 
@@ -157,7 +159,7 @@ static int feed_split(struct ga_engine *e, struct eng_batch *bt, double *t_fed)
     for (int t = 1; t < n; t++)
         ga_result_reset(&bt->part[busy[t]]);
     struct feed_ctx fc = { e, bt };
-    eng_run(&e->feed_pool, n, feed_task, &fc);
+    pool_run(e->feed_pool, (size_t)n, feed_task, &fc);
     for (int t = 0; t < n; t++)
         time_slot(bt, busy[t], bt->fsecs[t]);
     /* GA_ECUDA: fail over in slot order, the share re-fed to the fallback

@@ -1,6 +1,5 @@
 /* engine_priv.h — the engine's insides, shared by its files:
  *   engine.c        open, close, metrics, windows, failover, statistics
- *   engine_pool.c   persistent worker threads running one task each
  *   engine_split.c  a batch split per backend (into page-locked memory)
  *   engine_feed.c   the feeder thread, feed_start / feed_wait / feed
  *
@@ -21,6 +20,7 @@
 #include <time.h>
 
 #include "proto/base/log.h"
+#include "proto/base/pool.h"
 #include "gpu/engine.h"
 
 #define SLOT_NONE UINT16_MAX              /* slot_of: id not added (or dropped) */
@@ -31,22 +31,6 @@
 struct eng_metric {
     const struct ga_policy *policy;   /* the caller's, kept alive by it (the registry) */
     struct ga_metric_stats st;
-};
-
-/* A persistent worker thread running one task at a time (eng_run). */
-struct eng_worker {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    void (*fn)(void *ctx, int task);
-    void *ctx;
-    int task;
-    int state;                        /* W_IDLE, W_BUSY, W_QUIT; under mu */
-};
-
-struct eng_pool {
-    struct eng_worker *w;             /* cap, of which the first n are started */
-    int n, cap;
 };
 
 struct copy_piece {
@@ -104,8 +88,8 @@ struct ga_engine {
     int want_pinned;                  /* a CUDA backend: split into page-locked memory */
     int has_cuda;                     /* results in page-locked memory (ga_result.want_pinned) */
     size_t *cnt;                      /* SPLIT_MAX_PARTS x (nb + 2) split counts */
-    struct eng_pool split_pool;       /* the caller's helpers: split */
-    struct eng_pool feed_pool;        /* the feeder's helpers: feeds, append */
+    struct pool *split_pool;          /* the caller's helpers: split */
+    struct pool *feed_pool;           /* the feeder's helpers: feeds, append */
     struct eng_batch batch[ENG_INFLIGHT];
     uint64_t next_seq;                /* batches started */
     /* the feeder thread */
@@ -128,14 +112,6 @@ static inline int eng_nslots(const struct ga_engine *e)
 {
     return e->nb + e->have_fallback;
 }
-
-/* engine_pool.c: run fn(ctx, t) for t in [0, n), task 0 on the calling
- * thread, task t on worker t - 1 of the pool (tasks no worker could take
- * run on the caller after task 0); returns when all are done.  Workers are
- * started on first use, up to the pool's cap. */
-void eng_run(struct eng_pool *p, int n, void (*fn)(void *ctx, int task), void *ctx);
-int eng_pool_init(struct eng_pool *p, int cap);
-void eng_pool_stop(struct eng_pool *p);
 
 /* engine_split.c: split b->pts per slot into b's sub arrays; points of
  * unknown ids go to b->out as late points.  0 or GA_E*. */

@@ -77,8 +77,9 @@ struct split_ctx {
  * e->cnt, or scatter them at the cursors of that row.  The cursors live
  * on the stack while the loop runs (rows of neighbouring ranges share
  * cache lines). */
-static void split_task(void *arg, int t)
+static void split_task(void *arg, size_t item, int worker)
 {
+    int t = (int)item;
     struct split_ctx *c = arg;
     struct ga_engine *e = c->e;
     struct eng_batch *b = c->b;
@@ -148,7 +149,7 @@ int eng_split(struct ga_engine *e, struct eng_batch *b)
     struct split_ctx c = { e, b, nparts, ns, 0 };
     /* a failover on the feeder moves metrics between slots: not mid-split */
     pthread_rwlock_rdlock(&e->route);
-    eng_run(&e->split_pool, nparts, split_task, &c);
+    pool_run(e->split_pool, (size_t)nparts, split_task, &c);
     size_t *bs = b->bstart, at = 0, stride = (size_t)e->nb + 2;
     for (int s = 0; s <= ns; s++) {
         bs[s] = at;
@@ -160,7 +161,7 @@ int eng_split(struct ga_engine *e, struct eng_batch *b)
     }
     bs[ns + 1] = at;
     c.scatter = 1;
-    eng_run(&e->split_pool, nparts, split_task, &c);
+    pool_run(e->split_pool, (size_t)nparts, split_task, &c);
     pthread_rwlock_unlock(&e->route);
     size_t unknown = bs[ns + 1] - bs[ns];
     if (!unknown)

@@ -26,6 +26,7 @@
 #include "proto/mp_util.h"
 #include "proto/name_check.h"
 #include "proto/pystr.h"
+#include "proto/ts_parse.h"
 
 static const char *const reject_names[CEILO_NREASONS] = {
     [CEILO_OK] = "ok",
@@ -47,94 +48,6 @@ const char *ceilo_reject_name(int r)
 }
 
 /* ---- timestamps ---- */
-
-/* n decimal digits at s as a number, or -1. */
-static int digits(const char *s, int n)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
-/* Days from 1970-01-01 to y-m-d, proleptic Gregorian (H. Hinnant). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m)
-{
-    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return dm[m - 1] + (m == 2 && leap);
-}
-
-int ceilo_parse_time(const char *s, size_t n, int64_t *ns)
-{
-    /* YYYY-MM-DDTHH:MM:SS is 19 characters */
-    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-        s[13] != ':' || s[16] != ':')
-        return GA_EINVAL;
-    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
-    int h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h < 0 || h > 23 ||
-        mi < 0 || mi > 59 || sec < 0 || sec > 59)
-        return GA_EINVAL;
-    size_t i = 19;
-    int64_t frac = 0;
-    if (i < n && s[i] == '.') {
-        int nd = 0;
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, nd++) {
-            if (nd == 9)
-                return GA_EINVAL;               /* finer than a nanosecond */
-            frac = frac * 10 + (s[i] - '0');
-        }
-        if (nd == 0)
-            return GA_EINVAL;
-        for (; nd < 9; nd++)
-            frac *= 10;
-    }
-    int64_t off = 0;
-    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
-        i++;
-    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
-        int sign = s[i] == '-' ? -1 : 1, oh, om = 0;
-        i++;
-        if (n - i < 2 || (oh = digits(s + i, 2)) < 0 || oh > 23)
-            return GA_EINVAL;
-        i += 2;
-        if (i < n && s[i] == ':')
-            i++;
-        if (i < n) {
-            if (n - i < 2 || (om = digits(s + i, 2)) < 0 || om > 59)
-                return GA_EINVAL;
-            i += 2;
-        }
-        off = sign * (oh * 3600 + om * 60);
-    }
-    if (i != n)
-        return GA_EINVAL;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off, r;
-    if (secs < 0 && frac > 0) {         /* keep secs * 1e9 in range near INT64_MIN */
-        secs++;
-        frac -= 1000000000;
-    }
-    if (__builtin_mul_overflow(secs, (int64_t)1000000000, &r) || __builtin_add_overflow(r, frac, &r)) {
-        *ns = secs < 0 ? INT64_MIN : INT64_MAX;
-        return GA_ERANGE;
-    }
-    *ns = r;
-    return 0;
-}
 
 /* ---- signature ---- */
 
@@ -293,7 +206,7 @@ static int extract(const msgpack_object *msg, struct ceilo_sample *out, char *er
     if (rc == GA_ENOENT)
         return reject(CEILO_MISSING_FIELD, err, errlen, "timestamp missing");
     int64_t ns = 0;
-    if (rc == 0 && (rc = ceilo_parse_time(ts, nts, &ns)) == GA_ERANGE && ns > 0)
+    if (rc == 0 && (rc = ts_parse_iso8601(ts, nts, &ns, NULL, 0)) == GA_ERANGE && ns > 0)
         rc = 0;                         /* after 2262: past GA_TS_MAX too */
     if (rc)
         return reject(CEILO_BAD_TIMESTAMP, err, errlen, "timestamp is not ISO 8601 after 1677");

@@ -102,12 +102,4 @@ int ceilo_decode(const void *buf, size_t len, const char *secret, size_t secret_
 int ceilo_signature(const msgpack_object *msg, const char *secret, size_t secret_len,
                     char hex[65], const char **why);
 
-/* Parse an ISO 8601 timestamp as Ceilometer writes it (see ceilo_decode)
- * from s[0..n) into Unix ns.  Fractions of up to 9 digits are exact; more
- * digits are refused.  Returns 0, or GA_EINVAL (malformed, or a field out
- * of range; *ns untouched) or GA_ERANGE (outside int64 ns: 1677-09-21..
- * 2262-04-11; *ns set to INT64_MIN when too early, INT64_MAX when too
- * late). */
-int ceilo_parse_time(const char *s, size_t n, int64_t *ns);
-
 #endif

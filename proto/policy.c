@@ -1,9 +1,7 @@
 /* policy.c — archive policies, methods, durations and rules (see policy.h). */
 #include "proto/policy.h"
 
-#include <ctype.h>
 #include <fnmatch.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,48 +259,6 @@ const struct ga_policy *ga_policy_builtin(const char *name)
         if (strcmp(specs[i].name, name) == 0)
             return ga_policy_builtin_at(i);
     return NULL;
-}
-
-/* ---- durations -------------------------------------------------------- */
-
-static const struct { const char *unit; int64_t ns; } units[] = {
-    { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
-    { "s", SEC }, { "sec", SEC }, { "second", SEC }, { "seconds", SEC },
-    { "m", MIN }, { "min", MIN }, { "minute", MIN }, { "minutes", MIN },
-    { "h", HOUR }, { "hour", HOUR }, { "hours", HOUR },
-    { "d", DAY }, { "day", DAY }, { "days", DAY },
-    { "w", 7 * DAY }, { "week", 7 * DAY }, { "weeks", 7 * DAY },
-};
-
-int ga_parse_duration(const char *s, int64_t *ns)
-{
-    char *end;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (!isdigit((unsigned char)*s) && *s != '.')
-        return GA_EINVAL;
-    double v = strtod(s, &end);
-    if (end == s || !isfinite(v) || v < 0)
-        return GA_EINVAL;
-    while (isspace((unsigned char)*end))
-        end++;
-    int64_t mul = SEC;
-    if (*end) {
-        size_t ulen = strlen(end);
-        while (ulen && isspace((unsigned char)end[ulen - 1]))
-            ulen--;
-        mul = 0;
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
-                mul = units[i].ns;
-        if (!mul)
-            return GA_EINVAL;
-    }
-    double r = v * (double)mul;
-    if (r > 9.2e18)
-        return GA_ERANGE;
-    *ns = (int64_t)llround(r);
-    return 0;
 }
 
 int ga_rule_match(const struct ga_rule *rules, int nrules, const char *name)

@@ -68,11 +68,6 @@ const struct ga_policy *ga_policy_builtin(const char *name);
 /* The i-th built-in policy, NULL past the end. */
 const struct ga_policy *ga_policy_builtin_at(int i);
 
-/* Durations: "300", "2.5" (seconds), or a number and a unit: ns, us, ms, s,
- * sec, second(s), m, min, minute(s), h, hour(s), d, day(s), w, week(s),
- * with or without a space ("5min", "30 days").  Returns 0 or GA_EINVAL. */
-int ga_parse_duration(const char *s, int64_t *ns);
-
 /* Metric-name → policy rules: Gnocchi's archive_policy_rule, a glob
  * (fnmatch) pattern; the first match wins. */
 struct ga_rule {

@@ -1,11 +1,15 @@
-/* ts_parse.c — RFC 3339 / float seconds ↔ int64 nanoseconds (see
+/* ts_parse.c — the one parser of times and durations: RFC 3339, ISO 8601,
+ * epoch seconds and durations to int64 nanoseconds, and back to RFC 3339 (see
  * ts_parse.h).  Civil-date arithmetic after H. Hinnant, "chrono-Compatible
  * Low-Level Date Algorithms" (days_from_civil / civil_from_days). */
 #include "proto/ts_parse.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "proto/ga_err.h"
 
@@ -100,9 +104,65 @@ static int sep(const char *s, size_t len, size_t at, char c, char *err, size_t e
     return 0;
 }
 
-int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t errlen)
+/* The ISO 8601 zone of ts_parse_iso8601 at s[*pos..len): none (UTC), 'Z',
+ * or +hh, +hhmm, +hh:mm (and "+hh:").  0 with *off in seconds, or -1. */
+static int iso_zone(const char *s, size_t len, size_t *pos, int64_t *off)
 {
-    int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+    size_t i = *pos;
+    int oh, om = 0;
+    *off = 0;
+    if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
+        *pos = i + 1;
+        return 0;
+    }
+    if (i >= len || (s[i] != '+' && s[i] != '-'))
+        return 0;
+    int sign = s[i] == '-' ? -1 : 1;
+    i++;
+    if (len - i < 2 || !digits(s + i, 2, &oh) || oh > 23)
+        return -1;
+    i += 2;
+    if (i < len && s[i] == ':')
+        i++;
+    if (i < len) {
+        if (len - i < 2 || !digits(s + i, 2, &om) || om > 59)
+            return -1;
+        i += 2;
+    }
+    *off = sign * (oh * 3600 + om * 60);
+    *pos = i;
+    return 0;
+}
+
+/* The RFC 3339 zone at s[*pos..len): 'Z' or +hh:mm.  0 with *off in
+ * seconds, or GA_EINVAL with the reason in err. */
+static int rfc3339_zone(const char *s, size_t len, size_t *pos, int64_t *off, char *err, size_t errlen)
+{
+    size_t i = *pos;
+    int oh, om;
+    if (i >= len)
+        return fail(err, errlen, "missing time zone ('Z' or +hh:mm)");
+    if (s[i] == 'Z' || s[i] == 'z') {
+        *off = 0;
+        *pos = i + 1;
+        return 0;
+    }
+    if (s[i] != '+' && s[i] != '-')
+        return fail(err, errlen, "missing time zone ('Z' or +hh:mm) at offset %zu", i);
+    int sign = s[i] == '-' ? -1 : 1;
+    if (len - i < 6 || !digits(s + i + 1, 2, &oh) || s[i + 3] != ':' || !digits(s + i + 4, 2, &om))
+        return fail(err, errlen, "time zone offset must be +hh:mm or -hh:mm");
+    if (oh > 23 || om > 59)
+        return fail(err, errlen, "time zone offset %.6s out of range", s + i);
+    *off = sign * (oh * 3600 + om * 60);
+    *pos = i + 6;
+    return 0;
+}
+
+/* Both forms: RFC 3339 (iso 0) or the ISO 8601 of ts_parse_iso8601 (iso 1). */
+static int parse_datetime(const char *s, size_t len, int iso, int64_t *ns, char *err, size_t errlen)
+{
+    int y, mo, d, h, mi, se;
     int64_t frac = 0;
     size_t pos;
 
@@ -121,7 +181,9 @@ int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t e
         return fail(err, errlen, "month %d out of range", mo);
     if (d < 1 || d > days_in_month(y, mo))
         return fail(err, errlen, "day %d out of range for %04d-%02d", d, y, mo);
-    if (len < 11 || (s[10] != 'T' && s[10] != 't'))
+    if (iso && y < 1)
+        return fail(err, errlen, "year %04d out of range", y);
+    if (len < 11 || (s[10] != 'T' && s[10] != 't' && !(iso && s[10] == ' ')))
         return fail(err, errlen, "expected 'T' at offset 10");
 
     /* time: hh:mm:ss */
@@ -139,7 +201,7 @@ int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t e
         return fail(err, errlen, "hour %d out of range", h);
     if (mi > 59)
         return fail(err, errlen, "minute %d out of range", mi);
-    if (se > 60)
+    if (se > (iso ? 59 : 60))
         return fail(err, errlen, "second %d out of range", se);
     pos = 19;
 
@@ -158,27 +220,18 @@ int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t e
             frac *= 10;
     }
 
-    /* zone: Z | ±hh:mm */
-    if (pos >= len)
-        return fail(err, errlen, "missing time zone ('Z' or +hh:mm)");
-    if (s[pos] == 'Z' || s[pos] == 'z') {
-        pos++;
-    } else if (s[pos] == '+' || s[pos] == '-') {
-        sign = s[pos] == '-' ? -1 : 1;
-        if (len - pos < 6 || !digits(s + pos + 1, 2, &oh) || s[pos + 3] != ':' ||
-            !digits(s + pos + 4, 2, &om))
-            return fail(err, errlen, "time zone offset must be +hh:mm or -hh:mm");
-        if (oh > 23 || om > 59)
-            return fail(err, errlen, "time zone offset %.6s out of range", s + pos);
-        pos += 6;
-    } else {
-        return fail(err, errlen, "missing time zone ('Z' or +hh:mm) at offset %zu", pos);
+    int64_t off = 0;
+    if (iso) {
+        if (iso_zone(s, len, &pos, &off) < 0)
+            return fail(err, errlen, "time zone offset at offset %zu must be Z, +hh, +hhmm or +hh:mm",
+                        pos);
+    } else if (rfc3339_zone(s, len, &pos, &off, err, errlen) < 0) {
+        return GA_EINVAL;
     }
     if (pos != len)
         return fail(err, errlen, "%zu trailing characters after the time zone", len - pos);
 
-    int64_t sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se -
-                  sign * (oh * 3600 + om * 60);
+    int64_t sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
     int64_t v;
     if (combine(sec, frac, &v) < 0) {
         *ns = v;
@@ -186,6 +239,88 @@ int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t e
         return GA_ERANGE;
     }
     *ns = v;
+    return 0;
+}
+
+int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t errlen)
+{
+    return parse_datetime(s, len, 0, ns, err, errlen);
+}
+
+int ts_parse_iso8601(const char *s, size_t len, int64_t *ns, char *err, size_t errlen)
+{
+    return parse_datetime(s, len, 1, ns, err, errlen);
+}
+
+int ts_parse_seconds(const char *s, int64_t *ns)
+{
+    int neg = *s == '-';
+    const char *p = s + (neg || *s == '+');
+    int64_t sec = 0, frac = 0;
+    int nd = 0, nf = 0;
+    for (; *p >= '0' && *p <= '9'; p++, nd++) {
+        if (sec > (INT64_MAX / NS_PER_SEC - 9) / 10)
+            return GA_ERANGE;
+        sec = sec * 10 + (*p - '0');
+    }
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, nf++) {
+            if (nf == 9)
+                return GA_EINVAL;
+            frac = frac * 10 + (*p - '0');
+        }
+    if (*p || nd + nf == 0)
+        return GA_EINVAL;
+    for (int i = nf; i < 9; i++)
+        frac *= 10;
+    int64_t v = sec * NS_PER_SEC + frac;
+    *ns = neg ? -v : v;
+    return 0;
+}
+
+/* ---- durations -------------------------------------------------------- */
+
+#define MIN_NS  (60 * NS_PER_SEC)
+#define HOUR_NS (60 * MIN_NS)
+#define DAY_NS  (24 * HOUR_NS)
+
+static const struct { const char *unit; int64_t ns; } units[] = {
+    { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
+    { "s", NS_PER_SEC }, { "sec", NS_PER_SEC }, { "second", NS_PER_SEC }, { "seconds", NS_PER_SEC },
+    { "m", MIN_NS }, { "min", MIN_NS }, { "minute", MIN_NS }, { "minutes", MIN_NS },
+    { "h", HOUR_NS }, { "hour", HOUR_NS }, { "hours", HOUR_NS },
+    { "d", DAY_NS }, { "day", DAY_NS }, { "days", DAY_NS },
+    { "w", 7 * DAY_NS }, { "week", 7 * DAY_NS }, { "weeks", 7 * DAY_NS },
+};
+
+int ts_parse_duration(const char *s, int64_t *ns)
+{
+    char *end;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s) && *s != '.')
+        return GA_EINVAL;
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v) || v < 0)
+        return GA_EINVAL;
+    while (isspace((unsigned char)*end))
+        end++;
+    int64_t mul = NS_PER_SEC;
+    if (*end) {
+        size_t ulen = strlen(end);
+        while (ulen && isspace((unsigned char)end[ulen - 1]))
+            ulen--;
+        mul = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
+                mul = units[i].ns;
+        if (!mul)
+            return GA_EINVAL;
+    }
+    double r = v * (double)mul;
+    if (r > 9.2e18)
+        return GA_ERANGE;
+    *ns = (int64_t)llround(r);
     return 0;
 }
 

@@ -1,6 +1,8 @@
-/* ts_parse.h — timestamps of the ingest protocol (proto/INGEST.md §4):
- * RFC 3339 text and float seconds to int64 nanoseconds since the Unix epoch,
- * and nanoseconds back to RFC 3339 text.
+/* ts_parse.h — the one parser of times and durations: RFC 3339 (the ingest
+ * protocol, proto/INGEST.md §4; the control protocol), the looser ISO 8601
+ * that Ceilometer, Gnocchi and Keystone write, seconds since the epoch (text
+ * or float) and durations ("300", "5min", "30 days"), all to int64
+ * nanoseconds; and nanoseconds back to RFC 3339 text.
  *
  * The int64 nanosecond range is 1677-09-21T00:12:43.145224192Z ..
  * 2262-04-11T23:47:16.854775807Z; anything outside it is GA_ERANGE.  All
@@ -34,6 +36,28 @@
  * *ns set to INT64_MIN (too early) or INT64_MAX (too late) so that the
  * caller can tell the two apart. */
 int ts_parse_rfc3339(const char *s, size_t len, int64_t *ns, char *err, size_t errlen);
+
+/* Parse the ISO 8601 date-time of Ceilometer samples, Gnocchi requests and
+ * Keystone tokens: as ts_parse_rfc3339 (same arguments and returns) but
+ *   - a space may stand for the 'T';
+ *   - the zone may be left out (UTC), or be 'Z', +hh, +hhmm or +hh:mm;
+ *   - second 60 and year 0000 are refused. */
+int ts_parse_iso8601(const char *s, size_t len, int64_t *ns, char *err, size_t errlen);
+
+/* Parse seconds since the epoch written in decimal, "[+-]DIGITS[.1..9
+ * DIGITS]" ("1767323045", "-1.5", ".25"), exactly (no float rounding).
+ *   s   NUL-terminated, nothing around the number
+ * Returns 0 with *ns; GA_EINVAL for other text or more than 9 decimals;
+ * GA_ERANGE past the int64 nanosecond range (*ns untouched). */
+int ts_parse_seconds(const char *s, int64_t *ns);
+
+/* Parse a duration: "300", "2.5" (seconds), or a number and a unit: ns, us,
+ * ms, s, sec, second(s), m, min, minute(s), h, hour(s), d, day(s), w,
+ * week(s), with or without a space ("5min", "30 days"); spaces around are
+ * ignored.  s is NUL-terminated.  Returns 0 with *ns (rounded to the
+ * nearest nanosecond), GA_EINVAL for other text or a negative number,
+ * GA_ERANGE past ~292 years. */
+int ts_parse_duration(const char *s, int64_t *ns);
 
 /* Convert float seconds since the epoch to nanoseconds, rounding to the
  * nearest nanosecond (ties toward +infinity) from the double's exact value.

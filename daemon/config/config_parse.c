@@ -18,6 +18,7 @@
 
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 
 static int is_section(const char *name)
 {
@@ -116,7 +117,7 @@ static int parse_time(const char *s, int64_t unit_ns, int64_t *v)
     if (parse_i64(s, v) == 0)
         return 0;
     int64_t ns;
-    if (!len || !isalpha((unsigned char)s[len - 1]) || ga_parse_duration(s, &ns) < 0 || ns % unit_ns)
+    if (!len || !isalpha((unsigned char)s[len - 1]) || ts_parse_duration(s, &ns) < 0 || ns % unit_ns)
         return -1;
     *v = ns / unit_ns;
     return 0;
@@ -299,7 +300,7 @@ static int item_str(struct pctx *p, const yaml_node_t *n, const char *key, char 
 static int def_duration(struct pctx *p, const yaml_node_t *n, const char *key, int64_t *ns)
 {
     char gbuf[80];
-    if (!scalar(n) || is_null(n) || ga_parse_duration(scalar(n), ns) < 0)
+    if (!scalar(n) || is_null(n) || ts_parse_duration(scalar(n), ns) < 0)
         return perr(p, n, key, "bad duration %s (expected seconds or e.g. \"5 minutes\", \"30 days\")",
                     got(n, gbuf, sizeof gbuf));
     if (*ns <= 0)

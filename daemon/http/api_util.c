@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "proto/base/log.h"
-#include "proto/ceilometer.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 #include "proto/uuid.h"
 #include "storage/pg_query.h"
 
@@ -127,7 +127,7 @@ int api_parse_time(const char *s, int64_t now_ns, int64_t *ns, char *why, size_t
         memcpy(buf + 16, ":00", 3);
         memcpy(buf + 19, rest, rl + 1);
     }
-    if (ceilo_parse_time(buf, strlen(buf), ns) < 0)
+    if (ts_parse_iso8601(buf, strlen(buf), ns, NULL, 0) < 0)
         return ga_fail(GA_EINVAL, why, whylen, "Unable to parse timestamp '%.60s' (ISO 8601, "
                        "seconds since the epoch, 'now' or '-1 day')", s);
     return 0;

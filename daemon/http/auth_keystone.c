@@ -23,6 +23,7 @@
 #include "proto/base/hmap.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 
 #define BODY_MAX (1 << 20)            /* a Keystone answer read, at most */
 #define NEGATIVE_S 10                 /* a refused token is remembered this long at most */
@@ -227,16 +228,10 @@ static int ks_request(struct auth_keystone *k, const char *method, struct curl_s
 /* "2026-12-07T13:00:00.000000Z" -> seconds since the epoch, or -1. */
 static int64_t parse_time(const char *s)
 {
-    struct tm tm = { 0 };
-    const char *e = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-    if (!e)
+    int64_t ns;
+    if (!s || ts_parse_iso8601(s, strlen(s), &ns, NULL, 0) < 0 || ns < 0)
         return -1;
-    if (*e == '.')
-        for (e++; isdigit((unsigned char)*e); e++)
-            ;
-    if (*e && strcmp(e, "Z") != 0 && strcmp(e, "+00:00") != 0)
-        return -1;
-    return (int64_t)timegm(&tm);
+    return ns / 1000000000;
 }
 
 /* The "token" object of a Keystone answer: identity and expiry.  0 or -1

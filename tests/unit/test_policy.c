@@ -117,30 +117,6 @@ static void test_builtins_equal_gnocchi(void)
     CHECK(n >= 6);
 }
 
-static void test_durations(void)
-{
-    int64_t ns;
-    int64_t k = 1 + rand() % 100000;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%lld", (long long)k);
-    CHECK_INT(ga_parse_duration(buf, &ns), 0);
-    CHECK(ns == k * SEC);
-    snprintf(buf, sizeof buf, "%lld min", (long long)k);
-    CHECK_INT(ga_parse_duration(buf, &ns), 0);
-    CHECK(ns == k * 60 * SEC);
-    snprintf(buf, sizeof buf, "%lldms", (long long)k);
-    CHECK_INT(ga_parse_duration(buf, &ns), 0);
-    CHECK(ns == k * 1000000);
-    CHECK_INT(ga_parse_duration("2.5", &ns), 0);
-    CHECK(ns == 2500000000LL);
-    CHECK_INT(ga_parse_duration("1 week", &ns), 0);
-    CHECK(ns == 7 * 86400 * SEC);
-    CHECK_INT(ga_parse_duration("5 fortnights", &ns), GA_EINVAL);
-    CHECK_INT(ga_parse_duration("-5", &ns), GA_EINVAL);
-    CHECK_INT(ga_parse_duration("", &ns), GA_EINVAL);
-    CHECK_INT(ga_parse_duration("1e30", &ns), GA_ERANGE);
-}
-
 static void test_rules_first_match(void)
 {
     struct ga_rule r[3] = { { "disk.*", "low" }, { "cpu*", "high" }, { "*", "medium" } };
@@ -157,6 +133,5 @@ void run_tests(void)
     RUN(test_method_lists);
     RUN(test_definitions);
     RUN(test_builtins_equal_gnocchi);
-    RUN(test_durations);
     RUN(test_rules_first_match);
 }

@@ -1,10 +1,13 @@
 /* test_ts_parse.c — RFC 3339 parsing (exact cases computed with Python's
  * calendar.timegm and integer fractions), invalid inputs with their reasons,
  * range edges, float seconds rounding against an exact 128-bit reference,
- * and format → parse round trips on random instants. */
+ * format → parse round trips on random instants; the looser ISO 8601 form,
+ * decimal epoch seconds and durations. */
 #include "tests/unit/harness.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "proto/ga_err.h"
 #include "proto/ts_parse.h"
@@ -285,6 +288,111 @@ static void test_seconds_random(void)
     }
 }
 
+/* Moved from the Ceilometer decoder, whose timestamps these are. */
+static void test_iso8601(void)
+{
+    struct { const char *s; long long ns; } ok[] = {
+        {"1970-01-01T00:00:00", 0},
+        {"1970-01-01T00:00:00Z", 0},
+        {"1970-01-01 00:00:00.000000001", 1},
+        {"1969-12-31T23:59:59.999999999", -1},
+        {"2026-11-21T15:04:05.123456", 1795273445123456000LL},
+        {"2026-11-21T15:04:05.123456+00:00", 1795273445123456000LL},
+        {"2026-11-21T16:34:05.123456+01:30", 1795273445123456000LL},
+        {"2026-11-21T13:04:05.123456-0200", 1795273445123456000LL},
+        {"2026-11-21T17:04:05.123456+02", 1795273445123456000LL},
+        {"2026-11-21t15:04:05.1z", 1795273445100000000LL},
+        {"2000-02-29T00:00:00", 951782400000000000LL},
+        {"2262-04-11T23:47:16.854775807", INT64_MAX},
+        {"1677-09-21T00:12:43.145224192", INT64_MIN},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t ns = 42;
+        int rc = ts_parse_iso8601(ok[i].s, strlen(ok[i].s), &ns, NULL, 0);
+        if (rc != 0 || ns != ok[i].ns)
+            harness_fail(__FILE__, __LINE__, "%s: rc %d ns %lld, expected %lld", ok[i].s, rc, (long long)ns, ok[i].ns);
+    }
+    int64_t ns;
+    CHECK_INT(ts_parse_iso8601("2262-04-11T23:47:16.854775808", 29, &ns, NULL, 0), GA_ERANGE);
+    CHECK_INT(ns, INT64_MAX);
+    CHECK_INT(ts_parse_iso8601("9999-12-31T23:59:59", 19, &ns, NULL, 0), GA_ERANGE);
+    CHECK_INT(ns, INT64_MAX);
+    CHECK_INT(ts_parse_iso8601("1677-09-21T00:12:43.145224191", 29, &ns, NULL, 0), GA_ERANGE);
+    CHECK_INT(ns, INT64_MIN);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05", 18, &ns, NULL, 0), GA_EINVAL);      /* length counts */
+    CHECK_INT(ts_parse_iso8601("1900-02-29T00:00:00", 19, &ns, NULL, 0), GA_EINVAL);
+}
+
+/* The ISO 8601 form where it differs from RFC 3339. */
+static void test_iso8601_vs_rfc3339(void)
+{
+    int64_t ns = 0;
+    char why[128];
+    CHECK_INT(ts_parse_rfc3339("2026-11-21T15:04:60Z", 20, &ns, why, sizeof why), 0);     /* a leap second */
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:60Z", 20, &ns, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ts_parse_rfc3339("0000-01-01T00:00:00Z", 20, &ns, why, sizeof why), GA_ERANGE);
+    CHECK_INT(ts_parse_iso8601("0000-01-01T00:00:00Z", 20, &ns, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ts_parse_rfc3339("2026-11-21 15:04:05Z", 20, &ns, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ts_parse_rfc3339("2026-11-21T15:04:05", 19, &ns, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ts_parse_rfc3339("2026-11-21T15:04:05+02", 22, &ns, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T17:04:05+02:", 23, &ns, NULL, 0), 0);
+    CHECK(ns == 1795273445000000000LL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05+24", 22, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05+0060", 24, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05+020", 23, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05.", 20, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05.1234567891", 30, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21T15:04:05 ", 20, &ns, NULL, 0), GA_EINVAL);
+    CHECK_INT(ts_parse_iso8601("2026-11-21X15:04:05", 19, &ns, NULL, 0), GA_EINVAL);
+}
+
+/* Decimal epoch seconds, exactly. */
+static void test_decimal_seconds(void)
+{
+    struct { const char *s; long long ns; } ok[] = {
+        {"0", 0}, {"1767323045", 1767323045000000000LL}, {"-1.5", -1500000000LL},
+        {"+2.000000001", 2000000001LL}, {".25", 250000000LL}, {"7.", 7000000000LL},
+        {"9223372020.5", 9223372020500000000LL}, {"-9223372020.5", -9223372020500000000LL},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t ns = 42;
+        int rc = ts_parse_seconds(ok[i].s, &ns);
+        if (rc != 0 || ns != ok[i].ns)
+            harness_fail(__FILE__, __LINE__, "%s: rc %d ns %lld, expected %lld", ok[i].s, rc,
+                         (long long)ns, ok[i].ns);
+    }
+    int64_t ns;
+    static const char *const refused[] = {"", "-", ".", "1.0000000001", "1e9", "12a", " 1", "1 ", "--1", "0x10"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (ts_parse_seconds(refused[i], &ns) != GA_EINVAL)
+            harness_fail(__FILE__, __LINE__, "'%s' accepted", refused[i]);
+    CHECK_INT(ts_parse_seconds("99999999999", &ns), GA_ERANGE);
+}
+
+static void test_durations(void)
+{
+    int64_t ns;
+    int64_t k = 1 + rand() % 100000;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%lld", (long long)k);
+    CHECK_INT(ts_parse_duration(buf, &ns), 0);
+    CHECK(ns == k * 1000000000LL);
+    snprintf(buf, sizeof buf, "%lld min", (long long)k);
+    CHECK_INT(ts_parse_duration(buf, &ns), 0);
+    CHECK(ns == k * 60 * 1000000000LL);
+    snprintf(buf, sizeof buf, "%lldms", (long long)k);
+    CHECK_INT(ts_parse_duration(buf, &ns), 0);
+    CHECK(ns == k * 1000000);
+    CHECK_INT(ts_parse_duration("2.5", &ns), 0);
+    CHECK(ns == 2500000000LL);
+    CHECK_INT(ts_parse_duration("1 week", &ns), 0);
+    CHECK(ns == 7 * 86400 * 1000000000LL);
+    CHECK_INT(ts_parse_duration("5 fortnights", &ns), GA_EINVAL);
+    CHECK_INT(ts_parse_duration("-5", &ns), GA_EINVAL);
+    CHECK_INT(ts_parse_duration("", &ns), GA_EINVAL);
+    CHECK_INT(ts_parse_duration("1e30", &ns), GA_ERANGE);
+}
+
 void run_tests(void)
 {
     RUN(test_rfc3339_exact);
@@ -294,4 +402,8 @@ void run_tests(void)
     RUN(test_random_round_trip);
     RUN(test_seconds_exact);
     RUN(test_seconds_random);
+    RUN(test_iso8601);
+    RUN(test_iso8601_vs_rfc3339);
+    RUN(test_decimal_seconds);
+    RUN(test_durations);
 }

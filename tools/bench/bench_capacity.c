@@ -33,6 +33,7 @@
 #include <libpq-fe.h>
 
 #include "proto/mp_util.h"
+#include "proto/ts_parse.h"
 #include "tools/bench/capacity/cap.h"
 
 struct opts {
@@ -93,21 +94,15 @@ static void usage(FILE *f)
 "exit status: 0 the run completed (goals are reported, not asserted), 1 a step failed, 2 usage\n");
 }
 
+/* A duration in ts_parse_duration's syntax ("10", "10s", "500ms", "5min",
+ * "1h"), more than zero, in seconds.  0 or -1. */
 static int parse_dur(const char *s, double *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    static const struct { const char *unit; double s; } u[] = {
-        { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "min", 60 }, { "h", 3600 },
-    };
-    if (end == s || !(v > 0) || isinf(v))
+    int64_t ns;
+    if (ts_parse_duration(s, &ns) < 0 || ns <= 0)
         return -1;
-    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
-        if (strcmp(end, u[i].unit) == 0) {
-            *out = v * u[i].s;
-            return 0;
-        }
-    return -1;
+    *out = (double)ns / 1e9;
+    return 0;
 }
 
 static int parse_num(const char *s, double min, double max, double *out)

@@ -18,6 +18,7 @@
  * on the same data: per batch an int64 count, then count records
  * { int64 ts_ns; double value; int64 metric }. */
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
+#include "tools/bench/bench_opts.h"
 
 #define NS_PER_S 1000000000LL
 #define T0_NS (1700000000LL * NS_PER_S)
@@ -56,12 +59,13 @@ static double clock_s(clockid_t id)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void usage(void)
+/* The usage on f; exits with status. */
+static void usage(FILE *f, int status)
 {
-    fprintf(stderr, "usage: bench_engine [--points N] [--metrics M] [--batch B] [--threads T] "
+    fprintf(f, "usage: bench_engine [--points N] [--metrics M] [--batch B] [--threads T] "
                     "[--granularity G,..] [--method M,..] [--interval S] [--seed X] "
                     "[--dump FILE --dump-metrics K]\n");
-    exit(2);
+    exit(status);
 }
 
 static int build_policy(struct ga_policy *p, char *grans, char *methods)
@@ -73,7 +77,7 @@ static int build_policy(struct ga_policy *p, char *grans, char *methods)
     for (char *t = strtok(grans, ","); t; t = strtok(NULL, ",")) {
         int64_t g;
         const char *why = "";
-        if (ga_parse_duration(t, &g) < 0 || ga_policy_add_def(p, g, 0, 0, &why) < 0) {
+        if (ts_parse_duration(t, &g) < 0 || ga_policy_add_def(p, g, 0, 0, &why) < 0) {
             fprintf(stderr, "bench_engine: bad granularity '%s' %s\n", t, why);
             return -1;
         }
@@ -97,24 +101,49 @@ int main(int argc, char **argv)
     char grans[256] = "60,3600", methods[2048] = "mean";
     char method_arg[2048], gran_arg[256];
     const char *dump_path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            usage();
-        const char *a = argv[i], *v = argv[++i];
-        if (!strcmp(a, "--points")) npoints = atoll(v);
-        else if (!strcmp(a, "--metrics")) nmetrics = atoll(v);
-        else if (!strcmp(a, "--batch")) batch = atoll(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--interval")) interval = atof(v);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--granularity")) snprintf(grans, sizeof grans, "%s", v);
-        else if (!strcmp(a, "--method")) snprintf(methods, sizeof methods, "%s", v);
-        else if (!strcmp(a, "--dump")) dump_path = v;
-        else if (!strcmp(a, "--dump-metrics")) dump_k = atoll(v);
-        else usage();
+    enum { O_POINTS = 0x100, O_METRICS, O_BATCH, O_THREADS, O_INTERVAL, O_SEED, O_GRAN, O_METHOD,
+           O_DUMP, O_DUMP_K };
+    static const struct option lo[] = {
+        { "points", required_argument, NULL, O_POINTS },
+        { "metrics", required_argument, NULL, O_METRICS },
+        { "batch", required_argument, NULL, O_BATCH },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "interval", required_argument, NULL, O_INTERVAL },
+        { "seed", required_argument, NULL, O_SEED },
+        { "granularity", required_argument, NULL, O_GRAN },
+        { "method", required_argument, NULL, O_METHOD },
+        { "dump", required_argument, NULL, O_DUMP },
+        { "dump-metrics", required_argument, NULL, O_DUMP_K },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        const char *v = optarg;
+        switch (opt) {
+        case O_POINTS: npoints = atoll(v); break;
+        case O_METRICS: nmetrics = atoll(v); break;
+        case O_BATCH: batch = atoll(v); break;
+        case O_THREADS: threads = atoi(v); break;
+        case O_INTERVAL: interval = atof(v); break;
+        case O_SEED: seed = strtoull(v, NULL, 10); break;
+        case O_GRAN: snprintf(grans, sizeof grans, "%s", v); break;
+        case O_METHOD: snprintf(methods, sizeof methods, "%s", v); break;
+        case O_DUMP: dump_path = v; break;
+        case O_DUMP_K: dump_k = atoll(v); break;
+        case 'h': usage(stdout, 0); break;
+        default:
+            bench_opt_error("bench_engine", opt, argv);
+            usage(stderr, 2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bench_engine: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr, 2);
     }
     if (npoints <= 0 || nmetrics <= 0 || batch < nmetrics || threads < 0 || interval <= 0)
-        usage();
+        usage(stderr, 2);
     batch = batch / nmetrics * nmetrics;
     snprintf(method_arg, sizeof method_arg, "%s", methods);
     snprintf(gran_arg, sizeof gran_arg, "%s", grans);

@@ -35,6 +35,7 @@
  * run one after the other in one process and a later one finds the heap the
  * earlier ones left (memory already faulted in), so for timings that are
  * fair to each, run each in its own process and compare the checksums. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
+#include "tools/bench/bench_opts.h"
 
 #define MAXB 16
 
@@ -248,31 +250,53 @@ int main(int argc, char **argv)
     int nb = 2, batches = 10, cuda = 1, threads = 1, only = 0, warm = -1;
     uint32_t metrics = 10000;
     size_t batch = 10000000;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
-            nb = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cpu"))
-            cuda = 0, i++;
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
-            cuda = 1, i++;
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--metrics") && i + 1 < argc)
-            metrics = (uint32_t)atol(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            batch = (size_t)atol(argv[++i]);
-        else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
-            batches = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
-            warm = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]\n"
-                            "                         [--metrics M] [--batch P] [--batches K] [--only E]\n"
-                            "                         [--warmup W]\n");
+    enum { O_GPUS = 0x100, O_BACKEND, O_THREADS, O_METRICS, O_BATCH, O_BATCHES, O_ONLY, O_WARMUP };
+    static const struct option lo[] = {
+        { "gpus", required_argument, NULL, O_GPUS },
+        { "backend", required_argument, NULL, O_BACKEND },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "metrics", required_argument, NULL, O_METRICS },
+        { "batch", required_argument, NULL, O_BATCH },
+        { "batches", required_argument, NULL, O_BATCHES },
+        { "only", required_argument, NULL, O_ONLY },
+        { "warmup", required_argument, NULL, O_WARMUP },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const char usage[] =
+        "usage: bench_engine_gpus [--backend cuda|cpu] [--gpus N] [--threads T]\n"
+        "                         [--metrics M] [--batch P] [--batches K] [--only E]\n"
+        "                         [--warmup W]\n";
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (opt) {
+        case O_GPUS: nb = atoi(optarg); break;
+        case O_BACKEND:
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0) {
+                fprintf(stderr, "bench_engine_gpus: --backend is cuda or cpu, not '%s'\n%s", optarg, usage);
+                return 2;
+            }
+            cuda = strcmp(optarg, "cuda") == 0;
+            break;
+        case O_THREADS: threads = atoi(optarg); break;
+        case O_METRICS: metrics = (uint32_t)atol(optarg); break;
+        case O_BATCH: batch = (size_t)atol(optarg); break;
+        case O_BATCHES: batches = atoi(optarg); break;
+        case O_ONLY: only = atoi(optarg); break;
+        case O_WARMUP: warm = atoi(optarg); break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            bench_opt_error("bench_engine_gpus", opt, argv);
+            fputs(usage, stderr);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bench_engine_gpus: unexpected argument '%s'\n%s", argv[optind], usage);
+        return 2;
     }
     if (nb < 1 || nb > MAXB || threads < 1 || metrics < 1 || batch < 1 || batches < 1 || only < 0 ||
         only > 5 || warm == 0 || warm < -1) {

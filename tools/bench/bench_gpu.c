@@ -48,6 +48,7 @@
  * records), and exits: carbonara's side of the comparison
  * (tools/bench/bench_gpu_carbonara.py), no GPU needed. */
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@
 #include "gpu/cuda.h"
 #include "gpu/engine.h"
 #include "proto/ga_err.h"
+#include "tools/bench/bench_opts.h"
 #include "tools/bench/cuda/bench_hooks.h"
 
 #define NS 1000000000LL
@@ -505,44 +507,71 @@ int main(int argc, char **argv)
     long dump_k = 500;
     long batch = 0;               /* --batch: 0 = PIPE_BATCH (--quick: 400,000) */
     int only_set = -1;            /* --set: 0 basic, 1 median+90pct, 2 rate:mean; -1 all */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            dev = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--cpu-threads") && i + 1 < argc)
-            cthreads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sort-small") && i + 1 < argc)
-            sort_small = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--dump-load") && i + 1 < argc)
-            dump_path = argv[++i];
-        else if (!strcmp(argv[i], "--dump-metrics") && i + 1 < argc)
-            dump_k = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
-            const char *v = argv[++i];
+    enum { O_DEVICE = 0x100, O_QUICK, O_CTHREADS, O_SORT_SMALL, O_DUMP, O_DUMP_K, O_SET, O_BATCH, O_ONLY };
+    static const struct option lo[] = {
+        { "device", required_argument, NULL, O_DEVICE },
+        { "quick", no_argument, NULL, O_QUICK },
+        { "cpu-threads", required_argument, NULL, O_CTHREADS },
+        { "sort-small", required_argument, NULL, O_SORT_SMALL },
+        { "dump-load", required_argument, NULL, O_DUMP },
+        { "dump-metrics", required_argument, NULL, O_DUMP_K },
+        { "set", required_argument, NULL, O_SET },
+        { "batch", required_argument, NULL, O_BATCH },
+        { "only", required_argument, NULL, O_ONLY },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const char usage[] =
+        "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
+        "[--only kernel|pipeline|ref] [--sort-small N]\n"
+        "                 [--batch N (10000..64000000)] [--set basic|median|rate]\n"
+        "       bench_gpu --dump-load FILE [--dump-metrics K]\n";
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        const char *v = optarg;
+        switch (opt) {
+        case O_DEVICE: dev = atoi(v); break;
+        case O_QUICK: quick = 1; break;
+        case O_CTHREADS: cthreads = atoi(v); break;
+        case O_SORT_SMALL: sort_small = (unsigned)atoi(v); break;
+        case O_DUMP: dump_path = v; break;
+        case O_DUMP_K: dump_k = atol(v); break;
+        case O_SET:
             only_set = !strcmp(v, "basic") ? 0 : !strcmp(v, "median") ? 1 : !strcmp(v, "rate") ? 2 : -2;
             if (only_set < 0) {
                 fprintf(stderr, "bench_gpu: --set is basic, median or rate, not \"%s\"\n", v);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
-            const char *v = argv[++i];
+            break;
+        case O_BATCH: {
             char *end = NULL;
             batch = strtol(v, &end, 10);
             if (end == v || *end || batch < 10000 || batch > 64000000) {
                 fprintf(stderr, "bench_gpu: --batch is 10000..64000000 points, not \"%s\"\n", v);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--only") && i + 1 < argc && (!strcmp(argv[i + 1], "kernel") ||
-                   !strcmp(argv[i + 1], "pipeline") || !strcmp(argv[i + 1], "ref"))) {
-            only = argv[++i];
-        } else {
-            fprintf(stderr, "usage: bench_gpu [--device D] [--quick] [--cpu-threads T] "
-                    "[--only kernel|pipeline|ref] [--sort-small N]\n"
-                    "                 [--batch N (10000..64000000)] [--set basic|median|rate]\n"
-                    "       bench_gpu --dump-load FILE [--dump-metrics K]\n");
+            break;
+        }
+        case O_ONLY:
+            if (strcmp(v, "kernel") != 0 && strcmp(v, "pipeline") != 0 && strcmp(v, "ref") != 0) {
+                fprintf(stderr, "bench_gpu: --only is kernel, pipeline or ref, not \"%s\"\n%s", v, usage);
+                return 2;
+            }
+            only = v;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            bench_opt_error("bench_gpu", opt, argv);
+            fputs(usage, stderr);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bench_gpu: unexpected argument '%s'\n%s", argv[optind], usage);
+        return 2;
     }
     if (dump_path) {              /* the pipeline's load (pageable: the same points) */
         struct load d;

@@ -12,6 +12,7 @@
  *      kernel.  kmeans: {256 MB, 2 coords, 16 clusters, 10 loops}, GPU loop
  *      time of the lane and reg kernels and the 16-core CPU reference,
  *      centres compared bit for bit. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "gpu/jobs/dot/dot.h"
 #include "gpu/jobs/kmeans/kmeans.h"
 #include "proto/ga_err.h"
+#include "tools/bench/bench_opts.h"
 #include "tools/bench/cuda/bench_hooks.h"
 
 static double now_ms(void)
@@ -157,22 +159,39 @@ int main(int argc, char **argv)
 {
     const char *only = NULL, *centres = NULL;
     int reps = 20, quick = 0, cpu = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--centres") && i + 1 < argc)
-            centres = argv[++i];
-        else if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--no-cpu"))
-            cpu = 0;
-        else {
-            fprintf(stderr, "usage: %s [--only dot|bs|kmeans] [--reps N] [--quick] [--centres FILE] [--no-cpu]\n",
-                    argv[0]);
+    enum { O_ONLY = 0x100, O_REPS, O_CENTRES, O_QUICK, O_NO_CPU };
+    static const struct option lo[] = {
+        { "only", required_argument, NULL, O_ONLY },
+        { "reps", required_argument, NULL, O_REPS },
+        { "centres", required_argument, NULL, O_CENTRES },
+        { "quick", no_argument, NULL, O_QUICK },
+        { "no-cpu", no_argument, NULL, O_NO_CPU },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *usage = "usage: %s [--only dot|bs|kmeans] [--reps N] [--quick] [--centres FILE] [--no-cpu]\n";
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (opt) {
+        case O_ONLY: only = optarg; break;
+        case O_REPS: reps = atoi(optarg); break;
+        case O_CENTRES: centres = optarg; break;
+        case O_QUICK: quick = 1; break;
+        case O_NO_CPU: cpu = 0; break;
+        case 'h':
+            printf(usage, argv[0]);
+            return 0;
+        default:
+            bench_opt_error(argv[0], opt, argv);
+            fprintf(stderr, usage, argv[0]);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        fprintf(stderr, usage, argv[0]);
+        return 2;
     }
     char s1[256] = "", s2[256] = "", s3[256] = "";
     int rc = 0;

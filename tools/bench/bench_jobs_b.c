@@ -17,6 +17,7 @@
  * of --repeat (3) runs after one warm-up; the CPU runs once.  Every line is
  * key=value; a table comes last. */
 #include <math.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "gpu/jobs/apd/apd.h"
 #include "gpu/jobs/gf820/gf820.h"
 #include "proto/ga_err.h"
+#include "tools/bench/bench_opts.h"
 
 static double now(void)
 {
@@ -210,25 +212,41 @@ int main(int argc, char **argv)
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), repeat = 3;
     size_t apd_w = 20000, apd_cw = 160, gf2 = 16, gf10 = 1, gfg = 64;
     const char *only = "";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
+    enum { O_THREADS = 0x100, O_APD_W, O_APD_CW, O_GF2, O_GF10, O_GFG, O_REPEAT, O_ONLY };
+    static const struct option lo[] = {
+        { "threads", required_argument, NULL, O_THREADS },
+        { "apd-windows", required_argument, NULL, O_APD_W },
+        { "apd-cpu-windows", required_argument, NULL, O_APD_CW },
+        { "gf-batch2", required_argument, NULL, O_GF2 },
+        { "gf-batch10", required_argument, NULL, O_GF10 },
+        { "gf-gpu-batch", required_argument, NULL, O_GFG },
+        { "repeat", required_argument, NULL, O_REPEAT },
+        { "only", required_argument, NULL, O_ONLY },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+        const char *v = optarg;
+        switch (opt) {
+        case O_THREADS: threads = atoi(v); break;
+        case O_APD_W: apd_w = strtoul(v, NULL, 10); break;
+        case O_APD_CW: apd_cw = strtoul(v, NULL, 10); break;
+        case O_GF2: gf2 = strtoul(v, NULL, 10); break;
+        case O_GF10: gf10 = strtoul(v, NULL, 10); break;
+        case O_GFG: gfg = strtoul(v, NULL, 10); break;
+        case O_REPEAT: repeat = atoi(v); break;
+        case O_ONLY: only = v; break;
+        default:
+            bench_opt_error("bench_jobs_b", opt, argv);
             fprintf(stderr, "usage: see the header of tools/bench/bench_jobs_b.c\n");
             return 2;
         }
-        if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--apd-windows")) apd_w = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--apd-cpu-windows")) apd_cw = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--gf-batch2")) gf2 = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--gf-batch10")) gf10 = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--gf-gpu-batch")) gfg = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
-        else if (!strcmp(a, "--only")) only = v;
-        else {
-            fprintf(stderr, "unknown option %s\n", a);
-            return 2;
-        }
-        i++;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "bench_jobs_b: unexpected argument '%s'\n"
+                "usage: see the header of tools/bench/bench_jobs_b.c\n", argv[optind]);
+        return 2;
     }
     if (repeat < 1 || repeat > 16 || threads < 1 || apd_cw < 1 || apd_cw > apd_w) {
         fprintf(stderr, "bad option value\n");

@@ -15,6 +15,7 @@
  * (server-side plain INSERT and ON CONFLICT DO UPDATE). */
 #include <inttypes.h>
 #include <pthread.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "gpu/engine.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "tools/bench/bench_opts.h"
 #include "storage/pg_schema.h"
 #include "storage/pg_util.h"
 #include "storage/pg_writer.h"
@@ -200,25 +202,42 @@ int main(int argc, char **argv)
     int flush_rows = 200000, keep = 0;
     const char *conninfo = NULL;
     char dir[] = "/tmp/gapg-bench-XXXXXX", line[1200], ci[512] = "";
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--rows") && v)
-            rows = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--metrics") && v)
-            nmetrics = (uint32_t)strtoul(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--unit-rows") && v)
-            unit_rows = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--flush-rows") && v)
-            flush_rows = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--conninfo") && v)
-            conninfo = argv[++i];
-        else if (!strcmp(argv[i], "--keep"))
-            keep = 1;
-        else {
-            fprintf(stderr, "usage: %s [--rows N] [--metrics M] [--unit-rows U] [--flush-rows F] "
-                            "[--conninfo STR] [--keep]\n", argv[0]);
+    enum { O_ROWS = 0x100, O_METRICS, O_UNIT_ROWS, O_FLUSH_ROWS, O_CONNINFO, O_KEEP };
+    static const struct option lo[] = {
+        { "rows", required_argument, NULL, O_ROWS },
+        { "metrics", required_argument, NULL, O_METRICS },
+        { "unit-rows", required_argument, NULL, O_UNIT_ROWS },
+        { "flush-rows", required_argument, NULL, O_FLUSH_ROWS },
+        { "conninfo", required_argument, NULL, O_CONNINFO },
+        { "keep", no_argument, NULL, O_KEEP },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *usage = "usage: %s [--rows N] [--metrics M] [--unit-rows U] [--flush-rows F] "
+                        "[--conninfo STR] [--keep]\n";
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (opt) {
+        case O_ROWS: rows = strtoull(optarg, NULL, 10); break;
+        case O_METRICS: nmetrics = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case O_UNIT_ROWS: unit_rows = strtoull(optarg, NULL, 10); break;
+        case O_FLUSH_ROWS: flush_rows = atoi(optarg); break;
+        case O_CONNINFO: conninfo = optarg; break;
+        case O_KEEP: keep = 1; break;
+        case 'h':
+            printf(usage, argv[0]);
+            return 0;
+        default:
+            bench_opt_error(argv[0], opt, argv);
+            fprintf(stderr, usage, argv[0]);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        fprintf(stderr, usage, argv[0]);
+        return 2;
     }
     if (!conninfo) {
         if (!mkdtemp(dir))

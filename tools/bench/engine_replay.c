@@ -10,7 +10,7 @@
  * Input: CSV `metric,timestamp,value` (header optional), timestamp in epoch
  * seconds with up to 9 decimals; a line "#batch" ends a batch; other lines
  * starting with '#' and blank lines are ignored.  Every metric gets the same
- * policy.  Durations (G, T) take ga_parse_duration's syntax.
+ * policy.  Durations (G, T) take ts_parse_duration's syntax.
  *
  * Output: CSV `metric,granularity,method,timestamp,value`, the last value
  * the engine reported for each bucket over all batches, sorted by metric,
@@ -20,6 +20,7 @@
  * Exit status: 0, 1 on an engine error, 2 on bad usage or input. */
 #include <errno.h>
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@
 #include "proto/base/hmap.h"
 #include "proto/policy.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
+#include "tools/bench/bench_opts.h"
 
 #define NS_PER_S 1000000000LL
 
@@ -190,12 +193,13 @@ static int split_list(char *s, char **out, int max)
     return n;
 }
 
-static void usage(void)
+/* The usage on f; exits with status. */
+static void usage(FILE *f, int status)
 {
-    fprintf(stderr, "usage: engine_replay --granularity G[,G..] --method M[,M..] "
+    fprintf(f, "usage: engine_replay --granularity G[,G..] --method M[,M..] "
                     "[--timespan T[,T..]] [--back-window N] [--threads N] "
                     "[--input FILE|-] [--late FILE]\n");
-    exit(2);
+    exit(status);
 }
 
 static int build_policy(struct ga_policy *p, char *grans, char *methods, char *spans,
@@ -215,7 +219,7 @@ static int build_policy(struct ga_policy *p, char *grans, char *methods, char *s
     for (int i = 0; i < ng; i++) {
         int64_t gns = 0, tns = 0;
         const char *why = "";
-        if (ga_parse_duration(g[i], &gns) < 0 || (spans && ga_parse_duration(t[i], &tns) < 0)) {
+        if (ts_parse_duration(g[i], &gns) < 0 || (spans && ts_parse_duration(t[i], &tns) < 0)) {
             fprintf(stderr, "engine_replay: bad duration '%s'\n", spans ? t[i] : g[i]);
             return -1;
         }
@@ -267,21 +271,41 @@ int main(int argc, char **argv)
     char *grans = NULL, *methods = NULL, *spans = NULL;
     const char *input = "-", *late_path = NULL;
     long back_window = 0, threads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(a, "--granularity")) grans = argv[++i];
-        else if (!strcmp(a, "--method")) methods = argv[++i];
-        else if (!strcmp(a, "--timespan")) spans = argv[++i];
-        else if (!strcmp(a, "--back-window")) back_window = strtol(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--threads")) threads = strtol(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--input")) input = argv[++i];
-        else if (!strcmp(a, "--late")) late_path = argv[++i];
-        else usage();
+    enum { O_GRAN = 0x100, O_METHOD, O_TIMESPAN, O_BACK, O_THREADS, O_INPUT, O_LATE };
+    static const struct option lo[] = {
+        { "granularity", required_argument, NULL, O_GRAN },
+        { "method", required_argument, NULL, O_METHOD },
+        { "timespan", required_argument, NULL, O_TIMESPAN },
+        { "back-window", required_argument, NULL, O_BACK },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "input", required_argument, NULL, O_INPUT },
+        { "late", required_argument, NULL, O_LATE },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (opt) {
+        case O_GRAN: grans = optarg; break;
+        case O_METHOD: methods = optarg; break;
+        case O_TIMESPAN: spans = optarg; break;
+        case O_BACK: back_window = strtol(optarg, NULL, 10); break;
+        case O_THREADS: threads = strtol(optarg, NULL, 10); break;
+        case O_INPUT: input = optarg; break;
+        case O_LATE: late_path = optarg; break;
+        case 'h': usage(stdout, 0); break;
+        default:
+            bench_opt_error("engine_replay", opt, argv);
+            usage(stderr, 2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "engine_replay: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr, 2);
     }
     if (!grans || !methods || back_window < 0 || threads < 0)
-        usage();
+        usage(stderr, 2);
 
     struct ga_policy pol;
     if (build_policy(&pol, grans, methods, spans, back_window) < 0)

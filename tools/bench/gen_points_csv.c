@@ -18,6 +18,7 @@
  * bytes, seconds. */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tools/bench/bench_opts.h"
 
 #define LINE_MAX_BYTES 64
 #define ROUND_LINES (1u << 20)      /* lines a thread formats per round */
@@ -134,9 +137,10 @@ static int run_all(struct part *ps, int n, void *(*fn)(void *))
     return 0;
 }
 
-static int usage(void)
+/* The usage on f; returns 2, the exit status of a usage error. */
+static int usage(FILE *f)
 {
-    fprintf(stderr, "usage: gen_points_csv FILE POINTS [--metrics M] [--step-ms S] [--batch B] "
+    fprintf(f, "usage: gen_points_csv FILE POINTS [--metrics M] [--step-ms S] [--batch B] "
                     "[--start SEC] [--threads T]\n");
     return 2;
 }
@@ -154,35 +158,51 @@ static int num(const char *s, uint64_t *v)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3)
-        return usage();
+    enum { O_METRICS = 0x100, O_STEP, O_BATCH, O_START, O_THREADS };
+    static const struct option lo[] = {
+        { "metrics", required_argument, NULL, O_METRICS },
+        { "step-ms", required_argument, NULL, O_STEP },
+        { "batch", required_argument, NULL, O_BATCH },
+        { "start", required_argument, NULL, O_START },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     struct opts o = { 0, 1000, 10, 10000000, 1700000000, nc > 0 ? (int)nc : 1 };
-    if (num(argv[2], &o.points))
-        return usage();
-    for (int i = 3; i < argc; i++) {
-        uint64_t v;
-        if (i + 1 >= argc || num(argv[i + 1], &v))
-            return usage();
-        if (!strcmp(argv[i], "--metrics") && v >= 1)
-            o.metrics = v;
-        else if (!strcmp(argv[i], "--step-ms") && v >= 1)
-            o.step_ms = v;
-        else if (!strcmp(argv[i], "--batch"))
-            o.batch = v;
-        else if (!strcmp(argv[i], "--start"))
-            o.start = v;
-        else if (!strcmp(argv[i], "--threads") && v >= 1 && v <= MAX_THREADS)
-            o.threads = (int)v;
-        else
-            return usage();
-        i++;
+    int opt, idx = 0;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
+        uint64_t v = 0;
+        if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (opt == '?' || opt == ':') {
+            bench_opt_error("gen_points_csv", opt, argv);
+            return usage(stderr);
+        }
+        if (num(optarg, &v) || (opt == O_METRICS && v < 1) || (opt == O_STEP && v < 1) ||
+            (opt == O_THREADS && (v < 1 || v > MAX_THREADS))) {
+            fprintf(stderr, "gen_points_csv: --%s: '%s' is out of range\n", lo[idx].name, optarg);
+            return usage(stderr);
+        }
+        switch (opt) {
+        case O_METRICS: o.metrics = v; break;
+        case O_STEP: o.step_ms = v; break;
+        case O_BATCH: o.batch = v; break;
+        case O_START: o.start = v; break;
+        case O_THREADS: o.threads = (int)v; break;
+        }
     }
+    if (argc - optind != 2 || num(argv[optind + 1], &o.points))
+        return usage(stderr);
+    const char *path = argv[optind];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        fprintf(stderr, "gen_points_csv: %s: %s\n", argv[1], strerror(errno));
+        fprintf(stderr, "gen_points_csv: %s: %s\n", path, strerror(errno));
         return 1;
     }
     static const char header[] = "metric,timestamp,value\n";

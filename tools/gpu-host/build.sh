@@ -11,9 +11,9 @@ make -s build/libgpuagg.a build/libgalab.a build/obj/tests/unit/harness.o build/
      build/obj/tools/bench/bench_gpu.o build/obj/tools/bench/bench_engine_gpus.o >/dev/null
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 CUDA_HOME=${NVCC%/bin/nvcc}
-OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/gpu/agg_cpu_pool.o
+OBJ="build/obj/gpu/agg_cpu.o build/obj/gpu/agg_cpu_kernels.o build/obj/proto/base/pool.o
      build/obj/gpu/agg_cpu_regroup.o build/obj/gpu/agg_cpu_window.o build/obj/gpu/engine.o
-     build/obj/gpu/engine_feed.o build/obj/gpu/engine_pool.o build/obj/gpu/engine_split.o
+     build/obj/gpu/engine_feed.o build/obj/gpu/engine_split.o
      build/obj/proto/points.o build/obj/proto/agg.o build/obj/proto/method.o build/obj/proto/policy.o build/obj/gpu/pol.o build/obj/gpu/result.o build/obj/gpu/cuda/cuda_backend.o
      build/obj/tools/bench/cuda/cuda_bench.o build/obj/gpu/cuda/gk_bucket.o build/obj/gpu/cuda/gk_bucket_long.o
      build/obj/gpu/cuda/gk_feed.o build/obj/gpu/cuda/gk_tasks.o build/obj/gpu/cuda/gk_prim.o build/obj/gpu/cuda/gk_sort.o build/obj/tools/bench/cuda/sort_check.o build/obj/tools/bench/cuda/search_check.o

@@ -1,6 +1,7 @@
 /* job_cmd.c — `gpuaggctl job submit|status|result|cancel|list` (see job.h,
  * docs/gpuaggctl.1). */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 #include "tools/gpuaggctl/job.h"
+#include "tools/gpuaggctl/opts.h"
 #include "tools/gpuaggctl/output.h"
 
 static const char usage_text[] =
@@ -42,32 +44,47 @@ static int usage(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-/* "--name value" or "--name=value"; the value or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] == 0 && *i + 1 < argc)
-        return argv[++*i];
-    return NULL;
-}
-
 /* -1 to go on, else the exit code. */
 static int parse(int argc, char **argv, struct args *a)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v;
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+    enum { O_JSON = 0x100, O_WAIT, O_PARAM, O_INPUT, O_PRIO };
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "json", no_argument, NULL, O_JSON },
+        { "wait", no_argument, NULL, O_WAIT },
+        { "param", required_argument, NULL, O_PARAM },
+        { "input", required_argument, NULL, O_INPUT },
+        { "priority", required_argument, NULL, O_PRIO },
+        { NULL, 0, NULL, 0 },
+    };
+    opterr = 0;
+    optind = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, "+:h", longopts, NULL);
+        if (c == -1 && optind >= argc)
+            break;
+        char *v = optarg;
+        switch (c) {
+        case -1: {                               /* an operand: the subcommand, then its ID */
+            const char *s = argv[optind++];
+            if (!a->sub)
+                a->sub = s;
+            else if (!a->id_text)
+                a->id_text = s;
+            else
+                return usage("unexpected argument '%s'", s);
+            break;
+        }
+        case 'h':
             fputs(usage_text, stdout);
             return EXIT_OK;
-        } else if (strcmp(s, "--json") == 0) {
+        case O_JSON:
             a->json = 1;
-        } else if (strcmp(s, "--wait") == 0) {
+            break;
+        case O_WAIT:
             a->wait = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--param"))) {
+            break;
+        case O_PARAM: {
             char *eq = strchr(v, '=');
             if (!eq || eq == v)
                 return usage("--param: '%s' is not K=V", v);
@@ -76,23 +93,24 @@ static int parse(int argc, char **argv, struct args *a)
             *eq = '\0';                          /* argv is ours to edit */
             a->spec.key[a->spec.nparams] = v;
             a->spec.value[a->spec.nparams++] = eq + 1;
-        } else if ((v = opt_value(argc, argv, &i, "--input"))) {
+            break;
+        }
+        case O_INPUT:
             a->spec.input = v;
-        } else if ((v = opt_value(argc, argv, &i, "--priority"))) {
+            break;
+        case O_PRIO: {
             char *end;
             errno = 0;
             long p = strtol(v, &end, 10);
             if (errno || end == v || *end || p < -1000000 || p > 1000000)
                 return usage("--priority: '%s' is not a whole number in -1000000..1000000", v);
             a->spec.priority = (int)p;
-        } else if (s[0] == '-' && s[1]) {
-            return usage("unknown or incomplete option '%s'", s);
-        } else if (!a->sub) {
-            a->sub = s;
-        } else if (!a->id_text) {
-            a->id_text = s;
-        } else {
-            return usage("unexpected argument '%s'", s);
+            break;
+        }
+        case ':':
+            return usage("%s needs a value", ctl_opt_bad(argv));
+        default:
+            return usage("unknown option '%s'", ctl_opt_bad(argv));
         }
     }
     if (!a->sub)

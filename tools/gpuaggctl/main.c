@@ -8,7 +8,7 @@
  * 4 the conversation failed after connecting (timeout, connection closed,
  * malformed response). */
 #include <errno.h>
-#include <math.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 #include "proto/mp_util.h"
 #include "tools/gpuaggctl/client.h"
 #include "tools/gpuaggctl/job.h"
+#include "tools/gpuaggctl/opts.h"
 #include "tools/gpuaggctl/output.h"
 #include "tools/gpuaggctl/query.h"
 
@@ -53,7 +54,7 @@ static const struct command {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void usage(FILE *f)
+void ctl_usage(FILE *f)
 {
     fprintf(f, "usage: gpuaggctl [--socket PATH] [--json] [--timeout SEC] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -89,16 +90,13 @@ static int usage_error(const char *fmt, ...)
 /* argv[0] is "resample"; o: the global options that came before it. */
 static int run_resample(int argc, char **argv, const struct ctl_opts *o)
 {
-    int local = 0, help = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--local") == 0)
-            local = 1;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            help = 1;
-    }
-    if (!local && !help)
-        return ctl_resample_job(argc, argv, o);
 #if HAVE_RESAMPLE_LOCAL
+    struct ctl_resample_opts ro;
+    int ex = ctl_resample_parse(argc, argv, &ro, stdout, stderr);
+    if (ex >= 0)
+        return ex;                              /* --help, or a usage error */
+    if (!ro.local)
+        return ctl_resample_job(argc, argv, o);
     char **av = calloc((size_t)argc + 2, sizeof *av);
     if (!av) {
         fprintf(stderr, "gpuaggctl: out of memory\n");
@@ -111,8 +109,7 @@ static int run_resample(int argc, char **argv, const struct ctl_opts *o)
     free(av);
     return rc;
 #else
-    fprintf(stderr, "gpuaggctl: resample --local is not built into this gpuaggctl\n");
-    return EXIT_USAGE;
+    return ctl_resample_job(argc, argv, o);
 #endif
 }
 
@@ -200,104 +197,72 @@ static int run_command(const struct command *cmd, const char *socket, double tim
     return code;
 }
 
-/* If argv[*i] is a global option, consume it (and its value) and return 1;
- * 0 if it is not one; -1 (after printing) on a usage error. */
-static int global_option(int argc, char **argv, int *i, const char **socket, double *timeout_s, int *json)
+/* The options of a command without its own: the global ones, also after
+ * the command's name; argv[0] is the name.  Returns -1 to go on, with *extra
+ * the first operand (NULL if none), else the exit code. */
+static int command_options(int argc, char **argv, struct ctl_opts *o, const char **extra)
 {
-    const char *a = argv[*i];
-    const char *val = NULL;
-    if (strcmp(a, "--json") == 0) {
-        *json = 1;
-        return 1;
-    }
-    if (strcmp(a, "--socket") == 0 || strcmp(a, "--timeout") == 0) {
-        if (*i + 1 >= argc) {
-            usage_error("%s needs a value", a);
-            return -1;
+    static const struct option longopts[] = { CTL_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+    *extra = NULL;
+    optind = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, CTL_SHORTOPTS, longopts, NULL);
+        if (c == -1) {
+            if (optind >= argc)
+                break;
+            if (!*extra)
+                *extra = argv[optind];
+            optind++;
+            continue;
         }
-        val = argv[++*i];
-    } else if (strncmp(a, "--socket=", 9) == 0 || strncmp(a, "--timeout=", 10) == 0) {
-        val = strchr(a, '=') + 1;
-    } else {
-        return 0;
+        int ex = ctl_opt_global(c, argv, "", o);
+        if (ex >= 0)
+            return ex;
     }
-    if (a[2] == 's') {
-        if (!*val) {
-            usage_error("%s", "--socket needs a non-empty path");
-            return -1;
-        }
-        *socket = val;
-        return 1;
-    }
-    char *end;
-    errno = 0;
-    double t = strtod(val, &end);
-    if (errno || end == val || *end || !isfinite(t) || t <= 0 || t > 86400) {
-        usage_error("--timeout: '%s' is not a number of seconds in (0, 86400]", val);
-        return -1;
-    }
-    *timeout_s = t;
-    return 1;
+    return -1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *socket = getenv("GPUAGG_SOCKET");
-    if (!socket || !*socket)
-        socket = DEFAULT_SOCKET;
-    double timeout_s = DEFAULT_TIMEOUT_S;
-    int json = 0;
-    const char *cmdname = NULL;
-    const char *extra = NULL;
-    int nrest = 0;              /* a data command's own arguments, compacted into argv[1..] */
+    static const struct option longopts[] = { CTL_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+    struct ctl_opts o = { .socket = getenv("GPUAGG_SOCKET"), .timeout_s = DEFAULT_TIMEOUT_S };
+    if (!o.socket || !*o.socket)
+        o.socket = DEFAULT_SOCKET;
 
-    for (int i = 1; i < argc; i++) {
-        int g = global_option(argc, argv, &i, &socket, &timeout_s, &json);
-        if (g < 0)
-            return EXIT_USAGE;
-        if (g > 0)
-            continue;
-        const char *a = argv[i];
-        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-            printf("gpuaggctl %s (control protocol %d)\n", GA_VERSION, CTL_PROTO_VERSION);
-            return EXIT_OK;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return EXIT_OK;
-        }
-        if (cmdname == NULL && (strcmp(a, "resample") == 0 || strcmp(a, "job") == 0)) {
-            struct ctl_opts o = { .socket = socket, .timeout_s = timeout_s, .json = json };
-            return a[0] == 'r' ? run_resample(argc - i, argv + i, &o)
-                               : ctl_job_main(argc - i, argv + i, &o);
-        }
-        if (cmdname != NULL && ctl_is_data_command(cmdname)) {
-            argv[1 + nrest++] = argv[i];     /* 1 + nrest <= i: already read */
-            continue;
-        }
-        if (a[0] == '-' && a[1] != '\0')
-            return usage_error("unknown option '%s'", a);
-        if (cmdname == NULL)
-            cmdname = a;
-        else if (extra == NULL)
-            extra = a;
+    opterr = 0;                                 /* our messages, exit status 2 */
+    int c;
+    while ((c = getopt_long(argc, argv, CTL_SHORTOPTS, longopts, NULL)) != -1) {
+        int ex = ctl_opt_global(c, argv, "", &o);
+        if (ex >= 0)
+            return ex;
     }
-    if (cmdname == NULL)
+    if (optind >= argc)
         return usage_error("%s", "no command given");
+    const char *cmdname = argv[optind];
+    argc -= optind;                             /* argv[0] is now the command */
+    argv += optind;
+    if (strcmp(cmdname, "resample") == 0)
+        return run_resample(argc, argv, &o);
+    if (strcmp(cmdname, "job") == 0)
+        return ctl_job_main(argc, argv, &o);
+    if (ctl_is_data_command(cmdname))
+        return ctl_data_command(cmdname, argc, argv, &o);
+
+    const struct command *cmd = NULL;
+    for (size_t k = 0; k < NCOMMANDS; k++)
+        if (strcmp(cmdname, commands[k].name) == 0)
+            cmd = &commands[k];
+    const char *extra;
+    int ex = command_options(argc, argv, &o, &extra);
+    if (ex >= 0)
+        return ex;
     if (strcmp(cmdname, "help") == 0) {
-        usage(stdout);
+        ctl_usage(stdout);
         return EXIT_OK;
     }
-    if (ctl_is_data_command(cmdname)) {
-        struct ctl_opts o = { .socket = socket, .timeout_s = timeout_s, .json = json };
-        return ctl_data_command(cmdname, nrest, argv + 1, &o);
-    }
-    for (size_t k = 0; k < NCOMMANDS; k++) {
-        if (strcmp(cmdname, commands[k].name) != 0)
-            continue;
-        if (extra)
-            return usage_error("unexpected argument '%s'", extra);
-        return run_command(&commands[k], socket, timeout_s, json);
-    }
-    return usage_error("unknown command '%s'", cmdname);
+    if (!cmd)
+        return usage_error("unknown command '%s'", cmdname);
+    if (extra)
+        return usage_error("unexpected argument '%s'", extra);
+    return run_command(cmd, o.socket, o.timeout_s, o.json);
 }

@@ -4,6 +4,7 @@
 #include "tools/gpuaggctl/query.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "proto/mp_util.h"
 #include "proto/ts_parse.h"
 #include "tools/gpuaggctl/client.h"
+#include "tools/gpuaggctl/opts.h"
 
 struct row {
     int64_t ts;
@@ -34,36 +36,36 @@ static int usage(const char *cmd, const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
+/* The next of a data command's own options in argv (argv[0] is the
+ * command's name; optind = 0 before the first call): its value in longopts
+ * (>= CTL_OPT_LOCAL) with optarg, 0 for an operand (in optarg), -1 at the
+ * end.  The global options among them go to o; -2 with *ex, the exit code,
+ * when one ends the command (--help, --version, a usage error). */
+static int data_next(int argc, char **argv, const struct option *longopts, struct ctl_opts *o,
+                     int *ex)
+{
+    for (;;) {
+        opterr = 0;
+        int c = getopt_long(argc, argv, CTL_SHORTOPTS, longopts, NULL);
+        if (c == -1) {
+            if (optind >= argc)
+                return -1;
+            optarg = argv[optind++];
+            return 0;
+        }
+        int g = ctl_opt_global(c, argv, argv[0], o);
+        if (g == -2)
+            return c;
+        if (g >= 0) {
+            *ex = g;
+            return -2;
+        }
+    }
+}
+
 int ctl_is_data_command(const char *name)
 {
     return strcmp(name, "flush") == 0 || strcmp(name, "metrics") == 0 || strcmp(name, "query") == 0;
-}
-
-/* "[-]DIGITS[.1-9 DIGITS]" seconds → ns.  Returns 0 or -1. */
-static int parse_seconds(const char *s, int64_t *ns)
-{
-    int neg = *s == '-';
-    const char *p = s + (neg || *s == '+');
-    int64_t sec = 0, frac = 0;
-    int nd = 0, nf = 0;
-    for (; *p >= '0' && *p <= '9'; p++, nd++) {
-        if (sec > (INT64_MAX / 1000000000 - 9) / 10)
-            return -1;
-        sec = sec * 10 + (*p - '0');
-    }
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++, nf++) {
-            if (nf == 9)
-                return -1;
-            frac = frac * 10 + (*p - '0');
-        }
-    if (*p || nd + nf == 0)
-        return -1;
-    for (int i = nf; i < 9; i++)
-        frac *= 10;
-    int64_t v = sec * 1000000000 + frac;
-    *ns = neg ? -v : v;
-    return 0;
 }
 
 int ctl_parse_time(const char *s, int64_t *ns, char *err, size_t errlen)
@@ -75,7 +77,7 @@ int ctl_parse_time(const char *s, int64_t *ns, char *err, size_t errlen)
         snprintf(err, errlen, "'%s' is not an RFC 3339 time (%s)", s, why[0] ? why : "out of range");
         return -1;
     }
-    if (parse_seconds(s, ns) == 0)
+    if (ts_parse_seconds(s, ns) == 0)
         return 0;
     snprintf(err, errlen, "'%s' is neither RFC 3339 nor seconds since the epoch", s);
     return -1;
@@ -194,10 +196,16 @@ static void *flush_progress_main(void *arg)
     return NULL;
 }
 
-static int cmd_flush(int argc, char **argv, const struct ctl_opts *o)
+static int cmd_flush(int argc, char **argv, struct ctl_opts *o)
 {
-    if (argc > 0)
-        return usage("flush", "unexpected argument '%s'", argv[0]);
+    static const struct option longopts[] = { CTL_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+    int oc, ex = EXIT_OK;
+    optind = 0;
+    while ((oc = data_next(argc, argv, longopts, o, &ex)) != -1) {
+        if (oc == -2)
+            return ex;
+        return usage("flush", "unexpected argument '%s'", optarg);
+    }
     struct ctl_client c;
     int timeout_ms = (int)(o->timeout_s * 1000);
     int code = connect_to(&c, o, timeout_ms);
@@ -322,16 +330,20 @@ static void print_metrics(const struct metric *m, size_t n, int json)
                m[i].policy ? m[i].policy : "", m[i].points);
 }
 
-static int cmd_metrics(int argc, char **argv, const struct ctl_opts *o)
+static int cmd_metrics(int argc, char **argv, struct ctl_opts *o)
 {
+    static const struct option longopts[] = {
+        { "prefix", required_argument, NULL, CTL_OPT_LOCAL }, CTL_GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 },
+    };
     const char *prefix = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--prefix") == 0 && i + 1 < argc)
-            prefix = argv[++i];
-        else if (strncmp(argv[i], "--prefix=", 9) == 0)
-            prefix = argv[i] + 9;
-        else
-            return usage("metrics", "unexpected argument '%s'", argv[i]);
+    int oc, ex = EXIT_OK;
+    optind = 0;
+    while ((oc = data_next(argc, argv, longopts, o, &ex)) != -1) {
+        if (oc == -2)
+            return ex;
+        if (oc == 0)
+            return usage("metrics", "unexpected argument '%s'", optarg);
+        prefix = optarg;
     }
     struct ctl_client c;
     struct metric *m = NULL;
@@ -450,45 +462,43 @@ static void print_rows(const struct row *rows, size_t n, int64_t gran_ns, int js
     }
 }
 
-/* --opt VALUE or --opt=VALUE at argv[*i]; NULL if argv[*i] is not --opt. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt, int *missing)
+/* Returns -1 to go on, else the exit code. */
+static int parse_query_args(int argc, char **argv, struct query_args *q, struct ctl_opts *o)
 {
-    size_t l = strlen(opt);
-    if (strncmp(argv[*i], opt, l) != 0)
-        return NULL;
-    if (argv[*i][l] == '=')
-        return argv[*i] + l + 1;
-    if (argv[*i][l] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static int parse_query_args(int argc, char **argv, struct query_args *q)
-{
-    const char *gran = NULL, *start = NULL, *stop = NULL, *v;
+    enum { O_GRAN = CTL_OPT_LOCAL, O_METHOD, O_START, O_STOP };
+    static const struct option longopts[] = {
+        { "granularity", required_argument, NULL, O_GRAN },
+        { "method", required_argument, NULL, O_METHOD },
+        { "start", required_argument, NULL, O_START },
+        { "stop", required_argument, NULL, O_STOP },
+        CTL_GLOBAL_LONGOPTS,
+        { NULL, 0, NULL, 0 },
+    };
+    const char *gran = NULL, *start = NULL, *stop = NULL;
     char err[256];
-    for (int i = 0; i < argc; i++) {
-        int missing = 0;
-        if ((v = opt_value(argc, argv, &i, "--granularity", &missing)))
-            gran = v;
-        else if ((v = opt_value(argc, argv, &i, "--method", &missing)))
-            q->method = v;
-        else if ((v = opt_value(argc, argv, &i, "--start", &missing)))
-            start = v;
-        else if ((v = opt_value(argc, argv, &i, "--stop", &missing)))
-            stop = v;
-        else if (missing)
-            return usage("query", "%s needs a value", argv[i]);
-        else if (argv[i][0] == '-' && argv[i][1])
-            return usage("query", "unknown option '%s'", argv[i]);
-        else if (!q->metric)
-            q->metric = argv[i];
-        else
-            return usage("query", "unexpected argument '%s'", argv[i]);
+    int c, ex = EXIT_OK;
+    optind = 0;
+    while ((c = data_next(argc, argv, longopts, o, &ex)) != -1) {
+        switch (c) {
+        case -2:
+            return ex;
+        case O_GRAN:
+            gran = optarg;
+            break;
+        case O_METHOD:
+            q->method = optarg;
+            break;
+        case O_START:
+            start = optarg;
+            break;
+        case O_STOP:
+            stop = optarg;
+            break;
+        default:                                /* 0: the operand */
+            if (q->metric)
+                return usage("query", "unexpected argument '%s'", optarg);
+            q->metric = optarg;
+        }
     }
     if (!q->metric || !*q->metric)
         return usage("query", "%s", "no METRIC given");
@@ -496,7 +506,7 @@ static int parse_query_args(int argc, char **argv, struct query_args *q)
         return usage("query", "%s", "--granularity SECONDS is required");
     if (!q->method || !*q->method)
         return usage("query", "%s", "--method METHOD is required (mean, max, ...)");
-    if (parse_seconds(gran, &q->granularity_ns) < 0 || q->granularity_ns <= 0)
+    if (ts_parse_seconds(gran, &q->granularity_ns) < 0 || q->granularity_ns <= 0)
         return usage("query", "--granularity: '%s' is not a positive number of seconds", gran);
     if (start && ctl_parse_time(start, &q->start_ns, err, sizeof err) < 0)
         return usage("query", "--start: %s", err);
@@ -504,14 +514,14 @@ static int parse_query_args(int argc, char **argv, struct query_args *q)
         return usage("query", "--stop: %s", err);
     q->has_start = start != NULL;
     q->has_stop = stop != NULL;
-    return EXIT_OK;
+    return -1;
 }
 
-static int cmd_query(int argc, char **argv, const struct ctl_opts *o)
+static int cmd_query(int argc, char **argv, struct ctl_opts *o)
 {
     struct query_args q = { 0 };
-    int code = parse_query_args(argc, argv, &q);
-    if (code != EXIT_OK)
+    int code = parse_query_args(argc, argv, &q, o);
+    if (code >= 0)
         return code;
     struct ctl_client c;
     struct row *rows = NULL;
@@ -527,7 +537,7 @@ static int cmd_query(int argc, char **argv, const struct ctl_opts *o)
     return code;
 }
 
-int ctl_data_command(const char *name, int argc, char **argv, const struct ctl_opts *o)
+int ctl_data_command(const char *name, int argc, char **argv, struct ctl_opts *o)
 {
     if (strcmp(name, "flush") == 0)
         return cmd_flush(argc, argv, o);

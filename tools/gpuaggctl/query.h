@@ -17,10 +17,10 @@ struct ctl_opts {
 /* 1 if name is one of the data commands (they take their own options). */
 int ctl_is_data_command(const char *name);
 
-/* Run data command `name` with its own arguments argv[0..argc-1] (the
- * global options already removed).  Prints the result (or the error on
- * stderr) and returns the exit code. */
-int ctl_data_command(const char *name, int argc, char **argv, const struct ctl_opts *o);
+/* Run data command `name` with its arguments argv[1..argc-1] (argv[0] is
+ * the name); global options among them go to o.  Prints the result (or the
+ * error on stderr) and returns the exit code. */
+int ctl_data_command(const char *name, int argc, char **argv, struct ctl_opts *o);
 
 /* Parse a time given on the command line: RFC 3339 ("2026-01-02T03:04:05Z",
  * any offset) or seconds since the epoch ("1767323045", "-1.5",

@@ -4,6 +4,7 @@
 #include "tools/gpuaggctl/resample.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "proto/base/log.h"
 #include "gpu/jobs/resample/resample.h"
 #include "proto/ga_err.h"
+#include "tools/gpuaggctl/opts.h"
 
 static const char usage[] =
 "usage: gpuaggctl resample [--local] --granularity G[,G...] --method M[,M...]\n"
@@ -63,19 +65,6 @@ static int usage_error(FILE *err, const char *fmt, const char *arg)
     return 2;
 }
 
-/* "--name value" or "--name=value"; returns the value or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] == 0 && *i + 1 < argc)
-        return argv[++*i];
-    return NULL;
-}
-
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
@@ -89,43 +78,73 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 
 int ctl_resample_parse(int argc, char **argv, struct ctl_resample_opts *o, FILE *out, FILE *err)
 {
+    enum { O_LOCAL = 0x100, O_JSON, O_GRAN, O_METHOD, O_TIMESPAN, O_INPUT, O_BACK, O_THREADS, O_PRIO };
+    static const struct option longopts[] = {
+        { "local", no_argument, NULL, O_LOCAL },
+        { "help", no_argument, NULL, 'h' },
+        { "json", no_argument, NULL, O_JSON },
+        { "granularity", required_argument, NULL, O_GRAN },
+        { "method", required_argument, NULL, O_METHOD },
+        { "timespan", required_argument, NULL, O_TIMESPAN },
+        { "input", required_argument, NULL, O_INPUT },
+        { "back-window", required_argument, NULL, O_BACK },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "priority", required_argument, NULL, O_PRIO },
+        { NULL, 0, NULL, 0 },
+    };
     *o = (struct ctl_resample_opts){ .input = "-" };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+    opterr = 0;
+    optind = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, "+:h", longopts, NULL);
+        if (c == -1)
+            break;
+        const char *v = optarg;
         int64_t n;
-        if (strcmp(a, "--local") == 0) {
+        switch (c) {
+        case O_LOCAL:
             o->local = 1;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            break;
+        case 'h':
             fputs(usage, out);
             return 0;
-        }
-        if (strcmp(a, "--json") == 0) {
+        case O_JSON:
             o->json = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--granularity"))) {
+            break;
+        case O_GRAN:
             o->gran = v;
-        } else if ((v = opt_value(argc, argv, &i, "--method"))) {
+            break;
+        case O_METHOD:
             o->method = v;
-        } else if ((v = opt_value(argc, argv, &i, "--timespan"))) {
+            break;
+        case O_TIMESPAN:
             o->timespan = v;
-        } else if ((v = opt_value(argc, argv, &i, "--input"))) {
+            break;
+        case O_INPUT:
             o->input = v;
-        } else if ((v = opt_value(argc, argv, &i, "--back-window"))) {
+            break;
+        case O_BACK:
             if (parse_int(v, 0, INT32_MAX, &o->back_window))
                 return usage_error(err, "--back-window: \"%s\" is not a whole number >= 0", v);
-        } else if ((v = opt_value(argc, argv, &i, "--threads"))) {
+            break;
+        case O_THREADS:
             if (parse_int(v, 1, 1024, &n))
                 return usage_error(err, "--threads: \"%s\" is not a number in 1..1024", v);
             o->threads = (int)n;
-        } else if ((v = opt_value(argc, argv, &i, "--priority"))) {
+            break;
+        case O_PRIO:
             if (parse_int(v, INT32_MIN, INT32_MAX, &n))
                 return usage_error(err, "--priority: \"%s\" is not a whole number", v);
             o->priority = (int)n;
-        } else {
-            return usage_error(err, "unknown or incomplete option \"%s\"", a);
+            break;
+        case ':':
+            return usage_error(err, "%s needs a value", ctl_opt_bad(argv));
+        default:
+            return usage_error(err, "unknown option \"%s\"", ctl_opt_bad(argv));
         }
     }
+    if (optind < argc)
+        return usage_error(err, "unexpected argument \"%s\"", argv[optind]);
     if (!o->gran)
         return usage_error(err, "%s", "--granularity is required");
     if (!o->method)

@@ -2,12 +2,12 @@
 #include "gpu/jobs/blackscholes/blackscholes.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "gpu/jobs/blackscholes/blackscholes_model.h"
+#include "gpu/jobs/jb_par.h"
 #include "proto/ga_err.h"
 
 void ga_bs_params_default(struct ga_bs_params *p)
@@ -80,9 +80,10 @@ struct bs_job {
     int64_t lo, hi;
 };
 
-static void *bs_worker(void *arg)
+/* Range `job` of the contracts, on a worker of jb_parallel_for. */
+static void bs_item(void *arg, size_t job, int worker)
 {
-    const struct bs_job *j = arg;
+    const struct bs_job *j = (const struct bs_job *)arg + job;
     const double r = j->r, v = j->v;
     for (int64_t i = j->lo; i < j->hi; i++) {
         double s = j->S[i], x = j->X[i], t = j->T[i];
@@ -94,7 +95,6 @@ static void *bs_worker(void *arg)
         j->call[i] = s * c1 - x * exp_rt * c2;
         j->put[i] = x * exp_rt * (1.0 - c2) - s * (1.0 - c1);
     }
-    return NULL;
 }
 
 int ga_bs_cpu(const struct ga_bs_params *p, const float *S, const float *X, const float *T,
@@ -116,21 +116,10 @@ int ga_bs_cpu(const struct ga_bs_params *p, const float *S, const float *X, cons
     if (p->n < 4096)
         nthreads = 1;
     struct bs_job jobs[256];
-    pthread_t tid[256];
-    int started[256] = { 0 };
-    for (int t = 0; t < nthreads; t++) {
+    for (int t = 0; t < nthreads; t++)
         jobs[t] = (struct bs_job){ S, X, T, call, put, p->riskfree, p->volatility,
                                    p->n * t / nthreads, p->n * (t + 1) / nthreads };
-        if (t > 0)
-            started[t] = pthread_create(&tid[t], NULL, bs_worker, &jobs[t]) == 0;
-    }
-    bs_worker(&jobs[0]);
-    for (int t = 1; t < nthreads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            bs_worker(&jobs[t]);
-    }
+    jb_parallel_for((size_t)nthreads, nthreads, 0, bs_item, jobs, NULL, NULL);   /* a range each */
     return 0;
 }
 

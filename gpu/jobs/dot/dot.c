@@ -2,11 +2,11 @@
 #include "gpu/jobs/dot/dot.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "gpu/jobs/jb_par.h"
 #include "proto/ga_err.h"
 
 size_t ga_dot_elem_size(int dtype)
@@ -78,8 +78,7 @@ struct job {
     const void *x, *y;
     int64_t lo[NSUB], hi[NSUB];
     struct pw res[NSUB];
-    int next, nsub;
-    pthread_mutex_t mu;
+    int nsub;
 };
 
 static void cut(struct job *j, int64_t lo, int64_t hi, int depth, int *k)
@@ -105,17 +104,11 @@ static struct pw join(const struct job *j, int64_t lo, int64_t hi, int depth, in
     return (struct pw){ l.s + r.s, l.a + r.a };
 }
 
-static void *worker(void *arg)
+/* Subtree k, on a worker of jb_parallel_for. */
+static void sub_item(void *arg, size_t k, int worker)
 {
     struct job *j = arg;
-    for (;;) {
-        pthread_mutex_lock(&j->mu);
-        int k = j->next++;
-        pthread_mutex_unlock(&j->mu);
-        if (k >= j->nsub)
-            return NULL;
-        j->res[k] = pairwise(j->dtype, j->x, j->y, j->lo[k], j->hi[k]);
-    }
+    j->res[k] = pairwise(j->dtype, j->x, j->y, j->lo[k], j->hi[k]);
 }
 
 int ga_dot_cpu(const struct ga_dot_params *p, const void *x, const void *y, double *out,
@@ -134,7 +127,6 @@ int ga_dot_cpu(const struct ga_dot_params *p, const void *x, const void *y, doub
     j->dtype = p->dtype;
     j->x = x;
     j->y = y;
-    pthread_mutex_init(&j->mu, NULL);
     int k = 0;
     cut(j, 0, p->n, DEPTH, &k);
     j->nsub = k;
@@ -146,22 +138,12 @@ int ga_dot_cpu(const struct ga_dot_params *p, const void *x, const void *y, doub
         nthreads = k;
     if (p->n < 65536)
         nthreads = 1;
-    pthread_t tid[NSUB];
-    int started = 0;
-    for (int t = 1; t < nthreads; t++) {
-        if (pthread_create(&tid[started], NULL, worker, j) != 0)
-            break;   /* fewer threads: same answer */
-        started++;
-    }
-    worker(j);
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    jb_parallel_for((size_t)k, nthreads, 0, sub_item, j, NULL, NULL);   /* threads: same answer */
     k = 0;
     struct pw r = join(j, 0, p->n, DEPTH, &k);
     *out = r.s;
     if (abs_out)
         *abs_out = r.a;
-    pthread_mutex_destroy(&j->mu);
     free(j);
     return 0;
 }

@@ -8,13 +8,13 @@
 #include "gpu/jobs/kmeans/kmeans.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gpu/jobs/kmeans/kmeans_model.h"
+#include "proto/base/pool.h"
 #include "proto/ga_err.h"
 
 void ga_kmeans_params_default(struct ga_kmeans_params *p)
@@ -137,6 +137,13 @@ static double tree256(double *v)
     return w[0];
 }
 
+struct scratch {
+    int32_t *order;   /* TILE: tile slots grouped by cluster */
+    int32_t *start;   /* k+1 */
+    double *lane;     /* 256 */
+    double *acc;      /* C */
+};
+
 struct km {
     const struct ga_kmeans_params *p;
     const double *objs;
@@ -145,17 +152,10 @@ struct km {
     double *psum;             /* [k*C][ntiles] */
     int64_t *pcount;          /* [k][ntiles] */
     int64_t ntiles;
-    int64_t next_tile;
-    int64_t changed;
-    pthread_mutex_t mu;
+    struct scratch *scr;      /* one per worker */
+    int64_t *changed;         /* one per worker */
 };
 
-struct scratch {
-    int32_t *order;   /* TILE: tile slots grouped by cluster */
-    int32_t *start;   /* k+1 */
-    double *lane;     /* 256 */
-    double *acc;      /* C */
-};
 
 static void do_tile(struct km *m, struct scratch *s, int64_t b, int64_t *changed)
 {
@@ -223,36 +223,11 @@ static void do_tile(struct km *m, struct scratch *s, int64_t b, int64_t *changed
     }
 }
 
-static void *km_worker(void *arg)
+/* Tile b, on a worker of the loop's pool. */
+static void tile_item(void *arg, size_t b, int worker)
 {
     struct km *m = arg;
-    struct scratch s;
-    int k = m->p->k;
-    s.order = malloc(sizeof(int32_t) * (2 * GA_KMEANS_TILE + (size_t)k));
-    s.start = malloc(sizeof(int32_t) * ((size_t)k + 1));
-    s.lane = malloc(sizeof(double) * GA_KMEANS_LANES);
-    if (!s.order || !s.start || !s.lane) {
-        free(s.order);
-        free(s.start);
-        free(s.lane);
-        return (void *)1;
-    }
-    int64_t changed = 0;
-    for (;;) {
-        pthread_mutex_lock(&m->mu);
-        int64_t b = m->next_tile++;
-        pthread_mutex_unlock(&m->mu);
-        if (b >= m->ntiles)
-            break;
-        do_tile(m, &s, b, &changed);
-    }
-    pthread_mutex_lock(&m->mu);
-    m->changed += changed;
-    pthread_mutex_unlock(&m->mu);
-    free(s.order);
-    free(s.start);
-    free(s.lane);
-    return NULL;
+    do_tile(m, &m->scr[worker], (int64_t)b, &m->changed[worker]);
 }
 
 /* New centres from the tile partials, in the GPU's finalize order. */
@@ -291,6 +266,7 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
     }
     const int C = p->coords, k = p->k;
     struct km m = { .p = p, .objs = objs, .centres = res->centres };
+    struct pool *pool = NULL;
     m.ntiles = (p->nobjs + GA_KMEANS_TILE - 1) / GA_KMEANS_TILE;
     m.member = res->membership ? res->membership : malloc(sizeof(int32_t) * (size_t)p->nobjs);
     m.psum = malloc(sizeof(double) * (size_t)k * C * (size_t)m.ntiles);
@@ -299,7 +275,6 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
         rc = GA_ENOMEM;
         goto out;
     }
-    pthread_mutex_init(&m.mu, NULL);
     for (int64_t i = 0; i < p->nobjs; i++)
         m.member[i] = -1;
     memcpy(res->centres, objs, sizeof(double) * (size_t)k * C);
@@ -311,30 +286,33 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
         nthreads = (int)m.ntiles;
     if (nthreads > 256)
         nthreads = 256;
+    m.scr = calloc((size_t)nthreads, sizeof *m.scr);
+    m.changed = calloc((size_t)nthreads, sizeof *m.changed);
+    if (!m.scr || !m.changed || pool_open(&pool, nthreads, NULL) != 0) {
+        rc = GA_ENOMEM;
+        goto out;
+    }
+    for (int t = 0; t < nthreads; t++) {
+        struct scratch *sc = &m.scr[t];
+        sc->order = malloc(sizeof(int32_t) * (2 * GA_KMEANS_TILE + (size_t)k));
+        sc->start = malloc(sizeof(int32_t) * ((size_t)k + 1));
+        sc->lane = malloc(sizeof(double) * GA_KMEANS_LANES);
+        if (!sc->order || !sc->start || !sc->lane) {
+            rc = GA_ENOMEM;
+            goto out;
+        }
+    }
     res->loops = 0;
     res->delta = 0.0;
     for (int loop = 1; loop <= p->max_loops; loop++) {
-        m.next_tile = 0;
-        m.changed = 0;
-        pthread_t tid[256];
-        int started = 0;
-        for (int t = 1; t < nthreads; t++)
-            if (pthread_create(&tid[started], NULL, km_worker, &m) == 0)
-                started++;
-        void *wr = km_worker(&m);
-        for (int t = 0; t < started; t++) {
-            void *r2;
-            pthread_join(tid[t], &r2);
-            if (r2)
-                wr = r2;
-        }
-        if (wr) {
-            rc = GA_ENOMEM;
-            break;
-        }
+        int64_t changed = 0;
+        memset(m.changed, 0, sizeof *m.changed * (size_t)nthreads);
+        pool_run(pool, (size_t)m.ntiles, tile_item, &m);
+        for (int t = 0; t < nthreads; t++)
+            changed += m.changed[t];
         finalize(&m);
         res->loops = loop;
-        res->delta = (double)m.changed / (double)p->nobjs;
+        res->delta = (double)changed / (double)p->nobjs;
         if (fn && fn(arg, loop, res->delta)) {
             rc = GA_ECANCELED;
             snprintf(err, errlen, "kmeans: cancelled after %d loops", loop);
@@ -343,8 +321,15 @@ int ga_kmeans_cpu(const struct ga_kmeans_params *p, const double *objs, struct g
         if (res->delta <= p->threshold)
             break;
     }
-    pthread_mutex_destroy(&m.mu);
 out:
+    pool_close(pool);
+    for (int t = 0; m.scr && t < nthreads; t++) {
+        free(m.scr[t].order);
+        free(m.scr[t].start);
+        free(m.scr[t].lane);
+    }
+    free(m.scr);
+    free(m.changed);
     if (m.member != res->membership)
         free(m.member);
     free(m.psum);

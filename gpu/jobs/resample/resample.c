@@ -6,6 +6,7 @@
 
 #include "proto/csv_points.h"
 #include "proto/ga_err.h"
+#include "proto/ts_parse.h"
 
 /* ---- the policy ------------------------------------------------------------ */
 
@@ -61,10 +62,10 @@ int ga_resample_policy(const struct ga_resample_spec *s, const char *prefix,
     for (int i = 0; i < ng; i++) {
         int64_t g, t = 0;
         const char *why = "";
-        if (ga_parse_duration(gs[i], &g) || g <= 0)
+        if (ts_parse_duration(gs[i], &g) || g <= 0)
             return bad(err, errlen, prefix, "granularity", "\"%s\" is not a positive duration",
                        gs[i]);
-        if (nt && ga_parse_duration(tsp[i], &t))
+        if (nt && ts_parse_duration(tsp[i], &t))
             return bad(err, errlen, prefix, "timespan", "\"%s\" is not a duration", tsp[i]);
         if (ga_policy_add_def(p, g, t, 0, &why)) {
             char what[160];
