@@ -5,7 +5,7 @@
  *
  * Two ids are built with them: a metric's id (version 3 of its name in
  * GA_METRIC_NS, computed by the daemon and stored in metrics.uuid) and a
- * Gnocchi resource id (version 5, daemon/http/api_util.c). */
+ * Gnocchi resource id (version 5, ga_resource_uuid). */
 #ifndef GA_UUID_H
 #define GA_UUID_H
 
@@ -37,5 +37,16 @@ void ga_uuid_format(const uint8_t u[16], char out[GA_UUID_STR]);
 
 /* A metric's id: the version-3 UUID of name[0..len) in GA_METRIC_NS. */
 void ga_metric_uuid(const char *name, size_t len, uint8_t out[16]);
+
+/* 1 if s is a UUID in any form Python's uuid.UUID() accepts that matters
+ * here (32 hex digits with or without the 4 dashes, optional braces,
+ * optional "urn:uuid:"); the canonical lower-case form in out.  0 else. */
+int ga_uuid_parse(const char *s, char out[GA_UUID_STR]);
+/* Gnocchi's ResourceUUID(value, creator): value itself when a UUID, else
+ * uuid5(RESOURCE_ID_NAMESPACE, value + "\0" + creator), creator "" or
+ * NULL for None.  Returns 0, or GA_EINVAL when value has a '/' or is
+ * longer than 255 bytes, GA_ENOMEM (why set). */
+int ga_resource_uuid(const char *value, const char *creator, char out[GA_UUID_STR], char *why,
+                     size_t whylen);
 
 #endif

@@ -15,7 +15,7 @@
 #include "daemon/daemon.h"
 #include "daemon/engine_worker.h"
 #include "daemon/latency.h"
-#include "daemon/http/ceilo_resources.h"
+#include "daemon/ingest/ceilo_resources.h"
 #include "daemon/http/http_server.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/ingest/listener.h"

@@ -7,6 +7,7 @@
 
 #include "daemon/http/agg_query.h"
 #include "daemon/http/api.h"
+#include "proto/uuid.h"
 /* The columns of one group of resources: each (resource, metric whose name
  * matches a reference's wildcard).  Returns the count. */
 int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
@@ -179,9 +180,9 @@ int aggl_groupby_args(struct http_req *req, char *buf, size_t buflen, const char
 json_t *aggl_metric_row(struct http_req *req, struct http_resp *resp, const char *name,
                           int *failed)
 {
-    char uuid[API_UUID_LEN], sq[256], sql[2048];
+    char uuid[GA_UUID_STR], sq[256], sql[2048];
     const char *vals[3];
-    int n = 1, is_id = api_uuid_parse(name, uuid);
+    int n = 1, is_id = ga_uuid_parse(name, uuid);
     vals[0] = is_id ? uuid : name;
     snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
              " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",

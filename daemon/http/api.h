@@ -12,7 +12,6 @@
 
 #include "daemon/http/http_server.h"
 
-#define API_UUID_LEN 37                   /* 36 characters and the NUL */
 
 /* A time as Gnocchi's API takes it: seconds since the epoch (float), ISO
  * 8601 (a date alone, or date and time with optional fraction and zone;
@@ -27,16 +26,6 @@ int api_parse_span(const char *s, int64_t *ns);
 void api_iso(int64_t ns, char out[40]);
 /* Python's str(timedelta): "0:01:00", "1 day, 0:00:00", "30 days, 0:00:00". */
 void api_timedelta(int64_t ns, char out[48]);
-
-/* 1 if s is a UUID in any form Python's uuid.UUID() accepts that matters
- * here (32 hex digits with or without the 4 dashes, optional braces,
- * optional "urn:uuid:"); the canonical lower-case form in out. */
-int api_uuid_parse(const char *s, char out[API_UUID_LEN]);
-/* Gnocchi's ResourceUUID(value, creator): value itself when a UUID, else
- * uuid5(RESOURCE_ID_NAMESPACE, value + "\0" + creator).  Returns 0, or
- * GA_EINVAL when value has a '/' or is longer than 255 bytes (why set). */
-int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_LEN], char *why,
-                      size_t whylen);
 
 /* Answer a pgq error: 503 when PostgreSQL is unreachable, 500 otherwise. */
 void api_db_error(struct http_resp *resp, int rc, const char *err);

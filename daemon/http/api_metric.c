@@ -12,6 +12,7 @@
 #include "daemon/http/http_routes.h"
 #include "daemon/http/json_out.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 #include "storage/pg_read.h"
 
 #define LIST_MAX 1000                     /* Gnocchi's default max_limit */
@@ -132,10 +133,10 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
  * (404 when unknown or not visible). */
 static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const char *ref)
 {
-    char uuid[API_UUID_LEN], sq[256];
+    char uuid[GA_UUID_STR], sq[256];
     const char *vals[3];
     int n = 1;
-    int is_id = api_uuid_parse(ref, uuid);
+    int is_id = ga_uuid_parse(ref, uuid);
     vals[0] = is_id ? uuid : ref;
     char sql[2048];
     snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
@@ -204,8 +205,8 @@ void api_metric_list(struct http_req *req, struct http_resp *resp)
             return;
         }
     }
-    char mk[API_UUID_LEN] = "", sq[256], lbuf[24], sql[2048];
-    if (marker && !api_uuid_parse(marker, mk)) {
+    char mk[GA_UUID_STR] = "", sq[256], lbuf[24], sql[2048];
+    if (marker && !ga_uuid_parse(marker, mk)) {
         http_error(resp, 400, "Invalid marker: '%.60s' is not a metric id", marker);
         return;
     }
@@ -251,8 +252,8 @@ void api_metric_list(struct http_req *req, struct http_resp *resp)
 static json_t *resource_metric(struct http_req *req, struct http_resp *resp, const char *type,
                                const char *rawid, const char *name)
 {
-    char rid[API_UUID_LEN], why[128], sq[256], sql[2048];
-    if (api_resource_uuid(rawid, req->ident.creator, rid, why, sizeof why) < 0) {
+    char rid[GA_UUID_STR], why[128], sq[256], sql[2048];
+    if (ga_resource_uuid(rawid, req->ident.creator, rid, why, sizeof why) < 0) {
         http_error(resp, 400, "Invalid resource id: %s", why);
         return NULL;
     }

@@ -13,6 +13,7 @@
 #include "daemon/http/api_resource.h"
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 
 #define LIST_MAX 1000
 #define FILTER_MAX_PARAMS 128
@@ -120,7 +121,7 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
     if (!strcmp(field, "ended_at") || !strcmp(field, "revision_end"))
         return emit(f, "false");                  /* never set: resources are not ended */
     if (!strcmp(field, "id")) {
-        char id[API_UUID_LEN];
+        char id[GA_UUID_STR];
         if (!json_is_string(v))
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "id must be a string");
         if (!strcmp(sqlop, "LIKE")) {
@@ -128,7 +129,7 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
                 return k;
             return emit(f, "(r.id::text LIKE $%d)", k);
         }
-        if (api_resource_uuid(json_string_value(v), f->req->ident.creator, id, why, sizeof why) < 0)
+        if (ga_resource_uuid(json_string_value(v), f->req->ident.creator, id, why, sizeof why) < 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "Invalid resource id: %s", why);
         if ((k = param(f, id)) < 0)
             return k;
@@ -354,7 +355,7 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
     }
     const char *lim = http_arg(req, "limit"), *marker = http_arg(req, "marker");
     long limit = LIST_MAX;
-    char mk[API_UUID_LEN] = "";
+    char mk[GA_UUID_STR] = "";
     if (lim) {
         char *end;
         limit = strtol(lim, &end, 10);
@@ -364,7 +365,7 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
             return 400;
         }
     }
-    if (marker && !api_uuid_parse(marker, mk)) {
+    if (marker && !ga_uuid_parse(marker, mk)) {
         http_error(resp, 400, "Invalid marker: '%.60s' is not a resource id", marker);
         fctx_free(&f);
         return 400;
@@ -500,8 +501,8 @@ void api_resource_search(struct http_req *req, struct http_resp *resp)
 static json_t *resource_row(struct http_req *req, struct http_resp *resp, const char *type,
                             const char *raw)
 {
-    char id[API_UUID_LEN], why[128];
-    if (api_resource_uuid(raw, req->ident.creator, id, why, sizeof why) < 0) {
+    char id[GA_UUID_STR], why[128];
+    if (ga_resource_uuid(raw, req->ident.creator, id, why, sizeof why) < 0) {
         http_error(resp, 400, "Invalid resource id: %s", why);
         return NULL;
     }

@@ -162,63 +162,6 @@ void api_timedelta(int64_t ns, char out[48])
         snprintf(out + o, (size_t)(48 - o), ".%06" PRId64, us);
 }
 
-/* ---- UUIDs --------------------------------------------------------------------- */
-
-int api_uuid_parse(const char *s, char out[API_UUID_LEN])
-{
-    char hex[33];
-    int n = 0;
-    if (strncasecmp(s, "urn:uuid:", 9) == 0)
-        s += 9;
-    size_t len = strlen(s);
-    if (len && s[0] == '{') {
-        if (s[len - 1] != '}')
-            return 0;
-        s++;
-        len -= 2;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '-')
-            continue;
-        if (!isxdigit((unsigned char)s[i]) || n >= 32)
-            return 0;
-        hex[n++] = (char)tolower((unsigned char)s[i]);
-    }
-    if (n != 32)
-        return 0;
-    snprintf(out, API_UUID_LEN, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
-             hex + 20);
-    return 1;
-}
-
-/* Gnocchi's RESOURCE_ID_NAMESPACE, 0a7a15ff-aa13-4ac2-897c-9bdf30ce175b. */
-static const unsigned char resource_ns[16] = { 0x0a, 0x7a, 0x15, 0xff, 0xaa, 0x13, 0x4a, 0xc2,
-                                               0x89, 0x7c, 0x9b, 0xdf, 0x30, 0xce, 0x17, 0x5b };
-
-int api_resource_uuid(const char *value, const char *creator, char out[API_UUID_LEN], char *why,
-                      size_t whylen)
-{
-    if (strchr(value, '/'))
-        return ga_fail(GA_EINVAL, why, whylen, "'/' is not supported in resource id");
-    if (api_uuid_parse(value, out))
-        return 0;
-    if (strlen(value) > 255)
-        return ga_fail(GA_EINVAL, why, whylen,
-                       "transformable resource id >255 max allowed characters");
-    static const char zero = 0;
-    struct ga_uuid_part parts[3] = {
-        { value, strlen(value) },
-        { &zero, 1 },                          /* the "\x00" separator */
-        { creator && creator[0] ? creator : &zero,
-          creator && creator[0] ? strlen(creator) : 1 }, /* creator None is "\x00" */
-    };
-    uint8_t u[16];
-    if (ga_uuid_named(5, resource_ns, parts, 3, u) < 0)
-        return ga_fail(GA_ENOMEM, why, whylen, "out of memory deriving the resource id");
-    ga_uuid_format(u, out);
-    return 0;
-}
-
 /* ---- database helpers -------------------------------------------------------- */
 
 void api_db_error(struct http_resp *resp, int rc, const char *err)

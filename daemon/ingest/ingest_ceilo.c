@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon/daemon.h"
-#include "daemon/http/ceilo_resources.h"
+#include "daemon/ingest/ceilo_resources.h"
 #include "daemon/ingest/ingest_priv.h"
 #include "proto/ceilometer.h"
 #include "proto/ga_err.h"

@@ -25,6 +25,7 @@
 #include "daemon/http/agg_schema.c"
 #include "daemon/http/agg_eval.c"
 #include "daemon/http/http_target.c"
+#include "proto/uuid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -147,7 +148,7 @@ static void fuzz_ops(const uint8_t *d, size_t n, int string_form)
 
 static void fuzz_forms(const uint8_t *d, size_t n)
 {
-    char s[512], why[256], id[API_UUID_LEN];
+    char s[512], why[256], id[GA_UUID_STR];
     int64_t ns;
     if (n >= sizeof s)
         n = sizeof s - 1;
@@ -156,9 +157,9 @@ static void fuzz_forms(const uint8_t *d, size_t n)
     if (api_parse_time(s, 1795000000000000000LL, &ns, why, sizeof why) < 0 && !why[0])
         abort();
     api_parse_span(s, &ns);
-    if (api_uuid_parse(s, id) && strlen(id) != 36)
+    if (ga_uuid_parse(s, id) && strlen(id) != 36)
         abort();
-    if (api_resource_uuid(s, "u:p", id, why, sizeof why) == 0 && strlen(id) != 36)
+    if (ga_resource_uuid(s, "u:p", id, why, sizeof why) == 0 && strlen(id) != 36)
         abort();
     char iso[40], td[48];
     int64_t v = 0;

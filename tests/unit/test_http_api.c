@@ -10,37 +10,38 @@
 #include "daemon/http/api.h"
 #include "daemon/http/api_filter_string.h"
 #include "proto/ga_err.h"
+#include "proto/uuid.h"
 #include "tests/unit/harness.h"
 
 #define S 1000000000LL
 
 static void test_resource_uuid(void)
 {
-    char out[API_UUID_LEN], why[128];
-    CHECK_INT(api_resource_uuid("instance-0001-tap0", "u:p", out, why, sizeof why), 0);
+    char out[GA_UUID_STR], why[128];
+    CHECK_INT(ga_resource_uuid("instance-0001-tap0", "u:p", out, why, sizeof why), 0);
     CHECK_STR(out, "804f50ac-63de-5309-bf73-05984bc96399");
-    CHECK_INT(api_resource_uuid("abc", "", out, why, sizeof why), 0);      /* creator None */
+    CHECK_INT(ga_resource_uuid("abc", "", out, why, sizeof why), 0);      /* creator None */
     CHECK_STR(out, "237a718e-a520-52be-a378-f51d52f91fed");
-    CHECK_INT(api_resource_uuid("{12345678-1234-5678-1234-567812345678}", "x", out, why,
+    CHECK_INT(ga_resource_uuid("{12345678-1234-5678-1234-567812345678}", "x", out, why,
                                 sizeof why), 0);
     CHECK_STR(out, "12345678-1234-5678-1234-567812345678");
-    CHECK_INT(api_resource_uuid("a/b", "x", out, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ga_resource_uuid("a/b", "x", out, why, sizeof why), GA_EINVAL);
     CHECK_STR(why, "'/' is not supported in resource id");
     char longid[300];
     memset(longid, 'x', 299);
     longid[299] = '\0';
-    CHECK_INT(api_resource_uuid(longid, "x", out, why, sizeof why), GA_EINVAL);
+    CHECK_INT(ga_resource_uuid(longid, "x", out, why, sizeof why), GA_EINVAL);
 }
 
 static void test_uuid_forms(void)
 {
-    char out[API_UUID_LEN];
-    CHECK_INT(api_uuid_parse("12345678123456781234567812345678", out), 1);
+    char out[GA_UUID_STR];
+    CHECK_INT(ga_uuid_parse("12345678123456781234567812345678", out), 1);
     CHECK_STR(out, "12345678-1234-5678-1234-567812345678");
-    CHECK_INT(api_uuid_parse("urn:uuid:12345678-1234-5678-1234-56781234567F", out), 1);
+    CHECK_INT(ga_uuid_parse("urn:uuid:12345678-1234-5678-1234-56781234567F", out), 1);
     CHECK_STR(out, "12345678-1234-5678-1234-56781234567f");
-    CHECK_INT(api_uuid_parse("vm1/cpu", out), 0);
-    CHECK_INT(api_uuid_parse("12345678-1234-5678-1234-5678123456789", out), 0);
+    CHECK_INT(ga_uuid_parse("vm1/cpu", out), 0);
+    CHECK_INT(ga_uuid_parse("12345678-1234-5678-1234-5678123456789", out), 0);
 }
 
 static void test_times(void)

@@ -8,8 +8,9 @@
  * there.  The rest goes on a bounded queue (CRES_QUEUE entries; a full
  * queue drops the sample's resource update, counted, and the next sample
  * of that resource tries again) to one thread that upserts the resources
- * and resource_metrics rows on its own PostgreSQL connection
- * (application_name "gpuaggd-resources"), never the writers'.  The
+ * and resource_metrics rows (storage/pg_resources.h) on its own
+ * PostgreSQL connection (application_name "gpuaggd-resources"), never the
+ * writers'.  The
  * samples' points go through ingest as always: nothing here can delay or
  * lose a point.
  *
@@ -20,8 +21,8 @@
  * and those of its nested maps one level down as "parent_child"
  * (flavor.id becomes flavor_id, as Gnocchi's instance type names it), at
  * most 4 KiB of JSON. */
-#ifndef GA_HTTP_CEILO_RESOURCES_H
-#define GA_HTTP_CEILO_RESOURCES_H
+#ifndef GA_INGEST_CEILO_RESOURCES_H
+#define GA_INGEST_CEILO_RESOURCES_H
 
 #include <stddef.h>
 #include <stdint.h>

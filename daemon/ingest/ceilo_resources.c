@@ -1,5 +1,5 @@
 /* ceilo_resources.c — the resource recorder (see ceilo_resources.h). */
-#include "daemon/http/ceilo_resources.h"
+#include "daemon/ingest/ceilo_resources.h"
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -11,10 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/http/api.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
+#include "proto/uuid.h"
+#include "storage/pg_resources.h"
 #include "storage/pg_util.h"
 
 #define CACHE_SLOTS 65536
@@ -22,7 +23,7 @@
 #define FIELD_MAX 256
 
 struct entry {
-    char id[API_UUID_LEN];
+    char id[GA_UUID_STR];
     char raw[FIELD_MAX], type[40], creator[2 * FIELD_MAX + 2], project[FIELD_MAX], user[FIELD_MAX];
     char meter[FIELD_MAX], metric[2 * FIELD_MAX + 2], unit[64];
     char *attrs;                          /* JSON object text, malloc'ed */
@@ -41,22 +42,6 @@ struct cres {
     uint64_t cache[CACHE_SLOTS];          /* guarded by mu */
     _Atomic uint64_t seen, recorded, dropped, errors;
 };
-
-static const char upsert_sql[] =
-    "WITH r AS (\n"
-    "  INSERT INTO resources AS o (id, original_resource_id, type, creator, project_id, user_id,\n"
-    "                              attributes)\n"
-    "  VALUES ($1::uuid, $2, $3, $4, nullif($5, ''), nullif($6, ''), $7::jsonb)\n"
-    "  ON CONFLICT (id) DO UPDATE SET\n"
-    "    project_id = EXCLUDED.project_id, user_id = EXCLUDED.user_id,\n"
-    "    type = CASE WHEN o.type = 'generic' THEN EXCLUDED.type ELSE o.type END,\n"
-    "    attributes = o.attributes || EXCLUDED.attributes,\n"
-    "    revision_start = CASE WHEN o.attributes @> EXCLUDED.attributes THEN o.revision_start\n"
-    "                          ELSE now() END\n"
-    "  RETURNING id)\n"
-    "INSERT INTO resource_metrics (resource, name, metric, unit)\n"
-    "SELECT id, $8, $9, nullif($10, '') FROM r\n"
-    "ON CONFLICT (resource, name) DO UPDATE SET metric = EXCLUDED.metric, unit = EXCLUDED.unit";
 
 /* Gnocchi's resource type for a Ceilometer meter (its gnocchi_resources.yaml,
  * the common meters). */
@@ -192,7 +177,7 @@ void cres_sample(void *ctx, const void *dgram, size_t len)
         snprintf(e->creator, sizeof e->creator, "%s:%s", e->user, e->project);
     char why[128];
     if (!e->attrs || !e->raw[0] || !e->meter[0] ||
-        api_resource_uuid(e->raw, e->creator, e->id, why, sizeof why) < 0) {
+        ga_resource_uuid(e->raw, e->creator, e->id, why, sizeof why) < 0) {
         free(e->attrs);
         free(e);
         c->errors++;                      /* a resource id Gnocchi would refuse ('/', too long) */
@@ -252,13 +237,9 @@ static void *run(void *arg)
         int ok = 0;
         char err[256] = "out of memory";
         if (pg && PQstatus(pg) == CONNECTION_OK) {
-            const char *v[] = { e->id, e->raw, e->type, e->creator, e->project, e->user,
-                                e->attrs, e->meter, e->metric, e->unit };
-            PGresult *r = PQexecParams(pg, upsert_sql, 10, NULL, v, NULL, NULL, 0);
-            ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-            if (!ok)
-                pgu_result_error(err, sizeof err, pg, r);
-            PQclear(r);
+            struct pgres_sample ps = { e->id, e->raw, e->type, e->creator, e->project, e->user,
+                                       e->attrs, e->meter, e->metric, e->unit };
+            ok = pgres_upsert(pg, &ps, err, sizeof err) == 0;
         } else if (pg) {
             pgu_errcopy(err, sizeof err, PQerrorMessage(pg));
         }
