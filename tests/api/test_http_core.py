@@ -38,6 +38,13 @@ def test_basic_auth():
     assert st == 200 and "mean" in j["aggregation_methods"], (st, j)
     st, j = D.get_json("/v1/capabilities", headers={"Authorization": "Basic !!!"})
     assert st == 401, (st, j)
+    for bad in ("OnB3", "YWRtaW4=", "Bearer YWRtaW46"):      # ":pw", "admin" (no colon), not Basic
+        hdr = bad if bad.startswith("Bearer") else "Basic " + bad
+        st, j = D.get_json("/v1/capabilities", headers={"Authorization": hdr})
+        assert st == 401, (bad, st, j)
+    # bob:secret is let in (no database here: 503, not 401)
+    st, j = D.get_json("/v1/resource/generic", headers={"Authorization": "Basic Ym9iOnNlY3JldA=="})
+    assert st == 503 and "storage unavailable" in j["description"], (st, j)
 
 
 def test_body_too_big():
