@@ -211,6 +211,7 @@ install-ceilometer:
 BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share/gpuagg
 SYSCONFDIR ?= /etc
 CONFDIR    ?= $(SYSCONFDIR)/gpuagg
 SYSTEMD_PC = pkg-config $(if $(filter /usr,$(PREFIX)),,--define-variable=prefix=$(PREFIX) \
@@ -224,11 +225,12 @@ SYSUSERSDIR    ?= $(or $(shell $(SYSTEMD_PC) --variable=sysusersdir 2>/dev/null)
 # gpuaggd.yaml.dist.
 install: $(BINS) install-ceilometer
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
-	        $(DESTDIR)$(CONFDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	        $(DESTDIR)$(CONFDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DATADIR)/grafana
 	install -m 0755 $(BUILD)/bin/gpuaggd $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(filter-out $(BUILD)/bin/gpuaggd,$(BINS)) $(DESTDIR)$(BINDIR)/
 	install -m 0644 docs/gpuaggd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/gpuaggctl.1 docs/gpuagg-load.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 etc/grafana/gpuagg.json $(DESTDIR)$(DATADIR)/grafana/
 	@conf=$(DESTDIR)$(CONFDIR)/gpuaggd.yaml; \
 	if [ -e "$$conf" ] && ! cmp -s etc/gpuaggd.yaml "$$conf"; then \
 	    echo "install -m 0644 etc/gpuaggd.yaml $$conf.dist"; install -m 0644 etc/gpuaggd.yaml "$$conf.dist" && \
@@ -248,7 +250,8 @@ uninstall: uninstall-ceilometer
 	rm -f $(DESTDIR)$(SBINDIR)/gpuaggd $(DESTDIR)$(BINDIR)/gpuaggctl $(DESTDIR)$(BINDIR)/gpuagg-load \
 	      $(DESTDIR)$(MANDIR)/man8/gpuaggd.8 $(DESTDIR)$(MANDIR)/man1/gpuaggctl.1 $(DESTDIR)$(MANDIR)/man1/gpuagg-load.1 \
 	      $(DESTDIR)$(SYSTEMDUNITDIR)/gpuaggd.service $(DESTDIR)$(SYSUSERSDIR)/gpuagg.conf \
-	      $(DESTDIR)$(CONFDIR)/gpuaggd.yaml.dist
+	      $(DESTDIR)$(CONFDIR)/gpuaggd.yaml.dist $(DESTDIR)$(DATADIR)/grafana/gpuagg.json
+	rmdir $(DESTDIR)$(DATADIR)/grafana $(DESTDIR)$(DATADIR) 2>/dev/null || true
 	@conf=$(DESTDIR)$(CONFDIR)/gpuaggd.yaml; \
 	if [ -e "$$conf" ] && ! cmp -s etc/gpuaggd.yaml "$$conf"; then \
 	    echo "uninstall: $$conf differs from etc/gpuaggd.yaml and is kept"; \

@@ -88,7 +88,7 @@ usersdir=$(pkg-config --variable=sysusersdir systemd 2>/dev/null || echo /usr/li
 for f in /usr/sbin/gpuaggd /usr/bin/gpuaggctl /usr/bin/gpuagg-load /etc/gpuagg/gpuaggd.yaml \
          "$unitdir/gpuaggd.service" "$usersdir/gpuagg.conf" \
          /usr/share/man/man8/gpuaggd.8.gz /usr/share/man/man1/gpuaggctl.1.gz /usr/share/man/man1/gpuagg-load.1.gz \
-         /usr/share/doc/gpuagg/copyright /usr/share/doc/gpuagg/changelog.gz \
+         /usr/share/doc/gpuagg/copyright /usr/share/doc/gpuagg/changelog.gz /usr/share/gpuagg/grafana/gpuagg.json \
          /usr/lib/python3/dist-packages/gpuagg_ceilometer/publisher.py \
          "/usr/lib/python3/dist-packages/gpuagg_ceilometer-$version.dist-info/entry_points.txt"; do
     check "package holds $f" grep -qx "$f" "$tmp/paths"

@@ -30,6 +30,7 @@ for f in man8/gpuaggd.8 man1/gpuaggctl.1 man1/gpuagg-load.1; do
     check "man page $f" cmp -s "docs/$(basename "$f")" "$d$p/share/man/$f"
 done
 check "config installed as shipped" cmp -s etc/gpuaggd.yaml "$d/etc/gpuagg/gpuaggd.yaml"
+check "Grafana dashboard in $p/share/gpuagg/grafana" cmp -s etc/grafana/gpuagg.json "$d$p/share/gpuagg/grafana/gpuagg.json"
 unit=$d$p/lib/systemd/system/gpuaggd.service
 check "unit under PREFIX ($p/lib/systemd/system)" test -f "$unit"
 check "sysusers entry under PREFIX" cmp -s systemd/gpuagg.sysusers "$d$p/lib/sysusers.d/gpuagg.conf"
