@@ -3,19 +3,10 @@ port (built on the black-box helpers in tests/blackbox/bblib.py)."""
 import http.client
 import json
 import os
-import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blackbox"))
-from bblib import ROOT, Daemon, Results, config_text, wait_for  # noqa: E402,F401
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from bblib import ROOT, Daemon, Results, config_text, free_port, wait_for  # noqa: E402,F401
 
 
 class HttpDaemon(Daemon):

@@ -57,6 +57,30 @@ class Results:
         sys.exit(1 if self.failed else 0)
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def read_points(path):
+    """The points gpuagg-load --log wrote to path (metric TAB ts TAB value
+    a line; {} when absent): {(metric, ts): value}, each timestamp once."""
+    pts = {}
+    if not os.path.exists(path):
+        return pts
+    with open(path) as f:
+        for line in f:
+            m, ts, v = line.rstrip("\n").split("\t")
+            key = (m, int(ts))
+            assert key not in pts, "timestamp sent twice: %r" % (key,)
+            pts[key] = float(v)
+    return pts
+
+
 def config_text(tmp, conninfo=None, extra=""):
     """A minimal valid config whose sockets and journal live in tmp."""
     conninfo = conninfo or "host=%s/nopg dbname=gpuagg connect_timeout=1" % tmp

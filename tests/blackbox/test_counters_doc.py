@@ -18,10 +18,9 @@ import glob
 import json
 import os
 import re
-import socket
 import urllib.request
 
-from bblib import GPUAGGD, ROOT, Daemon, Results
+from bblib import GPUAGGD, ROOT, Daemon, Results, free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 R = Results("counters_doc")
@@ -292,14 +291,6 @@ def test_table_matches_doc():
         set(series.items()) ^ set(want.items()), key=str)
     hrows = {r["prom"]: r["name"] for r in table_rows() if r["kind"] == "histogram"}
     assert {k: v[0] for k, v in histos.items()} == hrows, (histos, hrows)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def http_daemon():

@@ -21,25 +21,13 @@ import subprocess
 import tempfile
 import time
 
-from inglib import GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, policy_yaml, rng_for
+from inglib import (GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, policy_yaml,
+                    read_points, rng_for)
 
 R = Results("crash")
 RNG = rng_for("crash")
 ROUNDS = 6
 GRAN_NS = 10**9
-
-
-def read_points(path):
-    pts = {}
-    if not os.path.exists(path):
-        return pts
-    with open(path) as f:
-        for line in f:
-            m, ts, v = line.rstrip("\n").split("\t")
-            key = (m, int(ts))
-            assert key not in pts, "timestamp sent twice: %r" % (key,)
-            pts[key] = float(v)
-    return pts
 
 
 def run_load(d, tmp, rnd, start_s, kill_after):

@@ -31,7 +31,8 @@ import time
 import urllib.error
 import urllib.request
 
-from inglib import BIN, GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, policy_yaml, rng_for
+from inglib import (BIN, GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, free_port, policy_yaml,
+                    read_points, rng_for)
 
 R = Results("soak")
 RNG = rng_for("soak")
@@ -40,27 +41,6 @@ ROUND_S = 8
 RATE = 10000
 GRAN_NS = 10**9
 MEMORY_BUDGET = 1 << 30          # limits.memory_budget_bytes, its default
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def read_points(path):
-    pts = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                m, ts, v = line.rstrip("\n").split("\t")
-                key = (m, int(ts))
-                assert key not in pts, "timestamp sent twice: %r" % (key,)
-                pts[key] = float(v)
-    return pts
 
 
 class Sampler(threading.Thread):
