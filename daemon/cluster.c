@@ -476,14 +476,18 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
         mp_pack_cstr(pk, "owned");
         pack_parts(pk, m->owned);
     }
+    struct ew_status ws = { 0 };
+    if (c->d->worker)
+        ew_get_status(c->d->worker, &ws);
     mp_pack_cstr(pk, "nats");
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     mp_pack_kv_bool(pk, "connected", js.connected);
     mp_pack_kv_str(pk, "server", js.server);
     mp_pack_kv_uint(pk, "published", js.published);
     mp_pack_kv_uint(pk, "publish_groups", js.publish_groups);
     mp_pack_kv_uint(pk, "publish_retries", js.publish_retries);
     mp_pack_kv_uint(pk, "consumed", js.consumed);
+    mp_pack_kv_uint(pk, "consumed_not_owned", ws.stream_not_owned);
     mp_pack_kv_uint(pk, "consumer_resets", js.consumer_resets);
     mp_pack_kv_uint(pk, "async_errors", js.async_errors);
     mp_pack_kv_uint(pk, "stream_last_seq", last);

@@ -248,6 +248,7 @@ static void merge(struct ew_status *st, const struct ew_status *o)
     SUM_(late_before_epoch);
     SUM_(late_nonfinite);
     SUM_(late_out_of_range);
+    SUM_(stream_not_owned);
 #undef SUM_
     if (st->have_writer && o->have_writer)
         pgws_status_merge(&st->writer, &o->writer, o->owned);

@@ -60,6 +60,8 @@ struct ew_status {
      * backends' own timing) and the raw points it holds */
     uint64_t feeds, feed_ns, submit_ns, snapshot_ns, gpu_rebuild_ns, window_points;
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
+    uint64_t stream_not_owned;        /* cluster mode: stream messages read and left, of
+                                         partitions the worker does not own */
     int have_writer;
     struct pgw_status writer;
     uint64_t owned;                   /* the partitions worked on */

@@ -1220,11 +1220,13 @@ static void consume_message(struct ga_part_worker *w, uint64_t seq, int part, co
             ing_msg_free(&m);
         }
     }
+    int mine = part >= 0 && (w->owned >> part & 1);
     if (w->broken)
         return;                        /* keep the position: the rest is replayed */
     w->processed_lsn = seq + 1;
     pthread_mutex_lock(&w->mu);
     w->st.processed_lsn = seq + 1;
+    w->st.stream_not_owned += !mine;
     pthread_mutex_unlock(&w->mu);
 }
 

@@ -536,6 +536,35 @@ def test_query_from_any_daemon():
     assert outs[0] and all(o == outs[0] for o in outs), outs
 
 
+def test_reads_of_others_partitions_counted():
+    """One batch over every partition: each daemon reads all of its
+    messages (one consumer over the whole stream) and counts those of the
+    partitions it does not own (cluster.nats.consumed_not_owned); together
+    the daemons keep each message once."""
+    C.settled()
+    live = C.live()
+    before = {d.name: d.cluster_status()["nats"] for d in live}
+    names = ["spread.m%d" % i for i in range(640)]
+    t0 = (int(time.time()) - 300) * 10**9
+    c = cl.Client(tcp_port=live[0].tcp_port(), timeout=30)
+    c.hello()
+    c.send(cl.columnar(1, names, [t0] * len(names), [1.0] * len(names), index=list(range(len(names)))))
+    r = c.recv()
+    assert r and r["type"] == "ack" and r["accepted"] == len(names), r
+    c.close()
+    for d in live:
+        assert d.call("flush", {"timeout_ms": 20000}).get("ok"), d.name
+    after = {d.name: d.cluster_status()["nats"] for d in live}
+    msgs = sum(after[n]["published"] - before[n]["published"] for n in after)
+    kept = 0
+    for n in after:
+        read = after[n]["consumed"] - before[n]["consumed"]
+        left = after[n]["consumed_not_owned"] - before[n]["consumed_not_owned"]
+        assert read >= msgs and 0 < left < read, (n, msgs, read, left)
+        kept += read - left
+    assert kept == msgs == 64, (kept, msgs)
+
+
 if __name__ == "__main__":
     t0 = time.time()
     C = Cluster()
@@ -546,6 +575,7 @@ if __name__ == "__main__":
         R.run(test_status_from_gpuaggctl)
         R.run(test_cluster_status_fields_documented)
         R.run(test_query_from_any_daemon)
+        R.run(test_reads_of_others_partitions_counted)
         R.run(test_same_member_name_refused)
         R.run(test_other_database_refused)
         R.run(test_name_taken_while_running)
