@@ -57,11 +57,13 @@ import http.client
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blackbox"))
+from bblib import free_port  # noqa: E402
 
 AUTH_MODES = ("noauth", "basic", "remoteuser")
 GNOCCHI_DB = "gnocchi"
@@ -71,13 +73,6 @@ POLICY_FILE = os.path.join(_GNOCCHI_DIR, "rest", "policy.yaml")
 PASTE_INI = os.path.join(_GNOCCHI_DIR, "rest", "api-paste.ini")
 SACKS = 8            # few sacks: one processing pass is quick on a small machine
 
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _conninfo_dict(conninfo):
@@ -102,7 +97,7 @@ class GnocchiServer:
             raise ValueError("pg_conninfo has no host= (the PostgreSQL socket directory)")
         self.auth = auth
         self.delay = processing_delay
-        self.port = _free_port()
+        self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.conf = os.path.join(self.tmp, "gnocchi.conf")
         self.log = os.path.join(self.tmp, "gnocchi.log")

@@ -58,7 +58,7 @@ import msgpack
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, "build", "bin")
 sys.path.insert(0, os.path.join(ROOT, "tests", "api"))
-from gnocchi_server import GnocchiServer, create_policies  # noqa: E402
+from gnocchi_server import GnocchiServer, create_policies, free_port  # noqa: E402
 
 NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
 PROJECT, USER = "bench-project", "bench-user"
@@ -73,14 +73,6 @@ POLICY = """archive_policies:
         timespan: 2 days
     aggregation_methods: [mean]
 """
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def value(i, k):
