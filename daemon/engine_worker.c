@@ -249,6 +249,7 @@ static void merge(struct ew_status *st, const struct ew_status *o)
     SUM_(late_nonfinite);
     SUM_(late_out_of_range);
     SUM_(stream_not_owned);
+    SUM_(metric_slots);
 #undef SUM_
     if (st->have_writer && o->have_writer)
         pgws_status_merge(&st->writer, &o->writer, o->owned);
@@ -271,7 +272,8 @@ void ew_get_status(struct ga_engine_worker *g, struct ew_status *st)
         }
         st->workers[k] = (struct ew_worker_status){
             .state = x->state, .owned = g->owned[k], .processed_lsn = x->processed_lsn,
-            .points = x->points, .metrics = x->metrics, .feeds = x->feeds,
+            .points = x->points, .metrics = x->metrics, .metric_slots = x->metric_slots,
+            .feeds = x->feeds,
             .feed_ns = x->feed_ns, .submit_ns = x->submit_ns, .snapshot_ns = x->snapshot_ns };
         if (k > 0)
             merge(st, o);

@@ -35,6 +35,7 @@ struct ew_worker_status {
     enum ew_state state;
     uint64_t owned;                   /* its partitions (bit p) */
     uint64_t processed_lsn, points, metrics, feeds, feed_ns, submit_ns, snapshot_ns;
+    uint64_t metric_slots;            /* its registry's and engine's per-metric slots */
 };
 
 struct ew_status {
@@ -60,6 +61,8 @@ struct ew_status {
      * backends' own timing) and the raw points it holds */
     uint64_t feeds, feed_ns, submit_ns, snapshot_ns, gpu_rebuild_ns, window_points;
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
+    uint64_t metric_slots;            /* per-metric slots of the registries and engines
+                                         (a worker's own metrics, numbered from 0) */
     uint64_t stream_not_owned;        /* cluster mode: stream messages read and left, of
                                          partitions the worker does not own */
     int have_writer;

@@ -662,6 +662,7 @@ static int feed_gathered(struct ga_part_worker *w)
         w->st.late_out_of_range += r == GA_LATE_OUT_OF_RANGE;
     }
     w->st.metrics = ga_metrics_named(w->metrics);
+    w->st.metric_slots = ga_metrics_count(w->metrics);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }
@@ -949,6 +950,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
             pthread_mutex_lock(&w->mu);
             w->st.load_error[0] = '\0';
             w->st.metrics = ga_metrics_named(w->metrics);
+    w->st.metric_slots = ga_metrics_count(w->metrics);
             pthread_mutex_unlock(&w->mu);
             return 0;
         }

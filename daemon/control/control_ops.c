@@ -99,11 +99,12 @@ static void pack_workers(const struct ew_status *ew, msgpack_packer *pk)
     msgpack_pack_array(pk, (size_t)ew->nworkers);
     for (int k = 0; k < ew->nworkers; k++) {
         const struct ew_worker_status *x = &ew->workers[k];
-        msgpack_pack_map(pk, 8);
+        msgpack_pack_map(pk, 9);
         mp_pack_kv_int(pk, "partitions", __builtin_popcountll(x->owned));
         mp_pack_kv_str(pk, "state", ew_state_name(x->state));
         mp_pack_kv_uint(pk, "processed_lsn", x->processed_lsn);
         mp_pack_kv_uint(pk, "metrics", x->metrics);
+        mp_pack_kv_uint(pk, "metric_slots", x->metric_slots);
         mp_pack_kv_uint(pk, "points", x->points);
         mp_pack_kv_uint(pk, "feeds", x->feeds);
         mp_pack_kv_double(pk, "feed_s", (double)x->feed_ns / 1e9);

@@ -61,6 +61,8 @@ def test_stored_equal_whatever_the_workers():
             assert eng["workers"] == 4 and [w["partitions"] for w in eng["worker"]] == [16] * 4, eng
             assert all(w["points"] > 0 and w["state"] == "running" for w in eng["worker"]), eng
             assert sum(w["metrics"] for w in eng["worker"]) == eng["metrics"] == METRICS, eng
+            # each worker numbers its own metrics from 0: no slots for the others'
+            assert all(w["metric_slots"] == w["metrics"] for w in eng["worker"]), eng
             assert sum(w["points"] for w in eng["worker"]) == eng["points"], eng
             assert four.stop() == 0
         with daemon(pg.conninfo, 3) as three:       # every partition to another worker
@@ -68,6 +70,7 @@ def test_stored_equal_whatever_the_workers():
             eng = three.call("status")["result"]["engine"]
             assert [w["partitions"] for w in eng["worker"]] == [22, 21, 21], eng
             assert eng["metrics"] == METRICS, eng
+            assert all(w["metric_slots"] == w["metrics"] for w in eng["worker"]), eng
             assert three.stop() == 0
         got, want = pg.sql(STORED_SQL), pg.sql(STORED_SQL, db="lanes_one")
         assert len(want) > 3000, len(want)
