@@ -250,6 +250,8 @@ static void merge(struct ew_status *st, const struct ew_status *o)
     SUM_(late_out_of_range);
     SUM_(stream_not_owned);
     SUM_(metric_slots);
+    SUM_(coarse_held);
+    SUM_(coarse_released);
 #undef SUM_
     if (st->have_writer && o->have_writer)
         pgws_status_merge(&st->writer, &o->writer, o->owned);

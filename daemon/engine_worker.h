@@ -63,6 +63,8 @@ struct ew_status {
     uint64_t late_window, late_before_epoch, late_nonfinite, late_out_of_range;
     uint64_t metric_slots;            /* per-metric slots of the registries and engines
                                          (a worker's own metrics, numbered from 0) */
+    uint64_t coarse_held;             /* coarse archives' buckets held back now (coarse.h) */
+    uint64_t coarse_released;         /* and handed to the writers since start */
     uint64_t stream_not_owned;        /* cluster mode: stream messages read and left, of
                                          partitions the worker does not own */
     int have_writer;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "daemon/coarse.h"
 #include "daemon/ingest/admit.h"
 #include "daemon/ingest/late_notice.h"
 #include "daemon/daemon.h"
@@ -128,6 +129,9 @@ struct ga_part_worker {
     void (*released)(void *ctx, int lane, uint64_t window_lsn);
     void *rctx;
     uint32_t next_k[GA_PARTITIONS];   /* the next id of partition p: next_k[p] * 64 + p */
+    struct coarse coarse;             /* coarse archives' buckets held back (coarse.h) */
+    int coarse_next;                  /* the partition whose held buckets go next */
+    int64_t coarse_tick_ns;           /* when the last went */
 };
 
 /* Copy the engine's backend states into the status (worker thread). */
@@ -295,6 +299,74 @@ static void to_global(struct ga_part_worker *w, struct ga_result *r, struct pgw_
         defs[i].id = w->gid[defs[i].id];
 }
 
+/* ---- coarse archives' buckets (coarse.h) --------------------------------- */
+
+static void not_stored(struct ga_part_worker *w, int rc, uint64_t lsn, size_t points);
+
+static int64_t finest_ns(void *ctx, uint32_t id)
+{
+    struct ga_part_worker *w = ctx;
+    const struct ga_policy *p = ga_metrics_get(w->metrics, id)->policy;
+    return p && p->ndefs ? p->defs[0].granularity_ns : INT64_MAX;
+}
+
+static int part_of_local(void *ctx, uint32_t id)
+{
+    struct ga_part_worker *w = ctx;
+    return w->m[id].part;
+}
+
+/* Hand what the holder put out to the writers, as a unit of LSN 0: its
+ * values are whole, written again harmlessly by a replay (coarse.h).  On
+ * failure it is dropped all the same: it was computed from records after
+ * its partitions' window sets, which the journal keeps, and the caller
+ * stops claiming window sets (not_stored), so the next start computes it
+ * again. */
+static int submit_coarse(struct ga_part_worker *w)
+{
+    struct coarse *c = &w->coarse;
+    if (!c->nout)
+        return 0;
+    for (size_t i = 0; w->masked && i < c->nout; i += ga_agg_span(&c->out[i]))
+        c->out[i].metric = w->gid[c->out[i].metric];
+    struct pgw_unit u = { .aggs = c->out, .naggs = c->nout, .lsn = 0 };
+    int rc = submit(w, &u);
+    coarse_out_clear(c);
+    return rc;
+}
+
+/* The held buckets of the owned partitions whose turn came: one every
+ * storage.coarse_delay_ms / (partitions owned), so that none waits longer
+ * than coarse_delay_ms; all of them when holding is off. */
+static void coarse_tick(struct ga_part_worker *w)
+{
+    int64_t now = ga_now_mono_ns(), delay = (int64_t)w->cfg->storage.coarse_delay_ms * 1000000;
+    int owned = __builtin_popcountll(w->owned);
+    int64_t tick = owned ? delay / owned : delay;
+    int64_t due = tick > 0 ? (now - w->coarse_tick_ns) / tick : owned;
+    if (due <= 0 || w->broken || !w->writers)
+        return;
+    due = due > owned ? owned : due;
+    uint64_t mask = 0;
+    for (int64_t i = 0; i < due && w->owned; i++) {
+        while (!(w->owned >> w->coarse_next & 1))
+            w->coarse_next = (w->coarse_next + 1) % GA_PARTITIONS;
+        mask |= 1ULL << w->coarse_next;
+        w->coarse_next = (w->coarse_next + 1) % GA_PARTITIONS;
+    }
+    w->coarse_tick_ns = now;
+    if (!coarse_held(&w->coarse) || !mask)
+        return;
+    int rc = coarse_drain(&w->coarse, mask);
+    if (rc == 0)
+        rc = submit_coarse(w);
+    not_stored(w, rc, w->processed_lsn, 0);
+    pthread_mutex_lock(&w->mu);
+    w->st.coarse_held = coarse_held(&w->coarse);
+    w->st.coarse_released = w->coarse.released;
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* May metric id's next save be a tail, with recs tails stored and stored
  * points stored (after this one) for a window of n?  Its share of the
  * spread, j = 0..7, lowers its tails limit by j and raises its points
@@ -318,6 +390,15 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     uint64_t lsn = w->processed_lsn;
     if (w->broken || !w->writers)
         return;                        /* the journal must keep what was not stored */
+    /* the coarse buckets held for these partitions go first: the set claims
+     * the records they were computed from (coarse.h) */
+    int hrc = coarse_drain(&w->coarse, mask);
+    if (hrc == 0)
+        hrc = submit_coarse(w);
+    if (hrc < 0) {
+        not_stored(w, hrc, w->processed_lsn, 0);
+        return;
+    }
     int64_t t0 = ga_now_mono_ns();
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
@@ -388,6 +469,8 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
                 w->m[id].dirty = 0, w->m[id].pend = 0;
         pthread_mutex_lock(&w->mu);
         w->st.snapshots++;
+        w->st.coarse_held = coarse_held(&w->coarse);
+        w->st.coarse_released = w->coarse.released;
         w->st.snapshot_ns += (uint64_t)(ga_now_mono_ns() - t0);
         pthread_mutex_unlock(&w->mu);
     } else {
@@ -434,6 +517,7 @@ static int64_t snapshot_tick_ns(struct ga_part_worker *w)
  * saved together: a tick can be shorter than the time between batches. */
 static void snapshot_tick(struct ga_part_worker *w)
 {
+    coarse_tick(w);
     int64_t now = ga_now_mono_ns(), tick = snapshot_tick_ns(w);
     int owned = __builtin_popcountll(w->owned);
     int64_t due = tick > 0 ? (now - w->last_tick_ns) / tick : owned;
@@ -631,12 +715,17 @@ static int feed_gathered(struct ga_part_worker *w)
     }
     log_late(w, &w->res);
     post_late(w, &w->res);
+    size_t rows = w->res.nrows;
+    if (w->cfg->storage.coarse_delay_ms > 0) {
+        struct coarse_src src = { finest_ns, part_of_local, w };
+        (void)coarse_take(&w->coarse, &w->res, &src);   /* out of memory: all go now */
+    }
     to_global(w, &w->res, w->defs, ndefs);
     struct pgw_unit u = {
         .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .lsn = end,
     };
-    if ((rc = submit(w, &u)) < 0)
+    if ((rc = submit(w, &u)) < 0 || (rc = submit_coarse(w)) < 0)
         return rc;
     int64_t t2 = ga_now_mono_ns();
     struct ga_engine_gpu_stats gs;
@@ -652,7 +741,9 @@ static int feed_gathered(struct ga_part_worker *w)
     if (gs.have_gpu)
         w->st.window_points = gs.pool_points;
     w->st.points += pts.n;
-    w->st.aggs += w->res.nrows;
+    w->st.aggs += rows;
+    w->st.coarse_held = coarse_held(&w->coarse);
+    w->st.coarse_released = w->coarse.released;
     w->st.late += w->res.nlate;
     for (size_t i = 0; i < w->res.nlate; i++) {
         uint32_t r = w->res.late[i].reason;
@@ -1268,7 +1359,7 @@ static void *cluster_main(struct ga_part_worker *w)
     ga_log(GA_LOG_INFO, "cluster_partitions_taken", "parts=0x%016llx count=%d from_seq=%llu",
            (unsigned long long)w->owned, __builtin_popcountll(w->owned),
            (unsigned long long)from);
-    w->last_tick_ns = ga_now_mono_ns();
+    w->last_tick_ns = w->coarse_tick_ns = ga_now_mono_ns();
     set_state(w, EW_RUNNING);
     publish_backends(w);
     while (!stopping(w)) {
@@ -1327,7 +1418,7 @@ static void *worker_main(void *arg)
             from = s.part_window_lsn[p];
     from = from == UINT64_MAX ? s.window_lsn : from;
     w->processed_lsn = from;
-    w->last_tick_ns = ga_now_mono_ns();
+    w->last_tick_ns = w->coarse_tick_ns = ga_now_mono_ns();
     w->cut = replay(w, from, w->live_lsn, 1);
     if (!w->cut)
         w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
@@ -1458,6 +1549,7 @@ int pw_stop(struct ga_part_worker *w, int timeout_ms)
     ga_engine_close(w->engine);
     ga_metrics_close(w->metrics);
     ga_result_free(&w->res);
+    coarse_free(&w->coarse);
     free(w->name_ids);
     free(w->g_ids);
     free(w->g_ts);

@@ -46,6 +46,19 @@ size_t ga_agg_span(const struct ga_agg *a)
     return rec_of(a).span;
 }
 
+void ga_agg_bucket(const struct ga_agg *a, int64_t *granularity_ns, int64_t *ts)
+{
+    if (is_packed(a)) {
+        uint32_t w[2];
+        memcpy(w, &a->granularity_ns, sizeof w);
+        *granularity_ns = (int64_t)w[0] * 1000000000;
+        *ts = (int64_t)w[1] * 1000000000;
+        return;
+    }
+    *granularity_ns = a->granularity_ns;
+    *ts = a->ts;
+}
+
 static int is_record(const struct ga_agg *a) { return is_packed(a) || a->method == GA_M_WIDE; }
 
 static size_t unpack_packed(const struct ga_agg *a, unsigned m, size_t span, struct ga_agg *out)

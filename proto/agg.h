@@ -74,6 +74,9 @@ struct ga_late {
  * 1 + ceil(k / 4) for a wide one (1 for a malformed header: mask 0 or past
  * 8 bits, or a packed one of count 0). */
 size_t ga_agg_span(const struct ga_agg *a);
+/* The bucket the row or record at a is of: its granularity and start, ns
+ * (a packed record keeps them in seconds). */
+void ga_agg_bucket(const struct ga_agg *a, int64_t *granularity_ns, int64_t *ts);
 /* The rows of the row or record at a (avail slots from a on) into out:
  * their count, 1..GA_WIDE_MAX; 0 for a malformed record or one longer than
  * avail. */

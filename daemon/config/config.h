@@ -125,6 +125,7 @@ struct ga_config {
         int queue_max_rows;                 /* storage.queue_max_rows, 0 (default): 16 x flush_rows */
         int open_buckets_max;               /* storage.open_buckets_max, default 4,000,000 */
         int window_txn_bytes;               /* storage.window_txn_bytes, default 8 MiB */
+        int coarse_delay_ms;                /* storage.coarse_delay_ms, default 5000 */
         int window_snapshot_s;              /* storage.window_snapshot_s, default 300 */
         int writers;                        /* storage.writers, default auto
                                                (GA_CONFIG_AUTO): see ga_config_size */

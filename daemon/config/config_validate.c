@@ -124,6 +124,7 @@ static const struct range ranges[] = {
     { "storage.queue_max_rows", 0, 1000000000, "rows" },
     { "storage.open_buckets_max", 0, 1000000000, "open buckets" },
     { "storage.window_txn_bytes", 0, 1 << 30, "bytes" },
+    { "storage.coarse_delay_ms", 0, 600000, "milliseconds" },
     { "storage.window_snapshot_s", 10, 86400, "seconds" },
     { "storage.writers", 1, 64, "connections" },
     { "storage.pool_size", 1, 64, "connections" },

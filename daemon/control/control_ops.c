@@ -368,6 +368,8 @@ static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_pac
     KV("engine.snapshot_ms", s->ew.snapshot_ns / 1000000);
     KV("engine.gpu_rebuild_ms", s->ew.gpu_rebuild_ns / 1000000);
     KV("engine.window_points", s->ew.window_points);
+    KV("engine.coarse_held", s->ew.coarse_held);
+    KV("engine.coarse_released", s->ew.coarse_released);
     KV("engine.gpu_failovers", s->ew.failover.failovers);
     KV("engine.gpu_failover_metrics_moved", s->ew.failover.metrics_moved);
     KV("engine.gpu_failover_windows_lost", s->ew.failover.windows_lost);

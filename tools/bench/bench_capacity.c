@@ -43,6 +43,7 @@ struct opts {
     int copy_sessions, flush_rows, flush_interval_ms, writers, workers, snapshot_s, keep, ceiling_only;
     long long open_max;               /* storage.open_buckets_max; -1: the daemon's */
     long long window_txn;             /* storage.window_txn_bytes; -1: the daemon's */
+    long long coarse_delay;           /* storage.coarse_delay_ms; -1: the daemon's */
     long max_metrics;
     long journal_gib;
 };
@@ -75,6 +76,8 @@ static void usage(FILE *f)
 "  --window-txn-bytes N  storage.window_txn_bytes (default: the daemon's; 0: a window\n"
 "                        set in one transaction)\n"
 "  --window-snapshot-s S storage.window_snapshot_s (default: the daemon's)\n"
+"  --coarse-delay-ms MS  storage.coarse_delay_ms (default: the daemon's; 0: coarse\n"
+"                        archives' buckets written with their batch)\n"
 "  --journal-gib G       journal.max_bytes in GiB (default: the daemon's, auto: sized from\n"
 "                        the CPUs and the disk; it must hold a window_snapshot_s of ingest,\n"
 "                        about 31 MB/s at 1 M points/s)\n"
@@ -125,7 +128,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_WORKERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_WORKERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN, O_COARSE };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -137,6 +140,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS }, { "workers", 1, 0, O_WORKERS }, { "open-buckets-max", 1, 0, O_OPENMAX },
         { "window-txn-bytes", 1, 0, O_WTXN },
+        { "coarse-delay-ms", 1, 0, O_COARSE },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
         { "journal-gib", 1, 0, O_JGIB }, { "ceiling-only", 0, 0, O_CEILONLY },
         { "help", 0, 0, 'h' },
@@ -168,6 +172,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_WRITERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--writers", optarg); o->writers = (int)v; break;
         case O_WORKERS: if (parse_num(optarg, 1, 64, &v) < 0) return bad("--workers", optarg); o->workers = (int)v; break;
         case O_OPENMAX: if (parse_num(optarg, 0, 1000000000, &v) < 0) return bad("--open-buckets-max", optarg); o->open_max = (long long)v; break;
+        case O_COARSE: if (parse_num(optarg, 0, 600000, &v) < 0) return bad("--coarse-delay-ms", optarg); o->coarse_delay = (long long)v; break;
         case O_WTXN: if (parse_num(optarg, 0, 1 << 30, &v) < 0) return bad("--window-txn-bytes", optarg); o->window_txn = (long long)v; break;
         case O_MAXM: if (parse_num(optarg, 0, 1e9, &v) < 0) return bad("--max-metrics", optarg); o->max_metrics = (long)v; break;
         case O_JGIB: if (parse_num(optarg, 1, 1024, &v) < 0) return bad("--journal-gib", optarg); o->journal_gib = (long)v; break;
@@ -373,6 +378,8 @@ static int write_config(struct run *r)
         fprintf(f, "  open_buckets_max: %lld\n", o->open_max);
     if (o->window_txn >= 0)
         fprintf(f, "  window_txn_bytes: %lld\n", o->window_txn);
+    if (o->coarse_delay >= 0)
+        fprintf(f, "  coarse_delay_ms: %lld\n", o->coarse_delay);
     if (o->snapshot_s)
         fprintf(f, "  window_snapshot_s: %d\n", o->snapshot_s);
     fprintf(f, "limits: { max_metrics: %ld }\n", o->max_metrics);
@@ -818,7 +825,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {
         .metrics = 100000, .connections = 2, .batch = 5000, .inflight = 8, .interval_s = 2,
-        .max_metrics = -1, .open_max = -1, .window_txn = -1,
+        .max_metrics = -1, .open_max = -1, .window_txn = -1, .coarse_delay = -1,
         .duration_s = 120, .sample_s = 0.2, .report_s = 5, .drain_timeout_s = 300, .warmup_s = 10, .policy = "medium",
         .backend = "cpu", .out = "bench-capacity", .table = "buckets", .log_level = "info",
     };

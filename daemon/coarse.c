@@ -1,0 +1,168 @@
+/* coarse.c — coarse archives' buckets held back a bounded time (see
+ * coarse.h). */
+#include "daemon/coarse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/engine.h"
+#include "proto/base/grow.h"
+#include "proto/ga_err.h"
+
+static int out_add(struct coarse *c, const struct ga_agg *s, size_t len)
+{
+    if (ga_grow((void **)&c->out, &c->cap_out, c->nout + len, sizeof *c->out, 4096) < 0)
+        return GA_ENOMEM;
+    memcpy(c->out + c->nout, s, len * sizeof *s);
+    c->nout += len;
+    c->out_rows += ga_aggs_count(s, len);
+    c->released++;
+    return 0;
+}
+
+static struct coarse_ent *find(struct coarse *c, uint32_t metric, int64_t g)
+{
+    if (metric >= c->head_cap)
+        return NULL;
+    for (uint32_t i = c->head[metric]; i; i = c->e[i - 1].next)
+        if (c->e[i - 1].granularity_ns == g)
+            return &c->e[i - 1];
+    return NULL;
+}
+
+/* Hold the bucket of slots s[0..len): replace the held one of its bucket,
+ * displace an older one to out, or go to out itself when older than the
+ * one held.  Room in the entries and the pool is made beforehand
+ * (coarse_take); 0 when out cannot grow: the bucket stays with the feed's
+ * rows (written with them, which is as right, only sooner).  1 when taken. */
+static int hold(struct coarse *c, const struct ga_agg *s, size_t len, int64_t g, int64_t ts,
+                int part)
+{
+    struct coarse_ent *e = find(c, s->metric, g);
+    if (e && ts < e->ts)
+        return out_add(c, s, len) == 0;          /* a late point's bucket: not the newest */
+    if (e && ts > e->ts) {
+        if (out_add(c, c->pool + e->off, e->len) < 0)
+            return 0;
+    } else if (e) {
+        c->replaced++;
+    }
+    if (!e) {
+        e = &c->e[c->n++];
+        *e = (struct coarse_ent){ .metric = s->metric, .next = c->head[s->metric],
+                                  .granularity_ns = g, .part = (uint8_t)part };
+        c->head[s->metric] = (uint32_t)c->n;
+    }
+    if (!(e->len == len && e->ts == ts)) {       /* a new place in the pool */
+        e->off = (uint32_t)c->npool;
+        c->npool += len;
+    }
+    e->ts = ts;
+    e->len = (uint32_t)len;
+    memcpy(c->pool + e->off, s, len * sizeof *s);
+    return 1;
+}
+
+int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *src)
+{
+    /* room first: every slot of r could be a new entry in the pool */
+    uint32_t top = 0;
+    for (size_t i = 0; i < r->naggs; i += ga_agg_span(&r->aggs[i]))
+        top = r->aggs[i].metric > top ? r->aggs[i].metric : top;
+    if (r->naggs &&
+        (ga_grow_zero((void **)&c->head, &c->head_cap, (size_t)top + 1, sizeof *c->head, 4096) < 0 ||
+         ga_grow((void **)&c->e, &c->cap, c->n + r->naggs, sizeof *c->e, 1024) < 0 ||
+         ga_grow((void **)&c->pool, &c->cap_pool, c->npool + r->naggs, sizeof *c->pool, 4096) < 0))
+        return GA_ENOMEM;
+    if (c->npool + r->naggs > UINT32_MAX)
+        return GA_ENOMEM;
+    size_t k = 0, rows_moved = 0;
+    uint32_t last_metric = UINT32_MAX;
+    int64_t finest = 0;
+    int part = 0;
+    for (size_t i = 0; i < r->naggs;) {
+        /* a bucket's run: its row or record and the rows of its other
+         * methods, which follow it (engine.h) */
+        const struct ga_agg *a = &r->aggs[i];
+        int64_t g, ts;
+        ga_agg_bucket(a, &g, &ts);
+        size_t j = i + ga_agg_span(a);
+        for (; j < r->naggs && r->aggs[j].metric == a->metric; j += ga_agg_span(&r->aggs[j])) {
+            int64_t g2, ts2;
+            ga_agg_bucket(&r->aggs[j], &g2, &ts2);
+            if (g2 != g || ts2 != ts)
+                break;
+        }
+        j = j > r->naggs ? r->naggs : j;
+        if (a->metric != last_metric) {
+            last_metric = a->metric;
+            finest = src->finest_ns(src->ctx, a->metric);
+            part = src->part(src->ctx, a->metric);
+        }
+        if (g > finest && hold(c, a, j - i, g, ts, part)) {
+            rows_moved += ga_aggs_count(a, j - i);
+        } else {
+            if (k != i)
+                memmove(&r->aggs[k], a, (j - i) * sizeof *a);
+            k += j - i;
+        }
+        i = j;
+    }
+    r->naggs = k;
+    r->nrows = r->nrows >= rows_moved ? r->nrows - rows_moved : 0;
+    return 0;
+}
+
+int coarse_drain(struct coarse *c, uint64_t mask)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!mask || (mask >> c->e[i].part & 1))
+            need += c->e[i].len;
+    if (!need)
+        return 0;
+    if (ga_grow((void **)&c->out, &c->cap_out, c->nout + need, sizeof *c->out, 4096) < 0)
+        return GA_ENOMEM;
+    /* the kept entries move to the front, their slots to a new pool */
+    size_t keep = c->npool, k = 0, np = 0;
+    struct ga_agg *pool = malloc((keep ? keep : 1) * sizeof *pool);
+    if (!pool)
+        return GA_ENOMEM;
+    for (size_t i = 0; i < c->n; i++) {
+        struct coarse_ent e = c->e[i];
+        c->head[e.metric] = 0;
+        if (!mask || (mask >> e.part & 1)) {
+            out_add(c, c->pool + e.off, e.len);  /* room made above */
+            continue;
+        }
+        memcpy(pool + np, c->pool + e.off, e.len * sizeof *pool);
+        e.off = (uint32_t)np;
+        np += e.len;
+        c->e[k++] = e;
+    }
+    free(c->pool);
+    c->pool = pool;
+    c->cap_pool = keep ? keep : 1;
+    c->n = k;
+    c->npool = np;
+    for (size_t i = 0; i < k; i++) {
+        c->e[i].next = c->head[c->e[i].metric];
+        c->head[c->e[i].metric] = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+void coarse_out_clear(struct coarse *c)
+{
+    c->nout = 0;
+    c->out_rows = 0;
+}
+
+void coarse_free(struct coarse *c)
+{
+    free(c->e);
+    free(c->head);
+    free(c->pool);
+    free(c->out);
+    memset(c, 0, sizeof *c);
+}
