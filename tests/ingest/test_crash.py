@@ -6,7 +6,10 @@ there exactly once.
 
 Policy "crash": 1-second buckets of count, sum and last; every point has its
 own whole-second timestamp, so each point is one bucket: count must be 1,
-sum and last its value.  A bucket that was never acknowledged is allowed
+sum and last its value.  Its second archive, 1-minute buckets, is a coarse
+archive whose buckets the daemon holds back up to storage.coarse_delay_ms
+(STORAGE.md "Coarse archives"): the kills lose what was held, and every
+minute bucket must still be the aggregate of its 1-second buckets.  A bucket that was never acknowledged is allowed
 only for a point of a batch that was sent but not acknowledged when the
 daemon died (gpuagg-load --unacked), and then with that point's value.
 
@@ -21,13 +24,19 @@ import subprocess
 import tempfile
 import time
 
-from inglib import (GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, policy_yaml,
-                    read_points, rng_for)
+from inglib import (GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, read_points,
+                    rng_for, send_batch, wait_for)
 
 R = Results("crash")
 RNG = rng_for("crash")
 ROUNDS = 6
 GRAN_NS = 10**9
+COARSE_NS = 60 * 10**9
+POLICY = ("archive_policies:\n  - name: crash\n    back_window: 0\n    definition:\n"
+          "      - { granularity: 1s, points: 100000000 }\n"
+          "      - { granularity: 60s, points: 10000000 }\n"
+          "    aggregation_methods: [count, sum, last]\n"
+          "default_archive_policy: crash\n")
 
 
 def run_load(d, tmp, rnd, start_s, kill_after):
@@ -69,11 +78,11 @@ class Scenario:
         self.workers = workers         # engine.workers per round (None: the default)
         self.pg = PrivatePG()
         self.tmp = tempfile.mkdtemp(prefix="gacrash-")
-        self.acked, self.unacked, self.buckets = {}, {}, {}
+        self.acked, self.unacked, self.buckets, self.coarse = {}, {}, {}, {}
         self.snapshots = 0
 
     def daemon(self, rnd):
-        extra = policy_yaml("crash", 1, ["count", "sum", "last"], points=10**8)
+        extra = POLICY
         if self.workers:
             extra += "engine: { workers: %d }\n" % self.workers[rnd % len(self.workers)]
         # max_future_s 0: the rounds are stamped from tomorrow on, each
@@ -118,6 +127,10 @@ class Scenario:
                            "WHERE granularity_ns = %d AND metric LIKE 'crash.%%'" % GRAN_NS)
         for m, method, ts, v in rows:
             self.buckets.setdefault((m, int(ts)), {})[method] = float(v)
+        rows = self.pg.sql("SELECT metric, method, ts_ns, value FROM gpuagg_measures "
+                           "WHERE granularity_ns = %d AND metric LIKE 'crash.%%'" % COARSE_NS)
+        for m, method, ts, v in rows:
+            self.coarse.setdefault((m, int(ts)), {})[method] = float(v)
 
 
 S = None
@@ -151,6 +164,27 @@ def test_acknowledged_exactly_once():
     assert S.pg.sql("SELECT DISTINCT policy FROM metrics WHERE name LIKE 'crash.%'") == [["crash"]]
 
 
+def test_coarse_archive_matches_fine():
+    """Every minute bucket is the aggregate of the 1-second buckets stored
+    in it (acknowledged points, and unacknowledged ones that were stored):
+    none lost with what the killed daemon held, none stale."""
+    want = {}
+    for (m, ts) in sorted(S.buckets, key=lambda k: (k[0], k[1])):
+        v = S.buckets[(m, ts)]["last"]
+        w = want.setdefault((m, ts // COARSE_NS * COARSE_NS), {"count": 0.0, "sum": 0.0, "last": None})
+        w["count"] += 1
+        w["sum"] += v
+        w["last"] = v
+    assert S.coarse.keys() == want.keys(), (len(S.coarse), len(want),
+                                            sorted(want.keys() ^ S.coarse.keys())[:5])
+    for key, w in want.items():
+        got = S.coarse[key]
+        assert got["count"] == w["count"] and got["last"] == w["last"] and \
+            abs(got["sum"] - w["sum"]) <= 1e-9 * max(1.0, abs(w["sum"])), (key, got, w)
+    print("%d minute buckets equal the aggregates of their %d second buckets" %
+          (len(want), len(S.buckets)))
+
+
 def test_points_counter_exactly_once():
     """metrics.points (STORAGE.md: exact, protected from double counting)
     equals the points stored.  Known to fail when the daemon restarts
@@ -167,6 +201,58 @@ def test_points_counter_exactly_once():
         "instance raced the restart's checkpoint read)" % over
 
 
+def test_held_bucket_written_before_its_window_set():
+    """A minute bucket held back (coarse_delay_ms 10 minutes, so that only a
+    window set lets it go) is in PostgreSQL once its partition's window set
+    claimed the record it came from: the replay after a kill -9 starts past
+    that record and would not compute it again."""
+    pg, tmp = PrivatePG(), tempfile.mkdtemp(prefix="gaheld-")
+    day = (int(time.time()) // 86400 + 1) * 86400
+
+    def daemon():
+        return IngestDaemon(conninfo=pg.conninfo, tmp=tmp, extra=POLICY,
+                            storage={"flush_interval_ms": 200, "window_snapshot_s": 10,
+                                     "coarse_delay_ms": 600000},
+                            limits={"max_future_s": 0})
+    names = ["held.%d" % i for i in range(200)]          # over every partition
+    ts = [(day + 7) * 10**9 + (i % 3) * 10**9 for i in range(600)]
+    values = [float(i) for i in range(600)]
+    minute_sql = ("SELECT metric, method, value FROM gpuagg_measures WHERE granularity_ns = %d "
+                  "AND metric LIKE 'held.%%' ORDER BY 1, 2" % COARSE_NS)
+    d = daemon()
+    try:
+        d.start()
+        assert engine_running(d), d.logtext()[-3000:]
+        send_batch(d, 1, (names, [i % 200 for i in range(600)], ts, values))
+        wait_for(lambda: int(pg.sql("SELECT count(*) FROM gpuagg_measures WHERE granularity_ns = %d "
+                                    "AND metric LIKE 'held.%%'" % GRAN_NS)[0][0]) == 600, 30)
+        lsn = d.call("status")["result"]["engine"]["processed_lsn"]
+        assert wait_for(lambda: int(pg.sql("SELECT min(window_lsn) FROM partitions")[0][0]) >= lsn,
+                        30), pg.sql("SELECT id, window_lsn FROM partitions")
+        want = []
+        for j, n in enumerate(sorted(names)):
+            i = names.index(n)
+            pts = [(ts[k], values[k]) for k in range(i, 600, 200)]
+            want += [[n, "count", "3.0"], [n, "last", repr(max(pts)[1])],
+                     [n, "sum", repr(sum(v for _, v in pts))]]
+        got = [[m, meth, repr(float(v))] for m, meth, v in pg.sql(minute_sql)]
+        assert got == sorted(want), (got[:6], sorted(want)[:6])
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        d = daemon()
+        d.start()
+        assert engine_running(d), d.logtext()[-3000:]
+        assert d.stop(timeout=60) == 0, d.logtext()[-3000:]
+        got = [[m, meth, repr(float(v))] for m, meth, v in pg.sql(minute_sql)]
+        assert got == sorted(want), (got[:6], sorted(want)[:6])
+    finally:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     for snapshot_s, workers in ((300, None), (10, None), (10, [4, 3, 1, 2, 4, 1, 3])):
         S = Scenario(snapshot_s, workers)
@@ -175,9 +261,11 @@ if __name__ == "__main__":
         try:
             R.run(test_kill9_rounds)
             R.run(test_acknowledged_exactly_once)
+            R.run(test_coarse_archive_matches_fine)
             R.run(test_points_counter_exactly_once)
         finally:
             S.pg.stop()
             if R.failed == failed:
                 shutil.rmtree(S.tmp, ignore_errors=True)
+    R.run(test_held_bucket_written_before_its_window_set)
     R.finish()
