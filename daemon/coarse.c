@@ -8,6 +8,11 @@
 #include "gpu/engine.h"
 #include "proto/base/grow.h"
 #include "proto/ga_err.h"
+#include "proto/policy.h"
+
+/* Rows one bucket unpacks to, at most: every method, and a record's rows
+ * past the last. */
+#define SCRATCH_ROWS (GA_POLICY_MAX_METHODS + GA_WIDE_MAX)
 
 static int out_add(struct coarse *c, const struct ga_agg *s, size_t len)
 {
@@ -30,11 +35,56 @@ static struct coarse_ent *find(struct coarse *c, uint32_t metric, int64_t g)
     return NULL;
 }
 
-/* Hold the bucket of slots s[0..len): replace the held one of its bucket,
- * displace an older one to out, or go to out itself when older than the
- * one held.  Room in the entries and the pool is made beforehand
- * (coarse_take); 0 when out cannot grow: the bucket stays with the feed's
- * rows (written with them, which is as right, only sooner).  1 when taken. */
+/* Slots a[0..an) and b[0..bn) hold the same methods in the same form
+ * (the same rows, or records of the same masks): the newer can replace
+ * the older as it is. */
+static int same_shape(const struct ga_agg *a, size_t an, const struct ga_agg *b, size_t bn)
+{
+    if (an != bn)
+        return 0;
+    for (size_t i = 0; i < an; i += ga_agg_span(&a[i]))
+        if (a[i].method != b[i].method || (a[i].method == GA_M_WIDE && a[i].value != b[i].value) ||
+            ga_agg_span(&a[i]) != ga_agg_span(&b[i]))
+            return 0;
+    return 1;
+}
+
+/* Unpack slots s[0..n) into rows at out (room for GA_POLICY_MAX_METHODS
+ * + GA_WIDE_MAX); their count. */
+static size_t rows_of(const struct ga_agg *s, size_t n, struct ga_agg *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += ga_agg_span(&s[i]))
+        k += ga_agg_unpack(&s[i], n - i, out + k);
+    return k;
+}
+
+/* A bucket's methods can come in two runs of one feed (a backend writes
+ * some methods apart from the others): the newer values of the methods it
+ * brings, the held ones of the others.  The merged rows go to c->scratch;
+ * their count. */
+static size_t merge(struct coarse *c, const struct coarse_ent *e, const struct ga_agg *s, size_t len)
+{
+    struct ga_agg *old = c->scratch, *add = c->scratch + SCRATCH_ROWS;
+    size_t no = rows_of(c->pool + e->off, e->len, old), na = rows_of(s, len, add), k = 0;
+    for (size_t i = 0; i < no; i++) {
+        size_t j = 0;
+        while (j < na && add[j].method != old[i].method)
+            j++;
+        if (j == na)
+            old[k++] = old[i];            /* a method the newer run does not bring */
+    }
+    memmove(old + k, add, na * sizeof *add);
+    return k + na;
+}
+
+/* Hold the bucket of slots s[0..len): replace the held one of its bucket
+ * (merged where the two carry other methods), displace an older one to
+ * out, or go to out itself when older than the one held.  Room in the
+ * entries and the pool is made beforehand (coarse_take) but for a merge;
+ * 0 when out cannot grow: the bucket stays with the feed's rows (written
+ * with them, which is as right, only sooner).  1 when taken; GA_ENOMEM
+ * when a merge found no room. */
 static int hold(struct coarse *c, const struct ga_agg *s, size_t len, int64_t g, int64_t ts,
                 int part)
 {
@@ -46,6 +96,16 @@ static int hold(struct coarse *c, const struct ga_agg *s, size_t len, int64_t g,
             return 0;
     } else if (e) {
         c->replaced++;
+        if (!same_shape(c->pool + e->off, e->len, s, len)) {
+            size_t n = merge(c, e, s, len);
+            if (ga_grow((void **)&c->pool, &c->cap_pool, c->npool + n, sizeof *c->pool, 4096) < 0)
+                return GA_ENOMEM;
+            e->off = (uint32_t)c->npool;
+            c->npool += n;
+            e->len = (uint32_t)n;
+            memcpy(c->pool + e->off, c->scratch, n * sizeof *s);
+            return 1;
+        }
     }
     if (!e) {
         e = &c->e[c->n++];
@@ -72,9 +132,11 @@ int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *
     if (r->naggs &&
         (ga_grow_zero((void **)&c->head, &c->head_cap, (size_t)top + 1, sizeof *c->head, 4096) < 0 ||
          ga_grow((void **)&c->e, &c->cap, c->n + r->naggs, sizeof *c->e, 1024) < 0 ||
-         ga_grow((void **)&c->pool, &c->cap_pool, c->npool + r->naggs, sizeof *c->pool, 4096) < 0))
+         ga_grow((void **)&c->pool, &c->cap_pool, c->npool + 2 * r->naggs, sizeof *c->pool, 4096) < 0))
         return GA_ENOMEM;
-    if (c->npool + r->naggs > UINT32_MAX)
+    if (!c->scratch && !(c->scratch = malloc(2 * SCRATCH_ROWS * sizeof *c->scratch)))
+        return GA_ENOMEM;
+    if (c->npool + 2 * r->naggs > UINT32_MAX)
         return GA_ENOMEM;
     size_t k = 0, rows_moved = 0;
     uint32_t last_metric = UINT32_MAX;
@@ -99,7 +161,10 @@ int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *
             finest = src->finest_ns(src->ctx, a->metric);
             part = src->part(src->ctx, a->metric);
         }
-        if (g > finest && hold(c, a, j - i, g, ts, part)) {
+        int held = g > finest ? hold(c, a, j - i, g, ts, part) : 0;
+        if (held < 0)
+            return GA_ENOMEM;
+        if (held) {
             rows_moved += ga_aggs_count(a, j - i);
         } else {
             if (k != i)
@@ -164,5 +229,6 @@ void coarse_free(struct coarse *c)
     free(c->head);
     free(c->pool);
     free(c->out);
+    free(c->scratch);
     memset(c, 0, sizeof *c);
 }

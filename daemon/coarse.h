@@ -63,14 +63,18 @@ struct coarse {
     size_t npool, cap_pool;
     struct ga_agg *out;              /* slots to hand over (coarse_out), row or record whole */
     size_t nout, cap_out, out_rows;
+    struct ga_agg *scratch;          /* two buckets' rows, for merging */
     uint64_t released;               /* buckets handed out since start */
     uint64_t replaced;               /* held buckets replaced by a newer value of the same bucket */
 };
 
 /* Move the coarse archives' rows and records out of r->aggs[0..naggs)
  * into c (r keeps the finest archive's, in order; r->nrows follows), and
- * put what they displace in c's out.  0, or GA_ENOMEM with r as it was
- * and nothing held from it. */
+ * put what they displace in c's out.  A bucket whose methods come in two
+ * runs (a backend writes some apart) is held as the merge of both.  0, or
+ * GA_ENOMEM: r as it was and nothing held from it where the room could
+ * not be made up front, else r and c only partly done: the feed must not
+ * be stored (the journal keeps it). */
 int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *src);
 
 /* Put the held buckets of the partitions in mask (bit p; 0: all) in c's

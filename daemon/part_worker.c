@@ -718,7 +718,8 @@ static int feed_gathered(struct ga_part_worker *w)
     size_t rows = w->res.nrows;
     if (w->cfg->storage.coarse_delay_ms > 0) {
         struct coarse_src src = { finest_ns, part_of_local, w };
-        (void)coarse_take(&w->coarse, &w->res, &src);   /* out of memory: all go now */
+        if ((rc = coarse_take(&w->coarse, &w->res, &src)) < 0)
+            return rc;                 /* not stored: the journal keeps the batches */
     }
     to_global(w, &w->res, w->defs, ndefs);
     struct pgw_unit u = {

@@ -2,6 +2,7 @@
  * what the writers end up with is what they get when every row goes at
  * once, the finest archive is never held, a partition's drain lets go of
  * its own only, a late point's older bucket is not held. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "daemon/coarse.h"
@@ -15,7 +16,10 @@
 #define NMET 40
 #define SEC 1000000000LL
 
-static const struct ga_policy *pol;     /* `medium`: 1 min and 1 h */
+static const struct ga_policy *pol;     /* `medium`: 1 min and 1 h; or mixed below */
+static struct ga_policy mixed;          /* 10 s and 1 min, back_window 1, rate: methods:
+                                           a late point's change to a bucket's last value
+                                           changes the next bucket's rates alone */
 
 static int64_t finest(void *ctx, uint32_t m) { return pol->defs[0].granularity_ns; }
 static int part(void *ctx, uint32_t m) { return (int)(m % 4); }
@@ -194,10 +198,27 @@ static void test_older_goes_newer_displaces(void)
     ga_engine_close(e);
 }
 
+/* The same with rate:, percentile and last methods and a back window. */
+static void test_same_buckets_mixed_methods(void)
+{
+    const struct ga_policy *was = pol;
+    pol = &mixed;
+    test_same_buckets_as_without();
+    pol = was;
+}
+
 void run_tests(void)
 {
     pol = ga_policy_builtin("medium");
     CHECK(pol && pol->ndefs == 2);
+    const char *names[] = { "mean", "count", "std", "50pct", "last", "rate:mean", "rate:max" };
+    const char *bad = NULL, *why = NULL;
+    snprintf(mixed.name, sizeof mixed.name, "mixed");
+    mixed.back_window = 1;
+    CHECK_INT(ga_policy_methods_from_list(&mixed, names, 7, &bad), 0);
+    CHECK_INT(ga_policy_add_def(&mixed, 10 * SEC, 86400 * SEC, 0, &why), 0);
+    CHECK_INT(ga_policy_add_def(&mixed, 60 * SEC, 7 * 86400 * SEC, 0, &why), 0);
     RUN(test_same_buckets_as_without);
+    RUN(test_same_buckets_mixed_methods);
     RUN(test_older_goes_newer_displaces);
 }
