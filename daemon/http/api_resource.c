@@ -387,7 +387,7 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
     else if (rc == 0)
         rc = emit(&f, "true");
     if (rc == 0 && f.n + 2 <= FILTER_MAX_PARAMS) {
-        const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, f.vals, &f.n);
+        const char *scope = api_scope(&req->ident, sq, sizeof sq, f.vals, &f.n);
         rc = emit(&f, " AND %s ORDER BY ", scope);
         int s_rc = rc == 0 && !unlimited ? order_by(&f, req, mk[0] != 0) : 0;
         if (s_rc > 0) {
