@@ -1,8 +1,9 @@
 /* pg_api.h — the SQL of the Gnocchi-compatible HTTP API (docs/API.md):
- * every statement its handlers (daemon/http/) run on the API's query pool,
- * and the pieces its resource search assembles from a filter.  The
- * handlers parse the request, choose the statement and its parameters,
- * run it (api_query_json) and render the answer; the text is here.
+ * every statement its handlers (daemon/http/) run on the API's query pool
+ * but the series reads (pg_read.h), and the pieces its resource search
+ * assembles from a filter (docs/STORAGE.md).  The handlers parse the
+ * request, choose the statement and its parameters, run it
+ * (api_query_json) and render the answer; the text is here.
  *
  * Each statement answers one JSON value per row, in column 0; parameters
  * are text, numbered $1.. as each comment says.  A function that builds a
