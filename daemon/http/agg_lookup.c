@@ -8,6 +8,8 @@
 #include "daemon/http/agg_query.h"
 #include "daemon/http/api.h"
 #include "proto/uuid.h"
+#include "storage/pg_api.h"
+
 /* The columns of one group of resources: each (resource, metric whose name
  * matches a reference's wildcard).  Returns the count. */
 int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
@@ -58,9 +60,7 @@ json_t *aggl_metrics_of(struct http_req *req, struct http_resp *resp, const json
         return NULL;
     }
     const char *vals[] = { idlist };
-    json_t *rows = api_query_json(req, resp, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
-                                  " WHERE m.uuid IN (SELECT x::uuid FROM "
-                                  "json_array_elements_text($1::json) x)", 1, vals);
+    json_t *rows = api_query_json(req, resp, pg_api_metrics_by_ids_sql, 1, vals);
     free(idlist);
     if (!rows)
         return NULL;
@@ -184,10 +184,7 @@ json_t *aggl_metric_row(struct http_req *req, struct http_resp *resp, const char
     const char *vals[3];
     int n = 1, is_id = ga_uuid_parse(name, uuid);
     vals[0] = is_id ? uuid : name;
-    snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
-             " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",
-             is_id ? "m.uuid = $1::uuid" : "m.name = $1",
-             api_scope_sql(&req->ident, sq, sizeof sq, vals, &n));
+    pg_api_metric(sql, sizeof sql, is_id, api_scope(&req->ident, sq, sizeof sq, vals, &n));
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     *failed = rows == NULL;
     if (!rows)

@@ -20,7 +20,7 @@
 /* One series feeding the grid. */
 struct aggq_col {
     int ref;                              /* index in refs */
-    const json_t *metric;                 /* the metric row (API_METRIC_JSON_SQL) */
+    const json_t *metric;                 /* the metric row (storage/pg_api.h) */
     const char *resource;                 /* resource id, NULL without search */
     const char *mname;                    /* output key: metric id, or name within the resource */
 };

@@ -34,34 +34,20 @@ void api_db_error(struct http_resp *resp, int rc, const char *err);
  * archive_policies row's JSON (name, back_window, definition, methods). */
 json_t *api_policy_json(const json_t *row);
 
-/* Run sql (text params) and parse column 0 of every row as JSON into an
- * array (new reference).  NULL with resp set on failure. */
+/* Run sql (text params; a statement of storage/pg_api.h) and parse column
+ * 0 of every row as JSON into an array (new reference).  NULL with resp
+ * set on failure. */
 json_t *api_query_json(struct http_req *req, struct http_resp *resp, const char *sql, int nparams,
                        const char *const *vals);
 
-/* The resource visibility rule as SQL over alias r for this identity,
- * parameters appended to vals from index *n (at most 2 added): "true" for
- * admin, else "(r.creator = $k OR r.project_id = $k+1)".  buf is
- * returned. */
-const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
-                          int *n);
+/* The resource visibility rule for this identity (pg_api_scope), its
+ * parameters appended to vals from index *n (at most 2 added); buf
+ * (256 bytes hold it) is returned. */
+const char *api_scope(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
+                      int *n);
 
-/* SQL of a metric's JSON object as Gnocchi shows it, over metrics m,
- * archive_policies p and LEFT JOIN resource_metrics rm. */
-#define API_METRIC_JSON_SQL                                                              \
-    "json_build_object('id', m.uuid, 'gpuagg_name', m.name,"                            \
-    " 'name', coalesce(rm.name, m.name), 'unit', rm.unit, 'resource_id', rm.resource,"   \
-    " 'creator', r.creator, 'created_by_user_id', r.user_id,"                           \
-    " 'created_by_project_id', r.project_id,"                                            \
-    " 'policy', json_build_object('name', p.name, 'back_window', p.back_window,"        \
-    " 'definition', p.definition, 'methods', p.methods))"
-#define API_METRIC_FROM_SQL                                                              \
-    " FROM metrics m JOIN archive_policies p ON p.name = m.policy"                       \
-    " LEFT JOIN resource_metrics rm ON rm.metric = m.name"                               \
-    " LEFT JOIN resources r ON r.id = rm.resource"
-
-/* Turn the row JSON of API_METRIC_JSON_SQL into Gnocchi's metric object
- * (archive_policy expanded); new reference. */
+/* Turn a metric row (storage/pg_api.h "metrics") into Gnocchi's metric
+ * object (archive_policy expanded); new reference. */
 json_t *api_metric_out(const json_t *row);
 
 /* Granularities of a policy row's definition, descending; returns count. */

@@ -13,6 +13,7 @@
 #include "daemon/http/json_out.h"
 #include "proto/ga_err.h"
 #include "proto/uuid.h"
+#include "storage/pg_api.h"
 #include "storage/pg_read.h"
 
 #define LIST_MAX 1000                     /* Gnocchi's default max_limit */
@@ -27,7 +28,7 @@ static int64_t floor_to(int64_t t, int64_t g)
     return r < 0 ? t - r - g : t - r;
 }
 
-/* Answer GET .../measures for the metric row (API_METRIC_JSON_SQL). */
+/* Answer GET .../measures for the metric row (storage/pg_api.h). */
 static void measures(struct http_req *req, struct http_resp *resp, const json_t *row)
 {
     int64_t start, stop, gran;
@@ -139,10 +140,7 @@ static json_t *metric_by_ref(struct http_req *req, struct http_resp *resp, const
     int is_id = ga_uuid_parse(ref, uuid);
     vals[0] = is_id ? uuid : ref;
     char sql[2048];
-    snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
-             " WHERE %s AND (rm.resource IS NULL OR %s) LIMIT 1",
-             is_id ? "m.uuid = $1::uuid" : "m.name = $1",
-             api_scope_sql(&req->ident, sq, sizeof sq, vals, &n));
+    pg_api_metric(sql, sizeof sql, is_id, api_scope(&req->ident, sq, sizeof sq, vals, &n));
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     if (!rows)
         return NULL;
@@ -211,25 +209,20 @@ void api_metric_list(struct http_req *req, struct http_resp *resp)
         return;
     }
     const char *vals[6];
-    int n = 0;
-    char where[512] = "true";
+    int n = 0, mk_idx = 0, name_idx = 0;
     if (mk[0]) {
         vals[n++] = mk;
-        snprintf(where + strlen(where), sizeof where - strlen(where),
-                 " AND m.uuid > $%d::uuid", n);
+        mk_idx = n;
     }
     if (name) {
         vals[n++] = name;
-        snprintf(where + strlen(where), sizeof where - strlen(where),
-                 " AND coalesce(rm.name, m.name) = $%d", n);
+        name_idx = n;
     }
     snprintf(lbuf, sizeof lbuf, "%ld", limit);
     vals[n++] = lbuf;
     int lim_idx = n;
-    const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, vals, &n);
-    snprintf(sql, sizeof sql, "SELECT " API_METRIC_JSON_SQL API_METRIC_FROM_SQL
-             " WHERE %s AND (rm.resource IS NULL OR %s)"
-             " ORDER BY m.uuid LIMIT $%d::int8", where, scope, lim_idx);
+    const char *scope = api_scope(&req->ident, sq, sizeof sq, vals, &n);
+    pg_api_metric_list(sql, sizeof sql, mk_idx, name_idx, lim_idx, scope);
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     if (!rows)
         return;
@@ -259,11 +252,8 @@ static json_t *resource_metric(struct http_req *req, struct http_resp *resp, con
     }
     const char *vals[5] = { rid, type };
     int n = 2;
-    const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, vals, &n);
-    snprintf(sql, sizeof sql, "SELECT json_build_object('exists', true, 'metric', (SELECT "
-             API_METRIC_JSON_SQL API_METRIC_FROM_SQL " WHERE rm.resource = $1::uuid AND rm.name = $%d"
-             " LIMIT 1)) FROM resources r WHERE r.id = $1::uuid"
-             " AND ($2 = 'generic' OR r.type = $2) AND %s", n + 1, scope);
+    const char *scope = api_scope(&req->ident, sq, sizeof sq, vals, &n);
+    pg_api_resource_metric(sql, sizeof sql, n + 1, scope);
     vals[n++] = name;
     json_t *rows = api_query_json(req, resp, sql, n, vals);
     if (!rows)

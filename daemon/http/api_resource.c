@@ -1,8 +1,8 @@
 /* api_resource.c — Gnocchi's resource reads: GET /v1/resource/{type}[/{id}],
- * POST /v1/search/resource/{type} with the filter language compiled to
- * SQL over the resources table, GET /v1/resource_type[/{name}]
- * (docs/API.md "Resources"). */
-#include <stdarg.h>
+ * POST /v1/search/resource/{type} with the filter language checked here
+ * and compiled to a search of the resources table from the pieces of
+ * storage/pg_api.h, GET /v1/resource_type[/{name}] (docs/API.md
+ * "Resources"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +14,12 @@
 #include "daemon/http/http_routes.h"
 #include "proto/ga_err.h"
 #include "proto/uuid.h"
+#include "storage/pg_api.h"
 
 #define LIST_MAX 1000
 #define FILTER_MAX_PARAMS 128
 #define FILTER_MAX_DEPTH 16
 #define SQL_MAX 16384
-
-#define RESOURCE_JSON_SQL                                                                   \
-    "json_build_object('id', r.id, 'type', r.type,"                                         \
-    " 'original_resource_id', r.original_resource_id, 'project_id', r.project_id,"          \
-    " 'user_id', r.user_id, 'creator', r.creator,"                                          \
-    " 'created_by_user_id', split_part(r.creator, ':', 1),"                                 \
-    " 'created_by_project_id', split_part(r.creator, ':', 2),"                              \
-    " 'started_at', r.started_at, 'ended_at', NULL, 'revision_start', r.revision_start,"    \
-    " 'revision_end', NULL, 'attributes', r.attributes,"                                    \
-    " 'metrics', coalesce((SELECT json_object_agg(rm.name, gpuagg_metric_uuid(rm.metric))"  \
-    "                       FROM resource_metrics rm WHERE rm.resource = r.id), '{}'))"
 
 /* ---- the filter language ---------------------------------------------------- */
 
@@ -38,7 +28,7 @@ struct fctx {
     const struct api_resource_type *type;   /* whose attributes a filter may name */
     int err_plain;                          /* err is the whole answer, no prefix */
     json_t *err_desc;                       /* else this object is, when set */
-    char *sql;
+    char *sql;                              /* the statement, from pg_api's pieces */
     size_t len, cap;
     const char *vals[FILTER_MAX_PARAMS];
     char *owned[FILTER_MAX_PARAMS];     /* strings made here, freed after */
@@ -46,16 +36,14 @@ struct fctx {
     char err[512];
 };
 
-static int emit(struct fctx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int emit(struct fctx *f, const char *fmt, ...)
+/* Append a piece of the statement (storage/pg_api.h "resource search"). */
+static int put(struct fctx *f, const char *piece)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(f->sql + f->len, f->cap - f->len, fmt, ap);
-    va_end(ap);
-    if (k < 0 || (size_t)k >= f->cap - f->len)
+    size_t k = strlen(piece);
+    if (k >= f->cap - f->len)
         return ga_fail(GA_ETOOBIG, f->err, sizeof f->err, "filter too large");
-    f->len += (size_t)k;
+    memcpy(f->sql + f->len, piece, k + 1);
+    f->len += k;
     return 0;
 }
 
@@ -86,54 +74,55 @@ static int is_column(const char *k)
     return 0;
 }
 
-/* SQL operator of a comparison, NULL if op is not one. */
-static const char *cmp_op(const char *op)
+/* The comparison an operator names, -1 if op is not one. */
+static int cmp_op(const char *op)
 {
-    static const struct { const char *in, *sql; } ops[] = {
-        { "=", "=" }, { "==", "=" }, { "eq", "=" }, { "!=", "<>" }, { "ne", "<>" },
-        { "<", "<" }, { "lt", "<" }, { ">", ">" }, { "gt", ">" }, { "<=", "<=" }, { "le", "<=" },
-        { "\xe2\x89\xa4", "<=" }, { ">=", ">=" }, { "ge", ">=" }, { "\xe2\x89\xa5", ">=" },
-        { "like", "LIKE" },
+    static const struct { const char *in; enum pg_api_cmp cmp; } ops[] = {
+        { "=", PG_API_EQ }, { "==", PG_API_EQ }, { "eq", PG_API_EQ },
+        { "!=", PG_API_NE }, { "ne", PG_API_NE },
+        { "<", PG_API_LT }, { "lt", PG_API_LT }, { ">", PG_API_GT }, { "gt", PG_API_GT },
+        { "<=", PG_API_LE }, { "le", PG_API_LE }, { "\xe2\x89\xa4", PG_API_LE },
+        { ">=", PG_API_GE }, { "ge", PG_API_GE }, { "\xe2\x89\xa5", PG_API_GE },
+        { "like", PG_API_LIKE },
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(ops[i].in, op) == 0)
-            return ops[i].sql;
-    return NULL;
+            return (int)ops[i].cmp;
+    return -1;
 }
 
-/* One comparison field OP value. */
-static int compare(struct fctx *f, const char *field, const char *sqlop, const json_t *v)
+/* One comparison field CMP value. */
+static int compare(struct fctx *f, const char *field, enum pg_api_cmp cmp, const json_t *v)
 {
-    char buf[64], why[256];
-    int k;
+    char buf[64], why[256], piece[PG_API_PIECE_MAX];
+    int k, eq_ne = cmp == PG_API_EQ || cmp == PG_API_NE;
     if (json_is_null(v)) {
-        if (strcmp(sqlop, "=") && strcmp(sqlop, "<>"))
+        if (!eq_ne)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "null compares only with = and !=");
         if (!strcmp(field, "ended_at") || !strcmp(field, "revision_end"))
-            return emit(f, "%s", strcmp(sqlop, "=") ? "false" : "true");
+            return put(f, pg_api_search_bool(cmp == PG_API_EQ));
         if (is_column(field))
-            return emit(f, "(r.%s IS %sNULL)", field, strcmp(sqlop, "=") ? "NOT " : "");
+            return put(f, pg_api_search_column_null(piece, sizeof piece, field, cmp));
         if ((k = param(f, field)) < 0)
             return k;
-        return emit(f, "(r.attributes->$%d IS %sNULL OR jsonb_typeof(r.attributes->$%d) %s 'null')",
-                    k, strcmp(sqlop, "=") ? "NOT " : "", k, strcmp(sqlop, "=") ? "<>" : "=");
+        return put(f, pg_api_search_attr_null(piece, sizeof piece, k, cmp));
     }
     if (!strcmp(field, "ended_at") || !strcmp(field, "revision_end"))
-        return emit(f, "false");                  /* never set: resources are not ended */
+        return put(f, pg_api_search_bool(0));     /* never set: resources are not ended */
     if (!strcmp(field, "id")) {
         char id[GA_UUID_STR];
         if (!json_is_string(v))
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "id must be a string");
-        if (!strcmp(sqlop, "LIKE")) {
+        if (cmp == PG_API_LIKE) {
             if ((k = param(f, json_string_value(v))) < 0)
                 return k;
-            return emit(f, "(r.id::text LIKE $%d)", k);
+            return put(f, pg_api_search_id_like(piece, sizeof piece, k));
         }
         if (ga_resource_uuid(json_string_value(v), f->req->ident.creator, id, why, sizeof why) < 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "Invalid resource id: %s", why);
         if ((k = param(f, id)) < 0)
             return k;
-        return emit(f, "(r.id %s $%d::uuid)", sqlop, k);
+        return put(f, pg_api_search_id(piece, sizeof piece, cmp, k));
     }
     if (!strcmp(field, "started_at") || !strcmp(field, "revision_start")) {
         int64_t ns;
@@ -148,16 +137,9 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
         api_iso(ns, iso);
         if ((k = param(f, iso)) < 0)
             return k;
-        return emit(f, "(r.%s %s $%d::timestamptz)", field, sqlop, k);
+        return put(f, pg_api_search_time(piece, sizeof piece, field, cmp, k));
     }
     if (is_column(field)) {
-        const char *col = field;
-        char expr[96];
-        if (!strcmp(field, "created_by_user_id"))
-            col = "split_part(r.creator, ':', 1)";
-        else if (!strcmp(field, "created_by_project_id"))
-            col = "split_part(r.creator, ':', 2)";
-        snprintf(expr, sizeof expr, "%s%s", col == field ? "r." : "", col);
         if (json_is_number(v)) {
             snprintf(buf, sizeof buf, "%.17g", json_number_value(v));
             k = param(f, buf);
@@ -169,7 +151,7 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
         }
         if (k < 0)
             return k;
-        return emit(f, "(%s %s $%d)", expr, sqlop, k);
+        return put(f, pg_api_search_column(piece, sizeof piece, field, cmp, k));
     }
     /* an attribute: text for strings, numbers as numbers, booleans as JSON */
     if (!api_resource_attr(f->type, field)) {
@@ -183,20 +165,18 @@ static int compare(struct fctx *f, const char *field, const char *sqlop, const j
     if (json_is_string(v)) {
         if ((k = param(f, json_string_value(v))) < 0)
             return k;
-        return emit(f, "(r.attributes->>$%d %s $%d)", kf, sqlop, k);
+        return put(f, pg_api_search_attr_text(piece, sizeof piece, kf, cmp, k));
     }
     if (json_is_number(v)) {
-        if (!strcmp(sqlop, "LIKE"))
+        if (cmp == PG_API_LIKE)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "like needs a string");
         snprintf(buf, sizeof buf, "%.17g", json_number_value(v));
         if ((k = param(f, buf)) < 0)
             return k;
-        return emit(f, "(CASE WHEN jsonb_typeof(r.attributes->$%d) = 'number' THEN "
-                       "(r.attributes->>$%d)::float8 END %s $%d::float8)", kf, kf, sqlop, k);
+        return put(f, pg_api_search_attr_number(piece, sizeof piece, kf, cmp, k));
     }
-    if (json_is_boolean(v) && (!strcmp(sqlop, "=") || !strcmp(sqlop, "<>")))
-        return emit(f, "(r.attributes->$%d %s '%s'::jsonb)", kf, sqlop,
-                    json_is_true(v) ? "true" : "false");
+    if (json_is_boolean(v) && eq_ne)
+        return put(f, pg_api_search_attr_bool(piece, sizeof piece, kf, cmp, json_is_true(v)));
     return ga_fail(GA_EINVAL, f->err, sizeof f->err, "cannot compare %s with this value", field);
 }
 
@@ -216,21 +196,21 @@ static int compile(struct fctx *f, const json_t *node, int depth)
         int is_and = !strcmp(op, "and") || !strcmp(op, "\xe2\x88\xa7");
         if (!json_is_array(arg) || json_array_size(arg) == 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'%s' takes a non-empty list", op);
-        if ((rc = emit(f, "(")) < 0)
+        if ((rc = put(f, pg_api_search_open)) < 0)
             return rc;
         size_t i;
         const json_t *c;
         json_array_foreach(arg, i, c) {
-            if ((i && (rc = emit(f, is_and ? " AND " : " OR ")) < 0) ||
+            if ((i && (rc = put(f, is_and ? pg_api_search_and : pg_api_search_or)) < 0) ||
                 (rc = compile(f, c, depth + 1)) < 0)
                 return rc;
         }
-        return emit(f, ")");
+        return put(f, pg_api_search_close);
     }
     if (!strcmp(op, "not") || !strcmp(op, "\xc2\xac")) {
-        if ((rc = emit(f, "(NOT coalesce(")) < 0 || (rc = compile(f, arg, depth + 1)) < 0)
+        if ((rc = put(f, pg_api_search_not_open)) < 0 || (rc = compile(f, arg, depth + 1)) < 0)
             return rc;
-        return emit(f, ", false))");
+        return put(f, pg_api_search_not_close);
     }
     if (!json_is_object(arg) || json_object_size(arg) != 1)
         return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'%s' takes {\"field\": value}", op);
@@ -243,24 +223,25 @@ static int compile(struct fctx *f, const json_t *node, int depth)
                                     "@ data['in']['", field, "']", "", "detail", "in", field);
         if (!json_is_array(v) || json_array_size(v) == 0)
             return ga_fail(GA_EINVAL, f->err, sizeof f->err, "'in' takes a non-empty list");
-        if ((rc = emit(f, "(")) < 0)
+        if ((rc = put(f, pg_api_search_open)) < 0)
             return rc;
         size_t i;
         const json_t *e;
         json_array_foreach(v, i, e) {
-            if ((i && (rc = emit(f, " OR ")) < 0) || (rc = compare(f, field, "=", e)) < 0)
+            if ((i && (rc = put(f, pg_api_search_or)) < 0) ||
+                (rc = compare(f, field, PG_API_EQ, e)) < 0)
                 return rc;
         }
-        return emit(f, ")");
+        return put(f, pg_api_search_close);
     }
-    const char *sqlop = cmp_op(op);
-    if (!sqlop) {
+    int cmp = cmp_op(op);
+    if (cmp < 0) {
         if (depth == 0 && !f->err_desc)
             f->err_desc = json_pack("{s:s, s:s++, s:[s]}", "cause", "Invalid input", "reason",
                                     "extra keys not allowed @ data['", op, "']", "detail", op);
         return ga_fail(GA_EINVAL, f->err, sizeof f->err, "unknown filter operator '%s'", op);
     }
-    return compare(f, field, sqlop, v);
+    return compare(f, field, (enum pg_api_cmp)cmp, v);
 }
 
 static void fctx_free(struct fctx *f)
@@ -307,14 +288,14 @@ static int order_by(struct fctx *f, struct http_req *req, int has_marker)
         return 400;
     }
     for (int i = 0; i < n && rc == 0; i++) {
-        char key[128];
+        char key[128], piece[PG_API_PIECE_MAX];
         snprintf(key, sizeof key, "%s", keys[i]);
-        const char *dir = "ASC";
+        int desc = 0;
         char *colon = strchr(key, ':');
         if (colon) {
             *colon = '\0';
             if (!strcmp(colon + 1, "desc"))
-                dir = "DESC";
+                desc = 1;
             else if (strcmp(colon + 1, "asc")) {
                 snprintf(f->err, sizeof f->err, "Invalid pagination: `Invalid sort direction "
                          "'%.40s''", colon + 1);
@@ -325,10 +306,10 @@ static int order_by(struct fctx *f, struct http_req *req, int has_marker)
             continue;                     /* always null: nothing to order */
         if (is_column(key) && strcmp(key, "created_by_user_id") &&
             strcmp(key, "created_by_project_id")) {
-            rc = emit(f, "r.%s %s, ", key, dir);
+            rc = put(f, pg_api_search_sort_column(piece, sizeof piece, key, desc));
         } else if (api_resource_attr(f->type, key)) {
             int k = param(f, key);
-            rc = k < 0 ? k : emit(f, "r.attributes->>$%d %s, ", k, dir);
+            rc = k < 0 ? k : put(f, pg_api_search_sort_attr(piece, sizeof piece, k, desc));
         } else {
             snprintf(f->err, sizeof f->err, "Invalid pagination: `Sort key supplied is "
                      "invalid: %.60s'", key);
@@ -342,7 +323,7 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
                         const json_t *filter, int unlimited, json_t **out)
 {
     struct fctx f = { .req = req, .cap = SQL_MAX, .type = api_resource_type(type) };
-    char sq[256];
+    char sq[256], piece[PG_API_PIECE_MAX];
     int rc;
     *out = NULL;
     if (!f.type) {
@@ -370,25 +351,23 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
         fctx_free(&f);
         return 400;
     }
-    rc = emit(&f, "SELECT " RESOURCE_JSON_SQL " FROM resources r WHERE ");
+    rc = put(&f, pg_api_search_head);
     if (rc == 0 && strcmp(type, "generic") != 0) {
         int k = param(&f, type);
-        rc = k < 0 ? k : emit(&f, "r.type = $%d AND ", k);
+        rc = k < 0 ? k : put(&f, pg_api_search_type(piece, sizeof piece, k));
     }
     if (rc == 0 && mk[0]) {
         int k = param(&f, mk);
         /* the default order's keyset: after the marker's place in it */
-        rc = k < 0 ? k : emit(&f, "(r.revision_start, r.started_at, r.id) > (SELECT"
-                                  " m.revision_start, m.started_at, m.id FROM resources m"
-                                  " WHERE m.id = $%d::uuid) AND ", k);
+        rc = k < 0 ? k : put(&f, pg_api_search_after(piece, sizeof piece, k));
     }
     if (rc == 0 && filter)
         rc = compile(&f, filter, 0);
     else if (rc == 0)
-        rc = emit(&f, "true");
+        rc = put(&f, pg_api_search_bool(1));
     if (rc == 0 && f.n + 2 <= FILTER_MAX_PARAMS) {
-        const char *scope = api_scope_sql(&req->ident, sq, sizeof sq, f.vals, &f.n);
-        rc = emit(&f, " AND %s ORDER BY ", scope);
+        const char *scope = api_scope(&req->ident, sq, sizeof sq, f.vals, &f.n);
+        rc = put(&f, pg_api_search_scope(piece, sizeof piece, scope));
         int s_rc = rc == 0 && !unlimited ? order_by(&f, req, mk[0] != 0) : 0;
         if (s_rc > 0) {
             http_error(resp, 400, "%s", f.err);
@@ -396,9 +375,8 @@ int api_resources_query(struct http_req *req, struct http_resp *resp, const char
             return 400;
         }
         /* Gnocchi's default order (revision_start, started_at), then the id */
-        rc = rc ? rc : s_rc ? s_rc : emit(&f, "%sr.id LIMIT %ld", unlimited ? "" :
-                                          "r.revision_start, r.started_at, ",
-                                          unlimited ? 100000L : limit);
+        rc = rc ? rc : s_rc ? s_rc : put(&f, pg_api_search_end(piece, sizeof piece, !unlimited,
+                                                                unlimited ? 100000L : limit));
     } else if (rc == 0) {
         rc = ga_fail(GA_ETOOBIG, f.err, sizeof f.err, "filter has too many values");
     }

@@ -15,6 +15,7 @@
 #include "proto/ga_err.h"
 #include "proto/ts_parse.h"
 #include "proto/uuid.h"
+#include "storage/pg_api.h"
 #include "storage/pg_query.h"
 
 #define NS 1000000000LL
@@ -197,19 +198,10 @@ json_t *api_query_json(struct http_req *req, struct http_resp *resp, const char 
     return a;
 }
 
-const char *api_scope_sql(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
-                          int *n)
+const char *api_scope(const struct http_ident *id, char *buf, size_t buflen, const char **vals,
+                      int *n)
 {
-    if (id->admin) {
-        snprintf(buf, buflen, "true");
-        return buf;
-    }
-    vals[*n] = id->creator;
-    vals[*n + 1] = id->project;
-    snprintf(buf, buflen, "(r.creator = $%d OR (r.project_id IS NOT NULL AND r.project_id <> '' "
-             "AND r.project_id = $%d))", *n + 1, *n + 2);
-    *n += 2;
-    return buf;
+    return pg_api_scope(id->admin, id->creator, id->project, buf, buflen, vals, n);
 }
 
 int api_policy_grans(const json_t *row, int64_t *out, int max)

@@ -9,6 +9,7 @@
 #include "daemon/http/api.h"
 #include "daemon/http/http_routes.h"
 #include "proto/policy.h"
+#include "storage/pg_api.h"
 
 /* "http://host:port" of this request (from the Host header). */
 static void base_url(const struct http_req *req, char *buf, size_t n)
@@ -68,8 +69,7 @@ void http_capabilities(struct http_req *req, struct http_resp *resp)
 /* GET /v1/status */
 void http_status(struct http_req *req, struct http_resp *resp)
 {
-    json_t *rows = api_query_json(req, resp, "SELECT json_build_object('metrics', count(*)) FROM metrics",
-                                  0, NULL);
+    json_t *rows = api_query_json(req, resp, pg_api_metric_count_sql, 0, NULL);
     if (!rows)
         return;
     json_t *n = json_object_get(json_array_get(rows, 0), "metrics");
@@ -85,10 +85,6 @@ void http_status(struct http_req *req, struct http_resp *resp)
     http_json(resp, 200, out);
     json_decref(rows);
 }
-
-static const char policy_sql[] =
-    "SELECT json_build_object('name', name, 'back_window', back_window, 'definition', definition,"
-    " 'methods', methods) FROM archive_policies";
 
 /* The archive_policies row JSON (as storage writes it) of a policy this
  * daemon knows. */
@@ -125,7 +121,7 @@ static int by_name(const void *a, const void *b)
  * member's config), ordered by name. */
 void http_archive_policy_list(struct http_req *req, struct http_resp *resp)
 {
-    json_t *rows = api_query_json(req, resp, policy_sql, 0, NULL);
+    json_t *rows = api_query_json(req, resp, pg_api_policies_sql, 0, NULL);
     if (!rows)
         return;
     const struct ga_config *cfg = http_server_config(req->srv);
@@ -180,10 +176,8 @@ void http_archive_policy_get(struct http_req *req, struct http_resp *resp)
         json_decref(row);
         return;
     }
-    char sql[512];
-    snprintf(sql, sizeof sql, "%s WHERE name = $1", policy_sql);
     const char *vals[] = { req->captures[0] };
-    json_t *rows = api_query_json(req, resp, sql, 1, vals);
+    json_t *rows = api_query_json(req, resp, pg_api_policy_sql, 1, vals);
     if (!rows)
         return;
     json_t *r = json_array_get(rows, 0);
