@@ -20,16 +20,14 @@
 #include "daemon/ingest/ingest.h"
 #include "daemon/ingest/listener.h"
 #include "daemon/ingest/pipeline.h"
+#include "daemon/jobs/jobs.h"
+#include "daemon/stat_snapshot.h"
+#include "daemon/stat_table.h"
 #include "storage/journal.h"
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 #include "storage/pg_conn.h"
-
-static int null_write(void *data, const char *buf, size_t len)
-{
-    return 0;
-}
 
 static double uptime_s(const struct ga_daemon *d)
 {
@@ -45,17 +43,9 @@ static int op_ping(struct ga_daemon *d, const msgpack_object *args, struct ga_ct
     return 0;
 }
 
-/* Everything the status and stats ops report, gathered once. */
-struct snapshot {
-    struct pgc_status pg;
-    struct ew_status ew;
-    struct ga_ingest_stats in;
-    struct jnl_stats jn;
-    struct pl_stats pl;
-    int have_ew, have_in, have_jn, have_pl;
-};
-
-static void take_snapshot(struct ga_daemon *d, struct snapshot *s)
+/* The parts of the snapshot (daemon/stat_snapshot.h) that status reports
+ * too: storage, the engine, ingest, the journal and the pipeline. */
+static void take_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
 {
     memset(s, 0, sizeof *s);
     pgc_get_status(d->storage, &s->pg);
@@ -69,7 +59,7 @@ static void take_snapshot(struct ga_daemon *d, struct snapshot *s)
         pl_get_stats(d->pipeline, &s->pl);
 }
 
-static void pack_storage(const struct snapshot *s, msgpack_packer *pk)
+static void pack_storage(const struct stat_snapshot *s, msgpack_packer *pk)
 {
     const struct pgw_status *w = &s->ew.writer;
     int wr = s->ew.have_writer;
@@ -112,7 +102,7 @@ static void pack_workers(const struct ew_status *ew, msgpack_packer *pk)
     }
 }
 
-static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
+static void pack_engine(const struct stat_snapshot *s, msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 12);
     mp_pack_kv_int(pk, "workers", s->have_ew ? s->ew.nworkers : 0);
@@ -135,7 +125,7 @@ static void pack_engine(const struct snapshot *s, msgpack_packer *pk)
     mp_pack_kv_uint(pk, "window_snapshots", s->ew.snapshots);
 }
 
-static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+static void pack_ingest(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
     /* each listener's port (or path) and status counters, then the core's */
     msgpack_pack_map(pk, 4 + (size_t)ic_pack_status(d->ingest, d->cfg, &s->in, NULL));
@@ -146,7 +136,7 @@ static void pack_ingest(struct ga_daemon *d, const struct snapshot *s, msgpack_p
     mp_pack_kv_bool(pk, "backpressure", (int)s->in.paused);
 }
 
-static void pack_journal(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+static void pack_journal(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
     msgpack_pack_map(pk, 8);
     mp_pack_kv_str(pk, "dir", d->cfg->journal.dir);
@@ -171,7 +161,7 @@ static int find_backend(const struct ew_status *ew, const char *label)
 
 /* One entry per compute device: the CPU backend, then each GPU found, with
  * the role each plays now and the metrics it serves. */
-static void pack_backends(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
+static void pack_backends(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
     const struct ew_status *ew = &s->ew;
     int cpu_primary = find_backend(ew, "cpu") >= 0 || ew->nbackends == 0;
@@ -236,7 +226,7 @@ static void pack_sizing(const struct ga_daemon *d, msgpack_packer *pk)
 static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,
                    msgpack_packer *pk, char *err, size_t errlen)
 {
-    struct snapshot snap;
+    struct stat_snapshot snap;
     take_snapshot(d, &snap);
     msgpack_pack_map(pk, d->cluster ? 18 : 17);
     mp_pack_kv_str(pk, "version", GA_VERSION);
@@ -281,179 +271,48 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     return 0;
 }
 
-#define KV(name, v) do { mp_pack_kv_uint(pk, name, (uint64_t)(v)); n++; } while (0)
-
-/* A latency histogram's summary names: stem.count, stem.p50_us, stem.p99_us
- * (the buckets are in /metrics). */
-static int pack_histo(msgpack_packer *pk, const char *stem, const struct histo *h)
+/* The whole snapshot, what the counter table's rows read: status's parts,
+ * then the rest. */
+static void take_stats_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
 {
-    struct histo_snap s;
-    char name[96];
-    histo_read(h, &s);
-    snprintf(name, sizeof name, "%s.count", stem);
-    mp_pack_kv_uint(pk, name, s.count);
-    snprintf(name, sizeof name, "%s.p50_us", stem);
-    mp_pack_kv_uint(pk, name, (uint64_t)histo_quantile_bound_ns(&s, 0.5) / 1000);
-    snprintf(name, sizeof name, "%s.p99_us", stem);
-    mp_pack_kv_uint(pk, name, (uint64_t)histo_quantile_bound_ns(&s, 0.99) / 1000);
-    return 3;
-}
-
-/* Flat counters, one name each (docs/COUNTERS.md lists them). */
-static int pack_stats(struct ga_daemon *d, const struct snapshot *s, msgpack_packer *pk)
-{
-    const struct ga_counters *c = &d->counters;
-    const struct pgw_status *w = &s->ew.writer;
-    int n = 0;
-    KV("ctl.connections_total", c->ctl_connections);
-    KV("ctl.connections_open", ga_control_connections(d->control));
-    KV("ctl.requests", c->ctl_requests);
-    KV("ctl.errors", c->ctl_errors);
-    KV("ctl.protocol_errors", c->ctl_protocol_errors);
-    KV("config.reloads", c->reloads);
-    KV("config.reload_failures", c->reload_failures);
-    KV("ingest.connections_open", s->in.conns_open);
-    KV("ingest.connections_total", s->in.conns_total);
-    KV("ingest.connections_refused", s->in.conns_refused);
-    KV("ingest.connections_refused_peer", s->in.conns_refused_peer);
-    KV("ingest.bytes_in", s->in.bytes_in);
-    KV("ingest.frames", s->in.frames);
-    KV("ingest.batches_acked", s->in.batches_acked);
-    KV("ingest.points_accepted", s->in.points_accepted);
-    KV("ingest.points_rejected", s->in.points_rejected);
-    KV("ingest.points_rejected_future", s->in.points_rejected_future);
-    KV("ingest.points_late_noticed", s->in.points_late_noticed);
-    KV("ingest.protocol_errors", s->in.protocol_errors);
-    KV("ingest.auth_failures", s->in.auth_failures);
-    KV("ingest.idle_timeouts", s->in.idle_timeouts);
-    KV("ingest.slow_timeouts", s->in.slow_timeouts);
-    KV("ingest.backpressure_pauses", s->in.pauses);
-    KV("ingest.backpressure_active", s->in.paused);
-    KV("ingest.inflight_waits", s->in.inflight_waits);
-    KV("ingest.metrics_admitted", d->admit ? ga_admit_count(d->admit) : 0);
-    KV("ingest.metrics_refused", d->admit ? ga_admit_refused(d->admit) : 0);
-    KV("ingest.decode_bytes_inflight", s->in.decode_bytes_inflight);
-    n += pack_histo(pk, "ingest.ack_latency", &latency_ack);
-    n += ic_pack_stats(&s->in, pk);         /* each listener's own counters */
-    KV("journal.retained_bytes", s->jn.retained_bytes);
-    KV("journal.segments", s->jn.segments);
-    KV("journal.appends", s->jn.appends);
-    KV("journal.syncs", s->jn.syncs);
-    KV("journal.bytes_written", s->jn.bytes_written);
-    KV("journal.full_refusals", s->jn.backpressure);
-    KV("journal.torn_tails_cut", s->jn.torn_tails_cut);
-    KV("journal.write_failures", s->jn.write_failures);
-    KV("journal.stalled", s->jn.stalled_errno != 0);
-    KV("pipeline.journal_stall_refusals", s->pl.journal_stall_refusals);
-    KV("pipeline.journal_full_busy", s->pl.journal_full_busy);
-    KV("pipeline.sequencer_backlog", s->pl.sequencer_backlog);
-    KV("pipeline.engine_queue", s->pl.engine_queue);
-    KV("pipeline.engine_queue_bytes", s->pl.engine_queue_bytes);
-    KV("pipeline.journal_only_batches", s->pl.journal_only);
-    KV("pipeline.journal_full_waits", s->pl.journal_full_waits);
-    KV("engine.metrics", s->ew.metrics);
-    KV("engine.batches", s->ew.batches);
-    KV("engine.points", s->ew.points);
-    KV("engine.aggregates", s->ew.aggs);
-    KV("engine.late_points", s->ew.late);
-    KV("engine.late.window", s->ew.late_window);
-    KV("engine.late.before_epoch", s->ew.late_before_epoch);
-    KV("engine.late.nonfinite", s->ew.late_nonfinite);
-    KV("engine.late.out_of_range", s->ew.late_out_of_range);
-    KV("engine.replayed_records", s->ew.replayed_records);
-    KV("engine.window_snapshots", s->ew.snapshots);
-    KV("engine.feeds", s->ew.feeds);
-    KV("engine.feed_ms", s->ew.feed_ns / 1000000);
-    KV("engine.submit_ms", s->ew.submit_ns / 1000000);
-    KV("engine.snapshot_ms", s->ew.snapshot_ns / 1000000);
-    KV("engine.gpu_rebuild_ms", s->ew.gpu_rebuild_ns / 1000000);
-    KV("engine.window_points", s->ew.window_points);
-    KV("engine.coarse_held", s->ew.coarse_held);
-    KV("engine.coarse_released", s->ew.coarse_released);
-    KV("engine.gpu_failovers", s->ew.failover.failovers);
-    KV("engine.gpu_failover_metrics_moved", s->ew.failover.metrics_moved);
-    KV("engine.gpu_failover_windows_lost", s->ew.failover.windows_lost);
-    KV("storage.connected", (s->ew.have_writer ? w->state : s->pg.state) == PGC_CONNECTED);
-    KV("storage.connect_attempts", s->pg.attempts);
-    KV("storage.rows_committed", w->rows_committed);
-    KV("storage.buckets_committed", w->buckets_committed);
-    KV("storage.rows_fresh", w->rows_fresh);
-    KV("storage.rows_merged", w->rows_merged);
-    KV("storage.fresh_fallbacks", w->fresh_fallbacks);
-    KV("storage.rows_rejected", w->rows_rejected);
-    KV("storage.isolations", w->isolations);
-    KV("storage.open_buckets", w->open_buckets);
-    KV("storage.open_blocks", w->open_blocks);
-    KV("storage.open_written", w->open_written);
-    KV("storage.open_blocks_written", w->open_blocks_written);
-    KV("storage.open_closed", w->open_closed);
-    KV("storage.open_full", w->open_full);
-    KV("storage.rows_updated", w->rows_updated);
-    KV("storage.pairs_asked", w->pairs_asked);
-    KV("storage.pairs_new", w->pairs_new);
-    KV("storage.update_fallbacks", w->update_fallbacks);
-    KV("storage.late_committed", w->late_committed);
-    KV("storage.transactions", w->transactions);
-    KV("storage.retries", w->retries);
-    KV("storage.pending_rows", w->pending_rows);
-    KV("storage.lag_journal_bytes", w->lag_lsn);
-    KV("storage.partitions_created", w->partitions_created);
-    KV("storage.partitions_dropped", w->partitions_dropped);
-    n += pack_histo(pk, "storage.commit_lag", &latency_commit);
-    KV("gpu.devices", d->ngpus);
-    const struct ga_config_sized *sz = d->cfg->sizing.key;     /* zeros if never sized */
-    KV("sizing.storage.writers", sz[GA_SIZED_WRITERS].value);
-    KV("sizing.storage.writers.auto", sz[GA_SIZED_WRITERS].is_auto);
-    KV("sizing.journal.max_bytes", sz[GA_SIZED_JOURNAL_MAX_BYTES].value);
-    KV("sizing.journal.max_bytes.auto", sz[GA_SIZED_JOURNAL_MAX_BYTES].is_auto);
-    KV("sizing.limits.max_metrics", sz[GA_SIZED_MAX_METRICS].value);
-    KV("sizing.limits.max_metrics.auto", sz[GA_SIZED_MAX_METRICS].is_auto);
-    KV("sizing.engine.workers", sz[GA_SIZED_ENGINE_WORKERS].value);
-    KV("sizing.engine.workers.auto", sz[GA_SIZED_ENGINE_WORKERS].is_auto);
-    struct http_stats hs = { 0 };
-    struct cres_stats rs = { 0 };
+    take_snapshot(d, s);
+    s->uptime_s = uptime_s(d);
+    s->ctl = d->counters;
+    s->ctl_connections_open = (uint64_t)ga_control_connections(d->control);
+    if (d->admit) {
+        s->metrics_admitted = ga_admit_count(d->admit);
+        s->metrics_refused = ga_admit_refused(d->admit);
+    }
+    s->gpus = d->ngpus;
+    memcpy(s->sizing, d->cfg->sizing.key, sizeof s->sizing);
     if (d->http)
-        http_get_stats(d->http, &hs);
+        http_get_stats(d->http, &s->http);
     if (d->resources)
-        cres_get_stats(d->resources, &rs);
-    KV("http.connections_open", hs.connections);
-    KV("http.requests", hs.requests);
-    KV("http.errors_4xx", hs.errors_4xx);
-    KV("http.errors_5xx", hs.errors_5xx);
-    KV("http.too_big", hs.too_big);
-    KV("http.unauthorized", hs.unauthorized);
-    KV("http.header_timeouts", hs.header_timeouts);
-    KV("http.probe_timeouts", hs.probe_timeouts);
-    KV("http.wait_timeouts", hs.wait_timeouts);
-    KV("http.wait_evicted", hs.wait_evicted);
-    KV("http.refused_full", hs.refused_full);
-    KV("http.refused_peer", hs.refused_peer);
-    KV("http.keystone.validations", hs.keystone.validations);
-    KV("http.keystone.cache_hits", hs.keystone.cache_hits);
-    KV("http.keystone.rejected", hs.keystone.rejected);
-    KV("http.keystone.errors", hs.keystone.errors);
-    KV("http.keystone.evictions", hs.keystone.evictions);
-    KV("http.keystone.service_tokens", hs.keystone.service_tokens);
-    KV("http.keystone.cached", hs.keystone.cached);
-    n += pack_histo(pk, "http.request_latency", &latency_http);
-    KV("resources.samples_seen", rs.seen);
-    KV("resources.recorded", rs.recorded);
-    KV("resources.dropped", rs.dropped);
-    KV("resources.errors", rs.errors);
-    return n + ctlj_pack_stats(d, pk);
+        cres_get_stats(d->resources, &s->res);
+    if (d->jobs)
+        ga_jobs_get_stats(d->jobs, &s->jobs);
+    histo_read(&latency_ack, &s->ack_latency);
+    histo_read(&latency_commit, &s->commit_lag);
+    histo_read(&latency_http, &s->request_latency);
 }
 
+/* One pair per row of the counter table, in its order; a histogram has
+ * none (its summary rows have). */
 void ga_ctl_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
 {
-    struct snapshot snap;
-    take_snapshot(d, &snap);
-    /* Count first with a null writer, then pack for real. */
-    msgpack_packer counter;
-    msgpack_packer_init(&counter, NULL, null_write);
-    int n = pack_stats(d, &snap, &counter);
-    msgpack_pack_map(pk, (size_t)n + 1);
-    mp_pack_kv_double(pk, "uptime_s", uptime_s(d));
-    pack_stats(d, &snap, pk);
+    struct stat_snapshot snap;
+    take_stats_snapshot(d, &snap);
+    size_t n = 0;
+    for (size_t i = 0; i < stat_table_n; i++)
+        n += stat_table[i].src.kind != STAT_SRC_NONE;
+    msgpack_pack_map(pk, n);
+    for (size_t i = 0; i < stat_table_n; i++) {
+        const struct stat_def *r = &stat_table[i];
+        if (r->src.kind == STAT_SRC_DOUBLE)
+            mp_pack_kv_double(pk, r->name, stat_value_double(r, &snap));
+        else if (r->src.kind != STAT_SRC_NONE)
+            mp_pack_kv_uint(pk, r->name, stat_value(r, &snap));
+    }
 }
 
 static int op_stats(struct ga_daemon *d, const msgpack_object *args, struct ga_ctl_req *req,

@@ -15,9 +15,10 @@
 #define CTLQ_MAX_METRICS 100000          /* entries per metrics response */
 #define CTLQ_METRICS_BUDGET (CTL_MAX_FRAME - 4096)  /* bytes of entries per metrics response */
 
-/* The result of op `stats` (a map: every name of docs/COUNTERS.md's
- * "gpuaggctl stats" section → its number) packed into pk.  Loop thread
- * only (control_ops.c; also used by /metrics). */
+/* The result of op `stats` (a map: every row of the counter table,
+ * daemon/stat_table.h, but the histograms → its number, in the table's
+ * order) packed into pk.  Loop thread only (control_ops.c; also used by
+ * /metrics). */
 void ga_ctl_pack_stats(struct ga_daemon *d, msgpack_packer *pk);
 
 /* Deferred handlers (control_ops_query.c); see ga_ctl_handler and

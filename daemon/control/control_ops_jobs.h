@@ -36,10 +36,8 @@ int ga_ctl_op_job_list(struct ga_daemon *d, const msgpack_object *args, struct g
  * drain calls it before stopping the job manager. */
 void ctlj_waiters_close(struct ga_daemon *d);
 
-/* status: the "jobs" map.  stats: the flat "jobs.*" counters; returns how
- * many keys were packed. */
+/* status: the "jobs" map (stats' jobs.* are rows of daemon/stat_table.c). */
 void ctlj_pack_status(struct ga_daemon *d, msgpack_packer *pk);
-int ctlj_pack_stats(struct ga_daemon *d, msgpack_packer *pk);
 
 /* ---- encoders and decoders (tested byte for byte) ----------------------- */
 

@@ -197,21 +197,3 @@ void ctlj_pack_status(struct ga_daemon *d, msgpack_packer *pk)
     for (const struct ga_job_kind *const *k = ga_job_kinds; *k; k++)
         mp_pack_cstr(pk, (*k)->name);
 }
-
-int ctlj_pack_stats(struct ga_daemon *d, msgpack_packer *pk)
-{
-    struct ga_jobs_stats st = { 0 };
-    if (d->jobs)
-        ga_jobs_get_stats(d->jobs, &st);
-    const struct { const char *k; uint64_t v; } kv[] = {
-        { "jobs.submitted", st.submitted }, { "jobs.rejected", st.rejected },
-        { "jobs.queued", st.queued }, { "jobs.running", st.running }, { "jobs.done", st.done },
-        { "jobs.failed", st.failed }, { "jobs.cancelled", st.cancelled },
-        { "jobs.expired", st.expired }, { "jobs.evicted", st.evicted },
-        { "jobs.results_bytes", st.results_bytes },
-    };
-    int n = (int)(sizeof kv / sizeof kv[0]);
-    for (int i = 0; i < n; i++)
-        mp_pack_kv_uint(pk, kv[i].k, kv[i].v);
-    return n;
-}

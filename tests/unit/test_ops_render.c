@@ -7,6 +7,7 @@
 #include <msgpack.h>
 
 #include "daemon/http/ops_render.h"
+#include "daemon/stat_snapshot.h"
 #include "proto/ga_err.h"
 #include "tests/unit/harness.h"
 
@@ -15,22 +16,22 @@ static struct histo lat = { .bounds_ns = bounds, .nbounds = 2 };
 
 static const struct stat_def table[] = {
     { "uptime_s", STAT_GAUGE, "seconds (float)", "Time since the daemon started.", "gpuagg_uptime_seconds",
-      NULL, 1, NULL },
+      NULL, 1, NULL, { 0 } },
     { "ingest.bytes_in", STAT_COUNTER, "bytes", "Bytes read from \\ streams.\nSecond line.",
-      "gpuagg_received_bytes_total", "listener=\"stream\"", 1, NULL },
+      "gpuagg_received_bytes_total", "listener=\"stream\"", 1, NULL, { 0 } },
     { "storage.connected", STAT_FLAG, "—", "1 while connected.", "gpuagg_storage_connected", NULL, 1,
-      NULL },
+      NULL, { 0 } },
     { "engine.late.window", STAT_COUNTER, "points", "Older than the window.",
-      "gpuagg_engine_late_points_total", "reason=\"window\"", 1, NULL },
-    { "engine.late_points", STAT_COUNTER, "points", "All late points.", NULL, NULL, 1, NULL },
+      "gpuagg_engine_late_points_total", "reason=\"window\"", 1, NULL, { 0 } },
+    { "engine.late_points", STAT_COUNTER, "points", "All late points.", NULL, NULL, 1, NULL, { 0 } },
     { "engine.feed_ms", STAT_COUNTER, "ms", "Time in feeds.", "gpuagg_engine_feed_seconds_total", NULL,
-      0.001, NULL },
+      0.001, NULL, { 0 } },
     { "ceilometer_tcp.bytes_in", STAT_COUNTER, "bytes", "Bytes read.", "gpuagg_received_bytes_total",
-      "listener=\"ceilometer_tcp\"", 1, NULL },
+      "listener=\"ceilometer_tcp\"", 1, NULL, { 0 } },
     { "engine.late.nonfinite", STAT_COUNTER, "points", "NaN.", "gpuagg_engine_late_points_total",
-      "reason=\"nonfinite\"", 1, NULL },
-    { "engine.metrics", STAT_GAUGE, "metrics", "Metrics known.", "gpuagg_engine_metrics", NULL, 1, NULL },
-    { "x.lat", STAT_HISTOGRAM, "seconds", "A latency.", "gpuagg_x_latency_seconds", NULL, 1e-9, &lat },
+      "reason=\"nonfinite\"", 1, NULL, { 0 } },
+    { "engine.metrics", STAT_GAUGE, "metrics", "Metrics known.", "gpuagg_engine_metrics", NULL, 1, NULL, { 0 } },
+    { "x.lat", STAT_HISTOGRAM, "seconds", "A latency.", "gpuagg_x_latency_seconds", NULL, 1e-9, &lat, { 0 } },
 };
 #define NTABLE (sizeof table / sizeof table[0])
 static const struct stat_family fams[] = {
@@ -194,6 +195,53 @@ static void test_stat_table(void)
     CHECK(d && !strcmp(d->prom, "gpuagg_engine_feed_seconds_total") && d->scale == 0.001);
 }
 
+/* Every row but the histograms has a value; the sources read the fields
+ * they name, and each listener row finds its own slot. */
+static void test_stat_values(void)
+{
+    static struct stat_snapshot s;
+    for (int i = 0; i < IC_MAX_LISTENERS; i++)
+        for (int j = 0; j < IC_MAX_COUNTERS; j++)
+            s.in.listener[i][j] = 1000 * (uint64_t)i + (uint64_t)j + 1;
+    s.uptime_s = 2.5;
+    s.in.conns_refused_peer = 4;
+    s.ew.feed_ns = 2999999999;
+    s.jn.stalled_errno = 28;
+    s.pg.state = PGC_CONNECTED;
+    s.sizing[GA_SIZED_JOURNAL_MAX_BYTES].value = 1 << 30;
+    s.sizing[GA_SIZED_ENGINE_WORKERS].is_auto = 1;
+    s.http.connections = 3;
+    uint64_t seen[64];
+    int nl = 0;
+    for (size_t i = 0; i < stat_table_n; i++) {
+        const struct stat_def *d = &stat_table[i];
+        CHECK_INT(d->kind == STAT_HISTOGRAM, d->src.kind == STAT_SRC_NONE);
+        if (d->src.kind != STAT_SRC_LISTENER)
+            continue;
+        uint64_t v = stat_value(d, &s);
+        if (!v)
+            harness_fail(__FILE__, __LINE__, "%s: no listener counter of that name", d->name);
+        for (int k = 0; k < nl; k++)
+            CHECK(seen[k] != v);
+        if (nl < 64)
+            seen[nl++] = v;
+    }
+    CHECK(nl >= 30);
+#define VAL(name) stat_value(stat_table_find(name, strlen(name)), &s)
+    CHECK(stat_value_double(stat_table_find("uptime_s", 8), &s) == 2.5);
+    CHECK_INT(VAL("ingest.connections_refused_peer"), 4);
+    CHECK_INT(VAL("ingest.connections_refused"), 0);
+    CHECK_INT(VAL("engine.feed_ms"), 2999);
+    CHECK_INT(VAL("journal.stalled"), 1);
+    CHECK_INT(VAL("storage.connected"), 1);
+    s.ew.have_writer = 1;               /* the writer's state once it runs */
+    CHECK_INT(VAL("storage.connected"), 0);
+    CHECK_INT(VAL("sizing.journal.max_bytes"), 1 << 30);
+    CHECK_INT(VAL("sizing.engine.workers.auto"), 1);
+    CHECK_INT(VAL("http.connections_open"), 3);
+#undef VAL
+}
+
 static void test_health(void)
 {
     char *j = NULL;
@@ -258,6 +306,7 @@ void run_tests(void)
     RUN(test_histo);
     RUN(test_render);
     RUN(test_stat_table);
+    RUN(test_stat_values);
     RUN(test_health);
     RUN(test_ready);
 }
