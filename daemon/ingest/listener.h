@@ -11,7 +11,8 @@
  * A listener's counters are its own: it declares them in its kind (a
  * table of struct ic_counter) and counts in the row of slots start hands
  * it (its row of ga_ingest_stats.listener[]); the stats op, `status` and
- * /metrics show them from the table (ic_pack_stats, ic_pack_status).
+ * /metrics show them from the table (the stats op reads them through
+ * daemon/stat_table.c's listener rows; status through ic_pack_status).
  *
  * Adding a producer format: one file with its ic_listener_kind (hooks and
  * counters), one line in ic_listeners[], its config key (daemon/config/,
@@ -74,9 +75,6 @@ struct ic_listener_kind {
 /* The listeners, NULL-terminated. */
 extern const struct ic_listener_kind *const ic_listeners[];
 
-/* Every listener's counters in st, as flat "name": uint pairs of the stats
- * op (docs/COUNTERS.md), in table order; returns how many were packed. */
-int ic_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk);
 /* Every listener's fields of `status` → ingest: its port or address, and
  * the counters marked status; returns how many pairs were packed.  g may
  * be NULL (no ingest: ports 0). */

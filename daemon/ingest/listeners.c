@@ -17,30 +17,6 @@ const struct ic_listener_kind *const ic_listeners[] = {
     NULL,
 };
 
-int ic_pack_stats(const struct ga_ingest_stats *st, msgpack_packer *pk)
-{
-    int n = 0;
-    for (int i = 0; i < IC_MAX_LISTENERS && ic_listeners[i]; i++) {
-        const struct ic_listener_kind *k = ic_listeners[i];
-        const uint64_t *c = st->listener[i];
-        for (const struct ic_counter *ct = k->counters; ct && ct->name; ct++) {
-            char name[160];
-            if (!ct->n) {
-                snprintf(name, sizeof name, "%s.%s", k->key, ct->name);
-                mp_pack_kv_uint(pk, name, c[ct->slot]);
-                n++;
-                continue;
-            }
-            for (int j = ct->first; j < ct->n; j++) {
-                snprintf(name, sizeof name, "%s.%s.%s", k->key, ct->name, ct->sub(j));
-                mp_pack_kv_uint(pk, name, c[ct->slot + j]);
-                n++;
-            }
-        }
-    }
-    return n;
-}
-
 int ic_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
                    const struct ga_ingest_stats *st, msgpack_packer *pk)
 {

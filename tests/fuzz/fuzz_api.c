@@ -18,6 +18,7 @@
  * prefix of its input.
  * fuzz-libs: -ljansson -lpq */
 #include "daemon/http/api_util.c"
+#include "storage/pg_api.c"
 #include "daemon/http/api_resource.c"
 #include "daemon/http/api_resource_types.c"
 #include "daemon/http/api_filter_string.c"
