@@ -25,13 +25,13 @@ static int out_add(struct coarse *c, const struct ga_agg *s, size_t len)
     return 0;
 }
 
-static struct coarse_ent *find(struct coarse *c, uint32_t metric, int64_t g)
+static struct coarse_ent *find(struct coarse *c, struct coarse_part *cp, uint32_t metric, int64_t g)
 {
     if (metric >= c->head_cap)
         return NULL;
-    for (uint32_t i = c->head[metric]; i; i = c->e[i - 1].next)
-        if (c->e[i - 1].granularity_ns == g)
-            return &c->e[i - 1];
+    for (uint32_t i = c->head[metric]; i; i = cp->e[i - 1].next)
+        if (cp->e[i - 1].granularity_ns == g)
+            return &cp->e[i - 1];
     return NULL;
 }
 
@@ -63,10 +63,11 @@ static size_t rows_of(const struct ga_agg *s, size_t n, struct ga_agg *out)
  * some methods apart from the others): the newer values of the methods it
  * brings, the held ones of the others.  The merged rows go to c->scratch;
  * their count. */
-static size_t merge(struct coarse *c, const struct coarse_ent *e, const struct ga_agg *s, size_t len)
+static size_t merge(struct coarse *c, const struct coarse_part *cp, const struct coarse_ent *e,
+                    const struct ga_agg *s, size_t len)
 {
     struct ga_agg *old = c->scratch, *add = c->scratch + SCRATCH_ROWS;
-    size_t no = rows_of(c->pool + e->off, e->len, old), na = rows_of(s, len, add), k = 0;
+    size_t no = rows_of(cp->pool + e->off, e->len, old), na = rows_of(s, len, add), k = 0;
     for (size_t i = 0; i < no; i++) {
         size_t j = 0;
         while (j < na && add[j].method != old[i].method)
@@ -88,55 +89,57 @@ static size_t merge(struct coarse *c, const struct coarse_ent *e, const struct g
 static int hold(struct coarse *c, const struct ga_agg *s, size_t len, int64_t g, int64_t ts,
                 int part)
 {
-    struct coarse_ent *e = find(c, s->metric, g);
+    struct coarse_part *cp = &c->part[part];
+    struct coarse_ent *e = find(c, cp, s->metric, g);
     if (e && ts < e->ts)
         return out_add(c, s, len) == 0;          /* a late point's bucket: not the newest */
     if (e && ts > e->ts) {
-        if (out_add(c, c->pool + e->off, e->len) < 0)
+        if (out_add(c, cp->pool + e->off, e->len) < 0)
             return 0;
     } else if (e) {
         c->replaced++;
-        if (!same_shape(c->pool + e->off, e->len, s, len)) {
-            size_t n = merge(c, e, s, len);
-            if (ga_grow((void **)&c->pool, &c->cap_pool, c->npool + n, sizeof *c->pool, 4096) < 0)
+        if (!same_shape(cp->pool + e->off, e->len, s, len)) {
+            size_t n = merge(c, cp, e, s, len);
+            if (ga_grow((void **)&cp->pool, &cp->cap_pool, cp->npool + n, sizeof *cp->pool, 1024) < 0)
                 return GA_ENOMEM;
-            e->off = (uint32_t)c->npool;
-            c->npool += n;
+            e->off = (uint32_t)cp->npool;
+            cp->npool += n;
             e->len = (uint32_t)n;
-            memcpy(c->pool + e->off, c->scratch, n * sizeof *s);
+            memcpy(cp->pool + e->off, c->scratch, n * sizeof *s);
             return 1;
         }
     }
     if (!e) {
-        e = &c->e[c->n++];
-        *e = (struct coarse_ent){ .metric = s->metric, .next = c->head[s->metric],
-                                  .granularity_ns = g, .part = (uint8_t)part };
-        c->head[s->metric] = (uint32_t)c->n;
+        if (ga_grow((void **)&cp->e, &cp->cap, cp->n + 1, sizeof *cp->e, 256) < 0)
+            return GA_ENOMEM;
+        e = &cp->e[cp->n++];
+        *e = (struct coarse_ent){ .metric = s->metric, .next = c->head[s->metric], .granularity_ns = g };
+        c->head[s->metric] = (uint32_t)cp->n;
+        c->held++;
     }
     if (!(e->len == len && e->ts == ts)) {       /* a new place in the pool */
-        e->off = (uint32_t)c->npool;
-        c->npool += len;
+        if (ga_grow((void **)&cp->pool, &cp->cap_pool, cp->npool + len, sizeof *cp->pool, 1024) < 0)
+            return GA_ENOMEM;
+        e->off = (uint32_t)cp->npool;
+        cp->npool += len;
     }
     e->ts = ts;
     e->len = (uint32_t)len;
-    memcpy(c->pool + e->off, s, len * sizeof *s);
+    memcpy(cp->pool + e->off, s, len * sizeof *s);
     return 1;
 }
 
 int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *src)
 {
-    /* room first: every slot of r could be a new entry in the pool */
+    /* the metrics' heads first; entries and slots grow as they come, and a
+     * bucket that finds no room fails the take (GA_ENOMEM) */
     uint32_t top = 0;
     for (size_t i = 0; i < r->naggs; i += ga_agg_span(&r->aggs[i]))
         top = r->aggs[i].metric > top ? r->aggs[i].metric : top;
     if (r->naggs &&
-        (ga_grow_zero((void **)&c->head, &c->head_cap, (size_t)top + 1, sizeof *c->head, 4096) < 0 ||
-         ga_grow((void **)&c->e, &c->cap, c->n + r->naggs, sizeof *c->e, 1024) < 0 ||
-         ga_grow((void **)&c->pool, &c->cap_pool, c->npool + 2 * r->naggs, sizeof *c->pool, 4096) < 0))
+        ga_grow_zero((void **)&c->head, &c->head_cap, (size_t)top + 1, sizeof *c->head, 4096) < 0)
         return GA_ENOMEM;
     if (!c->scratch && !(c->scratch = malloc(2 * SCRATCH_ROWS * sizeof *c->scratch)))
-        return GA_ENOMEM;
-    if (c->npool + 2 * r->naggs > UINT32_MAX)
         return GA_ENOMEM;
     size_t k = 0, rows_moved = 0;
     uint32_t last_metric = UINT32_MAX;
@@ -181,38 +184,23 @@ int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *
 int coarse_drain(struct coarse *c, uint64_t mask)
 {
     size_t need = 0;
-    for (size_t i = 0; i < c->n; i++)
-        if (!mask || (mask >> c->e[i].part & 1))
-            need += c->e[i].len;
+    for (int p = 0; p < GA_PARTITIONS; p++)
+        if (!mask || (mask >> p & 1))
+            need += c->part[p].npool;
     if (!need)
         return 0;
     if (ga_grow((void **)&c->out, &c->cap_out, c->nout + need, sizeof *c->out, 4096) < 0)
         return GA_ENOMEM;
-    /* the kept entries move to the front, their slots to a new pool */
-    size_t keep = c->npool, k = 0, np = 0;
-    struct ga_agg *pool = malloc((keep ? keep : 1) * sizeof *pool);
-    if (!pool)
-        return GA_ENOMEM;
-    for (size_t i = 0; i < c->n; i++) {
-        struct coarse_ent e = c->e[i];
-        c->head[e.metric] = 0;
-        if (!mask || (mask >> e.part & 1)) {
-            out_add(c, c->pool + e.off, e.len);  /* room made above */
+    for (int p = 0; p < GA_PARTITIONS; p++) {
+        struct coarse_part *cp = &c->part[p];
+        if ((mask && !(mask >> p & 1)) || !cp->n)
             continue;
+        for (size_t i = 0; i < cp->n; i++) {
+            out_add(c, cp->pool + cp->e[i].off, cp->e[i].len);   /* room made above */
+            c->head[cp->e[i].metric] = 0;
         }
-        memcpy(pool + np, c->pool + e.off, e.len * sizeof *pool);
-        e.off = (uint32_t)np;
-        np += e.len;
-        c->e[k++] = e;
-    }
-    free(c->pool);
-    c->pool = pool;
-    c->cap_pool = keep ? keep : 1;
-    c->n = k;
-    c->npool = np;
-    for (size_t i = 0; i < k; i++) {
-        c->e[i].next = c->head[c->e[i].metric];
-        c->head[c->e[i].metric] = (uint32_t)(i + 1);
+        c->held -= cp->n;
+        cp->n = cp->npool = 0;
     }
     return 0;
 }
@@ -225,9 +213,11 @@ void coarse_out_clear(struct coarse *c)
 
 void coarse_free(struct coarse *c)
 {
-    free(c->e);
+    for (int p = 0; p < GA_PARTITIONS; p++) {
+        free(c->part[p].e);
+        free(c->part[p].pool);
+    }
     free(c->head);
-    free(c->pool);
     free(c->out);
     free(c->scratch);
     memset(c, 0, sizeof *c);

@@ -26,7 +26,7 @@
  * was held is made good by the replay, which computes those buckets
  * again from records the window sets have not yet claimed.
  *
- * Memory: one entry (40 bytes) and the bucket's slots (32 bytes each: a
+ * Memory: one entry (32 bytes) and the bucket's slots (32 bytes each: a
  * wide record is one to three, a row one a method) for each bucket held,
  * at most the metrics times their coarse archives.  Not thread-safe: the
  * partition worker's thread only.  Metric ids are the worker's local ids. */
@@ -38,13 +38,13 @@
 
 #include "gpu/engine.h"
 #include "proto/agg.h"
+#include "proto/ga_partition.h"
 
 struct coarse_ent {
     uint32_t metric;
     uint32_t next;                   /* the metric's next entry + 1; 0: none */
     int64_t granularity_ns, ts;
-    uint32_t off, len;               /* its slots in coarse.pool */
-    uint8_t part;                    /* the metric's partition */
+    uint32_t off, len;               /* its slots in its partition's pool */
 };
 
 /* What the holder asks of the worker about a metric (local id). */
@@ -54,13 +54,20 @@ struct coarse_src {
     void *ctx;
 };
 
-struct coarse {
+/* The buckets held of one partition: a drain lets go of all of them and
+ * keeps the memory, touching no other partition's. */
+struct coarse_part {
     struct coarse_ent *e;
     size_t n, cap;
-    uint32_t *head;                  /* per metric: its first entry + 1; 0: none */
-    size_t head_cap;
-    struct ga_agg *pool;             /* the held slots (replaced ones linger until a drain) */
+    struct ga_agg *pool;             /* the held slots (replaced ones linger until the drain) */
     size_t npool, cap_pool;
+};
+
+struct coarse {
+    struct coarse_part part[GA_PARTITIONS];
+    size_t held;                     /* entries over the partitions */
+    uint32_t *head;                  /* per metric: its first entry in its partition + 1 */
+    size_t head_cap;
     struct ga_agg *out;              /* slots to hand over (coarse_out), row or record whole */
     size_t nout, cap_out, out_rows;
     struct ga_agg *scratch;          /* two buckets' rows, for merging */
@@ -72,9 +79,8 @@ struct coarse {
  * into c (r keeps the finest archive's, in order; r->nrows follows), and
  * put what they displace in c's out.  A bucket whose methods come in two
  * runs (a backend writes some apart) is held as the merge of both.  0, or
- * GA_ENOMEM: r as it was and nothing held from it where the room could
- * not be made up front, else r and c only partly done: the feed must not
- * be stored (the journal keeps it). */
+ * GA_ENOMEM with r and c partly done: the feed must not be stored (the
+ * journal keeps it). */
 int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *src);
 
 /* Put the held buckets of the partitions in mask (bit p; 0: all) in c's
@@ -82,7 +88,7 @@ int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *
 int coarse_drain(struct coarse *c, uint64_t mask);
 
 /* Buckets held now. */
-static inline size_t coarse_held(const struct coarse *c) { return c->n; }
+static inline size_t coarse_held(const struct coarse *c) { return c->held; }
 
 /* Forget out once it was handed over. */
 void coarse_out_clear(struct coarse *c);
