@@ -59,10 +59,10 @@ static size_t rows_of(const struct ga_agg *s, size_t n, struct ga_agg *out)
     return k;
 }
 
-/* A bucket's methods can come in two runs of one feed (a backend writes
- * some methods apart from the others): the newer values of the methods it
- * brings, the held ones of the others.  The merged rows go to c->scratch;
- * their count. */
+/* A bucket's methods can come apart: a late point that changes a bucket's
+ * last value changes the next bucket's rate: methods, which then come
+ * alone.  The newer values of the methods a run brings, the held ones of
+ * the others; the merged rows go to c->scratch; their count. */
 static size_t merge(struct coarse *c, const struct coarse_part *cp, const struct coarse_ent *e,
                     const struct ga_agg *s, size_t len)
 {

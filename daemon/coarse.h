@@ -77,8 +77,8 @@ struct coarse {
 
 /* Move the coarse archives' rows and records out of r->aggs[0..naggs)
  * into c (r keeps the finest archive's, in order; r->nrows follows), and
- * put what they displace in c's out.  A bucket whose methods come in two
- * runs (a backend writes some apart) is held as the merge of both.  0, or
+ * put what they displace in c's out.  A bucket whose methods come apart
+ * (a later run of some of them only) is held as the merge of both.  0, or
  * GA_ENOMEM with r and c partly done: the feed must not be stored (the
  * journal keeps it). */
 int coarse_take(struct coarse *c, struct ga_result *r, const struct coarse_src *src);
