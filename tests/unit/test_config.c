@@ -303,6 +303,25 @@ static void test_size_values(void)
                 "16MiB, 1GiB, 10MB)");
 }
 
+static int parse_into(struct ga_config *c, const char *yaml);
+
+/* storage.coarse_delay_ms: 5 s by default, a duration, 0 turns holding
+ * off, bounded to 10 minutes, reloaded on SIGHUP. */
+static void test_coarse_delay(void)
+{
+    char changed[512];
+    CHECK_LOADS("log: {level: info}\n");
+    CHECK_INT(cfg.storage.coarse_delay_ms, 5000);
+    CHECK_LOADS("storage: {coarse_delay_ms: 0}\n");
+    CHECK_INT(cfg.storage.coarse_delay_ms, 0);
+    CHECK_FAILS("storage:\n  coarse_delay_ms: 11min\n",
+                "t.yaml:2: storage.coarse_delay_ms: 660000 out of range 0..600000 (milliseconds)");
+    CHECK_INT(parse_into(&cfg, "log: {level: info}\n"), 0);
+    CHECK_INT(parse_into(&cfg2, "storage: {coarse_delay_ms: 10s}\n"), 0);
+    CHECK_INT(ga_config_apply_reload(&cfg, &cfg2, changed, sizeof changed), 0);
+    CHECK_INT(cfg.storage.coarse_delay_ms, 10000);
+}
+
 static void test_duration_values(void)
 {
     CHECK_LOADS("storage: {flush_interval_ms: 1.5s, retry_max_ms: 1min}\nlimits: {slow_client_timeout_s: 2 minutes}\n");
@@ -566,7 +585,6 @@ static void test_v_jobs(void)
     CHECK_FAILS("jobs:\n  max_queued: 0\n", "t.yaml:2: jobs.max_queued: 0 out of range 1..1000000 (jobs)");
 }
 
-static int parse_into(struct ga_config *c, const char *yaml);
 
 /* http.auth keystone: the service user and Keystone's URL are required,
  * one password source, the bounds of the cache and of the calls. */
@@ -1345,6 +1363,7 @@ void run_tests(void)
     RUN(test_type_errors);
     RUN(test_size_values);
     RUN(test_duration_values);
+    RUN(test_coarse_delay);
     RUN(test_yaml_syntax_error_has_line);
     RUN(test_socket_path_longer_than_sun_path);
     RUN(test_v_control_socket_absolute);
