@@ -18,7 +18,7 @@
 #include "daemon/ingest/ingest.h"
 #include "daemon/jobs/job_kinds.h"
 #include "daemon/loop_call.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "daemon/notify.h"
 #include "daemon/stop_guard.h"
 #include "proto/base/log.h"

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "daemon/daemon.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "daemon/part_worker.h"
 #include "proto/base/deadline.h"
 #include "proto/base/log.h"

@@ -15,7 +15,7 @@
 #include "proto/base/grow.h"
 #include "proto/base/log.h"
 #include "daemon/metrics.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
 #include "storage/journal.h"

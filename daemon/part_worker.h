@@ -17,7 +17,7 @@
  * a killed instance committed last.  It replays the journal from the
  * lowest of its partitions' window positions (the records' points of other
  * partitions skipped), then consumes its lane of the pipeline's engine queue
- * (daemon/ingest/pipeline.h) in LSN order: names → metric ids (new ones
+ * (daemon/pipeline.h) in LSN order: names → metric ids (new ones
  * numbered by partition, id % 64 = partition, when it owns some partitions
  * only), ga_engine_feed, and one storage unit per run of batches.  Every
  * window_snapshot_s / (its partitions) it saves the changed windows of one

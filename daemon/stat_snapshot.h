@@ -18,7 +18,7 @@
 #include "daemon/http/http_server.h"
 #include "daemon/ingest/ceilo_resources.h"
 #include "daemon/ingest/ingest.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "daemon/jobs/jobs.h"
 #include "proto/base/histo.h"
 #include "storage/journal.h"

@@ -19,7 +19,7 @@
 #include "daemon/http/http_server.h"
 #include "daemon/ingest/ingest.h"
 #include "daemon/ingest/listener.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "daemon/jobs/jobs.h"
 #include "daemon/stat_snapshot.h"
 #include "daemon/stat_table.h"

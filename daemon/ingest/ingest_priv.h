@@ -5,7 +5,7 @@
 
 #include "daemon/ingest/ingest.h"
 #include "daemon/ingest/listener.h"
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 #include "proto/ingest_proto.h"
 
 struct ic_conn;

@@ -1,5 +1,5 @@
 /* pipeline.c — decode workers, the sequencer, the engine queue (pipeline.h). */
-#include "daemon/ingest/pipeline.h"
+#include "daemon/pipeline.h"
 
 #include <errno.h>
 #include <stdint.h>
