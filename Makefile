@@ -52,7 +52,7 @@ TSAN_TESTS := $(addprefix build-tsan/tests/,test_engine_pipeline test_engine_fai
 LIB_SRC := $(wildcard proto/*.c proto/base/*.c gpu/*.c storage/*.c) $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/*/*.c)) \
            $(filter-out %_nocuda.c,$(wildcard gpu/jobs/*.c gpu/jobs/*/*.c))
 # Generated at build time: the schema migrations storage/sql/NNNN_*.sql as
-# C strings (pgs_migrations[], storage/pg_schema.h).  The folder is a
+# C strings (pg_schema_migrations[], storage/pg_schema.h).  The folder is a
 # prerequisite too, so that adding or removing a file regenerates it.
 MIGRATIONS := $(sort $(wildcard storage/sql/*.sql))
 LIB_SRC += $(BUILD)/gen/migrations.c

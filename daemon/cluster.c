@@ -18,9 +18,9 @@
 
 struct ga_cluster {
     struct ga_daemon *d;
-    struct jsl *jsl;
+    struct js_log *jsl;
     struct ga_pipeline *pl;
-    struct pgm *pgm;
+    struct pg_members *pgm;
     char member[64];
     int heartbeat_ms, timeout_ms;
     pthread_t thread;
@@ -31,7 +31,7 @@ struct ga_cluster {
     uint64_t have;                    /* the running worker's */
     uint64_t last_share;              /* the share the last heartbeat computed */
     int have_view;
-    struct pgm_view view;
+    struct pg_members_view view;
     char last_error[600];
     int64_t last_ok_ns;               /* last successful heartbeat (monotonic) */
     uint64_t swaps;
@@ -67,11 +67,11 @@ static void free_cluster(uv_handle_t *h);
  * names the stream its positions are of.  The first daemon records both;
  * a daemon whose database and stream do not belong together refuses.
  * Returns 0 (they belong together), GA_EAGAIN (recorded now: looked at
- * again next time), GA_ECONFIG with err, or pgm's errors. */
-static int check_identity(struct ga_cluster *c, const struct jsl_stream_info *si, char *err,
+ * again next time), GA_ECONFIG with err, or pg_members's errors. */
+static int check_identity(struct ga_cluster *c, const struct js_log_stream_info *si, char *err,
                           size_t errlen)
 {
-    const struct pgm_identity *id = pgm_identity(c->pgm);
+    const struct pg_members_identity *id = pg_members_identity(c->pgm);
     if (!id)
         return ga_fail(GA_EIO, err, errlen, "not connected to PostgreSQL");
     char want[256];
@@ -79,7 +79,7 @@ static int check_identity(struct ga_cluster *c, const struct jsl_stream_info *si
     if (!si->description[0]) {
         /* a stream without a description (one this daemon just made, or one
          * made without it): it records our database and is ours */
-        int rc = jsl_stream_describe(c->jsl, want, c->heartbeat_ms);
+        int rc = js_log_stream_describe(c->jsl, want, c->heartbeat_ms);
         if (rc < 0)
             return ga_fail(rc, err, errlen, "cannot record the database in stream %s's "
                            "description", c->stream);
@@ -100,10 +100,10 @@ static int check_identity(struct ga_cluster *c, const struct jsl_stream_info *si
     }
     if (!id->stream[0]) {
         char e[256];
-        int rc = pgm_claim_stream(c->pgm, c->stream, si->created_ns, e, sizeof e);
+        int rc = pg_members_claim_stream(c->pgm, c->stream, si->created_ns, e, sizeof e);
         if (rc < 0)
             return ga_fail(rc, err, errlen, "recording the stream in cluster_identity: %s", e);
-        id = pgm_identity(c->pgm);
+        id = pg_members_identity(c->pgm);
         if (!id)
             return ga_fail(GA_EIO, err, errlen, "not connected to PostgreSQL");
     }
@@ -135,17 +135,17 @@ static void set_fatal(struct ga_cluster *c, int rc, const char *msg)
 /* One round before the heartbeat: connect (the member name's lock), ask
  * the stream, check the identity while not yet verified (and whenever the
  * stream answered).  0, or GA_E* with err. */
-static int prepare(struct ga_cluster *c, int timeout_ms, struct jsl_stream_info *si, int *have_si,
+static int prepare(struct ga_cluster *c, int timeout_ms, struct js_log_stream_info *si, int *have_si,
                    char *err, size_t errlen)
 {
-    int rc = pgm_connect(c->pgm, err, errlen);
-    const struct pgm_identity *id = rc == 0 ? pgm_identity(c->pgm) : NULL;
+    int rc = pg_members_connect(c->pgm, err, errlen);
+    const struct pg_members_identity *id = rc == 0 ? pg_members_identity(c->pgm) : NULL;
     if (id) {
         char desc[256];
         snprintf(desc, sizeof desc, DESC_PREFIX "%s", id->database_id);
-        jsl_set_description(c->jsl, desc);       /* for a stream we create */
+        js_log_set_description(c->jsl, desc);       /* for a stream we create */
     }
-    *have_si = jsl_stream_info(c->jsl, si, timeout_ms) == 0;
+    *have_si = js_log_stream_info(c->jsl, si, timeout_ms) == 0;
     if (rc < 0)
         return rc;
     if (*have_si) {
@@ -171,11 +171,11 @@ static void *heartbeat_main(void *arg)
     while (!c->stop && !c->fatal_rc) {
         uint64_t have = c->have;
         pthread_mutex_unlock(&c->mu);
-        struct jsl_stats js;
-        jsl_get_stats(c->jsl, &js);
-        struct pgm_view v;
+        struct js_log_stats js;
+        js_log_get_stats(c->jsl, &js);
+        struct pg_members_view v;
         char err[512] = "";
-        struct jsl_stream_info si;
+        struct js_log_stream_info si;
         int have_si;
         int rc = prepare(c, c->heartbeat_ms / 4 + 1, &si, &have_si, err, sizeof err);
         if (rc == GA_EEXIST || rc == GA_ECONFIG) {
@@ -185,7 +185,7 @@ static void *heartbeat_main(void *arg)
             break;
         }
         if (rc == 0)
-            rc = pgm_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
+            rc = pg_members_heartbeat(c->pgm, have, js.stream_last_seq, c->timeout_ms, &v, err,
                                sizeof err);
         int64_t now = ga_now_mono_ns();
         pthread_mutex_lock(&c->mu);
@@ -201,7 +201,7 @@ static void *heartbeat_main(void *arg)
             /* A new share is taken once two heartbeats in a row computed
              * it: a member restarting within a heartbeat, or one heartbeat
              * read just too late, does not move partitions back and forth. */
-            uint64_t share = pgm_share(&v);
+            uint64_t share = pg_members_share(&v);
             if (share == c->last_share)
                 want = share;
             c->last_share = share;
@@ -342,7 +342,7 @@ static void on_async(uv_async_t *a)
     check(c);
 }
 
-int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *jsl,
+int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct js_log *jsl,
                      struct ga_pipeline *pl, char *err, size_t errlen)
 {
     struct ga_cluster *c = calloc(1, sizeof *c);
@@ -360,7 +360,7 @@ int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *j
     c->member[sizeof c->member - 1] = '\0';
     c->last_ok_ns = ga_now_mono_ns();
     snprintf(c->stream, sizeof c->stream, "%s", cfg->cluster.stream);
-    int rc = pgm_open(&c->pgm, cfg->storage.conninfo, c->member);
+    int rc = pg_members_open(&c->pgm, cfg->storage.conninfo, c->member);
     if (rc < 0) {
         free(c);
         return ga_fail(rc, err, errlen, "cluster: %s", ga_strerror(rc));
@@ -371,12 +371,12 @@ int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *j
      * database and a stream that do not belong together.  PostgreSQL or
      * NATS not answering yet: the heartbeat thread checks before the daemon
      * joins, and stops the daemon if it must. */
-    struct jsl_stream_info si;
+    struct js_log_stream_info si;
     int have_si;
     char why[512] = "";
     rc = prepare(c, 2000, &si, &have_si, why, sizeof why);
     if (rc == GA_EEXIST || rc == GA_ECONFIG) {
-        pgm_close(c->pgm, 0);
+        pg_members_close(c->pgm, 0);
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
         free(c);
@@ -387,7 +387,7 @@ int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *j
     uv_async_init(d->loop, &c->async, on_async);
     c->async.data = c;
     if (pthread_create(&c->thread, NULL, heartbeat_main, c) != 0) {
-        pgm_close(c->pgm, 0);
+        pg_members_close(c->pgm, 0);
         uv_close((uv_handle_t *)&c->async, free_cluster);
         return GA_ENOMEM;
     }
@@ -425,7 +425,7 @@ void ga_cluster_stop(struct ga_cluster *c, int leave)
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
-    pgm_close(c->pgm, leave);
+    pg_members_close(c->pgm, leave);
     uv_close((uv_handle_t *)&c->async, free_cluster);
 }
 
@@ -441,10 +441,10 @@ static void pack_parts(msgpack_packer *pk, uint64_t mask)
 
 void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
 {
-    struct jsl_stats js;
-    jsl_get_stats(c->jsl, &js);
+    struct js_log_stats js;
+    js_log_get_stats(c->jsl, &js);
     pthread_mutex_lock(&c->mu);
-    struct pgm_view v = c->view;
+    struct pg_members_view v = c->view;
     int have_view = c->have_view;
     uint64_t want = c->want, have = c->have, swaps = c->swaps;
     char last_error[sizeof c->last_error], leader[sizeof c->stream_leader];
@@ -465,7 +465,7 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
     mp_pack_cstr(pk, "members");
     msgpack_pack_array(pk, (size_t)(have_view ? v.nmembers : 0));
     for (int i = 0; have_view && i < v.nmembers; i++) {
-        const struct pgm_member *m = &v.members[i];
+        const struct pg_members_member *m = &v.members[i];
         msgpack_pack_map(pk, 7);
         mp_pack_kv_str(pk, "name", m->name);
         mp_pack_kv_str(pk, "host", m->host);

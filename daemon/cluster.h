@@ -22,7 +22,7 @@
 
 struct ga_daemon;
 struct ga_cluster;
-struct jsl;
+struct js_log;
 struct ga_pipeline;
 
 /* Check what can be checked now (the member name is free; the database
@@ -32,7 +32,7 @@ struct ga_pipeline;
  * replaced by the cluster from now on.  Returns 0, or GA_EEXIST (the name
  * is taken), GA_ECONFIG (database and stream do not belong together),
  * GA_ENOMEM, with err. */
-int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct jsl *jsl,
+int ga_cluster_start(struct ga_cluster **out, struct ga_daemon *d, struct js_log *jsl,
                      struct ga_pipeline *pl, char *err, size_t errlen);
 /* A worker swap is running on the pool (the drain waits for it). */
 int ga_cluster_busy(struct ga_cluster *c);

@@ -109,12 +109,12 @@ static void on_durable(void *ctx, uint64_t durable_lsn)
  * an earlier journal in a lost directory can have reached (unless it wrote
  * more than 2 GB/s on average over its whole life), so the database's
  * checkpoint can never mistake new records for committed ones. */
-static void number_fresh_journal(struct jnl *j)
+static void number_fresh_journal(struct journal *j)
 {
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     if (st.next_lsn == 0)
-        jnl_release(j, (uint64_t)(ga_now_real_ns() / 1000) * 2048);
+        journal_release(j, (uint64_t)(ga_now_real_ns() / 1000) * 2048);
 }
 
 /* One CUDA backend per usable GPU, metrics spread over them by hash, and
@@ -169,12 +169,12 @@ static int start_cluster_path(struct ga_daemon *d, char *err, size_t errlen)
     if (!member[0] && gethostname(member, sizeof member) != 0)
         snprintf(member, sizeof member, "gpuaggd");
     member[sizeof member - 1] = '\0';
-    struct jsl_opts jo = { .urls = c->cluster.nats, .stream = c->cluster.stream,
+    struct js_log_opts jo = { .urls = c->cluster.nats, .stream = c->cluster.stream,
                            .replicas = c->cluster.replicas, .credentials = c->cluster.credentials,
                            .token = c->cluster.token, .name = member,
                            .publish_timeout_ms = c->cluster.publish_timeout_ms,
                            .max_pending_bytes = c->cluster.max_pending_bytes };
-    int rc = jsl_open(&d->jsl, &jo, err, errlen);
+    int rc = js_log_open(&d->jsl, &jo, err, errlen);
     if (rc < 0)
         return rc;
     rc = pl_start_cluster(&d->pipeline, d->loop, d->jsl, (size_t)c->cluster.max_pending_bytes,
@@ -197,9 +197,9 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     const struct ga_config *c = d->cfg;
     if (c->cluster.nats[0])
         return start_cluster_path(d, err, errlen);
-    struct jnl_opts jo = { .dir = c->journal.dir, .segment_bytes = (uint64_t)c->journal.segment_bytes,
+    struct journal_opts jo = { .dir = c->journal.dir, .segment_bytes = (uint64_t)c->journal.segment_bytes,
                            .max_bytes = (uint64_t)c->journal.max_bytes };
-    int rc = jnl_open(&d->journal, &jo, err, errlen);
+    int rc = journal_open(&d->journal, &jo, err, errlen);
     if (rc < 0)
         return rc;
     number_fresh_journal(d->journal);
@@ -237,10 +237,10 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
 
 static void update_status_line(struct ga_daemon *d)
 {
-    struct pgc_status st;
-    pgc_get_status(d->storage, &st);
+    struct pg_conn_status st;
+    pg_conn_get_status(d->storage, &st);
     ga_notify("STATUS=%s; storage %s; %d GPU(s)", ga_state_name(d->state),
-              pgc_state_name(st.state), d->ngpus);
+              pg_conn_state_name(st.state), d->ngpus);
 }
 
 /* The engine worker cannot go on (a GPU died with state we could not read
@@ -251,8 +251,8 @@ static void on_housekeeping(uv_timer_t *t)
     struct ga_daemon *d = t->data;
     if (!d->worker || d->state == GA_STATE_DRAINING)
         return;
-    struct jnl_stats js;
-    jnl_get_stats(d->journal, &js);
+    struct journal_stats js;
+    journal_get_stats(d->journal, &js);
     if (js.failed) {
         /* an fsync failed: its data may be gone from the page cache, so
          * the journal cannot be trusted past its durable LSN in this
@@ -317,8 +317,8 @@ static int stop_left_ms(const struct ga_daemon *d)
  * next start, and the exit status says so. */
 static void check_committed(struct ga_daemon *d)
 {
-    struct jnl_stats js;
-    jnl_get_stats(d->journal, &js);
+    struct journal_stats js;
+    journal_get_stats(d->journal, &js);
     uint64_t from = js.released_lsn > js.first_lsn ? js.released_lsn : js.first_lsn;
     if (js.durable_lsn <= from)
         return;
@@ -364,7 +364,7 @@ static void drain_rest(uv_timer_t *t)
     d->late_notice = NULL;
     if (d->journal) {
         check_committed(d);
-        jnl_close(d->journal);
+        journal_close(d->journal);
         d->journal = NULL;
     }
     if (d->cluster) {
@@ -372,7 +372,7 @@ static void drain_rest(uv_timer_t *t)
         d->cluster = NULL;
     }
     if (d->jsl) {
-        jsl_close(d->jsl);
+        js_log_close(d->jsl);
         d->jsl = NULL;
     }
     stop_guard_stage(d->stop_guard, "listeners");
@@ -439,7 +439,7 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
     if (rc == 0) {
         int n = ga_config_apply_reload(d->cfg, next, restart_needed, rlen);
         ga_log_set_level(d->cfg->log.level);
-        pgc_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
+        pg_conn_set_backoff(d->storage, d->cfg->storage.retry_initial_ms, d->cfg->storage.retry_max_ms);
         if (d->admit)
             ga_admit_set_max(d->admit, ga_config_max_metrics(d->cfg));
         if (d->worker)
@@ -549,13 +549,13 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
     size_config(d);
     d->cpu_threads = cfg->gpu.cpu_threads > 0 ? cfg->gpu.cpu_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
-    if ((rc = pgc_start(&d->storage, cfg->storage.conninfo, cfg->storage.retry_initial_ms,
+    if ((rc = pg_conn_start(&d->storage, cfg->storage.conninfo, cfg->storage.retry_initial_ms,
                         cfg->storage.retry_max_ms)) < 0) {
         ga_log(GA_LOG_ERROR, "storage_start", "error=\"%s\"", ga_strerror(rc));
         d->exit_code = 1;
         goto out;
     }
-    if ((rc = pgq_open(&d->query, cfg->storage.conninfo, cfg->storage.pool_size)) < 0) {
+    if ((rc = pg_query_open(&d->query, cfg->storage.conninfo, cfg->storage.pool_size)) < 0) {
         ga_log(GA_LOG_ERROR, "storage_query_pool", "error=\"%s\"", ga_strerror(rc));
         d->exit_code = 1;
         goto out;
@@ -592,7 +592,7 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
            cfg->control.mode);
 
     if (cfg->listen.http[0] &&
-        ((rc = pgq_open(&d->http_query, cfg->storage.conninfo, cfg->http.pool_size)) < 0 ||
+        ((rc = pg_query_open(&d->http_query, cfg->storage.conninfo, cfg->http.pool_size)) < 0 ||
          (rc = http_server_start(&d->http, cfg, d, d->http_query, err, sizeof err)) < 0)) {
         if (!d->http_query)
             snprintf(err, sizeof err, "http query pool: %s", ga_strerror(rc));
@@ -626,9 +626,9 @@ int ga_daemon_run(struct ga_config *cfg, const char *config_path, int ready_fd)
 out:
     stop_guard_stage(d->stop_guard, "close");
     ga_job_service_stop(d);              /* the control server's threads are gone */
-    pgc_stop(d->storage);
-    pgq_close(d->query);                 /* the control server's threads are gone */
-    pgq_close(d->http_query);            /* the HTTP server's threads are gone */
+    pg_conn_stop(d->storage);
+    pg_query_close(d->query);                 /* the control server's threads are gone */
+    pg_query_close(d->http_query);            /* the HTTP server's threads are gone */
     cres_stop(d->resources);             /* the decode workers are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");

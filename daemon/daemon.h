@@ -30,18 +30,18 @@ struct ga_counters {
 };
 
 struct ga_control;
-struct pgc;
-struct jnl;
+struct pg_conn;
+struct journal;
 struct ga_pipeline;
 struct ga_ingest;
 struct ga_engine_worker;
-struct pgq;
+struct pg_query;
 struct ga_jobs;
 struct ctlj_waiters;
 struct http_server;
 struct cres;
 struct ga_loop_call;
-struct jsl;
+struct js_log;
 struct ga_cluster;
 struct ga_engine;
 struct stop_guard;
@@ -64,8 +64,8 @@ struct ga_daemon {
     uint64_t watchdog_usec;
 
     struct ga_control *control;
-    struct pgc *storage;                 /* connection health, for status */
-    struct jnl *journal;
+    struct pg_conn *storage;                 /* connection health, for status */
+    struct journal *journal;
     struct ga_pipeline *pipeline;
     struct ga_admit *admit;              /* limits.max_metrics at the door (daemon/ingest/admit.h) */
     struct ga_late_notice *late_notice;  /* window floors for the acks (daemon/ingest/late_notice.h);
@@ -73,13 +73,13 @@ struct ga_daemon {
     struct ga_ingest *ingest;
     struct ga_ingest *ingest_stopped;    /* drained, freed by the drain */
     struct ga_engine_worker *worker;     /* cluster mode: NULL while being replaced */
-    struct jsl *jsl;                     /* cluster mode: the JetStream log */
+    struct js_log *jsl;                     /* cluster mode: the JetStream log */
     struct ga_cluster *cluster;          /* cluster mode: ownership (daemon/cluster.h) */
-    struct pgq *query;                   /* read queries of the control ops; blocking */
+    struct pg_query *query;                   /* read queries of the control ops; blocking */
     struct ga_jobs *jobs;                /* the job manager (daemon/jobs/job_kinds.h) */
     struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
     struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
-    struct pgq *http_query;              /* the HTTP handlers' own query pool */
+    struct pg_query *http_query;              /* the HTTP handlers' own query pool */
     struct cres *resources;              /* resources from Ceilometer samples, with listen.http */
     struct ga_loop_call *loop_call;      /* other threads' calls onto the loop (loop_call.h) */
 

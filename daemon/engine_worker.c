@@ -23,8 +23,8 @@ struct ga_engine_worker {
     uint64_t owned[EW_MAX_WORKERS];
     struct ga_daemon *d;
     struct ga_pipeline *pl;
-    struct jnl *j;
-    struct jsl *jsl;
+    struct journal *j;
+    struct js_log *jsl;
     pthread_mutex_t mu;               /* guards released */
     uint64_t released[EW_MAX_WORKERS];    /* each worker's committed window position */
 };
@@ -41,12 +41,12 @@ static void on_released(void *ctx, int lane, uint64_t window_lsn)
     for (int i = 1; i < g->n; i++)
         low = g->released[i] < low ? g->released[i] : low;
     pthread_mutex_unlock(&g->mu);
-    if (g->j && low && jnl_release(g->j, low) == 0)
+    if (g->j && low && journal_release(g->j, low) == 0)
         pl_journal_released(g->pl);
 }
 
 static struct ga_engine_worker *group_new(struct ga_daemon *d, struct ga_pipeline *pl,
-                                          struct jnl *j, struct jsl *jsl)
+                                          struct journal *j, struct js_log *jsl)
 {
     struct ga_engine_worker *g = calloc(1, sizeof *g);
     if (!g)
@@ -86,7 +86,7 @@ static int start_one(struct ga_engine_worker *g, struct ga_daemon *d, int k, int
 }
 
 int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-             struct jnl *j, int n)
+             struct journal *j, int n)
 {
     if (n < 1 || n > EW_MAX_WORKERS || n > pl_lanes(pl))
         return GA_EINVAL;
@@ -110,7 +110,7 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
 }
 
 int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                     struct jsl *jsl, uint64_t owned)
+                     struct js_log *jsl, uint64_t owned)
 {
     struct ga_engine_worker *g = group_new(d, pl, NULL, jsl);
     if (!g)
@@ -181,8 +181,8 @@ int ew_flush(struct ga_engine_worker *g, void (*cb)(void *ctx, int rc), void *ct
     if (g->jsl) {
         /* everything this daemon published: the messages of its partitions
          * aggregated and committed */
-        struct jsl_stats js;
-        jsl_get_stats(g->jsl, &js);
+        struct js_log_stats js;
+        js_log_get_stats(g->jsl, &js);
         target = js.last_acked_seq + 1;
     } else {
         target = pl_durable_lsn(g->pl);
@@ -254,7 +254,7 @@ static void merge(struct ew_status *st, const struct ew_status *o)
     SUM_(coarse_released);
 #undef SUM_
     if (st->have_writer && o->have_writer)
-        pgws_status_merge(&st->writer, &o->writer, o->owned);
+        pg_writers_status_merge(&st->writer, &o->writer, o->owned);
     st->have_writer &= o->have_writer;
     st->owned |= o->owned;
 }

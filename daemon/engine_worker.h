@@ -21,8 +21,8 @@
 
 struct ga_daemon;
 struct ga_pipeline;
-struct jnl;
-struct jsl;
+struct journal;
+struct js_log;
 struct ga_engine_worker;
 
 enum ew_state { EW_LOADING = 0, EW_REPLAYING, EW_RUNNING, EW_STOPPED };
@@ -68,7 +68,7 @@ struct ew_status {
     uint64_t stream_not_owned;        /* cluster mode: stream messages read and left, of
                                          partitions the worker does not own */
     int have_writer;
-    struct pgw_status writer;
+    struct pg_writer_status writer;
     uint64_t owned;                   /* the partitions worked on */
     int nworkers;
     struct ew_worker_status workers[EW_MAX_WORKERS];
@@ -77,7 +77,7 @@ struct ew_status {
 /* Start n workers (1..EW_MAX_WORKERS, at most the pipeline's lanes), each
  * with an engine of its own (ga_daemon_open_engine).  Returns 0 or GA_E*. */
 int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-             struct jnl *j, int n);
+             struct journal *j, int n);
 /* Cluster mode (docs/CLUSTER.md): the worker of the partitions in owned
  * (bit p).  It starts the writers of those partitions first (each takes
  * its partitions' advisory locks, waiting while the previous owner still
@@ -89,7 +89,7 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
  * owned partition at the position reached, so the next owner starts from
  * there.  pl: the cluster pipeline (ew_flush waits for what it published). */
 int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
-                     struct jsl *jsl, uint64_t owned);
+                     struct js_log *jsl, uint64_t owned);
 /* Drain: process everything the pipeline holds, commit it, stop.  Blocks
  * up to timeout_ms for the final commit (what stays uncommitted is still
  * in the journal).  Call after pl_stop.  Returns 0, or the storage

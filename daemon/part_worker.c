@@ -76,11 +76,11 @@ struct pw_metric {
 struct ga_part_worker {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
-    struct jnl *j;
+    struct journal *j;
     uint64_t lag_lsn;                 /* committed position last seen by on_commit (atomic) */
     struct ga_engine *engine;
     struct ga_metrics *metrics;
-    struct pgws *writers;             /* one per group of partitions (storage.writers) */
+    struct pg_writers *writers;             /* one per group of partitions (storage.writers) */
     pthread_t thread;
     int joined;
     pthread_mutex_t mu;               /* guards: stop, stop_deadline_ns, st, cfg_next, flushes */
@@ -99,7 +99,7 @@ struct ga_part_worker {
     int64_t *g_ts;
     double *g_val;
     size_t g_n, g_ids_cap, g_ts_cap, g_val_cap;
-    struct pgw_metric_def *defs;      /* the metrics the gathered batches created */
+    struct pg_writer_metric_def *defs;      /* the metrics the gathered batches created */
     size_t g_ndefs, def_cap;
     uint64_t g_lsn, g_end;            /* the journal records gathered: [g_lsn, g_end) */
     uint32_t g_batches;
@@ -120,7 +120,7 @@ struct ga_part_worker {
     struct ga_ratelimit late_rl;
     uint64_t windows_lost;            /* failover windows lost so far */
     /* cluster mode (pw_start_cluster): the stream instead of the journal */
-    struct jsl *jsl;
+    struct js_log *jsl;
     uint64_t owned;                   /* the partitions this worker owns */
     int masked;                       /* owns some partitions only: global ids by partition
                                          (gid), the others' metrics not restored, its writers
@@ -231,7 +231,7 @@ static void note_commit_lag(struct ga_part_worker *w, uint64_t committed_lsn)
             return;
     } while (!__atomic_compare_exchange_n(&w->lag_lsn, &prev, committed_lsn, 0, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
-    int64_t t = prev && w->j && !w->jsl ? jnl_durable_at_ns(w->j, prev) : 0;
+    int64_t t = prev && w->j && !w->jsl ? journal_durable_at_ns(w->j, prev) : 0;
     if (t)
         histo_observe_ns(&latency_commit, ga_now_mono_ns() - t);
 }
@@ -254,9 +254,9 @@ static int stop_submit(void *ctx)
     return stopping(ctx);
 }
 
-static int submit(struct ga_part_worker *w, const struct pgw_unit *u)
+static int submit(struct ga_part_worker *w, const struct pg_writer_unit *u)
 {
-    return pgws_submit(w->writers, u, stop_submit, w);
+    return pg_writers_submit(w->writers, u, stop_submit, w);
 }
 
 /* The partition of a global metric id, for the writers' split (worker
@@ -286,7 +286,7 @@ static uint32_t global_id(const struct ga_part_worker *w, uint32_t id)
 /* Give what a feed hands to the writers the global ids: the rows (the
  * first slot of each row or record), the late points and the new
  * metrics.  Nothing to do when they are the same. */
-static void to_global(struct ga_part_worker *w, struct ga_result *r, struct pgw_metric_def *defs,
+static void to_global(struct ga_part_worker *w, struct ga_result *r, struct pg_writer_metric_def *defs,
                       size_t ndefs)
 {
     if (!w->masked)
@@ -329,7 +329,7 @@ static int submit_coarse(struct ga_part_worker *w)
         return 0;
     for (size_t i = 0; w->masked && i < c->nout; i += ga_agg_span(&c->out[i]))
         c->out[i].metric = w->gid[c->out[i].metric];
-    struct pgw_unit u = { .aggs = c->out, .naggs = c->nout, .lsn = 0 };
+    struct pg_writer_unit u = { .aggs = c->out, .naggs = c->nout, .lsn = 0 };
     int rc = submit(w, &u);
     coarse_out_clear(c);
     return rc;
@@ -404,9 +404,9 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
     size_t k = 0;
     for (uint32_t id = 0; id < n; id++)
         k += w->m[id].dirty && (!mask || (mask >> w->m[id].part & 1));
-    struct pgw_window *pw = calloc(k ? k : 1, sizeof *pw);
+    struct pg_writer_window *pw = calloc(k ? k : 1, sizeof *pw);
     struct ga_window *win = calloc(k ? k : 1, sizeof *win);
-    struct pgw_count *cnt = calloc(k ? k : 1, sizeof *cnt);
+    struct pg_writer_count *cnt = calloc(k ? k : 1, sizeof *cnt);
     uint32_t *ids = calloc(k ? k : 1, sizeof *ids);
     size_t m = 0, nc = 0;
     int rc = pw && win && cnt && ids ? 0 : GA_ENOMEM;
@@ -414,7 +414,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         if (!w->m[id].dirty || (mask && !(mask >> w->m[id].part & 1)))
             continue;
         if (w->m[id].pend)
-            cnt[nc++] = (struct pgw_count){ global_id(w, id), w->m[id].pend };
+            cnt[nc++] = (struct pg_writer_count){ global_id(w, id), w->m[id].pend };
         pw[m].metric = global_id(w, id);
         pw[m].window = &win[m];
         ids[m++] = id;
@@ -441,12 +441,12 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         if (w->m[id].dirty == DIRTY_TAIL && last != SAVED_NONE && x->n && !x->has_prev &&
             tails_ok(id, w->m[id].saved_recs, stored, x->n)) {
             tv[j] = (struct ga_window){ .n = x->n - from, .ts = x->ts + from, .value = x->value + from };
-            pw[j] = (struct pgw_window){ .metric = pw[j].metric, .window = &tv[j], .tail = 1,
+            pw[j] = (struct pg_writer_window){ .metric = pw[j].metric, .window = &tv[j], .tail = 1,
                                          .keep_from = x->ts[0] };
         }
     }
     if (rc == 0) {
-        struct pgw_unit u = { .windows = pw, .nwindows = m, .counts = cnt, .ncounts = nc,
+        struct pg_writer_unit u = { .windows = pw, .nwindows = m, .counts = cnt, .ncounts = nc,
                               .lsn = lsn, .window_lsn = lsn, .window_parts = mask };
         rc = submit(w, &u);
     }
@@ -501,8 +501,8 @@ static int64_t snapshot_tick_ns(struct ga_part_worker *w)
     int64_t tick = (int64_t)w->cfg->storage.window_snapshot_s * 1000000000 / (owned ? owned : 1);
     if (!w->j || w->cfg->journal.max_bytes <= 0)
         return tick;
-    struct jnl_stats js;
-    jnl_get_stats(w->j, &js);
+    struct journal_stats js;
+    journal_get_stats(w->j, &js);
     double f = (double)js.retained_bytes / (double)w->cfg->journal.max_bytes;
     if (f <= 0.5)
         return tick;
@@ -623,7 +623,7 @@ static int gather(struct ga_part_worker *w, const struct ing_batch *b, uint64_t 
             if ((rc = ga_engine_metric_add(w->engine, id, p)) < 0)
                 return rc;
             w->defs[w->g_ndefs++] =
-                (struct pgw_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
+                (struct pg_writer_metric_def){ id, ga_metrics_get(w->metrics, id)->name, p };
             w->m[id].dirty = 0;
             w->m[id].pend = 0;
             w->m[id].saved_last = SAVED_NONE;
@@ -722,7 +722,7 @@ static int feed_gathered(struct ga_part_worker *w)
             return rc;                 /* not stored: the journal keeps the batches */
     }
     to_global(w, &w->res, w->defs, ndefs);
-    struct pgw_unit u = {
+    struct pg_writer_unit u = {
         .aggs = w->res.aggs, .naggs = w->res.naggs, .late = w->res.late, .nlate = w->res.nlate,
         .defs = w->defs, .ndefs = ndefs, .lsn = end,
     };
@@ -822,7 +822,7 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
         ing_msg_free(&m);
         return 0;
     }
-    process_logged(rc->w, &m.u.points, lsn, lsn + JNL_HDR_BYTES + len, rc->w->nlanes > 1);
+    process_logged(rc->w, &m.u.points, lsn, lsn + JOURNAL_HDR_BYTES + len, rc->w->nlanes > 1);
     ing_msg_free(&m);
     /* Progress is saved while replaying at start-up, so that a daemon
      * killed before the end starts further on next time (a crash loop
@@ -849,8 +849,8 @@ static int replay_one(void *ctx, uint64_t lsn, const void *payload, size_t len)
  * record below processed_lsn was fed, none after. */
 static int replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int full_sets)
 {
-    struct jnl_stats js;
-    jnl_get_stats(w->j, &js);
+    struct journal_stats js;
+    journal_get_stats(w->j, &js);
     if (from < js.first_lsn) {
         if (from != 0)
             ga_log(GA_LOG_ERROR, "journal_behind_checkpoint", "window_lsn=%llu first_lsn=%llu "
@@ -869,7 +869,7 @@ static int replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int f
     ga_log(lvl, "journal_replay_start", "from=%llu until=%llu bytes=%llu",
            (unsigned long long)from, (unsigned long long)until,
            (unsigned long long)(until - from));
-    int r = jnl_replay(w->j, from, replay_one, &rc);
+    int r = journal_replay(w->j, from, replay_one, &rc);
     feed_now(w);
     if (r < 0 && r != GA_ECANCELED)
         ga_log(GA_LOG_ERROR, "journal_replay_failed", "from=%llu error=\"%s\"",
@@ -891,7 +891,7 @@ static int replay(struct ga_part_worker *w, uint64_t from, uint64_t until, int f
 struct saved_window {
     uint32_t metric;
     struct ga_window w;
-    struct pgl_stored stored;
+    struct pg_load_stored stored;
     uint64_t lsn;
 };
 
@@ -912,7 +912,7 @@ struct load_ctx {
 };
 
 static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
-                       const struct pgl_stored *stored)
+                       const struct pg_load_stored *stored)
 {
     struct load_ctx *lc = ctx;
     if (grow((void **)&lc->v, &lc->cap, lc->n + 1, sizeof *lc->v) < 0)
@@ -937,7 +937,7 @@ static int keep_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga
 
 /* Load PostgreSQL's state into the registry and the engine, retrying with
  * backoff until it works or the daemon stops.  0 or GA_ESHUTDOWN. */
-static int load_state(struct ga_part_worker *w, struct pgl_state *s)
+static int load_state(struct ga_part_worker *w, struct pg_load_state *s)
 {
     int backoff = w->cfg->storage.retry_initial_ms;
     for (;;) {
@@ -946,7 +946,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
         /* one of several workers: its writers hold the instance lock and
          * migrated the schema */
         int follower = w->masked && !w->jsl;
-        int rc = pgl_load_parts(w->cfg->storage.conninfo, w->masked ? w->owned : 0, follower, s,
+        int rc = pg_load_load_parts(w->cfg->storage.conninfo, w->masked ? w->owned : 0, follower, s,
                             keep_window, &lc, err, sizeof err);
         if (w->masked)
             memset(w->next_k, 0, sizeof w->next_k);
@@ -956,7 +956,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
         size_t nix = 0;
         rc = rc == 0 && !ix ? GA_ENOMEM : rc;
         for (size_t i = 0; rc == 0 && i < s->nmetrics; i++) {
-            const struct pgl_metric *m = &s->metrics[i];
+            const struct pg_load_metric *m = &s->metrics[i];
             uint32_t id = m->id;
             if (w->masked) {
                 /* every stored id counts for the placement of new ones; only
@@ -1014,7 +1014,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
                 /* what is stored, snapshot and tails: the next save adds
                  * a tail to it while tails_ok allows */
                 const struct ga_window *x = &lc.v[i].w;
-                const struct pgl_stored *st = &lc.v[i].stored;
+                const struct pg_load_stored *st = &lc.v[i].stored;
                 w->m[id].loaded_lsn = lc.v[i].lsn;
                 if (lc.v[i].lsn > w->loaded_max_lsn)
                     w->loaded_max_lsn = lc.v[i].lsn;
@@ -1046,7 +1046,7 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
             pthread_mutex_unlock(&w->mu);
             return 0;
         }
-        pgl_free(s);
+        pg_load_free(s);
         if (rc == GA_EPROTO || rc == GA_ECORRUPT) {
             /* Not going to get better by retrying fast; keep trying slowly
              * so an operator's fix is picked up. */
@@ -1071,25 +1071,25 @@ static int load_state(struct ga_part_worker *w, struct pgl_state *s)
     }
 }
 
-static int start_writer(struct ga_part_worker *w, const struct pgl_state *s)
+static int start_writer(struct ga_part_worker *w, const struct pg_load_state *s)
 {
     const struct ga_config *c = w->cfg;
-    struct jnl_stats js = { 0 };  /* a fresh journal is numbered from the clock: the lag
+    struct journal_stats js = { 0 };  /* a fresh journal is numbered from the clock: the lag
                                      counts from its first LSN, not from 0 */
     if (w->j)
-        jnl_get_stats(w->j, &js);
+        journal_get_stats(w->j, &js);
     /* the writers are shared out over the workers: each its own connections */
     int nw = c->storage.writers > 0 ? c->storage.writers : 1;
     nw = nw / w->nlanes + (w->lane < nw % w->nlanes);
     nw = nw > 0 ? nw : 1;
-    struct pgws_opts so = { .nwriters = nw, .partition_of = partition_of, .pctx = w,
+    struct pg_writers_opts so = { .nwriters = nw, .partition_of = partition_of, .pctx = w,
                             .parts = w->masked ? w->owned : 0,
                             .instance_lock = !w->jsl && w->lane == 0 };
     /* A worker of several resumes from its own partitions' positions,
      * which its writers read when they connect (the checkpoint row's are
      * the daemon's lowest and highest). */
     int own = w->masked;
-    struct pgw_opts o = {
+    struct pg_writer_opts o = {
         .conninfo = c->storage.conninfo, .flush_rows = c->storage.flush_rows,
         .queue_max_rows = (size_t)c->storage.queue_max_rows / (size_t)w->nlanes,
         .open_max = (size_t)c->storage.open_buckets_max /
@@ -1104,7 +1104,7 @@ static int start_writer(struct ga_part_worker *w, const struct pgl_state *s)
         .maintenance_interval_ms = w->lane > 0 ? -1 : 0,
     };
     so.w = o;
-    int rc = pgws_start(&w->writers, &so);
+    int rc = pg_writers_start(&w->writers, &so);
     if (rc == 0) {
         pthread_mutex_lock(&w->mu);
         w->st.have_writer = 1;
@@ -1144,7 +1144,7 @@ static void serve_flushes(struct ga_part_worker *w)
             continue;
         }
         *pp = f->next;
-        if (pgws_flush(w->writers, flush_done, f) < 0) {
+        if (pg_writers_flush(w->writers, flush_done, f) < 0) {
             f->cb(f->ctx, GA_ESHUTDOWN);
             free(f);
         }
@@ -1179,7 +1179,7 @@ static void take_reload(struct ga_part_worker *w)
         free(w->cfg);
         w->cfg = next;
         if (w->writers)
-            pgws_set_tuning(w->writers, next->storage.flush_rows, next->storage.flush_interval_ms);
+            pg_writers_set_tuning(w->writers, next->storage.flush_rows, next->storage.flush_interval_ms);
     }
 }
 
@@ -1246,10 +1246,10 @@ static int wait_parts_free(struct ga_part_worker *w)
         char err[256] = "";
         uint64_t held = ~0ULL;
         if (!c)
-            c = pgu_connect(w->cfg->storage.conninfo, "gpuaggd-handover");
+            c = pg_util_connect(w->cfg->storage.conninfo, "gpuaggd-handover");
         if (c && PQstatus(c) != CONNECTION_OK)
-            pgu_errcopy(err, sizeof err, PQerrorMessage(c));
-        else if (c && pgm_parts_held(c, w->owned, &held, err, sizeof err) == 0 && !held)
+            pg_util_errcopy(err, sizeof err, PQerrorMessage(c));
+        else if (c && pg_members_parts_held(c, w->owned, &held, err, sizeof err) == 0 && !held)
             break;
         if (c && PQstatus(c) != CONNECTION_OK) {
             PQfinish(c);
@@ -1275,9 +1275,9 @@ static int wait_locked(struct ga_part_worker *w)
 {
     int64_t t0 = ga_now_mono_ns(), last_log = t0;
     for (;;) {
-        struct pgw_status st;
-        pgws_get_status(w->writers, &st);
-        if (st.state == PGC_CONNECTED && st.connects > 0)
+        struct pg_writer_status st;
+        pg_writers_get_status(w->writers, &st);
+        if (st.state == PG_CONN_CONNECTED && st.connects > 0)
             return 0;
         if (stopping(w))
             return GA_ESHUTDOWN;
@@ -1330,8 +1330,8 @@ static void consume_message(struct ga_part_worker *w, uint64_t seq, int part, co
  * positions, and leave with a window set of every owned partition. */
 static void *cluster_main(struct ga_part_worker *w)
 {
-    struct pgl_state s = { 0 }, none = { 0 };
-    struct jsl_sub *sub = NULL;
+    struct pg_load_state s = { 0 }, none = { 0 };
+    struct js_log_sub *sub = NULL;
     char err[256];
     set_state(w, EW_LOADING);
     if (wait_parts_free(w) < 0)
@@ -1348,12 +1348,12 @@ static void *cluster_main(struct ga_part_worker *w)
             from = s.part_window_lsn[p];
     if (from == UINT64_MAX)
         from = 0;                      /* owns nothing */
-    pgl_free(&s);
+    pg_load_free(&s);
     w->processed_lsn = from;
     pthread_mutex_lock(&w->mu);
     w->st.processed_lsn = from;
     pthread_mutex_unlock(&w->mu);
-    if (jsl_sub_open(&sub, w->jsl, from ? from : 1, err, sizeof err) < 0) {
+    if (js_log_sub_open(&sub, w->jsl, from ? from : 1, err, sizeof err) < 0) {
         ga_log(GA_LOG_ERROR, "stream_subscribe_failed", "error=\"%s\"", err);
         goto out;
     }
@@ -1369,7 +1369,7 @@ static void *cluster_main(struct ga_part_worker *w)
         int part;
         const void *data;
         size_t len;
-        int rc = jsl_sub_next(sub, &seq, &part, &data, &len, 100);
+        int rc = js_log_sub_next(sub, &seq, &part, &data, &len, 100);
         if (rc == 1)
             consume_message(w, seq, part, data, len);
         snapshot_tick(w);
@@ -1378,8 +1378,8 @@ static void *cluster_main(struct ga_part_worker *w)
     snapshot_parts(w, 0);
     serve_flushes(w);
 out:
-    jsl_sub_close(sub);
-    pgl_free(&s);
+    js_log_sub_close(sub);
+    pg_load_free(&s);
     set_state(w, EW_STOPPED);
     return NULL;
 }
@@ -1389,7 +1389,7 @@ static void *worker_main(void *arg)
     struct ga_part_worker *w = arg;
     if (w->jsl)
         return cluster_main(w);
-    struct pgl_state s = { 0 }, none = { 0 };
+    struct pg_load_state s = { 0 }, none = { 0 };
     set_state(w, EW_LOADING);
     if (w->masked) {
         /* One of several workers: its writers take its partitions' locks
@@ -1423,7 +1423,7 @@ static void *worker_main(void *arg)
     w->cut = replay(w, from, w->live_lsn, 1);
     if (!w->cut)
         w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
-    pgl_free(&s);
+    pg_load_free(&s);
     set_state(w, EW_RUNNING);
     publish_backends(w);
     while (!w->cut) {
@@ -1451,7 +1451,7 @@ static void *worker_main(void *arg)
 drain:
     /* Not loaded (stopping before PostgreSQL came back): everything stays in
      * the journal for the next start; empty the queue. */
-    pgl_free(&s);
+    pg_load_free(&s);
     for (;;) {
         struct pl_entry e;
         int rc = pl_engine_pop(w->pl, w->lane, &e, 100);
@@ -1490,9 +1490,9 @@ int pw_start(struct ga_part_worker **out, const struct pw_opts *o)
     if (!w->cfg || ga_metrics_open(&w->metrics) < 0)
         goto fail;
     *w->cfg = *o->d->cfg;
-    struct jnl_stats js = { 0 };
+    struct journal_stats js = { 0 };
     if (o->j)
-        jnl_get_stats(o->j, &js);
+        journal_get_stats(o->j, &js);
     w->live_lsn = js.next_lsn;
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
@@ -1535,7 +1535,7 @@ int pw_stop(struct ga_part_worker *w, int timeout_ms)
         return 0;
     pw_join(w);
     if (w->writers) {
-        int rc = pgws_stop(w->writers, timeout_ms);
+        int rc = pg_writers_stop(w->writers, timeout_ms);
         if (rc < 0)
             ga_log(GA_LOG_ERROR, "storage_stop_incomplete", "error=\"%s\" note=\"uncommitted work "
                    "stays in the journal and is replayed at the next start; exit 1\"",
@@ -1571,5 +1571,5 @@ void pw_get_status(struct ga_part_worker *w, struct ew_status *st)
     *st = w->st;
     pthread_mutex_unlock(&w->mu);
     if (st->have_writer)
-        pgws_get_status(w->writers, &st->writer);
+        pg_writers_get_status(w->writers, &st->writer);
 }

@@ -36,8 +36,8 @@ struct ga_part_worker;
 struct pw_opts {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
-    struct jnl *j;                    /* single node: the journal */
-    struct jsl *jsl;                  /* cluster mode: the stream instead */
+    struct journal *j;                    /* single node: the journal */
+    struct js_log *jsl;                  /* cluster mode: the stream instead */
     struct ga_engine *engine;         /* ownership passes */
     int lane, nlanes;                 /* its engine queue, of nlanes (pipeline.h) */
     uint64_t owned;                   /* its partitions (bit p) */

@@ -38,8 +38,8 @@ struct lane {
 
 struct ga_pipeline {
     uv_loop_t *loop;
-    struct jnl *j;
-    struct jnl_commit *commit;
+    struct journal *j;
+    struct journal_commit *commit;
     uv_async_t notify;                 /* durable LSN moved or items sequenced */
     void (*on_durable)(void *ctx, uint64_t durable_lsn);
     void *ctx;
@@ -64,7 +64,7 @@ struct ga_pipeline {
     size_t max_entries, max_bytes;     /* per lane: the entries, a share of the bytes */
     uint64_t durable;                  /* guarded by mu */
     struct pl_stats st;
-    struct jsl *jsl;                   /* cluster mode: publish here instead */
+    struct js_log *jsl;                   /* cluster mode: publish here instead */
     uint64_t pub_ctr;                  /* cluster mode: items published */
     size_t max_group_bytes;
 };
@@ -526,7 +526,7 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
     if (!it->record)
         return;
     for (;;) {
-        int rc = jnl_append(p->j, it->record, it->record_len, &it->lsn, &it->end);
+        int rc = journal_append(p->j, it->record, it->record_len, &it->lsn, &it->end);
         if (rc == 0) {
             pthread_mutex_lock(&p->mu);
             p->journal_full = 0;
@@ -568,8 +568,8 @@ static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
         if (rc == GA_EAGAIN) {
             /* the journal's file system is full: this batch is refused now
              * (the journal retries and recovers once space returns) */
-            struct jnl_stats js;
-            jnl_get_stats(p->j, &js);
+            struct journal_stats js;
+            journal_get_stats(p->j, &js);
             snprintf(it->err, sizeof it->err, "journal cannot write (%s): batch not accepted; "
                      "resend later", strerror(js.stalled_errno ? js.stalled_errno : ENOSPC));
             pthread_mutex_lock(&p->mu);
@@ -638,11 +638,11 @@ static int publish_stop(void *ctx)
 }
 
 /* Publish the items queued now as one group; ack them once JetStream
- * stored every message (jsl_publish retries until then or until stop). */
+ * stored every message (js_log_publish retries until then or until stop). */
 static void *cluster_sequencer_main(void *arg)
 {
     struct ga_pipeline *p = arg;
-    struct jsl_msg *msgs = NULL;
+    struct js_log_msg *msgs = NULL;
     size_t mcap = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -666,7 +666,7 @@ static void *cluster_sequencer_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         int rc = 0;
         if (n > mcap) {
-            struct jsl_msg *nm = realloc(msgs, n * sizeof *nm);
+            struct js_log_msg *nm = realloc(msgs, n * sizeof *nm);
             if (nm) {
                 msgs = nm;
                 mcap = n;
@@ -677,10 +677,10 @@ static void *cluster_sequencer_main(void *arg)
         size_t m = 0;
         for (size_t i = 0; rc == 0 && i < k; i++)   /* only this thread removes items */
             for (size_t j = 0; j < grp[i]->nprecs; j++)
-                msgs[m++] = (struct jsl_msg){ grp[i]->precs[j].part, grp[i]->precs[j].data,
+                msgs[m++] = (struct js_log_msg){ grp[i]->precs[j].part, grp[i]->precs[j].data,
                                               grp[i]->precs[j].len };
         if (rc == 0)
-            rc = jsl_publish(p->jsl, msgs, m, NULL, publish_stop, p);
+            rc = js_log_publish(p->jsl, msgs, m, NULL, publish_stop, p);
         pthread_mutex_lock(&p->mu);
         for (size_t i = 0; i < k; i++) {
             it = p->sq_head;
@@ -920,7 +920,7 @@ static struct ga_pipeline *new_pipeline(uv_loop_t *loop,
     return p;
 }
 
-int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
+int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
              int nlanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
@@ -935,14 +935,14 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync
      * the whole queue would hold, in its share of the bytes */
     p->max_entries = max_entries ? max_entries : 1;
     p->max_bytes = max_bytes / (size_t)nlanes;
-    struct jnl_stats js;
-    jnl_get_stats(j, &js);
+    struct journal_stats js;
+    journal_get_stats(j, &js);
     p->durable = js.durable_lsn;
-    int rc = jnl_commit_start(&p->commit, j, fsync_interval_ms, on_commit, p);
+    int rc = journal_commit_start(&p->commit, j, fsync_interval_ms, on_commit, p);
     if (rc < 0)
         goto fail;
     if (pthread_create(&p->seq_thread, NULL, sequencer_main, p) != 0) {
-        jnl_commit_stop(p->commit);
+        journal_commit_stop(p->commit);
         rc = GA_ENOMEM;
         goto fail;
     }
@@ -954,7 +954,7 @@ fail:
     return rc;
 }
 
-int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
+int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
                      size_t max_group_bytes,
                      void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
@@ -981,7 +981,7 @@ void pl_stop(struct ga_pipeline *p)
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->seq_thread, NULL);
     if (p->commit)
-        jnl_commit_stop(p->commit);    /* final sync + on_commit */
+        journal_commit_stop(p->commit);    /* final sync + on_commit */
     pthread_mutex_lock(&p->mu);
     p->stopped = 1;
     pthread_cond_broadcast(&p->eng_cv);

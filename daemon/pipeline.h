@@ -3,7 +3,7 @@
  *   loop thread          decode workers (uv_queue_work)     sequencer thread
  *   frame → pl_item  ──▶ ing_decode, journal record encode ─▶ (back on the loop,
  *                                                             per-connection order)
- *                        pl_submit(item) ─────────────────▶ jnl_append → lsn
+ *                        pl_submit(item) ─────────────────▶ journal_append → lsn
  *                                                             engine queue push
  *   ack when durable ◀── uv_async ◀── group commit thread (durable_lsn)
  *
@@ -44,7 +44,7 @@ static inline int pl_lane_of(int p, int lanes)
     return p % lanes;
 }
 
-struct jsl;
+struct js_log;
 
 /* Cluster mode: one message of a batch, the points of one partition. */
 struct pl_prec {
@@ -133,20 +133,20 @@ struct ga_pipeline;
  *   max_entries   engine queue entries kept in memory, each lane
  *   max_bytes     engine queue bytes kept in memory, all lanes together
  * Returns 0 or GA_E*. */
-int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct jnl *j, int fsync_interval_ms,
+int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
              int lanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Cluster mode (docs/CLUSTER.md): no journal.  Decoding splits each batch
  * into one message per partition (chunks of at most 256 KiB); the
  * sequencer publishes the items queued at that moment as one group to
- * JetStream (jsl_publish: ack once every message is stored on a quorum of
+ * JetStream (js_log_publish: ack once every message is stored on a quorum of
  * replicas) and then gives them ends from a counter (lsn = n, end = n + 1)
  * and moves the "durable" position to the counter, so the ingest layer acks
  * them exactly as it does journaled items.  While JetStream does not
  * acknowledge, the sequencer retries and the backlog grows: the loop stops
  * reading sockets (backpressure).  The engine queue is not used: the
  * engine worker consumes the stream.  Returns 0 or GA_E*. */
-int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct jsl *jsl,
+int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
                      size_t max_group_bytes,
                      void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Drain: every submitted item is journaled and synced (items still waiting

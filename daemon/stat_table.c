@@ -45,7 +45,7 @@
  * storage.state). */
 static uint64_t storage_connected(const struct stat_snapshot *s)
 {
-    return (s->ew.have_writer ? s->ew.writer.state : s->pg.state) == PGC_CONNECTED;
+    return (s->ew.have_writer ? s->ew.writer.state : s->pg.state) == PG_CONN_CONNECTED;
 }
 
 const struct stat_def stat_table[] = {

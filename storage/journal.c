@@ -26,12 +26,12 @@
 #include "proto/ga_err.h"
 #include "storage/crc32c.h"
 
-#define JNL_MAGIC 0x314C4E4Au           /* bytes "JNL1" read as little-endian u32 */
+#define JOURNAL_MAGIC 0x314C4E4Au           /* bytes "JNL1" read as little-endian u32 */
 #define WBUF_BYTES ((size_t)1 << 20)    /* write buffer */
 #define DIRECT_BYTES ((size_t)64 << 10) /* records this big skip the buffer */
 #define RBUF_BYTES ((size_t)1 << 20)    /* read buffer (grows for big records) */
 
-struct jnl {
+struct journal {
     pthread_mutex_t mu;
     char *dir;
     uint64_t segment_bytes, max_bytes;
@@ -47,44 +47,44 @@ struct jnl {
     int stalled;                        /* errno of a write that found no space; 0 = none */
     void (*hook)(void *ctx);
     void *hook_ctx;
-    struct jnl_stats st;                /* counters only; LSN fields filled on read */
+    struct journal_stats st;                /* counters only; LSN fields filled on read */
     /* when each range of LSNs became durable, oldest first (a ring;
-     * jnl_durable_at_ns): syncs within DUR_MERGE_NS of the newest entry
+     * journal_durable_at_ns): syncs within DUR_MERGE_NS of the newest entry
      * extend it */
-    struct jnl_durable { uint64_t from, to; int64_t mono_ns; } dur[JNL_DUR_RING];
+    struct journal_durable { uint64_t from, to; int64_t mono_ns; } dur[JOURNAL_DUR_RING];
     size_t dur_head, dur_n;
 };
 
 #define DUR_MERGE_NS 10000000LL
 
 /* [from, to) became durable now.  mu held. */
-static void note_durable(struct jnl *j, uint64_t from, uint64_t to)
+static void note_durable(struct journal *j, uint64_t from, uint64_t to)
 {
     if (to <= from)
         return;
     int64_t now = ga_now_mono_ns();
     if (j->dur_n) {
-        struct jnl_durable *last = &j->dur[(j->dur_head + j->dur_n - 1) % JNL_DUR_RING];
+        struct journal_durable *last = &j->dur[(j->dur_head + j->dur_n - 1) % JOURNAL_DUR_RING];
         if (last->to == from && now - last->mono_ns < DUR_MERGE_NS) {
             last->to = to;
             return;
         }
     }
-    if (j->dur_n == JNL_DUR_RING) {
-        j->dur_head = (j->dur_head + 1) % JNL_DUR_RING;
+    if (j->dur_n == JOURNAL_DUR_RING) {
+        j->dur_head = (j->dur_head + 1) % JOURNAL_DUR_RING;
         j->dur_n--;
     }
-    j->dur[(j->dur_head + j->dur_n++) % JNL_DUR_RING] = (struct jnl_durable){ from, to, now };
+    j->dur[(j->dur_head + j->dur_n++) % JOURNAL_DUR_RING] = (struct journal_durable){ from, to, now };
 }
 
-int64_t jnl_durable_at_ns(struct jnl *j, uint64_t lsn)
+int64_t journal_durable_at_ns(struct journal *j, uint64_t lsn)
 {
     int64_t t = 0;
     pthread_mutex_lock(&j->mu);
     size_t lo = 0, hi = j->dur_n;      /* binary search: the ranges ascend */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        const struct jnl_durable *e = &j->dur[(j->dur_head + mid) % JNL_DUR_RING];
+        const struct journal_durable *e = &j->dur[(j->dur_head + mid) % JOURNAL_DUR_RING];
         if (lsn < e->from)
             hi = mid;
         else if (lsn >= e->to)
@@ -122,7 +122,7 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Enter the failed state (sticky; a failed fsync cannot be retried safely). */
-static int fail(struct jnl *j, const char *op, int e)
+static int fail(struct journal *j, const char *op, int e)
 {
     if (!j->failed)
         ga_log(GA_LOG_ERROR, "journal_failed", "dir=%s op=%s errno=%d msg=\"%s\"", j->dir, op, e, strerror(e));
@@ -134,7 +134,7 @@ static int fail(struct jnl *j, const char *op, int e)
  * the journal stalled, not failed: nothing written is lost (written_lsn
  * did not move; bytes past it are cut), the buffered records stay in
  * memory, and the next write tries again.  mu held.  Returns GA_EAGAIN. */
-static int stall(struct jnl *j, const char *op, int e)
+static int stall(struct journal *j, const char *op, int e)
 {
     if (!j->stalled)
         ga_log(GA_LOG_ERROR, "journal_stalled", "dir=%s op=%s errno=%d msg=\"%s; retrying\"",
@@ -149,7 +149,7 @@ static int no_space(int e)
     return e == ENOSPC || e == EDQUOT || e == EFBIG;
 }
 
-static void unstall(struct jnl *j)
+static void unstall(struct journal *j)
 {
     if (!j->stalled)
         return;
@@ -181,10 +181,10 @@ static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
     return 0;
 }
 
-static uint64_t active_start(const struct jnl *j) { return j->segs[j->nsegs - 1]; }
+static uint64_t active_start(const struct journal *j) { return j->segs[j->nsegs - 1]; }
 
 /* Write iov (the buffer's bytes first, if any, then more) at written_lsn.  mu held. */
-static int write_out(struct jnl *j, struct iovec *iov, int n, uint64_t bytes)
+static int write_out(struct journal *j, struct iovec *iov, int n, uint64_t bytes)
 {
     if (bytes == 0)
         return 0;
@@ -203,18 +203,18 @@ static int write_out(struct jnl *j, struct iovec *iov, int n, uint64_t bytes)
     return 0;
 }
 
-static int flush_wbuf(struct jnl *j)
+static int flush_wbuf(struct journal *j)
 {
     struct iovec iov = { j->wbuf, (size_t)(j->next_lsn - j->written_lsn) };
     return write_out(j, &iov, 1, iov.iov_len);
 }
 
-static int fsync_dir(struct jnl *j)
+static int fsync_dir(struct journal *j)
 {
     return fsync(j->dir_fd) < 0 ? -errno : 0;
 }
 
-static int segs_push(struct jnl *j, uint64_t start)
+static int segs_push(struct journal *j, uint64_t start)
 {
     if (j->nsegs == j->segcap) {
         size_t cap = j->segcap ? 2 * j->segcap : 16;
@@ -229,7 +229,7 @@ static int segs_push(struct jnl *j, uint64_t start)
 }
 
 /* Create segment <start>.wal, make it the active one, fsync the directory.  mu held. */
-static int new_segment(struct jnl *j, uint64_t start)
+static int new_segment(struct journal *j, uint64_t start)
 {
     char path[4200];
     seg_name(path, sizeof path, j->dir, start);
@@ -253,7 +253,7 @@ static int new_segment(struct jnl *j, uint64_t start)
 }
 
 /* Close the active segment durably and start the next one.  mu held. */
-static int roll(struct jnl *j)
+static int roll(struct journal *j)
 {
     int rc = flush_wbuf(j);
     if (rc < 0)
@@ -341,42 +341,42 @@ static int rec_next(struct rdr *r, uint64_t start, uint64_t skip_below, struct r
     rec->fo = r->off + r->pos;
     rec->payload = NULL;
     rec->hdr_ok = 0;
-    ssize_t k = rdr_need(r, JNL_HDR_BYTES);
+    ssize_t k = rdr_need(r, JOURNAL_HDR_BYTES);
     if (k < 0)
         return (int)k;
     if (k == 0)
         return REC_END;
-    if (k < JNL_HDR_BYTES)
+    if (k < JOURNAL_HDR_BYTES)
         return rec->why = "short header", REC_SHORT;
     const uint8_t *h = r->buf + r->pos;
     rec->len = get32(h + 4);
     rec->lsn = get64(h + 8);
-    if (get32(h) != JNL_MAGIC)
+    if (get32(h) != JOURNAL_MAGIC)
         return rec->why = "bad magic", REC_BAD;
     if (rec->lsn != start + rec->fo)
         return rec->why = "LSN does not match position", REC_BAD;
     if (get32(h + 20) != 0)
         return rec->why = "reserved field not zero", REC_BAD;
-    if (rec->len > JNL_MAX_PAYLOAD)
+    if (rec->len > JOURNAL_MAX_PAYLOAD)
         return rec->why = "length over limit", REC_BAD;
-    if (rec->fo + JNL_HDR_BYTES + rec->len > r->end)
+    if (rec->fo + JOURNAL_HDR_BYTES + rec->len > r->end)
         return rec->why = "record runs past end of file", REC_SHORT;
     if (rec->lsn < skip_below) {
-        rdr_skip(r, JNL_HDR_BYTES + (uint64_t)rec->len);
+        rdr_skip(r, JOURNAL_HDR_BYTES + (uint64_t)rec->len);
         return REC_SKIP;
     }
-    k = rdr_need(r, JNL_HDR_BYTES + (size_t)rec->len);
+    k = rdr_need(r, JOURNAL_HDR_BYTES + (size_t)rec->len);
     if (k < 0)
         return (int)k;
-    if ((size_t)k < JNL_HDR_BYTES + (size_t)rec->len)
+    if ((size_t)k < JOURNAL_HDR_BYTES + (size_t)rec->len)
         return rec->why = "file shorter than its size", REC_SHORT;
     h = r->buf + r->pos;
-    if (crc32c(crc32c(0, h + JNL_HDR_BYTES, rec->len), h, 16) != get32(h + 16)) {
+    if (crc32c(crc32c(0, h + JOURNAL_HDR_BYTES, rec->len), h, 16) != get32(h + 16)) {
         rec->hdr_ok = 1;
         return rec->why = "CRC mismatch", REC_BAD;
     }
-    rec->payload = h + JNL_HDR_BYTES;
-    r->pos += JNL_HDR_BYTES + (size_t)rec->len;
+    rec->payload = h + JOURNAL_HDR_BYTES;
+    r->pos += JOURNAL_HDR_BYTES + (size_t)rec->len;
     return REC_OK;
 }
 
@@ -390,7 +390,7 @@ static int find_valid_after(int fd, uint64_t start, uint64_t from, uint64_t size
     int rc = 0;
     if (!(r.buf = malloc(r.cap)))
         return GA_ENOMEM;
-    for (uint64_t base = from; base + JNL_HDR_BYTES <= size && rc == 0;) {
+    for (uint64_t base = from; base + JOURNAL_HDR_BYTES <= size && rc == 0;) {
         ssize_t k = pread(fd, chunk, sizeof chunk, (off_t)base);
         if (k < 0) {
             rc = -errno;
@@ -399,7 +399,7 @@ static int find_valid_after(int fd, uint64_t start, uint64_t from, uint64_t size
         if (k < 4)
             break;
         for (ssize_t i = 0; i + 4 <= k && rc == 0; i++) {
-            if (get32(chunk + i) != JNL_MAGIC ||
+            if (get32(chunk + i) != JOURNAL_MAGIC ||
                 (i + 16 <= k && get64(chunk + i + 8) != start + base + (uint64_t)i))
                 continue;
             struct rec rec;
@@ -443,7 +443,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Collect "<20 digits>.wal" names, sorted.  Other files are ignored. */
-static int list_segments(struct jnl *j)
+static int list_segments(struct journal *j)
 {
     DIR *d = fdopendir(dup(j->dir_fd));
     if (!d)
@@ -470,7 +470,7 @@ static uint64_t file_size(const char *path)
 
 /* Damage at file offset fo of segment i: refuse, or with repair cut the log
  * there (truncate segment i, delete every later one).  fd is segment i. */
-static int corrupt(struct jnl *j, size_t i, int fd, uint64_t fo, uint64_t size, const char *why,
+static int corrupt(struct journal *j, size_t i, int fd, uint64_t fo, uint64_t size, const char *why,
                    char *err, size_t errlen)
 {
     char path[4200];
@@ -506,7 +506,7 @@ static int corrupt(struct jnl *j, size_t i, int fd, uint64_t fo, uint64_t size, 
 }
 
 /* Validate every record; cut a torn tail; set next_lsn. */
-static int recover(struct jnl *j, char *err, size_t errlen)
+static int recover(struct journal *j, char *err, size_t errlen)
 {
     struct rdr r = { .cap = RBUF_BYTES };
     char path[4200];
@@ -524,7 +524,7 @@ static int recover(struct jnl *j, char *err, size_t errlen)
         }
         uint64_t size = file_size(path);
         if (last && size == 0 && j->segs[i] > j->next_lsn) {
-            /* an interrupted jnl_release past next_lsn: the checkpoint covers
+            /* an interrupted journal_release past next_lsn: the checkpoint covers
              * every earlier segment; finish deleting them */
             ga_log(GA_LOG_WARN, "journal_jump", "dir=%s from_lsn=%" PRIu64 " to_lsn=%" PRIu64
                    " msg=\"finishing an interrupted release\"", j->dir, j->next_lsn, j->segs[i]);
@@ -573,7 +573,7 @@ static int recover(struct jnl *j, char *err, size_t errlen)
             uint64_t at = 0;
             int later = 0;
             if (last) {     /* a bad length can look like a short record: look past it too */
-                uint64_t from = rec.fo + (rec.hdr_ok ? JNL_HDR_BYTES + (uint64_t)rec.len : 1);
+                uint64_t from = rec.fo + (rec.hdr_ok ? JOURNAL_HDR_BYTES + (uint64_t)rec.len : 1);
                 if ((later = find_valid_after(fd, j->segs[i], from, size, &at)) < 0) {
                     rc = later;
                     goto out;
@@ -609,7 +609,7 @@ out:
     return rc;
 }
 
-static int take_lock(struct jnl *j, char *err, size_t errlen)
+static int take_lock(struct journal *j, char *err, size_t errlen)
 {
     char path[4200], pid[32] = "";
     snprintf(path, sizeof path, "%s/LOCK", j->dir);
@@ -631,7 +631,7 @@ static int take_lock(struct jnl *j, char *err, size_t errlen)
     return 0;
 }
 
-static void jnl_free(struct jnl *j)
+static void journal_free(struct journal *j)
 {
     if (j->fd >= 0)
         close(j->fd);
@@ -646,16 +646,16 @@ static void jnl_free(struct jnl *j)
     free(j);
 }
 
-int jnl_open(struct jnl **out, const struct jnl_opts *o, char *err, size_t errlen)
+int journal_open(struct journal **out, const struct journal_opts *o, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || o->segment_bytes < JNL_MIN_SEGMENT_BYTES ||
+    if (!o || !o->dir || !*o->dir || strlen(o->dir) > 4000 || o->segment_bytes < JOURNAL_MIN_SEGMENT_BYTES ||
         o->max_bytes / 2 < o->segment_bytes) {
         errf(err, errlen, "journal: bad options (dir set, segment_bytes >= %d, max_bytes >= 2 * segment_bytes)",
-             JNL_MIN_SEGMENT_BYTES);
+             JOURNAL_MIN_SEGMENT_BYTES);
         return GA_EINVAL;
     }
-    struct jnl *j = calloc(1, sizeof *j);
+    struct journal *j = calloc(1, sizeof *j);
     if (!j)
         return GA_ENOMEM;
     pthread_mutex_init(&j->mu, NULL);
@@ -699,28 +699,28 @@ int jnl_open(struct jnl **out, const struct jnl_opts *o, char *err, size_t errle
     *out = j;
     return 0;
 fail:
-    jnl_free(j);
+    journal_free(j);
     return rc;
 }
 
-void jnl_close(struct jnl *j)
+void journal_close(struct journal *j)
 {
     if (!j)
         return;
     if (!j->failed && flush_wbuf(j) == 0 && fdatasync(j->fd) < 0)
         fail(j, "fdatasync", errno);
-    jnl_free(j);
+    journal_free(j);
 }
 
 /* ---------- append, sync ---------- */
 
-int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end)
+int journal_append(struct journal *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end)
 {
-    uint64_t rec = JNL_HDR_BYTES + (uint64_t)len;
-    if (len > JNL_MAX_PAYLOAD || rec > j->max_bytes)
+    uint64_t rec = JOURNAL_HDR_BYTES + (uint64_t)len;
+    if (len > JOURNAL_MAX_PAYLOAD || rec > j->max_bytes)
         return GA_ETOOBIG;
     uint32_t pcrc = crc32c(0, payload, len);
-    uint8_t hdr[JNL_HDR_BYTES];
+    uint8_t hdr[JOURNAL_HDR_BYTES];
     int rc = 0;
     pthread_mutex_lock(&j->mu);
     if ((rc = j->failed) < 0)
@@ -736,14 +736,14 @@ int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, ui
     uint64_t used = j->next_lsn - active_start(j);
     if (used > 0 && used + rec > j->segment_bytes && (rc = roll(j)) < 0)
         goto out;
-    put32(hdr, JNL_MAGIC);
+    put32(hdr, JOURNAL_MAGIC);
     put32(hdr + 4, (uint32_t)len);
     put64(hdr + 8, j->next_lsn);
     put32(hdr + 16, crc32c(pcrc, hdr, 16));
     put32(hdr + 20, 0);
     size_t buffered = (size_t)(j->next_lsn - j->written_lsn);
     if (rec >= DIRECT_BYTES) {
-        struct iovec iov[3] = { { j->wbuf, buffered }, { hdr, JNL_HDR_BYTES }, { (void *)payload, len } };
+        struct iovec iov[3] = { { j->wbuf, buffered }, { hdr, JOURNAL_HDR_BYTES }, { (void *)payload, len } };
         if ((rc = write_out(j, iov, 3, buffered + rec)) < 0)
             goto out;
     } else {
@@ -752,9 +752,9 @@ int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, ui
                 goto out;
             buffered = 0;
         }
-        memcpy(j->wbuf + buffered, hdr, JNL_HDR_BYTES);
+        memcpy(j->wbuf + buffered, hdr, JOURNAL_HDR_BYTES);
         if (len)
-            memcpy(j->wbuf + buffered + JNL_HDR_BYTES, payload, len);
+            memcpy(j->wbuf + buffered + JOURNAL_HDR_BYTES, payload, len);
     }
     if (lsn)
         *lsn = j->next_lsn;
@@ -769,7 +769,7 @@ out:
     return rc;
 }
 
-int jnl_sync(struct jnl *j, uint64_t *durable_lsn)
+int journal_sync(struct journal *j, uint64_t *durable_lsn)
 {
     int fd = -1, rc;
     pthread_mutex_lock(&j->mu);
@@ -800,7 +800,7 @@ int jnl_sync(struct jnl *j, uint64_t *durable_lsn)
     return rc;
 }
 
-void jnl_set_append_hook(struct jnl *j, void (*fn)(void *ctx), void *ctx)
+void journal_set_append_hook(struct journal *j, void (*fn)(void *ctx), void *ctx)
 {
     pthread_mutex_lock(&j->mu);
     j->hook = fn;
@@ -810,7 +810,7 @@ void jnl_set_append_hook(struct jnl *j, void (*fn)(void *ctx), void *ctx)
 
 /* ---------- replay, release, stats ---------- */
 
-int jnl_replay(struct jnl *j, uint64_t from,
+int journal_replay(struct journal *j, uint64_t from,
                int (*cb)(void *ctx, uint64_t lsn, const void *payload, size_t len), void *ctx)
 {
     struct rdr r = { .cap = RBUF_BYTES };
@@ -871,7 +871,7 @@ int jnl_replay(struct jnl *j, uint64_t from,
     return rc;
 }
 
-int jnl_release(struct jnl *j, uint64_t lsn)
+int journal_release(struct journal *j, uint64_t lsn)
 {
     uint64_t *del = NULL;
     size_t n = 0;
@@ -916,7 +916,7 @@ int jnl_release(struct jnl *j, uint64_t lsn)
     return rc;
 }
 
-void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
+void journal_get_stats(struct journal *j, struct journal_stats *st)
 {
     if (!j) {                        /* cluster mode: no local journal */
         memset(st, 0, sizeof *st);

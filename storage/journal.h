@@ -8,14 +8,14 @@
  * of being replayed.
  *
  * The daemon's use:
- *   jnl_open → jnl_replay(checkpoint from PostgreSQL) → jnl_commit_start →
- *   jnl_append per accepted batch, ack when the commit callback's durable
- *   LSN reaches the batch's end → jnl_release(checkpoint) after each
- *   storage transaction → jnl_commit_stop → jnl_close.
+ *   journal_open → journal_replay(checkpoint from PostgreSQL) → journal_commit_start →
+ *   journal_append per accepted batch, ack when the commit callback's durable
+ *   LSN reaches the batch's end → journal_release(checkpoint) after each
+ *   storage transaction → journal_commit_stop → journal_close.
  *
  * Thread-safety: every function may be called from any thread at the same
- * time as the others, except jnl_close (nothing else may run on j) and
- * jnl_commit_stop (nothing else may run on that committer).  One internal
+ * time as the others, except journal_close (nothing else may run on j) and
+ * journal_commit_stop (nothing else may run on that committer).  One internal
  * mutex guards the journal; fsync runs outside it. */
 #ifndef GA_JOURNAL_H
 #define GA_JOURNAL_H
@@ -23,22 +23,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JNL_HDR_BYTES 24                    /* record header, see docs/JOURNAL.md */
-#define JNL_MAX_PAYLOAD (1u << 30)          /* larger appends fail with GA_ETOOBIG */
-#define JNL_MIN_SEGMENT_BYTES 4096
+#define JOURNAL_HDR_BYTES 24                    /* record header, see docs/JOURNAL.md */
+#define JOURNAL_MAX_PAYLOAD (1u << 30)          /* larger appends fail with GA_ETOOBIG */
+#define JOURNAL_MIN_SEGMENT_BYTES 4096
 
-struct jnl_opts {
+struct journal_opts {
     const char *dir;            /* journal.dir; created (0750) if missing */
-    uint64_t segment_bytes;     /* roll to a new segment past this; >= JNL_MIN_SEGMENT_BYTES */
+    uint64_t segment_bytes;     /* roll to a new segment past this; >= JOURNAL_MIN_SEGMENT_BYTES */
     uint64_t max_bytes;         /* retained bytes cap (backpressure); >= 2 * segment_bytes */
     int repair;                 /* 1: cut the log at the first damaged record instead of refusing */
 };
 
-struct jnl_stats {
+struct journal_stats {
     uint64_t first_lsn;         /* start of the oldest retained segment */
     uint64_t next_lsn;          /* LSN the next append gets */
     uint64_t durable_lsn;       /* everything below is fsynced */
-    uint64_t released_lsn;      /* highest checkpoint passed to jnl_release */
+    uint64_t released_lsn;      /* highest checkpoint passed to journal_release */
     uint64_t retained_bytes;    /* next_lsn - first_lsn: what max_bytes limits */
     uint64_t segments;          /* segment files */
     uint64_t appends;           /* records appended since open */
@@ -52,7 +52,7 @@ struct jnl_stats {
     int failed;                 /* 1 after an error that cannot be retried (fsync) */
 };
 
-struct jnl;
+struct journal;
 
 /* Open (creating if needed) the journal in o->dir: take an exclusive flock
  * on "<dir>/LOCK", validate every record of every segment, cut a torn tail
@@ -60,41 +60,41 @@ struct jnl;
  * record before the end, a gap between segments — fails with GA_ECORRUPT
  * and err naming the file, offset and LSN, unless o->repair is set: then the
  * log is cut at the damage and the bytes dropped are logged and counted.
- * Returns 0 and *out (free with jnl_close), or GA_EINVAL (bad options),
+ * Returns 0 and *out (free with journal_close), or GA_EINVAL (bad options),
  * GA_EBUSY (another process holds the lock), GA_ECORRUPT, -errno; err gets
  * one line saying what was wrong.  o is copied. */
-int jnl_open(struct jnl **out, const struct jnl_opts *o, char *err, size_t errlen);
+int journal_open(struct journal **out, const struct journal_opts *o, char *err, size_t errlen);
 
 /* Write out and fsync what was appended, release the lock, free j.  Stop
  * any committer on j first.  NULL is a no-op. */
-void jnl_close(struct jnl *j);
+void journal_close(struct journal *j);
 
 /* Append one record holding payload[0..len) (copied; len may be 0).  On
  * success *lsn (if not NULL) is the record's LSN and *end (if not NULL) the
  * LSN just past it: the record is durable once the durable LSN >= *end.
  * Returns 0; GA_ENOSPC when the retained bytes would pass max_bytes
- * (backpressure: retry after jnl_release); GA_ETOOBIG when len is over
- * JNL_MAX_PAYLOAD or the record alone is over max_bytes; GA_EAGAIN while
+ * (backpressure: retry after journal_release); GA_ETOOBIG when len is over
+ * JOURNAL_MAX_PAYLOAD or the record alone is over max_bytes; GA_EAGAIN while
  * the journal is stalled — a write found its file system full (ENOSPC,
  * EDQUOT, EFBIG): nothing is taken until the records already buffered are
  * written, which every later append and sync tries again, and the stall
  * ends by itself once space returns; GA_EIO after an fsync or another
  * write error (the journal stays failed until reopened).
  * Never waits for fsync (it may write(2), and fsyncs once per segment roll). */
-int jnl_append(struct jnl *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end);
+int journal_append(struct journal *j, const void *payload, size_t len, uint64_t *lsn, uint64_t *end);
 
 /* Make everything appended so far durable (write + fdatasync).  Returns 0
  * and the durable LSN in *durable_lsn (if not NULL), GA_EAGAIN while
  * stalled (try again later), or GA_EIO (failed for good). */
-int jnl_sync(struct jnl *j, uint64_t *durable_lsn);
+int journal_sync(struct journal *j, uint64_t *durable_lsn);
 
 /* When the record at lsn became durable (so could be acknowledged): the
  * monotonic clock (ga_now_mono_ns) after the sync that covered it, to
  * within 10 ms.  0 when unknown: durable before this process opened the
- * journal, not durable yet, or older than the last JNL_DUR_RING syncs
+ * journal, not durable yet, or older than the last JOURNAL_DUR_RING syncs
  * (syncs less than 10 ms apart count as one).  Any thread. */
-#define JNL_DUR_RING 8192
-int64_t jnl_durable_at_ns(struct jnl *j, uint64_t lsn);
+#define JOURNAL_DUR_RING 8192
+int64_t journal_durable_at_ns(struct journal *j, uint64_t lsn);
 
 /* Call records with lsn >= from, in LSN order, as cb(ctx, lsn, payload,
  * len); payload is valid only during the call.  cb returns 0 to go on, or
@@ -103,7 +103,7 @@ int64_t jnl_durable_at_ns(struct jnl *j, uint64_t lsn);
  * released) or above next_lsn (the journal is behind the checkpoint),
  * GA_ECORRUPT if a record went bad since open, or -errno.  Records appended
  * while it runs may or may not be included. */
-int jnl_replay(struct jnl *j, uint64_t from,
+int journal_replay(struct journal *j, uint64_t from,
                int (*cb)(void *ctx, uint64_t lsn, const void *payload, size_t len), void *ctx);
 
 /* Storage has durably committed every record below lsn (the checkpoint).
@@ -114,25 +114,25 @@ int jnl_replay(struct jnl *j, uint64_t from,
  * e.g. its directory was lost) moves next_lsn up to lsn, so new records are
  * never hidden below the checkpoint.  Returns 0 or -errno (a deletion
  * failed: logged; the file is picked up again by the next open). */
-int jnl_release(struct jnl *j, uint64_t lsn);
+int journal_release(struct journal *j, uint64_t lsn);
 
 /* Snapshot of the counters. */
 /* A snapshot of j's counters and positions; all zero when j is NULL (no
  * local journal: cluster mode). */
-void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
+void journal_get_stats(struct journal *j, struct journal_stats *st);
 
 /* Set fn(ctx) to be called after every successful append, from the
  * appending thread with the journal lock held: it must be quick and must
  * not call into j.  NULL removes it; once this returns the old hook is not
  * running and will not run again.  Used by the group committer. */
-void jnl_set_append_hook(struct jnl *j, void (*fn)(void *ctx), void *ctx);
+void journal_set_append_hook(struct journal *j, void (*fn)(void *ctx), void *ctx);
 
 /* ---- group commit (storage/journal_commit.c) ---- */
 
-struct jnl_commit;
+struct journal_commit;
 
 /* Start a thread that, while there are appended records not yet durable,
- * calls jnl_sync at most once every interval_ms (journal.fsync_interval_ms,
+ * calls journal_sync at most once every interval_ms (journal.fsync_interval_ms,
  * 0..60000; 0 = as soon as data is there) (the first sync
  * after an idle spell starts at once) and then cb(ctx, durable_lsn, 0)
  * from that thread whenever the durable LSN grew (the daemon forwards it to
@@ -143,10 +143,10 @@ struct jnl_commit;
  * LSN, GA_EIO) is called once and no more syncs are tried.  Returns 0 and *out, or GA_ENOMEM /
  * -errno, GA_EINVAL for a bad interval.  At most one committer per
  * journal; it replaces any append hook. */
-int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,
+int journal_commit_start(struct journal_commit **out, struct journal *j, int interval_ms,
                      void (*cb)(void *ctx, uint64_t durable_lsn, int err), void *ctx);
 
 /* Stop the thread after a final sync (and cb), free c.  NULL is a no-op. */
-void jnl_commit_stop(struct jnl_commit *c);
+void journal_commit_stop(struct journal_commit *c);
 
 #endif

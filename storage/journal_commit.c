@@ -1,8 +1,8 @@
-/* journal_commit.c — the group-commit thread (see jnl_commit_start in
+/* journal_commit.c — the group-commit thread (see journal_commit_start in
  * journal.h).  Appenders only set a flag (through the journal's append
  * hook) and, when it was clear, signal the thread; the thread sleeps until
  * the flag is set, waits out the rest of the fsync interval since its last
- * sync began, clears the flag, calls jnl_sync and reports the durable LSN.
+ * sync began, clears the flag, calls journal_sync and reports the durable LSN.
  *
  * Lock order: journal mutex → c->mu (the hook runs under the journal's
  * mutex and takes c->mu); the thread never holds c->mu while calling into
@@ -21,8 +21,8 @@
 
 #define STALL_RETRY_MS 200
 
-struct jnl_commit {
-    struct jnl *j;
+struct journal_commit {
+    struct journal *j;
     int interval_ms;
     void (*cb)(void *ctx, uint64_t durable_lsn, int err);
     void *ctx;
@@ -39,7 +39,7 @@ struct jnl_commit {
 /* The append hook: runs under the journal mutex, so it stays cheap. */
 static void kick(void *arg)
 {
-    struct jnl_commit *c = arg;
+    struct journal_commit *c = arg;
     if (atomic_exchange(&c->pending, 1) == 0) {
         pthread_mutex_lock(&c->mu);
         pthread_cond_signal(&c->cv);
@@ -47,13 +47,13 @@ static void kick(void *arg)
     }
 }
 
-static void sync_and_report(struct jnl_commit *c)
+static void sync_and_report(struct journal_commit *c)
 {
     uint64_t d = 0;
     if (c->dead)
         return;
     atomic_store(&c->pending, 0);
-    int rc = jnl_sync(c->j, &d);
+    int rc = journal_sync(c->j, &d);
     if (rc == GA_EAGAIN) {
         /* no space: try again (commit_main waits STALL_RETRY_MS) */
         atomic_store(&c->pending, 1);
@@ -74,7 +74,7 @@ static void sync_and_report(struct jnl_commit *c)
 
 static void *commit_main(void *arg)
 {
-    struct jnl_commit *c = arg;
+    struct journal_commit *c = arg;
     struct timespec last = { 0, 0 };
     pthread_mutex_lock(&c->mu);
     for (;;) {
@@ -100,13 +100,13 @@ static void *commit_main(void *arg)
     return NULL;
 }
 
-int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,
+int journal_commit_start(struct journal_commit **out, struct journal *j, int interval_ms,
                      void (*cb)(void *ctx, uint64_t durable_lsn, int err), void *ctx)
 {
     *out = NULL;
     if (!j || !cb || interval_ms < 0 || interval_ms > 60000)
         return GA_EINVAL;
-    struct jnl_commit *c = calloc(1, sizeof *c);
+    struct journal_commit *c = calloc(1, sizeof *c);
     if (!c)
         return GA_ENOMEM;
     c->j = j;
@@ -128,16 +128,16 @@ int jnl_commit_start(struct jnl_commit **out, struct jnl *j, int interval_ms,
         return -rc;
     }
     pthread_setname_np(c->thread, "ga-jcommit");
-    jnl_set_append_hook(j, kick, c);
+    journal_set_append_hook(j, kick, c);
     *out = c;
     return 0;
 }
 
-void jnl_commit_stop(struct jnl_commit *c)
+void journal_commit_stop(struct journal_commit *c)
 {
     if (!c)
         return;
-    jnl_set_append_hook(c->j, NULL, NULL);
+    journal_set_append_hook(c->j, NULL, NULL);
     pthread_mutex_lock(&c->mu);
     c->stop = 1;
     pthread_cond_signal(&c->cv);

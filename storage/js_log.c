@@ -16,11 +16,11 @@
 #include "proto/ga_err.h"
 #include "proto/ga_partition.h"
 
-#define JSL_MAX_URLS 16
-#define JSL_DUP_WINDOW_NS (120LL * 1000000000)   /* the stream's duplicate window */
+#define JS_LOG_MAX_URLS 16
+#define JS_LOG_DUP_WINDOW_NS (120LL * 1000000000)   /* the stream's duplicate window */
 
-struct jsl {
-    struct jsl_opts o;
+struct js_log {
+    struct js_log_opts o;
     char urls_buf[1024], stream[64], subj_all[96], creds[4096], token[256], name[64];
     natsOptions *nopts;
     natsConnection *nc;
@@ -33,21 +33,21 @@ struct jsl {
     size_t nacked_cap, ngroup, nacked;
     uint64_t group_max_seq;
     char ack_err[200];
-    struct jsl_stats st;
+    struct js_log_stats st;
     uint64_t reconnects;              /* connection re-made (subscriptions re-created) */
     struct ga_ratelimit err_rl;       /* nats_async_error lines */
     char description[256];            /* of a stream we create (guarded by mu) */
 };
 
-#define JSL_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
+#define JS_LOG_STALL_NS (2LL * 1000000000) /* silent this long with messages due: re-create */
 /* The consumer's pending bound: above nats-server's flow-control window
  * (32 MiB of messages delivered and not yet taken), so the server's flow
  * control, not a drop, holds the delivery back. */
-#define JSL_SUB_PENDING_BYTES (64 * 1024 * 1024)
-#define JSL_SUB_HEARTBEAT_NS 1000000000LL   /* idle heartbeat: a flow-control stall ends */
+#define JS_LOG_SUB_PENDING_BYTES (64 * 1024 * 1024)
+#define JS_LOG_SUB_HEARTBEAT_NS 1000000000LL   /* idle heartbeat: a flow-control stall ends */
 
-struct jsl_sub {
-    struct jsl *j;
+struct js_log_sub {
+    struct js_log *j;
     natsSubscription *sub;
     natsMsg *msg;                     /* the last message returned */
     uint64_t next;                    /* the sequence expected next */
@@ -65,8 +65,8 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void set_error(struct jsl *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_error(struct jsl *j, const char *fmt, ...)
+static void set_error(struct js_log *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(struct js_log *j, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -87,7 +87,7 @@ static void sleep_ms(int ms)
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
     (void)js;
-    struct jsl *j = closure;
+    struct js_log *j = closure;
     const char *id = NULL;
     unsigned long long g = 0, idx = 0;
     if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK && id) {
@@ -118,7 +118,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
 static void on_disconnected(natsConnection *nc, void *closure)
 {
     (void)nc;
-    struct jsl *j = closure;
+    struct js_log *j = closure;
     pthread_mutex_lock(&j->mu);
     j->st.connected = 0;
     pthread_mutex_unlock(&j->mu);
@@ -127,7 +127,7 @@ static void on_disconnected(natsConnection *nc, void *closure)
 
 static void on_reconnected(natsConnection *nc, void *closure)
 {
-    struct jsl *j = closure;
+    struct js_log *j = closure;
     char url[128] = "";
     natsConnection_GetConnectedUrl(nc, url, sizeof url);
     pthread_mutex_lock(&j->mu);
@@ -143,7 +143,7 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus
 {
     (void)nc;
     (void)sub;
-    struct jsl *j = closure;
+    struct js_log *j = closure;
     uint64_t suppressed;
     pthread_mutex_lock(&j->mu);
     j->st.async_errors++;
@@ -156,7 +156,7 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus
 
 /* Create the stream, or check that the existing one has our subjects.
  * 0 or GA_EIO / GA_ECONFIG with the reason in j's last_error. */
-static int ensure_stream(struct jsl *j)
+static int ensure_stream(struct js_log *j)
 {
     if (j->stream_ok)
         return 0;
@@ -188,7 +188,7 @@ static int ensure_stream(struct jsl *j)
     cfg.SubjectsLen = 1;
     cfg.Storage = js_FileStorage;
     cfg.Replicas = j->o.replicas;
-    cfg.Duplicates = JSL_DUP_WINDOW_NS;
+    cfg.Duplicates = JS_LOG_DUP_WINDOW_NS;
     char desc[sizeof j->description];
     pthread_mutex_lock(&j->mu);
     snprintf(desc, sizeof desc, "%s", j->description);
@@ -209,11 +209,11 @@ static int ensure_stream(struct jsl *j)
     return 0;
 }
 
-int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errlen)
+int js_log_open(struct js_log **out, const struct js_log_opts *o, char *err, size_t errlen)
 {
     if (!o->urls || !o->urls[0] || !o->stream || !o->stream[0] || o->replicas < 1)
         return ga_fail(GA_EINVAL, err, errlen, "cluster: NATS URLs and a stream are needed");
-    struct jsl *j = calloc(1, sizeof *j);
+    struct js_log *j = calloc(1, sizeof *j);
     if (!j)
         return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
     j->o = *o;
@@ -230,12 +230,12 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
     pthread_mutex_init(&j->mu, NULL);
     j->err_rl = (struct ga_ratelimit)GA_RATELIMIT_INIT(10LL * 1000000000);
 
-    const char *urls[JSL_MAX_URLS];
+    const char *urls[JS_LOG_MAX_URLS];
     int nurls = 0;
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", o->urls);
     char *save = NULL;
-    for (char *u = strtok_r(tmp, ", ", &save); u && nurls < JSL_MAX_URLS;
+    for (char *u = strtok_r(tmp, ", ", &save); u && nurls < JS_LOG_MAX_URLS;
          u = strtok_r(NULL, ", ", &save))
         urls[nurls++] = u;
     natsStatus s = natsOptions_Create(&j->nopts);
@@ -266,14 +266,14 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
     if (s != NATS_OK) {
         ga_fail(GA_EINVAL, err, errlen, "cluster: NATS options: %s",
                 nats_GetLastError(NULL) ? nats_GetLastError(NULL) : natsStatus_GetText(s));
-        jsl_close(j);
+        js_log_close(j);
         return GA_EINVAL;
     }
     s = natsConnection_Connect(&j->nc, j->nopts);
     if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
         ga_fail(GA_EIO, err, errlen, "cluster: connecting to %s: %s", o->urls,
                 natsStatus_GetText(s));
-        jsl_close(j);
+        js_log_close(j);
         return GA_EIO;
     }
     if (s == NATS_OK)
@@ -290,14 +290,14 @@ int jsl_open(struct jsl **out, const struct jsl_opts *o, char *err, size_t errle
     s = natsConnection_JetStream(&j->js, j->nc, &jo);
     if (s != NATS_OK) {
         ga_fail(GA_EIO, err, errlen, "cluster: JetStream context: %s", natsStatus_GetText(s));
-        jsl_close(j);
+        js_log_close(j);
         return GA_EIO;
     }
     *out = j;
     return 0;
 }
 
-void jsl_close(struct jsl *j)
+void js_log_close(struct js_log *j)
 {
     if (!j)
         return;
@@ -318,7 +318,7 @@ void jsl_close(struct jsl *j)
 
 /* Send the messages of the group not yet acknowledged.  0 or the first
  * nats error's code. */
-static natsStatus send_unacked(struct jsl *j, const struct jsl_msg *m, size_t n)
+static natsStatus send_unacked(struct js_log *j, const struct js_log_msg *m, size_t n)
 {
     char subj[96], id[128];
     for (size_t i = 0; i < n; i++) {
@@ -343,14 +343,14 @@ static natsStatus send_unacked(struct jsl *j, const struct jsl_msg *m, size_t n)
 }
 
 /* Drop what the library still holds of the group (timed out). */
-static void drop_pending(struct jsl *j)
+static void drop_pending(struct js_log *j)
 {
     natsMsgList pending = { 0 };
     if (js_PublishAsyncGetPendingList(&pending, j->js) == NATS_OK)
         natsMsgList_Destroy(&pending);
 }
 
-int jsl_publish(struct jsl *j, const struct jsl_msg *msgs, size_t n, uint64_t *last_seq,
+int js_log_publish(struct js_log *j, const struct js_log_msg *msgs, size_t n, uint64_t *last_seq,
                 int (*stop)(void *sctx), void *sctx)
 {
     if (n == 0)
@@ -445,9 +445,9 @@ int jsl_publish(struct jsl *j, const struct jsl_msg *msgs, size_t n, uint64_t *l
 
 /* ---- consuming ------------------------------------------------------------------ */
 
-static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
+static int sub_create(struct js_log_sub *s, char *err, size_t errlen)
 {
-    struct jsl *j = s->j;
+    struct js_log *j = s->j;
     int rc = ensure_stream(j);
     if (rc < 0) {
         pthread_mutex_lock(&j->mu);
@@ -461,7 +461,7 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
     so.Ordered = true;
     so.Config.DeliverPolicy = js_DeliverByStartSequence;
     so.Config.OptStartSeq = s->next ? s->next : 1;
-    so.Config.Heartbeat = JSL_SUB_HEARTBEAT_NS;
+    so.Config.Heartbeat = JS_LOG_SUB_HEARTBEAT_NS;
     jsErrCode jerr = 0;
     natsStatus st = js_SubscribeSync(&s->sub, j->js, j->subj_all, NULL, &so, &jerr);
     if (st != NATS_OK) {
@@ -473,7 +473,7 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
      * subscription that drops messages (slow consumer) loses the flow
      * control requests among them too, and the server then sends nothing
      * until the next idle heartbeat, so catching up would crawl. */
-    natsSubscription_SetPendingLimits(s->sub, -1, JSL_SUB_PENDING_BYTES);
+    natsSubscription_SetPendingLimits(s->sub, -1, JS_LOG_SUB_PENDING_BYTES);
     pthread_mutex_lock(&j->mu);
     s->reconnects = j->reconnects;
     pthread_mutex_unlock(&j->mu);
@@ -483,18 +483,18 @@ static int sub_create(struct jsl_sub *s, char *err, size_t errlen)
 
 /* The ordered consumer lives on one server: when that server or our
  * connection went away it may stay silent without an error.  Re-create it
- * after a reconnect, and when it was silent for JSL_STALL_NS while the
+ * after a reconnect, and when it was silent for JS_LOG_STALL_NS while the
  * stream has messages past the next expected one.  1: re-create. */
-static int sub_stalled(struct jsl_sub *s)
+static int sub_stalled(struct js_log_sub *s)
 {
-    struct jsl *j = s->j;
+    struct js_log *j = s->j;
     pthread_mutex_lock(&j->mu);
     int reconnected = j->reconnects != s->reconnects;
     pthread_mutex_unlock(&j->mu);
     if (reconnected)
         return 1;
     int64_t now = mono_ns();
-    if (now - s->last_msg_ns < JSL_STALL_NS || now - s->last_check_ns < JSL_STALL_NS)
+    if (now - s->last_msg_ns < JS_LOG_STALL_NS || now - s->last_check_ns < JS_LOG_STALL_NS)
         return 0;
     s->last_check_ns = now;
     pthread_mutex_lock(&j->mu);
@@ -516,9 +516,9 @@ static int sub_stalled(struct jsl_sub *s)
     return last >= s->next;
 }
 
-int jsl_sub_open(struct jsl_sub **out, struct jsl *j, uint64_t from, char *err, size_t errlen)
+int js_log_sub_open(struct js_log_sub **out, struct js_log *j, uint64_t from, char *err, size_t errlen)
 {
-    struct jsl_sub *s = calloc(1, sizeof *s);
+    struct js_log_sub *s = calloc(1, sizeof *s);
     if (!s)
         return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
     s->j = j;
@@ -533,7 +533,7 @@ int jsl_sub_open(struct jsl_sub **out, struct jsl *j, uint64_t from, char *err, 
     return 0;
 }
 
-static void sub_drop(struct jsl_sub *s)
+static void sub_drop(struct js_log_sub *s)
 {
     if (s->msg) {
         natsMsg_Destroy(s->msg);
@@ -546,10 +546,10 @@ static void sub_drop(struct jsl_sub *s)
     }
 }
 
-int jsl_sub_next(struct jsl_sub *s, uint64_t *seq, int *part, const void **data, size_t *len,
+int js_log_sub_next(struct js_log_sub *s, uint64_t *seq, int *part, const void **data, size_t *len,
                  int timeout_ms)
 {
-    struct jsl *j = s->j;
+    struct js_log *j = s->j;
     if (s->msg) {
         natsMsg_Destroy(s->msg);
         s->msg = NULL;
@@ -639,12 +639,12 @@ int jsl_sub_next(struct jsl_sub *s, uint64_t *seq, int *part, const void **data,
     }
 }
 
-uint64_t jsl_sub_stream_last(struct jsl_sub *s)
+uint64_t js_log_sub_stream_last(struct js_log_sub *s)
 {
     return s->stream_last;
 }
 
-void jsl_sub_close(struct jsl_sub *s)
+void js_log_sub_close(struct js_log_sub *s)
 {
     if (!s)
         return;
@@ -652,14 +652,14 @@ void jsl_sub_close(struct jsl_sub *s)
     free(s);
 }
 
-void jsl_set_description(struct jsl *j, const char *desc)
+void js_log_set_description(struct js_log *j, const char *desc)
 {
     pthread_mutex_lock(&j->mu);
     snprintf(j->description, sizeof j->description, "%s", desc);
     pthread_mutex_unlock(&j->mu);
 }
 
-int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms)
+int js_log_stream_info(struct js_log *j, struct js_log_stream_info *out, int timeout_ms)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -690,7 +690,7 @@ int jsl_stream_info(struct jsl *j, struct jsl_stream_info *out, int timeout_ms)
     return 0;
 }
 
-int jsl_stream_describe(struct jsl *j, const char *desc, int timeout_ms)
+int js_log_stream_describe(struct js_log *j, const char *desc, int timeout_ms)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
@@ -715,7 +715,7 @@ int jsl_stream_describe(struct jsl *j, const char *desc, int timeout_ms)
     return rc;
 }
 
-void jsl_get_stats(struct jsl *j, struct jsl_stats *st)
+void js_log_get_stats(struct js_log *j, struct js_log_stats *st)
 {
     pthread_mutex_lock(&j->mu);
     *st = j->st;

@@ -29,7 +29,7 @@ static uint64_t id_hash(uint32_t id)
     return ga_hash_fmix64(id);
 }
 
-int pgb_has_def(const struct pgb_batch *b, uint32_t id)
+int pg_batch_has_def(const struct pg_batch *b, uint32_t id)
 {
     struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(id));
     uint32_t v;
@@ -39,7 +39,7 @@ int pgb_has_def(const struct pgb_batch *b, uint32_t id)
     return 0;
 }
 
-const struct ga_policy *pgb_def_policy(const struct pgb_batch *b, uint32_t id)
+const struct ga_policy *pg_batch_def_policy(const struct pg_batch *b, uint32_t id)
 {
     struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(id));
     uint32_t v;
@@ -55,7 +55,7 @@ const struct ga_policy *pgb_def_policy(const struct pgb_batch *b, uint32_t id)
 }
 
 /* Room reserved by merge_aggs. */
-static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
+static void merge_agg(struct pg_batch *b, const struct ga_agg *a)
 {
     uint64_t h = agg_hash(a);
     struct ga_hmap_it it = ga_hmap_find(&b->ix, h);
@@ -72,7 +72,7 @@ static void merge_agg(struct pgb_batch *b, const struct ga_agg *a)
 
 /* n slots of rows and wide records (engine.h): the batch keeps rows, each
  * with aux = its metric's partition + 1 where part (per slot) says it. */
-static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, const uint8_t *part,
+static int merge_aggs(struct pg_batch *b, const struct ga_agg *aggs, const uint8_t *part,
                       size_t n)
 {
     size_t rows = ga_aggs_count(aggs, n);
@@ -96,7 +96,7 @@ static int merge_aggs(struct pgb_batch *b, const struct ga_agg *aggs, const uint
 }
 
 /* Room reserved by reserve_unit. */
-static void merge_policy(struct pgb_batch *b, const struct ga_policy *p)
+static void merge_policy(struct pg_batch *b, const struct ga_policy *p)
 {
     for (size_t i = 0; i < b->npolicies; i++) {
         if (strcmp(b->policies[i].name, p->name) == 0) {
@@ -108,12 +108,12 @@ static void merge_policy(struct pgb_batch *b, const struct ga_policy *p)
 }
 
 /* Takes ownership of name; room reserved by reserve_unit. */
-static void merge_def(struct pgb_batch *b, const struct pgw_metric_def *d, char *name)
+static void merge_def(struct pg_batch *b, const struct pg_writer_metric_def *d, char *name)
 {
     merge_policy(b, d->policy);
     struct ga_hmap_it it = ga_hmap_find(&b->def_ix, id_hash(d->id));
     uint32_t v;
-    struct pgb_def *e = NULL;
+    struct pg_batch_def *e = NULL;
     while (!e && ga_hmap_next(&it, &v))
         if (b->defs[v].id == d->id)
             e = &b->defs[v];
@@ -130,7 +130,7 @@ static void merge_def(struct pgb_batch *b, const struct pgw_metric_def *d, char 
 }
 
 /* Room reserved by reserve_unit. */
-static void merge_count(struct pgb_batch *b, const struct pgw_count *c)
+static void merge_count(struct pg_batch *b, const struct pg_writer_count *c)
 {
     struct ga_hmap_it it = ga_hmap_find(&b->count_ix, id_hash(c->metric));
     uint32_t v;
@@ -144,7 +144,7 @@ static void merge_count(struct pgb_batch *b, const struct pgw_count *c)
     b->counts[b->ncounts++] = *c;
 }
 
-static struct pgb_window *find_window(struct pgb_batch *b, uint32_t metric,
+static struct pg_batch_window *find_window(struct pg_batch *b, uint32_t metric,
                                       struct ga_hmap_it *it)
 {
     *it = ga_hmap_find(&b->window_ix, id_hash(metric));
@@ -158,27 +158,27 @@ static struct pgb_window *find_window(struct pgb_batch *b, uint32_t metric,
 /* Takes ownership of rec (a snapshot, or a tail record); room reserved by
  * reserve_unit (a tail's too).  A snapshot replaces what the batch held for
  * the metric; a tail record goes after it. */
-static void merge_window(struct pgb_batch *b, uint32_t metric, uint8_t *rec, size_t len,
+static void merge_window(struct pg_batch *b, uint32_t metric, uint8_t *rec, size_t len,
                          uint64_t lsn)
 {
     struct ga_hmap_it it;
-    struct pgb_window *e = find_window(b, metric, &it);
+    struct pg_batch_window *e = find_window(b, metric, &it);
     if (!e) {
         ga_hmap_put(&b->window_ix, &it, id_hash(metric), (uint32_t)b->nwindows);
         e = &b->windows[b->nwindows++];
-        *e = (struct pgb_window){ .metric = metric };
+        *e = (struct pg_batch_window){ .metric = metric };
     }
-    if (len && rec[0] == PGWIN_TAIL && e->tail) {
+    if (len && rec[0] == PG_WINDOW_TAIL && e->tail) {
         memcpy(e->tail + e->tlen, rec, len);
         e->tlen += len;
         free(rec);
-    } else if (len && rec[0] == PGWIN_TAIL) {
+    } else if (len && rec[0] == PG_WINDOW_TAIL) {
         e->tail = rec;
         e->tlen = e->tcap = len;
     } else {
         free(e->snap);
         free(e->tail);
-        *e = (struct pgb_window){ .metric = metric, .snap = rec, .len = len };
+        *e = (struct pg_batch_window){ .metric = metric, .snap = rec, .len = len };
     }
     if (lsn > e->lsn)
         e->lsn = lsn;
@@ -207,7 +207,7 @@ static int utf8_ok(const char *s)
     return 1;
 }
 
-static int check_unit(const struct pgw_unit *u)
+static int check_unit(const struct pg_writer_unit *u)
 {
     for (size_t i = 0; i < u->ndefs; i++)
         if (!u->defs[i].name || !u->defs[i].policy || !u->defs[i].name[0] ||
@@ -222,7 +222,7 @@ static int check_unit(const struct pgw_unit *u)
     return 0;
 }
 
-void pgb_unit_free(struct pgb_unit *q)
+void pg_batch_unit_free(struct pg_batch_unit *q)
 {
     if (!q)
         return;
@@ -255,13 +255,13 @@ static void *dup_mem(const void *p, size_t n, size_t sz, int *rc)
     return d;
 }
 
-int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct pgb_unit **out)
+int pg_batch_copy(const struct pg_writer_unit *u, int skip_rows, int skip_windows, struct pg_batch_unit **out)
 {
     *out = NULL;
     int rc = check_unit(u);
     if (rc < 0)
         return rc;
-    struct pgb_unit *q = calloc(1, sizeof *q);
+    struct pg_batch_unit *q = calloc(1, sizeof *q);
     if (!q)
         return GA_ENOMEM;
     /* counters travel with the window set they belong to, if any */
@@ -290,7 +290,7 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
                 break;
             }
             q->policies[i] = *u->defs[i].policy;
-            q->defs[i] = (struct pgw_metric_def){ u->defs[i].id, q->names[i], &q->policies[i] };
+            q->defs[i] = (struct pg_writer_metric_def){ u->defs[i].id, q->names[i], &q->policies[i] };
             q->ndefs++;
         }
     }
@@ -302,15 +302,15 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
         rc = q->wmetric && q->snaps && q->lens ? 0 : GA_ENOMEM;
         for (size_t i = 0; rc == 0 && i < nw; i++) {
             q->wmetric[i] = u->windows[i].metric;
-            const struct pgw_window *pw = &u->windows[i];
-            rc = pw->tail ? pgwin_encode_tail(pw->keep_from, pw->window, &q->snaps[i], &q->lens[i])
-                          : pgwin_encode(pw->window, &q->snaps[i], &q->lens[i]);
+            const struct pg_writer_window *pw = &u->windows[i];
+            rc = pw->tail ? pg_window_encode_tail(pw->keep_from, pw->window, &q->snaps[i], &q->lens[i])
+                          : pg_window_encode(pw->window, &q->snaps[i], &q->lens[i]);
             q->nwindows += rc == 0;
         }
         q->rows += q->nwindows;
     }
     if (rc < 0) {
-        pgb_unit_free(q);
+        pg_batch_unit_free(q);
         return rc;
     }
     *out = q;
@@ -318,7 +318,7 @@ int pgb_copy(const struct pgw_unit *u, int skip_rows, int skip_windows, struct p
 }
 
 /* Room for everything q adds, so that taking it cannot fail half way. */
-static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
+static int reserve_unit(struct pg_batch *b, const struct pg_batch_unit *q)
 {
     if (ga_grow((void **)&b->late, &b->cap_late, b->nlate + q->nlate, sizeof *b->late, 64) < 0 ||
         ga_grow((void **)&b->defs, &b->cap_defs, b->ndefs + q->ndefs, sizeof *b->defs, 64) < 0 ||
@@ -334,8 +334,8 @@ static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
     /* a tail record after a tail the batch holds: room for both */
     for (size_t i = 0; i < q->nwindows; i++) {
         struct ga_hmap_it it;
-        struct pgb_window *e;
-        if (!q->lens[i] || q->snaps[i][0] != PGWIN_TAIL ||
+        struct pg_batch_window *e;
+        if (!q->lens[i] || q->snaps[i][0] != PG_WINDOW_TAIL ||
             !(e = find_window(b, q->wmetric[i], &it)) || !e->tail || e->tlen + q->lens[i] <= e->tcap)
             continue;
         size_t cap = (e->tlen + q->lens[i]) * 2;
@@ -348,7 +348,7 @@ static int reserve_unit(struct pgb_batch *b, const struct pgb_unit *q)
     return 0;
 }
 
-int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_mono_ns)
+int pg_batch_take(struct pg_batch *b, struct pg_batch_unit *q, uint64_t seq, int64_t now_mono_ns)
 {
     int rc;
     if ((rc = reserve_unit(b, q)) < 0 || (rc = merge_aggs(b, q->aggs, q->agg_part, q->naggs)) < 0)
@@ -380,27 +380,27 @@ int pgb_take(struct pgb_batch *b, struct pgb_unit *q, uint64_t seq, int64_t now_
         b->oldest_mono_ns = now_mono_ns;
     b->units++;
     b->last_seq = seq;
-    pgb_unit_free(q);
+    pg_batch_unit_free(q);
     return 0;
 }
 
-int pgb_merge(struct pgb_batch *b, const struct pgw_unit *u, int skip_rows, int skip_windows,
+int pg_batch_merge(struct pg_batch *b, const struct pg_writer_unit *u, int skip_rows, int skip_windows,
               uint64_t seq, int64_t now_mono_ns)
 {
-    struct pgb_unit *q;
-    int rc = pgb_copy(u, skip_rows, skip_windows, &q);
-    if (rc == 0 && (rc = pgb_take(b, q, seq, now_mono_ns)) < 0)
-        pgb_unit_free(q);
+    struct pg_batch_unit *q;
+    int rc = pg_batch_copy(u, skip_rows, skip_windows, &q);
+    if (rc == 0 && (rc = pg_batch_take(b, q, seq, now_mono_ns)) < 0)
+        pg_batch_unit_free(q);
     return rc;
 }
 
-int pgb_empty(const struct pgb_batch *b)
+int pg_batch_empty(const struct pg_batch *b)
 {
     return !b->naggs && !b->nlate && !b->ndefs && !b->ncounts && !b->nwindows && !b->lsn &&
            !b->has_windows;
 }
 
-size_t pgb_rows(const struct pgb_batch *b)
+size_t pg_batch_rows(const struct pg_batch *b)
 {
     return b->naggs + b->nlate + b->nwindows;
 }
@@ -410,7 +410,7 @@ static int agg_order(const void *pa, const void *pb)
     const struct ga_agg *a = pa, *b = pb;
     if (a->granularity_ns != b->granularity_ns)
         return a->granularity_ns < b->granularity_ns ? -1 : 1;
-    int64_t w = pgs_partition_width(a->granularity_ns), pa_ = a->ts / w, pb_ = b->ts / w;
+    int64_t w = pg_schema_partition_width(a->granularity_ns), pa_ = a->ts / w, pb_ = b->ts / w;
     if (pa_ != pb_)
         return pa_ < pb_ ? -1 : 1;
     if (a->metric != b->metric)
@@ -420,14 +420,14 @@ static int agg_order(const void *pa, const void *pb)
     return (a->method > b->method) - (a->method < b->method);
 }
 
-void pgb_sort(struct pgb_batch *b)
+void pg_batch_sort(struct pg_batch *b)
 {
     if (b->naggs > 1)
         qsort(b->aggs, b->naggs, sizeof *b->aggs, agg_order);
     ga_hmap_clear(&b->ix);
 }
 
-int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r)
+int pg_batch_add_reject(struct pg_batch *b, const struct pg_batch_reject *r)
 {
     if (ga_grow((void **)&b->rejects, &b->cap_rejects, b->nrejects + 1, sizeof *b->rejects, 64))
         return GA_ENOMEM;
@@ -435,7 +435,7 @@ int pgb_add_reject(struct pgb_batch *b, const struct pgb_reject *r)
     return 0;
 }
 
-int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix)
+int pg_batch_add_error(struct pg_batch *b, const char *text, uint32_t *ix)
 {
     if (ga_grow((void **)&b->errors, &b->cap_errors, b->nerrors + 1, sizeof *b->errors, 64))
         return GA_ENOMEM;
@@ -444,12 +444,12 @@ int pgb_add_error(struct pgb_batch *b, const char *text, uint32_t *ix)
     return 0;
 }
 
-static size_t window_weight(const struct pgb_window *e)
+static size_t window_weight(const struct pg_batch_window *e)
 {
-    return e->len + e->tlen + PGB_WINDOW_ROW_BYTES;
+    return e->len + e->tlen + PG_BATCH_WINDOW_ROW_BYTES;
 }
 
-size_t pgb_window_bytes(const struct pgb_batch *b)
+size_t pg_batch_window_bytes(const struct pg_batch *b)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->nwindows; i++)
@@ -472,9 +472,9 @@ static int reindex(struct ga_hmap *ix, const void *items, size_t n, size_t size)
     return 0;
 }
 
-int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_bytes, int all)
+int pg_batch_move_windows(struct pg_batch *dst, struct pg_batch *src, size_t max_bytes, int all)
 {
-    size_t have = pgb_window_bytes(dst), k = 0;
+    size_t have = pg_batch_window_bytes(dst), k = 0;
     /* the windows taken: from the end of src's, while they fit */
     while (k < src->nwindows) {
         size_t b = window_weight(&src->windows[src->nwindows - 1 - k]);
@@ -493,9 +493,9 @@ int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_by
         return GA_ENOMEM;
     /* a tail after a tail dst holds: room for both (as reserve_unit) */
     for (size_t j = 0; j < k; j++) {
-        const struct pgb_window *e = &src->windows[src->nwindows - 1 - j];
+        const struct pg_batch_window *e = &src->windows[src->nwindows - 1 - j];
         struct ga_hmap_it it;
-        struct pgb_window *d;
+        struct pg_batch_window *d;
         if (e->snap || !e->tail || !(d = find_window(dst, e->metric, &it)) || !d->tail ||
             d->tlen + e->tlen <= d->tcap)
             continue;
@@ -507,7 +507,7 @@ int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_by
     }
     /* Nothing below fails but the reindex (then src keeps no index). */
     for (size_t j = 0; j < k; j++) {
-        struct pgb_window e = src->windows[--src->nwindows];
+        struct pg_batch_window e = src->windows[--src->nwindows];
         uint32_t v;
         if (e.snap)
             merge_window(dst, e.metric, e.snap, e.len, e.lsn);
@@ -547,7 +547,7 @@ int pgb_move_windows(struct pgb_batch *dst, struct pgb_batch *src, size_t max_by
     return 0;
 }
 
-void pgb_reset(struct pgb_batch *b)
+void pg_batch_reset(struct pg_batch *b)
 {
     for (size_t i = 0; i < b->ndefs; i++)
         free(b->defs[i].name);
@@ -565,9 +565,9 @@ void pgb_reset(struct pgb_batch *b)
     b->oldest_mono_ns = 0;
 }
 
-void pgb_free(struct pgb_batch *b)
+void pg_batch_free(struct pg_batch *b)
 {
-    pgb_reset(b);
+    pg_batch_reset(b);
     free(b->aggs);
     ga_hmap_free(&b->ix);
     free(b->late);

@@ -12,27 +12,27 @@
 #include "proto/base/log.h"
 #include "proto/ga_err.h"
 
-#define PGC_CHECK_MS 2000
-#define PGC_CONNECT_TIMEOUT_S "5"
+#define PG_CONN_CHECK_MS 2000
+#define PG_CONN_CONNECT_TIMEOUT_S "5"
 
-struct pgc {
+struct pg_conn {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
     char *conninfo;
     int retry_initial_ms, retry_max_ms;
-    struct pgc_status st;       /* guarded by mu */
+    struct pg_conn_status st;       /* guarded by mu */
     PGconn *conn;               /* owned by the thread */
 };
 
-const char *pgc_state_name(enum pgc_state s)
+const char *pg_conn_state_name(enum pg_conn_state s)
 {
     switch (s) {
-    case PGC_CONNECTING: return "connecting";
-    case PGC_CONNECTED: return "connected";
-    case PGC_DOWN: return "down";
-    case PGC_STOPPED: return "stopped";
+    case PG_CONN_CONNECTING: return "connecting";
+    case PG_CONN_CONNECTED: return "connected";
+    case PG_CONN_DOWN: return "down";
+    case PG_CONN_STOPPED: return "stopped";
     }
     return "?";
 }
@@ -52,7 +52,7 @@ static void set_error(char *dst, size_t n, const char *msg)
     }
 }
 
-static void set_state(struct pgc *p, enum pgc_state s, const char *err)
+static void set_state(struct pg_conn *p, enum pg_conn_state s, const char *err)
 {
     pthread_mutex_lock(&p->mu);
     if (p->st.state != s)
@@ -64,7 +64,7 @@ static void set_state(struct pgc *p, enum pgc_state s, const char *err)
 }
 
 /* Sleep up to ms or until stop; returns 1 if stopping. */
-static int wait_ms(struct pgc *p, int ms)
+static int wait_ms(struct pg_conn *p, int ms)
 {
     struct timespec until = ga_deadline_ms(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&p->mu);
@@ -75,10 +75,10 @@ static int wait_ms(struct pgc *p, int ms)
     return stop;
 }
 
-static PGconn *connect_once(struct pgc *p)
+static PGconn *connect_once(struct pg_conn *p)
 {
     const char *keys[] = { "dbname", "connect_timeout", "application_name", NULL };
-    const char *vals[] = { p->conninfo, PGC_CONNECT_TIMEOUT_S, "gpuaggd", NULL };
+    const char *vals[] = { p->conninfo, PG_CONN_CONNECT_TIMEOUT_S, "gpuaggd", NULL };
     /* expand_dbname=1: the conninfo string is parsed; later keys (timeout,
      * name) are defaults only when the conninfo names them itself. */
     return PQconnectdbParams(keys, vals, 1);
@@ -94,9 +94,9 @@ static int healthy(PGconn *c)
     return ok;
 }
 
-static void *pgc_main(void *arg)
+static void *pg_conn_main(void *arg)
 {
-    struct pgc *p = arg;
+    struct pg_conn *p = arg;
     int backoff = 0;
     char last_logged[256] = "";
     int64_t last_warn_ns = 0;
@@ -118,14 +118,14 @@ static void *pgc_main(void *arg)
                 p->st.last_error[0] = '\0';
                 pthread_mutex_unlock(&p->mu);
                 last_logged[0] = '\0';
-                set_state(p, PGC_CONNECTED, NULL);
+                set_state(p, PG_CONN_CONNECTED, NULL);
                 ga_log(GA_LOG_INFO, "storage_connected", "server_version=%d", PQserverVersion(c));
             } else {
                 char msg[256];
                 set_error(msg, sizeof msg, PQerrorMessage(c));
                 PQfinish(c);
                 backoff = backoff ? (backoff * 2 > hi ? hi : backoff * 2) : lo;
-                set_state(p, PGC_DOWN, msg);
+                set_state(p, PG_CONN_DOWN, msg);
                 /* A warning when the error changes or once a minute; the
                  * retries in between at debug level. */
                 int64_t now = ga_now_mono_ns();
@@ -142,7 +142,7 @@ static void *pgc_main(void *arg)
                 continue;
             }
         }
-        if (wait_ms(p, PGC_CHECK_MS))
+        if (wait_ms(p, PG_CONN_CHECK_MS))
             break;
         if (!healthy(p->conn)) {
             char msg[256];
@@ -150,19 +150,19 @@ static void *pgc_main(void *arg)
             ga_log(GA_LOG_WARN, "storage_lost", "error=\"%s\"", msg);
             PQfinish(p->conn);
             p->conn = NULL;
-            set_state(p, PGC_CONNECTING, msg);
+            set_state(p, PG_CONN_CONNECTING, msg);
         }
     }
     if (p->conn)
         PQfinish(p->conn);
     p->conn = NULL;
-    set_state(p, PGC_STOPPED, NULL);
+    set_state(p, PG_CONN_STOPPED, NULL);
     return NULL;
 }
 
-int pgc_start(struct pgc **out, const char *conninfo, int retry_initial_ms, int retry_max_ms)
+int pg_conn_start(struct pg_conn **out, const char *conninfo, int retry_initial_ms, int retry_max_ms)
 {
-    struct pgc *p = calloc(1, sizeof *p);
+    struct pg_conn *p = calloc(1, sizeof *p);
     if (!p)
         return GA_ENOMEM;
     p->conninfo = strdup(conninfo);
@@ -172,9 +172,9 @@ int pgc_start(struct pgc **out, const char *conninfo, int retry_initial_ms, int 
     pthread_cond_init(&p->cv, NULL);
     p->retry_initial_ms = retry_initial_ms;
     p->retry_max_ms = retry_max_ms;
-    p->st.state = PGC_CONNECTING;
+    p->st.state = PG_CONN_CONNECTING;
     p->st.since_real_ns = ga_now_real_ns();
-    if (pthread_create(&p->thread, NULL, pgc_main, p) != 0) {
+    if (pthread_create(&p->thread, NULL, pg_conn_main, p) != 0) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         goto fail;
@@ -188,7 +188,7 @@ fail:
     return GA_ENOMEM;
 }
 
-void pgc_set_backoff(struct pgc *p, int retry_initial_ms, int retry_max_ms)
+void pg_conn_set_backoff(struct pg_conn *p, int retry_initial_ms, int retry_max_ms)
 {
     pthread_mutex_lock(&p->mu);
     p->retry_initial_ms = retry_initial_ms;
@@ -196,14 +196,14 @@ void pgc_set_backoff(struct pgc *p, int retry_initial_ms, int retry_max_ms)
     pthread_mutex_unlock(&p->mu);
 }
 
-void pgc_get_status(struct pgc *p, struct pgc_status *st)
+void pg_conn_get_status(struct pg_conn *p, struct pg_conn_status *st)
 {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
     pthread_mutex_unlock(&p->mu);
 }
 
-void pgc_stop(struct pgc *p)
+void pg_conn_stop(struct pg_conn *p)
 {
     if (!p)
         return;

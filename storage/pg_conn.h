@@ -12,10 +12,10 @@
 
 #include <stdint.h>
 
-enum pgc_state { PGC_CONNECTING = 0, PGC_CONNECTED, PGC_DOWN, PGC_STOPPED };
+enum pg_conn_state { PG_CONN_CONNECTING = 0, PG_CONN_CONNECTED, PG_CONN_DOWN, PG_CONN_STOPPED };
 
-struct pgc_status {
-    enum pgc_state state;
+struct pg_conn_status {
+    enum pg_conn_state state;
     char last_error[256];       /* "" when none */
     int64_t since_real_ns;      /* when the state last changed */
     uint64_t attempts;          /* connection attempts so far */
@@ -23,16 +23,16 @@ struct pgc_status {
     int server_version;         /* e.g. 150018, 0 when never connected */
 };
 
-struct pgc;
+struct pg_conn;
 
 /* Start the connection thread.  conninfo is copied.  Returns 0 or GA_E*. */
-int pgc_start(struct pgc **out, const char *conninfo, int retry_initial_ms, int retry_max_ms);
+int pg_conn_start(struct pg_conn **out, const char *conninfo, int retry_initial_ms, int retry_max_ms);
 /* Change the backoff bounds (reload). */
-void pgc_set_backoff(struct pgc *p, int retry_initial_ms, int retry_max_ms);
+void pg_conn_set_backoff(struct pg_conn *p, int retry_initial_ms, int retry_max_ms);
 /* Snapshot of the state; thread-safe. */
-void pgc_get_status(struct pgc *p, struct pgc_status *st);
+void pg_conn_get_status(struct pg_conn *p, struct pg_conn_status *st);
 /* Stop the thread, close the connection, free p. */
-void pgc_stop(struct pgc *p);
-const char *pgc_state_name(enum pgc_state s);
+void pg_conn_stop(struct pg_conn *p);
+const char *pg_conn_state_name(enum pg_conn_state s);
 
 #endif

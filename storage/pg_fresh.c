@@ -16,7 +16,7 @@ static uint64_t pair_hash(uint32_t metric, int64_t g)
 }
 
 /* The pair's entry, or NULL with *it resting where it goes. */
-static struct pgf_ent *lookup(const struct pgf_map *m, uint32_t metric, int64_t g,
+static struct pg_fresh_ent *lookup(const struct pg_fresh_map *m, uint32_t metric, int64_t g,
                               struct ga_hmap_it *it)
 {
     *it = ga_hmap_find(&m->ix, pair_hash(metric, g));
@@ -27,29 +27,29 @@ static struct pgf_ent *lookup(const struct pgf_map *m, uint32_t metric, int64_t 
     return NULL;
 }
 
-static struct pgf_ent *find(const struct pgf_map *m, uint32_t metric, int64_t g)
+static struct pg_fresh_ent *find(const struct pg_fresh_map *m, uint32_t metric, int64_t g)
 {
     struct ga_hmap_it it;
     return lookup(m, metric, g, &it);
 }
 
-int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a)
+int pg_fresh(const struct pg_fresh_map *m, const struct ga_agg *a)
 {
-    const struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+    const struct pg_fresh_ent *e = find(m, a->metric, a->granularity_ns);
     return e && a->ts > e->hi;
 }
 
-int pgf_known(const struct pgf_map *m, const struct ga_agg *a)
+int pg_fresh_known(const struct pg_fresh_map *m, const struct ga_agg *a)
 {
     return find(m, a->metric, a->granularity_ns) != NULL;
 }
 
-int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
+int pg_fresh_note(struct pg_fresh_map *m, const struct ga_agg *aggs, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
         const struct ga_agg *a = &aggs[k];
         struct ga_hmap_it it;
-        struct pgf_ent *e = lookup(m, a->metric, a->granularity_ns, &it);
+        struct pg_fresh_ent *e = lookup(m, a->metric, a->granularity_ns, &it);
         if (e) {
             if (a->ts > e->hi) {
                 e->hi = a->ts;
@@ -57,39 +57,39 @@ int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n)
             }
             continue;
         }
-        int cleared = m->n >= PGF_MAX_PAIRS;
+        int cleared = m->n >= PG_FRESH_MAX_PAIRS;
         if (cleared)
-            pgf_clear(m);
+            pg_fresh_clear(m);
         if (ga_grow((void **)&m->e, &m->cap, m->n + 1, sizeof *m->e, 4096) < 0 ||
             ga_hmap_put(&m->ix, cleared ? NULL : &it, pair_hash(a->metric, a->granularity_ns),
                         (uint32_t)m->n) < 0)
             return GA_ENOMEM;
-        m->e[m->n++] = (struct pgf_ent){ .granularity_ns = a->granularity_ns, .hi = a->ts,
+        m->e[m->n++] = (struct pg_fresh_ent){ .granularity_ns = a->granularity_ns, .hi = a->ts,
                                          .metric = a->metric, .mset = -1 };
     }
     return 0;
 }
 
-int32_t pgf_mset(const struct pgf_map *m, const struct ga_agg *a)
+int32_t pg_fresh_mset(const struct pg_fresh_map *m, const struct ga_agg *a)
 {
-    const struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+    const struct pg_fresh_ent *e = find(m, a->metric, a->granularity_ns);
     return e && e->hi == a->ts ? e->mset : -1;
 }
 
-void pgf_set_mset(struct pgf_map *m, const struct ga_agg *a, int32_t mset)
+void pg_fresh_set_mset(struct pg_fresh_map *m, const struct ga_agg *a, int32_t mset)
 {
-    struct pgf_ent *e = find(m, a->metric, a->granularity_ns);
+    struct pg_fresh_ent *e = find(m, a->metric, a->granularity_ns);
     if (e && e->hi == a->ts)
         e->mset = mset;
 }
 
-void pgf_clear(struct pgf_map *m)
+void pg_fresh_clear(struct pg_fresh_map *m)
 {
     ga_hmap_clear(&m->ix);
     m->n = 0;
 }
 
-void pgf_free(struct pgf_map *m)
+void pg_fresh_free(struct pg_fresh_map *m)
 {
     free(m->e);
     ga_hmap_free(&m->ix);

@@ -22,14 +22,14 @@
 #include "proto/agg.h"
 #include "proto/base/hmap.h"
 
-struct pgf_ent {
+struct pg_fresh_ent {
     int64_t granularity_ns, hi;
     uint32_t metric;
     int32_t mset;                    /* method set of the row at hi, -1 unknown */
 };
 
-struct pgf_map {                     /* zeroed: empty */
-    struct pgf_ent *e;               /* the pairs, n of cap */
+struct pg_fresh_map {                     /* zeroed: empty */
+    struct pg_fresh_ent *e;               /* the pairs, n of cap */
     size_t cap, n;
     struct ga_hmap ix;               /* (metric, granularity) → index in e */
 };
@@ -37,29 +37,29 @@ struct pgf_map {                     /* zeroed: empty */
 /* Above this many pairs the map forgets everything (every pair is then
  * "not fresh" until committed again): bounds memory at 40 bytes × this
  * (24 a pair, 16 for the hash map's slots). */
-#define PGF_MAX_PAIRS ((size_t)1 << 22)
+#define PG_FRESH_MAX_PAIRS ((size_t)1 << 22)
 
 /* 1 if a's bucket starts after the high water of its pair, else 0. */
-int pgf_fresh(const struct pgf_map *m, const struct ga_agg *a);
+int pg_fresh(const struct pg_fresh_map *m, const struct ga_agg *a);
 
 /* 1 if a's pair has a high water (noted before), else 0. */
-int pgf_known(const struct pgf_map *m, const struct ga_agg *a);
+int pg_fresh_known(const struct pg_fresh_map *m, const struct ga_agg *a);
 
 /* After a commit: raise the pairs' high water to the newest bucket of
  * aggs[0..n) (any order).  GA_ENOMEM leaves the map valid (some pairs not
  * raised: only slower, never wrong). */
-int pgf_note(struct pgf_map *m, const struct ga_agg *aggs, size_t n);
+int pg_fresh_note(struct pg_fresh_map *m, const struct ga_agg *aggs, size_t n);
 
 /* The method set (method_sets id) of the stored row of a's pair at the
  * high water, if a's bucket is that one and it is known; else -1.  The
  * writer rewrites the open bucket with a plain replacement when its new
  * set holds every method of that one, and merges otherwise. */
-int32_t pgf_mset(const struct pgf_map *m, const struct ga_agg *a);
+int32_t pg_fresh_mset(const struct pg_fresh_map *m, const struct ga_agg *a);
 /* Note the method set of the row just committed for a's bucket, if it is
  * its pair's high water. */
-void pgf_set_mset(struct pgf_map *m, const struct ga_agg *a, int32_t mset);
+void pg_fresh_set_mset(struct pg_fresh_map *m, const struct ga_agg *a, int32_t mset);
 
-void pgf_clear(struct pgf_map *m);
-void pgf_free(struct pgf_map *m);
+void pg_fresh_clear(struct pg_fresh_map *m);
+void pg_fresh_free(struct pg_fresh_map *m);
 
 #endif

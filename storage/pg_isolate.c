@@ -9,20 +9,20 @@
 #include "proto/ga_err.h"
 #include "storage/pg_util.h"
 
-/* An item: every row of one kind (enum pgb_reject_kind) of one metric. */
+/* An item: every row of one kind (enum pg_batch_reject_kind) of one metric. */
 struct item {
     uint32_t metric;
     uint32_t kind;
 };
 
 struct iso {
-    struct pgb_batch *b;
+    struct pg_batch *b;
     struct item *items;
     size_t n;
     uint8_t *bad;                    /* per item: refused */
     uint32_t *why;                   /* per bad item: index into b->errors */
-    struct pgb_batch sub;            /* arrays owned here; names, snapshots borrowed */
-    pgi_probe_fn probe;
+    struct pg_batch sub;            /* arrays owned here; names, snapshots borrowed */
+    pg_isolate_probe_fn probe;
     void *ctx;
     int probes;
     char *err;
@@ -47,21 +47,21 @@ static size_t item_ix(const struct iso *s, uint32_t metric, uint32_t kind)
 
 static int collect(struct iso *s)
 {
-    const struct pgb_batch *b = s->b;
+    const struct pg_batch *b = s->b;
     size_t cap = b->naggs + b->nlate + b->ndefs + b->ncounts + b->nwindows, n = 0;
     if (!(s->items = malloc((cap ? cap : 1) * sizeof *s->items)))
         return GA_ENOMEM;
     for (size_t i = 0; i < b->naggs; i++)
         if (!i || b->aggs[i].metric != b->aggs[i - 1].metric)
-            s->items[n++] = (struct item){ b->aggs[i].metric, PGB_REJ_BUCKET };
+            s->items[n++] = (struct item){ b->aggs[i].metric, PG_BATCH_REJ_BUCKET };
     for (size_t i = 0; i < b->nlate; i++)
-        s->items[n++] = (struct item){ b->late[i].metric, PGB_REJ_LATE };
+        s->items[n++] = (struct item){ b->late[i].metric, PG_BATCH_REJ_LATE };
     for (size_t i = 0; i < b->ndefs; i++)
-        s->items[n++] = (struct item){ b->defs[i].id, PGB_REJ_DEF };
+        s->items[n++] = (struct item){ b->defs[i].id, PG_BATCH_REJ_DEF };
     for (size_t i = 0; i < b->ncounts; i++)
-        s->items[n++] = (struct item){ b->counts[i].metric, PGB_REJ_WINDOW };
+        s->items[n++] = (struct item){ b->counts[i].metric, PG_BATCH_REJ_WINDOW };
     for (size_t i = 0; i < b->nwindows; i++)
-        s->items[n++] = (struct item){ b->windows[i].metric, PGB_REJ_WINDOW };
+        s->items[n++] = (struct item){ b->windows[i].metric, PG_BATCH_REJ_WINDOW };
     qsort(s->items, n, sizeof *s->items, item_cmp);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
@@ -70,7 +70,7 @@ static int collect(struct iso *s)
     s->n = u;
     s->bad = calloc(u ? u : 1, 1);
     s->why = calloc(u ? u : 1, sizeof *s->why);
-    struct pgb_batch *t = &s->sub;
+    struct pg_batch *t = &s->sub;
     t->aggs = malloc((b->naggs ? b->naggs : 1) * sizeof *t->aggs);
     t->late = malloc((b->nlate ? b->nlate : 1) * sizeof *t->late);
     t->defs = malloc((b->ndefs ? b->ndefs : 1) * sizeof *t->defs);
@@ -89,23 +89,23 @@ static int in(const struct iso *s, size_t ix, size_t lo, size_t hi)
 /* The sub-batch of the items [lo, hi), with every policy and position. */
 static void build(struct iso *s, size_t lo, size_t hi)
 {
-    const struct pgb_batch *b = s->b;
-    struct pgb_batch *t = &s->sub;
+    const struct pg_batch *b = s->b;
+    struct pg_batch *t = &s->sub;
     t->naggs = t->nlate = t->ndefs = t->ncounts = t->nwindows = 0;
     for (size_t i = 0; i < b->naggs; i++)
-        if (in(s, item_ix(s, b->aggs[i].metric, PGB_REJ_BUCKET), lo, hi))
+        if (in(s, item_ix(s, b->aggs[i].metric, PG_BATCH_REJ_BUCKET), lo, hi))
             t->aggs[t->naggs++] = b->aggs[i];
     for (size_t i = 0; i < b->nlate; i++)
-        if (in(s, item_ix(s, b->late[i].metric, PGB_REJ_LATE), lo, hi))
+        if (in(s, item_ix(s, b->late[i].metric, PG_BATCH_REJ_LATE), lo, hi))
             t->late[t->nlate++] = b->late[i];
     for (size_t i = 0; i < b->ndefs; i++)
-        if (in(s, item_ix(s, b->defs[i].id, PGB_REJ_DEF), lo, hi))
+        if (in(s, item_ix(s, b->defs[i].id, PG_BATCH_REJ_DEF), lo, hi))
             t->defs[t->ndefs++] = b->defs[i];
     for (size_t i = 0; i < b->ncounts; i++)
-        if (in(s, item_ix(s, b->counts[i].metric, PGB_REJ_WINDOW), lo, hi))
+        if (in(s, item_ix(s, b->counts[i].metric, PG_BATCH_REJ_WINDOW), lo, hi))
             t->counts[t->ncounts++] = b->counts[i];
     for (size_t i = 0; i < b->nwindows; i++)
-        if (in(s, item_ix(s, b->windows[i].metric, PGB_REJ_WINDOW), lo, hi))
+        if (in(s, item_ix(s, b->windows[i].metric, PG_BATCH_REJ_WINDOW), lo, hi))
             t->windows[t->nwindows++] = b->windows[i];
     t->policies = b->policies;
     t->npolicies = b->npolicies;
@@ -118,7 +118,7 @@ static void build(struct iso *s, size_t lo, size_t hi)
  * (in s->err). */
 static int try_range(struct iso *s, size_t lo, size_t hi, char *why, size_t whylen)
 {
-    if (s->probes >= PGI_MAX_PROBES) {
+    if (s->probes >= PG_ISOLATE_MAX_PROBES) {
         snprintf(s->err, s->errlen, "isolation gave up after %d probe transactions", s->probes);
         return GA_EDB;
     }
@@ -127,7 +127,7 @@ static int try_range(struct iso *s, size_t lo, size_t hi, char *why, size_t whyl
     int rc = s->probe(s->ctx, &s->sub, why, whylen);
     if (rc == 0)
         return 0;
-    if (rc == GA_EDB && pgu_data_error(why))
+    if (rc == GA_EDB && pg_util_data_error(why))
         return 1;
     snprintf(s->err, s->errlen, "%s", why);
     return rc;
@@ -145,7 +145,7 @@ static int bisect(struct iso *s, size_t lo, size_t hi)
             return rc;
         if (rc == 1) {
             s->bad[lo] = 1;
-            if (pgb_add_error(s->b, why, &s->why[lo]))
+            if (pg_batch_add_error(s->b, why, &s->why[lo]))
                 return GA_ENOMEM;
         }
         return 0;
@@ -164,67 +164,67 @@ static int bisect(struct iso *s, size_t lo, size_t hi)
     return bisect(s, mid, hi);
 }
 
-static int reject(struct iso *s, uint32_t metric, uint32_t kind, const struct pgb_reject *r)
+static int reject(struct iso *s, uint32_t metric, uint32_t kind, const struct pg_batch_reject *r)
 {
     size_t ix = item_ix(s, metric, kind);
     if (ix >= s->n || !s->bad[ix])
         return 0;
-    struct pgb_reject x = *r;
+    struct pg_batch_reject x = *r;
     x.metric = metric;
     x.kind = (uint8_t)kind;
     x.error = s->why[ix];
-    return pgb_add_reject(s->b, &x) ? GA_ENOMEM : 1;
+    return pg_batch_add_reject(s->b, &x) ? GA_ENOMEM : 1;
 }
 
 /* Move the rows of the bad items to b->rejects; compact b. */
 static int take_out(struct iso *s, size_t *nrej)
 {
-    struct pgb_batch *b = s->b;
+    struct pg_batch *b = s->b;
     size_t before = b->nrejects, k;
     /* record everything first: on GA_ENOMEM b is left as it was */
     for (size_t i = 0; i < b->naggs; i++) {
         const struct ga_agg *a = &b->aggs[i];
-        struct pgb_reject x = { .method = (int16_t)a->method, .granularity_ns = a->granularity_ns,
+        struct pg_batch_reject x = { .method = (int16_t)a->method, .granularity_ns = a->granularity_ns,
                                 .ts = a->ts, .value = a->value, .has_value = 1 };
-        if (reject(s, a->metric, PGB_REJ_BUCKET, &x) < 0)
+        if (reject(s, a->metric, PG_BATCH_REJ_BUCKET, &x) < 0)
             goto oom;
     }
     for (size_t i = 0; i < b->nlate; i++) {
-        struct pgb_reject x = { .method = -1, .ts = b->late[i].ts, .value = b->late[i].value,
+        struct pg_batch_reject x = { .method = -1, .ts = b->late[i].ts, .value = b->late[i].value,
                                 .has_value = 1 };
-        if (reject(s, b->late[i].metric, PGB_REJ_LATE, &x) < 0)
+        if (reject(s, b->late[i].metric, PG_BATCH_REJ_LATE, &x) < 0)
             goto oom;
     }
     for (size_t i = 0; i < b->ndefs; i++) {
-        struct pgb_reject x = { .method = -1 };
-        if (reject(s, b->defs[i].id, PGB_REJ_DEF, &x) < 0)
+        struct pg_batch_reject x = { .method = -1 };
+        if (reject(s, b->defs[i].id, PG_BATCH_REJ_DEF, &x) < 0)
             goto oom;
     }
     for (size_t i = 0; i < b->ncounts; i++) {
-        struct pgb_reject x = { .method = -1, .value = (double)b->counts[i].points,
+        struct pg_batch_reject x = { .method = -1, .value = (double)b->counts[i].points,
                                 .has_value = 1 };
-        if (reject(s, b->counts[i].metric, PGB_REJ_WINDOW, &x) < 0)
+        if (reject(s, b->counts[i].metric, PG_BATCH_REJ_WINDOW, &x) < 0)
             goto oom;
     }
     for (size_t i = 0; i < b->nwindows; i++) {
-        struct pgb_reject x = { .method = -1 };
-        if (reject(s, b->windows[i].metric, PGB_REJ_WINDOW, &x) < 0)
+        struct pg_batch_reject x = { .method = -1 };
+        if (reject(s, b->windows[i].metric, PG_BATCH_REJ_WINDOW, &x) < 0)
             goto oom;
     }
 #define BAD(m, kind) (s->bad[item_ix(s, (m), (kind))])
     k = 0;
     for (size_t i = 0; i < b->naggs; i++)
-        if (!BAD(b->aggs[i].metric, PGB_REJ_BUCKET))
+        if (!BAD(b->aggs[i].metric, PG_BATCH_REJ_BUCKET))
             b->aggs[k++] = b->aggs[i];
     b->naggs = k;
     k = 0;
     for (size_t i = 0; i < b->nlate; i++)
-        if (!BAD(b->late[i].metric, PGB_REJ_LATE))
+        if (!BAD(b->late[i].metric, PG_BATCH_REJ_LATE))
             b->late[k++] = b->late[i];
     b->nlate = k;
     k = 0;
     for (size_t i = 0; i < b->ndefs; i++) {
-        if (BAD(b->defs[i].id, PGB_REJ_DEF))
+        if (BAD(b->defs[i].id, PG_BATCH_REJ_DEF))
             free(b->defs[i].name);
         else
             b->defs[k++] = b->defs[i];
@@ -232,12 +232,12 @@ static int take_out(struct iso *s, size_t *nrej)
     b->ndefs = k;
     k = 0;
     for (size_t i = 0; i < b->ncounts; i++)
-        if (!BAD(b->counts[i].metric, PGB_REJ_WINDOW))
+        if (!BAD(b->counts[i].metric, PG_BATCH_REJ_WINDOW))
             b->counts[k++] = b->counts[i];
     b->ncounts = k;
     k = 0;
     for (size_t i = 0; i < b->nwindows; i++) {
-        if (BAD(b->windows[i].metric, PGB_REJ_WINDOW))
+        if (BAD(b->windows[i].metric, PG_BATCH_REJ_WINDOW))
             free(b->windows[i].snap), free(b->windows[i].tail);
         else
             b->windows[k++] = b->windows[i];
@@ -251,11 +251,11 @@ oom:
     return GA_ENOMEM;
 }
 
-int pgi_isolate(struct pgb_batch *b, pgi_probe_fn probe, void *ctx, struct pgi_result *res,
+int pg_isolate(struct pg_batch *b, pg_isolate_probe_fn probe, void *ctx, struct pg_isolate_result *res,
                 char *err, size_t errlen)
 {
     struct iso s = { .b = b, .probe = probe, .ctx = ctx, .err = err, .errlen = errlen };
-    struct pgi_result r = { 0 };
+    struct pg_isolate_result r = { 0 };
     size_t nerrors = b->nerrors;
     char why[512];
     int rc = collect(&s);

@@ -38,12 +38,12 @@ static PGresult *rows(PGconn *c, const char *sql, char *err, size_t errlen)
     PGresult *r = PQexec(c, sql);
     if (PQresultStatus(r) == PGRES_TUPLES_OK)
         return r;
-    pgu_result_error(err, errlen, c, r);
+    pg_util_result_error(err, errlen, c, r);
     PQclear(r);
     return NULL;
 }
 
-static struct ga_policy *find_policy(struct pgl_state *s, const char *name)
+static struct ga_policy *find_policy(struct pg_load_state *s, const char *name)
 {
     size_t lo = 0, hi = s->npolicies;
     while (lo < hi) {
@@ -64,7 +64,7 @@ static int cmp_method(const void *a, const void *b)
     return (int)*(const ga_method_t *)a - (int)*(const ga_method_t *)b;
 }
 
-static int load_policies(PGconn *c, struct pgl_state *s, char *err, size_t errlen)
+static int load_policies(PGconn *c, struct pg_load_state *s, char *err, size_t errlen)
 {
     PGresult *r = rows(c, policies_sql, err, errlen);
     int rc = GA_EDB;
@@ -115,7 +115,7 @@ out:
     return rc;
 }
 
-static int load_metrics(PGconn *c, struct pgl_state *s, char *err, size_t errlen)
+static int load_metrics(PGconn *c, struct pg_load_state *s, char *err, size_t errlen)
 {
     PGresult *r = rows(c, metrics_sql, err, errlen);
     int rc = 0;
@@ -128,7 +128,7 @@ static int load_metrics(PGconn *c, struct pgl_state *s, char *err, size_t errlen
         goto out;
     }
     for (int i = 0; i < n; i++) {
-        struct pgl_metric *m = &s->metrics[s->nmetrics];
+        struct pg_load_metric *m = &s->metrics[s->nmetrics];
         m->id = (uint32_t)strtoul(PQgetvalue(r, i, 0), NULL, 10);
         m->policy = find_policy(s, PQgetvalue(r, i, 2));
         m->points = strtoull(PQgetvalue(r, i, 3), NULL, 10);
@@ -149,7 +149,7 @@ out:
     return rc;
 }
 
-static int load_checkpoint(PGconn *c, struct pgl_state *s, char *err, size_t errlen)
+static int load_checkpoint(PGconn *c, struct pg_load_state *s, char *err, size_t errlen)
 {
     PGresult *r = rows(c, checkpoint_sql, err, errlen);
     if (!r)
@@ -189,7 +189,7 @@ static int load_checkpoint(PGconn *c, struct pgl_state *s, char *err, size_t err
 /* Stream metric_windows row by row (single-row mode) to cb. */
 /* A bit per metric id below max + 1: set where the metric's partition is
  * in parts.  NULL (and *nbits 0) when out of memory. */
-static uint8_t *metrics_of(const struct pgl_state *s, uint64_t parts, size_t *nbits)
+static uint8_t *metrics_of(const struct pg_load_state *s, uint64_t parts, size_t *nbits)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nmetrics; i++)
@@ -198,14 +198,14 @@ static uint8_t *metrics_of(const struct pgl_state *s, uint64_t parts, size_t *nb
     uint8_t *bits = calloc(n / 8 + 1, 1);
     *nbits = bits ? n : 0;
     for (size_t i = 0; bits && i < s->nmetrics; i++) {
-        const struct pgl_metric *m = &s->metrics[i];
+        const struct pg_load_metric *m = &s->metrics[i];
         if (parts >> ga_partition_of(m->name, strlen(m->name)) & 1)
             bits[m->id / 8] |= (uint8_t)(1u << m->id % 8);
     }
     return bits;
 }
 
-static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_window_cb cb,
+static int load_windows(PGconn *c, struct pg_load_state *s, uint64_t parts, pg_load_window_cb cb,
                         void *ctx, char *err, size_t errlen)
 {
     int rc = 0;
@@ -218,14 +218,14 @@ static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_wind
     }
     if (!PQsendQueryParams(c, windows_sql, 0, NULL, NULL, NULL, NULL, 1) ||
         !PQsetSingleRowMode(c)) {
-        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(c));
         return GA_EDB;
     }
     while ((r = PQgetResult(c)) != NULL) {
         ExecStatusType st = PQresultStatus(r);
         if (st == PGRES_SINGLE_TUPLE && rc == 0) {
-            uint32_t metric = (uint32_t)pgu_get_i32(PQgetvalue(r, 0, 0));
-            uint64_t lsn = (uint64_t)pgu_get_i64(PQgetvalue(r, 0, 1));
+            uint32_t metric = (uint32_t)pg_util_get_i32(PQgetvalue(r, 0, 0));
+            uint64_t lsn = (uint64_t)pg_util_get_i64(PQgetvalue(r, 0, 1));
             if (mine && (metric >= nbits || !(mine[metric / 8] >> metric % 8 & 1))) {
                 PQclear(r);            /* another worker's partition */
                 continue;
@@ -233,17 +233,17 @@ static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_wind
             struct ga_window w = { 0 };
             size_t slen = (size_t)PQgetlength(r, 0, 2), tlen = (size_t)PQgetlength(r, 0, 3);
             /* an empty snapshot: tail records whose snapshot was never stored */
-            struct pgl_stored stored = { .tail_bytes = tlen };
-            rc = slen ? pgwin_decode((const uint8_t *)PQgetvalue(r, 0, 2), slen, &w) : 0;
+            struct pg_load_stored stored = { .tail_bytes = tlen };
+            rc = slen ? pg_window_decode((const uint8_t *)PQgetvalue(r, 0, 2), slen, &w) : 0;
             stored.snapshot_points = w.n;
             if (rc == 0 && tlen)
-                rc = pgwin_tail_count((const uint8_t *)PQgetvalue(r, 0, 3), tlen, &stored.tails,
+                rc = pg_window_tail_count((const uint8_t *)PQgetvalue(r, 0, 3), tlen, &stored.tails,
                                       &stored.tail_points);
             if (rc < 0) {
                 free(w.ts);
                 free(w.value);
             } else if (tlen) {
-                rc = pgwin_apply_tail(&w, (const uint8_t *)PQgetvalue(r, 0, 3), tlen);
+                rc = pg_window_apply_tail(&w, (const uint8_t *)PQgetvalue(r, 0, 3), tlen);
                 if (rc < 0) {
                     free(w.ts);
                     free(w.value);
@@ -262,7 +262,7 @@ static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_wind
                     s->nwindows++;
             }
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
-            pgu_result_error(err, errlen, c, r);
+            pg_util_result_error(err, errlen, c, r);
             rc = GA_EDB;
         }
         PQclear(r);
@@ -271,53 +271,53 @@ static int load_windows(PGconn *c, struct pgl_state *s, uint64_t parts, pgl_wind
     return rc;
 }
 
-int pgl_load(const char *conninfo, struct pgl_state *out, pgl_window_cb on_window, void *ctx,
+int pg_load(const char *conninfo, struct pg_load_state *out, pg_load_window_cb on_window, void *ctx,
              char *err, size_t errlen)
 {
-    return pgl_load_parts(conninfo, 0, 0, out, on_window, ctx, err, errlen);
+    return pg_load_load_parts(conninfo, 0, 0, out, on_window, ctx, err, errlen);
 }
 
-int pgl_load_parts(const char *conninfo, uint64_t parts, int follower, struct pgl_state *out,
-                   pgl_window_cb on_window, void *ctx, char *err, size_t errlen)
+int pg_load_load_parts(const char *conninfo, uint64_t parts, int follower, struct pg_load_state *out,
+                   pg_load_window_cb on_window, void *ctx, char *err, size_t errlen)
 {
-    struct pgl_state s = { 0 };
+    struct pg_load_state s = { 0 };
     char why[512];
     int rc;
-    PGconn *c = pgu_connect(conninfo, "gpuaggd-load");
+    PGconn *c = pg_util_connect(conninfo, "gpuaggd-load");
     if (!c) {
         snprintf(err, errlen, "out of memory");
         return GA_ENOMEM;
     }
     if (PQstatus(c) != CONNECTION_OK) {
-        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(c));
         rc = GA_EIO;
         goto fail;
     }
-    if (!follower && ((rc = pgu_instance_lock(c, 10000, err, errlen)) < 0 ||
-                      (rc = pgs_migrate(c, err, errlen)) < 0))
+    if (!follower && ((rc = pg_util_instance_lock(c, 10000, err, errlen)) < 0 ||
+                      (rc = pg_schema_migrate(c, err, errlen)) < 0))
         goto fail;
-    if ((rc = pgu_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen)) < 0 ||
+    if ((rc = pg_util_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen)) < 0 ||
         (rc = load_policies(c, &s, err, errlen)) < 0 ||
         (rc = load_metrics(c, &s, err, errlen)) < 0 ||
         (rc = load_checkpoint(c, &s, err, errlen)) < 0 ||
         (on_window && (rc = load_windows(c, &s, parts, on_window, ctx, err, errlen)) < 0) ||
-        (rc = pgu_exec(c, "COMMIT", err, errlen)) < 0)
+        (rc = pg_util_exec(c, "COMMIT", err, errlen)) < 0)
         goto fail;
     if (!follower)
-        pgu_instance_unlock(c);
+        pg_util_instance_unlock(c);
     PQfinish(c);
     *out = s;
     return 0;
 fail:
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
-        pgu_exec(c, "ROLLBACK", why, sizeof why);
+        pg_util_exec(c, "ROLLBACK", why, sizeof why);
     PQfinish(c);
-    pgl_free(&s);
+    pg_load_free(&s);
     memset(out, 0, sizeof *out);
     return rc;
 }
 
-void pgl_free(struct pgl_state *s)
+void pg_load_free(struct pg_load_state *s)
 {
     for (size_t i = 0; s->metrics && i < s->nmetrics; i++)
         free(s->metrics[i].name);

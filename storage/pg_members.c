@@ -13,14 +13,14 @@
 #include "storage/pg_txn.h"
 #include "storage/pg_util.h"
 
-struct pgm {
+struct pg_members {
     char *conninfo;
     char name[64];
     char host[64];
     PGconn *c;
     int migrated;
     int named;                        /* held the member name's lock (row is ours) */
-    struct pgm_identity id;           /* read at connect */
+    struct pg_members_identity id;           /* read at connect */
 };
 
 static const char beat_sql[] =
@@ -37,9 +37,9 @@ static const char members_sql[] =
 
 static const char parts_sql[] = "SELECT id, window_lsn, committed_lsn FROM partitions";
 
-int pgm_open(struct pgm **out, const char *conninfo, const char *name)
+int pg_members_open(struct pg_members **out, const char *conninfo, const char *name)
 {
-    struct pgm *m = calloc(1, sizeof *m);
+    struct pg_members *m = calloc(1, sizeof *m);
     if (!m || !(m->conninfo = strdup(conninfo))) {
         free(m);
         return GA_ENOMEM;
@@ -52,7 +52,7 @@ int pgm_open(struct pgm **out, const char *conninfo, const char *name)
     return 0;
 }
 
-void pgm_close(struct pgm *m, int leave)
+void pg_members_close(struct pg_members *m, int leave)
 {
     if (!m)
         return;
@@ -67,9 +67,9 @@ void pgm_close(struct pgm *m, int leave)
     free(m);
 }
 
-static int fail(struct pgm *m, PGresult *r, char *err, size_t errlen)
+static int fail(struct pg_members *m, PGresult *r, char *err, size_t errlen)
 {
-    pgu_result_error(err, errlen, m->c, r);
+    pg_util_result_error(err, errlen, m->c, r);
     PQclear(r);
     int rc = PQstatus(m->c) == CONNECTION_OK ? GA_EDB : GA_EIO;
     PQfinish(m->c);
@@ -77,17 +77,17 @@ static int fail(struct pgm *m, PGresult *r, char *err, size_t errlen)
     return rc;
 }
 
-static void drop(struct pgm *m)
+static void drop(struct pg_members *m)
 {
     PQfinish(m->c);
     m->c = NULL;
 }
 
 /* Hold the lock of this member's name for the session, or say who has it. */
-static int lock_name(struct pgm *m, char *err, size_t errlen)
+static int lock_name(struct pg_members *m, char *err, size_t errlen)
 {
     const char *params[] = { m->name };
-    PGresult *r = PQexecParams(m->c, "SELECT pg_try_advisory_lock(" PGM_NAME_LOCK_CLASS
+    PGresult *r = PQexecParams(m->c, "SELECT pg_try_advisory_lock(" PG_MEMBERS_NAME_LOCK_CLASS
                                ", hashtext($1))", 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return fail(m, r, err, errlen);
@@ -121,7 +121,7 @@ static int lock_name(struct pgm *m, char *err, size_t errlen)
     return GA_EEXIST;
 }
 
-static int read_identity(struct pgm *m, char *err, size_t errlen)
+static int read_identity(struct pg_members *m, char *err, size_t errlen)
 {
     PGresult *r = PQexec(m->c, "SELECT database_id, stream, stream_created_ns "
                                "FROM cluster_identity WHERE id = 1");
@@ -140,15 +140,15 @@ static int read_identity(struct pgm *m, char *err, size_t errlen)
     return 0;
 }
 
-int pgm_connect(struct pgm *m, char *err, size_t errlen)
+int pg_members_connect(struct pg_members *m, char *err, size_t errlen)
 {
     if (m->c)
         return 0;
-    m->c = pgu_connect(m->conninfo, "gpuaggd-members");
+    m->c = pg_util_connect(m->conninfo, "gpuaggd-members");
     if (!m->c)
         return ga_fail(GA_ENOMEM, err, errlen, "out of memory");
     if (PQstatus(m->c) != CONNECTION_OK) {
-        pgu_errcopy(err, errlen, PQerrorMessage(m->c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(m->c));
         drop(m);
         return GA_EIO;
     }
@@ -156,9 +156,9 @@ int pgm_connect(struct pgm *m, char *err, size_t errlen)
      * behind the writers' WAL flushes: the others judge it by the time it
      * becomes visible. */
     char ignore[128];
-    pgu_exec(m->c, "SET synchronous_commit = off", ignore, sizeof ignore);
+    pg_util_exec(m->c, "SET synchronous_commit = off", ignore, sizeof ignore);
     if (!m->migrated) {
-        int rc = pgs_migrate(m->c, err, errlen);
+        int rc = pg_schema_migrate(m->c, err, errlen);
         if (rc < 0) {
             drop(m);
             return rc;
@@ -169,12 +169,12 @@ int pgm_connect(struct pgm *m, char *err, size_t errlen)
     return rc < 0 ? rc : read_identity(m, err, errlen);
 }
 
-const struct pgm_identity *pgm_identity(const struct pgm *m)
+const struct pg_members_identity *pg_members_identity(const struct pg_members *m)
 {
     return m->c ? &m->id : NULL;
 }
 
-int pgm_claim_stream(struct pgm *m, const char *stream, int64_t created_ns, char *err,
+int pg_members_claim_stream(struct pg_members *m, const char *stream, int64_t created_ns, char *err,
                      size_t errlen)
 {
     if (!m->c)
@@ -191,10 +191,10 @@ int pgm_claim_stream(struct pgm *m, const char *stream, int64_t created_ns, char
     return read_identity(m, err, errlen);       /* whoever recorded first */
 }
 
-int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeout_ms,
-                  struct pgm_view *v, char *err, size_t errlen)
+int pg_members_heartbeat(struct pg_members *m, uint64_t owned, uint64_t stream_seq, int timeout_ms,
+                  struct pg_members_view *v, char *err, size_t errlen)
 {
-    int rc = pgm_connect(m, err, errlen);
+    int rc = pg_members_connect(m, err, errlen);
     if (rc < 0)
         return rc;
     char o[24], s[24], pid[16], to[16];
@@ -213,8 +213,8 @@ int pgm_heartbeat(struct pgm *m, uint64_t owned, uint64_t stream_seq, int timeou
         return fail(m, r, err, errlen);
     memset(v, 0, sizeof *v);
     v->self_index = -1;
-    for (int i = 0; i < PQntuples(r) && i < PGM_MAX_MEMBERS; i++) {
-        struct pgm_member *pm = &v->members[v->nmembers++];
+    for (int i = 0; i < PQntuples(r) && i < PG_MEMBERS_MAX_MEMBERS; i++) {
+        struct pg_members_member *pm = &v->members[v->nmembers++];
         snprintf(pm->name, sizeof pm->name, "%s", PQgetvalue(r, i, 0));
         snprintf(pm->host, sizeof pm->host, "%s", PQgetvalue(r, i, 1));
         pm->pid = atoi(PQgetvalue(r, i, 2));
@@ -264,9 +264,9 @@ static int claim_cmp(const void *a, const void *b)
     return x->m < y->m ? -1 : (x->m > y->m);
 }
 
-int pgm_assign(const char *const *names, int n, uint64_t *out)
+int pg_members_assign(const char *const *names, int n, uint64_t *out)
 {
-    if (n <= 0 || n > PGM_MAX_MEMBERS)
+    if (n <= 0 || n > PG_MEMBERS_MAX_MEMBERS)
         return GA_EINVAL;
     struct claim *cl = malloc((size_t)n * GA_PARTITIONS * sizeof *cl);
     if (!cl)
@@ -278,7 +278,7 @@ int pgm_assign(const char *const *names, int n, uint64_t *out)
             cl[k++] = (struct claim){ score(h, p), (uint8_t)p, (uint8_t)m };
     }
     qsort(cl, k, sizeof *cl, claim_cmp);
-    int count[PGM_MAX_MEMBERS] = { 0 };
+    int count[PG_MEMBERS_MAX_MEMBERS] = { 0 };
     uint64_t taken = 0;
     for (int m = 0; m < n; m++)
         out[m] = 0;
@@ -295,32 +295,32 @@ int pgm_assign(const char *const *names, int n, uint64_t *out)
     return 0;
 }
 
-uint64_t pgm_share(const struct pgm_view *v)
+uint64_t pg_members_share(const struct pg_members_view *v)
 {
-    const char *names[PGM_MAX_MEMBERS];
-    uint64_t out[PGM_MAX_MEMBERS];
+    const char *names[PG_MEMBERS_MAX_MEMBERS];
+    uint64_t out[PG_MEMBERS_MAX_MEMBERS];
     int n = 0;
     for (int i = 0; i < v->nmembers; i++)
         if (v->members[i].live)
             names[n++] = v->members[i].name;
-    if (v->self_index < 0 || v->self_index >= n || pgm_assign(names, n, out) < 0)
+    if (v->self_index < 0 || v->self_index >= n || pg_members_assign(names, n, out) < 0)
         return 0;
     return out[v->self_index];
 }
 
-int pgm_parts_held(PGconn *c, uint64_t parts, uint64_t *held, char *err, size_t errlen)
+int pg_members_parts_held(PGconn *c, uint64_t parts, uint64_t *held, char *err, size_t errlen)
 {
     char mask[24];
     snprintf(mask, sizeof mask, "%lld", (long long)parts);
     const char *params[] = { mask };
     PGresult *r = PQexecParams(c,
         "SELECT DISTINCT objid FROM pg_locks\n"
-        "WHERE locktype = 'advisory' AND granted AND classid = " PGT_PART_LOCK_CLASS "\n"
+        "WHERE locktype = 'advisory' AND granted AND classid = " PG_TXN_PART_LOCK_CLASS "\n"
         "  AND objsubid = 2 AND objid < 64 AND pid <> pg_backend_pid()\n"
         "  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())\n"
         "  AND ($1::bigint >> objid::int) & 1 = 1", 1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         PQclear(r);
         return PQstatus(c) == CONNECTION_OK ? GA_EDB : GA_EIO;
     }

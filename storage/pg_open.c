@@ -23,7 +23,7 @@ static uint64_t metric_hash(uint32_t metric)
     return ga_hash_fmix64((uint64_t)metric);
 }
 
-static int vals_alloc(struct pgo_vals *x, size_t n)
+static int vals_alloc(struct pg_open_vals *x, size_t n)
 {
     x->v = malloc((n ? n : 1) * (sizeof *x->v + sizeof *x->m));
     if (!x->v)
@@ -34,7 +34,7 @@ static int vals_alloc(struct pgo_vals *x, size_t n)
     return 0;
 }
 
-static void vals_free(struct pgo_vals *x)
+static void vals_free(struct pg_open_vals *x)
 {
     free(x->v);
     x->v = NULL;
@@ -43,7 +43,7 @@ static void vals_free(struct pgo_vals *x)
 }
 
 /* The values of a bucket's rows r[0..n) (methods ascending). */
-static int vals_of_rows(struct pgo_vals *x, const struct ga_agg *r, size_t n)
+static int vals_of_rows(struct pg_open_vals *x, const struct ga_agg *r, size_t n)
 {
     if (vals_alloc(x, n) < 0)
         return GA_ENOMEM;
@@ -54,7 +54,7 @@ static int vals_of_rows(struct pgo_vals *x, const struct ga_agg *r, size_t n)
 
 /* x with rows r[0..n) merged in: the union of the methods, the rows'
  * values where both have one (as Gnocchi merges a rewritten split). */
-static int vals_merge(struct pgo_vals *x, const struct ga_agg *r, size_t n)
+static int vals_merge(struct pg_open_vals *x, const struct ga_agg *r, size_t n)
 {
     size_t u = 0;
     for (size_t i = 0, k = 0; i < x->n || k < n; u++) {
@@ -62,7 +62,7 @@ static int vals_merge(struct pgo_vals *x, const struct ga_agg *r, size_t n)
         i += i < x->n && x->m[i] == m;
         k += k < n && r[k].method == m;
     }
-    struct pgo_vals y;
+    struct pg_open_vals y;
     if (vals_alloc(&y, u) < 0)
         return GA_ENOMEM;
     u = 0;
@@ -81,7 +81,7 @@ static int vals_merge(struct pgo_vals *x, const struct ga_agg *r, size_t n)
     return 0;
 }
 
-static int vals_copy(struct pgo_vals *y, const struct pgo_vals *x)
+static int vals_copy(struct pg_open_vals *y, const struct pg_open_vals *x)
 {
     if (vals_alloc(y, x->n) < 0)
         return GA_ENOMEM;
@@ -91,7 +91,7 @@ static int vals_copy(struct pgo_vals *y, const struct pgo_vals *x)
     return 0;
 }
 
-int pgo_init(struct pgo *o, size_t max)
+int pg_open_init(struct pg_open *o, size_t max)
 {
     memset(o, 0, sizeof *o);
     o->max = max;
@@ -101,7 +101,7 @@ int pgo_init(struct pgo *o, size_t max)
     return 0;
 }
 
-static void forget_all(struct pgo *o)
+static void forget_all(struct pg_open *o)
 {
     for (size_t i = 0; i < o->nent; i++)
         vals_free(&o->ent[i].cur);
@@ -118,7 +118,7 @@ static void forget_all(struct pgo *o)
         o->fill[p] = -1, o->next_no[p] = 0;
 }
 
-void pgo_free(struct pgo *o)
+void pg_open_free(struct pg_open *o)
 {
     forget_all(o);
     free(o->ent);
@@ -134,7 +134,7 @@ void pgo_free(struct pgo *o)
     memset(o, 0, sizeof *o);
 }
 
-static int64_t find_ent(const struct pgo *o, uint32_t metric, int64_t g)
+static int64_t find_ent(const struct pg_open *o, uint32_t metric, int64_t g)
 {
     struct ga_hmap_it it = ga_hmap_find(&o->pair_ix, pair_hash(metric, g));
     uint32_t v;
@@ -144,18 +144,18 @@ static int64_t find_ent(const struct pgo *o, uint32_t metric, int64_t g)
     return -1;
 }
 
-int pgo_has(const struct pgo *o, uint32_t metric, int64_t granularity_ns)
+int pg_open_has(const struct pg_open *o, uint32_t metric, int64_t granularity_ns)
 {
     return o->nent && find_ent(o, metric, granularity_ns) >= 0;
 }
 
 /* The block of metric's committed entries, or -1. */
-static int64_t metric_blk(const struct pgo *o, uint32_t metric)
+static int64_t metric_blk(const struct pg_open *o, uint32_t metric)
 {
     struct ga_hmap_it it = ga_hmap_find(&o->metric_ix, metric_hash(metric));
     uint32_t v;
     while (ga_hmap_next(&it, &v)) {
-        const struct pgo_blk *b = &o->blk[v];
+        const struct pg_open_blk *b = &o->blk[v];
         for (uint32_t k = 0; k < b->n; k++)
             if (o->ent[b->ent[k]].metric == metric)
                 return v;
@@ -164,7 +164,7 @@ static int64_t metric_blk(const struct pgo *o, uint32_t metric)
 }
 
 /* The block the pending batch placed metric in, or -1. */
-static int64_t placed_blk(const struct pgo *o, uint32_t metric)
+static int64_t placed_blk(const struct pg_open *o, uint32_t metric)
 {
     struct ga_hmap_it it = ga_hmap_find(&o->newm_ix, metric_hash(metric));
     uint32_t v;
@@ -174,7 +174,7 @@ static int64_t placed_blk(const struct pgo *o, uint32_t metric)
     return -1;
 }
 
-static int blk_reserve(struct pgo_blk *b, uint32_t need)
+static int blk_reserve(struct pg_open_blk *b, uint32_t need)
 {
     if (need <= b->cap)
         return 0;
@@ -207,15 +207,15 @@ static int arr_open(const char *p, int len, uint32_t oid, int elen, size_t *n, c
 {
     if (len < 12)
         return -1;
-    int32_t ndim = pgu_get_i32(p);
+    int32_t ndim = pg_util_get_i32(p);
     if (ndim == 0) {
         *n = 0;
         *first = p;
         return 0;
     }
-    if (ndim != 1 || len < 20 || (uint32_t)pgu_get_i32(p + 8) != oid)
+    if (ndim != 1 || len < 20 || (uint32_t)pg_util_get_i32(p + 8) != oid)
         return -1;
-    int32_t cnt = pgu_get_i32(p + 12);
+    int32_t cnt = pg_util_get_i32(p + 12);
     if (cnt < 0 || (size_t)len != 20 + (size_t)cnt * (size_t)(4 + elen))
         return -1;
     *n = (size_t)cnt;
@@ -223,25 +223,25 @@ static int arr_open(const char *p, int len, uint32_t oid, int elen, size_t *n, c
     return 0;
 }
 
-static int new_blk(struct pgo *o, int64_t id, uint8_t stored)
+static int new_blk(struct pg_open *o, int64_t id, uint8_t stored)
 {
     if (ga_grow((void **)&o->blk, &o->cap_blk, o->nblk + 1, sizeof *o->blk, 64) < 0)
         return GA_ENOMEM;
-    o->blk[o->nblk] = (struct pgo_blk){ .id = id, .stored = stored };
+    o->blk[o->nblk] = (struct pg_open_blk){ .id = id, .stored = stored };
     return (int)o->nblk++;
 }
 
 /* Entry (metric, g, ts, val) appended to block bi; room reserved. */
-static void add_ent(struct pgo *o, uint32_t bi, uint32_t metric, int64_t g, int64_t ts,
-                    struct pgo_vals val)
+static void add_ent(struct pg_open *o, uint32_t bi, uint32_t metric, int64_t g, int64_t ts,
+                    struct pg_open_vals val)
 {
     uint32_t e = (uint32_t)o->nent++;
-    o->ent[e] = (struct pgo_ent){ .metric = metric, .blk = bi, .granularity_ns = g, .ts = ts,
+    o->ent[e] = (struct pg_open_ent){ .metric = metric, .blk = bi, .granularity_ns = g, .ts = ts,
                                   .cur = val };
     ga_hmap_put(&o->pair_ix, NULL, pair_hash(metric, g), e);
-    struct pgo_blk *b = &o->blk[bi];
+    struct pg_open_blk *b = &o->blk[bi];
     b->ent[b->n++] = e;
-    b->bytes += PGO_ENTRY_BYTES + 8u * val.n;
+    b->bytes += PG_OPEN_ENTRY_BYTES + 8u * val.n;
     uint32_t mine = 0;
     for (uint32_t k = 0; k < b->n; k++)
         mine += o->ent[b->ent[k]].metric == metric;
@@ -251,7 +251,7 @@ static void add_ent(struct pgo *o, uint32_t bi, uint32_t metric, int64_t g, int6
         o->most_vals = val.n;
 }
 
-static int reserve_ents(struct pgo *o, size_t more)
+static int reserve_ents(struct pg_open *o, size_t more)
 {
     if (ga_grow((void **)&o->ent, &o->cap_ent, o->nent + more, sizeof *o->ent, 1024) < 0 ||
         ga_hmap_reserve(&o->pair_ix, o->nent + more) < 0)
@@ -259,7 +259,7 @@ static int reserve_ents(struct pgo *o, size_t more)
     return 0;
 }
 
-static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
+static int load_part(struct pg_open *o, PGconn *c, int p, char *err, size_t errlen)
 {
     char lo[24], hi[24];
     snprintf(lo, sizeof lo, "%lld", (long long)((int64_t)p << 32));
@@ -268,7 +268,7 @@ static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
     PGresult *r = PQexecParams(c, load_sql, 2, NULL, vals, NULL, NULL, 1);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         rc = PQstatus(c) == CONNECTION_OK ? GA_EDB : GA_EIO;
         goto out;
     }
@@ -284,20 +284,20 @@ static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
              * write */
             if (PQgetisnull(r, i, col)) {
                 snprintf(err, errlen, "open block %lld is damaged: entry %d has no %s",
-                         (long long)pgu_get_i64(PQgetvalue(r, i, 0)), i,
+                         (long long)pg_util_get_i64(PQgetvalue(r, i, 0)), i,
                          col == 5 ? "registered method set" : "value in every array");
                 rc = GA_EPROTO;
                 goto out;
             }
         }
-        int64_t id = pgu_get_i64(PQgetvalue(r, i, 0));
-        uint32_t metric = (uint32_t)pgu_get_i32(PQgetvalue(r, i, 1));
-        int64_t g = pgu_get_i64(PQgetvalue(r, i, 2)), ts = pgu_get_i64(PQgetvalue(r, i, 3));
-        int32_t mset = pgu_get_i32(PQgetvalue(r, i, 4));
+        int64_t id = pg_util_get_i64(PQgetvalue(r, i, 0));
+        uint32_t metric = (uint32_t)pg_util_get_i32(PQgetvalue(r, i, 1));
+        int64_t g = pg_util_get_i64(PQgetvalue(r, i, 2)), ts = pg_util_get_i64(PQgetvalue(r, i, 3));
+        int32_t mset = pg_util_get_i32(PQgetvalue(r, i, 4));
         size_t nm = 0, nv = 0;
         const char *pm = NULL, *pv = NULL;
-        if (arr_open(PQgetvalue(r, i, 5), PQgetlength(r, i, 5), PGU_INT2OID, 2, &nm, &pm) < 0 ||
-            arr_open(PQgetvalue(r, i, 6), PQgetlength(r, i, 6), PGU_FLOAT8OID, 8, &nv, &pv) < 0 ||
+        if (arr_open(PQgetvalue(r, i, 5), PQgetlength(r, i, 5), PG_UTIL_INT2OID, 2, &nm, &pm) < 0 ||
+            arr_open(PQgetvalue(r, i, 6), PQgetlength(r, i, 6), PG_UTIL_FLOAT8OID, 8, &nv, &pv) < 0 ||
             nm != nv || nm > GA_POLICY_MAX_METHODS || (id >> 32) != p) {
             snprintf(err, errlen, "open block %lld is damaged: entry of metric %u has %zu "
                      "methods and %zu values", (long long)id, metric, nm, nv);
@@ -315,13 +315,13 @@ static int load_part(struct pgo *o, PGconn *c, int p, char *err, size_t errlen)
         }
         if (blk_reserve(&o->blk[bi], o->blk[bi].n + 1) < 0)
             goto nomem;
-        struct pgo_vals x;
+        struct pg_open_vals x;
         if (vals_alloc(&x, nm) < 0)
             goto nomem;
         for (size_t k = 0; k < nm; k++) {
             const unsigned char *q = (const unsigned char *)pm + k * 6 + 4;
             x.m[k] = (ga_method_t)(q[0] << 8 | q[1]);
-            x.v[k] = pgu_get_f64(pv + k * 12 + 4);
+            x.v[k] = pg_util_get_f64(pv + k * 12 + 4);
         }
         x.mset = mset;
         if (find_ent(o, metric, g) >= 0) {
@@ -347,7 +347,7 @@ out:
     return rc;
 }
 
-int pgo_load(struct pgo *o, PGconn *c, uint64_t parts, char *err, size_t errlen)
+int pg_open_load(struct pg_open *o, PGconn *c, uint64_t parts, char *err, size_t errlen)
 {
     forget_all(o);
     for (int p = 0; p < GA_PARTITIONS; p++) {
@@ -366,7 +366,7 @@ int pgo_load(struct pgo *o, PGconn *c, uint64_t parts, char *err, size_t errlen)
 
 /* ---- routing a batch ----------------------------------------------------- */
 
-/* End of the bucket starting at a[i]: its rows are adjacent (pgb_sort). */
+/* End of the bucket starting at a[i]: its rows are adjacent (pg_batch_sort). */
 static size_t run_end(const struct ga_agg *a, size_t n, size_t i)
 {
     size_t j = i + 1;
@@ -376,7 +376,7 @@ static size_t run_end(const struct ga_agg *a, size_t n, size_t i)
     return j;
 }
 
-static int64_t find_new(const struct pgo *o, uint32_t metric, int64_t g)
+static int64_t find_new(const struct pg_open *o, uint32_t metric, int64_t g)
 {
     struct ga_hmap_it it = ga_hmap_find(&o->new_ix, pair_hash(metric, g));
     uint32_t v;
@@ -403,8 +403,8 @@ static int out_rows(struct rows_out *r, const struct ga_agg *a, size_t n)
 }
 
 /* The rows of a bucket that closed: it goes to `buckets`. */
-static int out_closed(struct pgo *o, struct rows_out *r, uint32_t metric, int64_t g, int64_t ts,
-                      const struct pgo_vals *x)
+static int out_closed(struct pg_open *o, struct rows_out *r, uint32_t metric, int64_t g, int64_t ts,
+                      const struct pg_open_vals *x)
 {
     if (ga_grow((void **)&r->a, &r->cap, r->n + x->n, sizeof *r->a, 1024) < 0)
         return GA_ENOMEM;
@@ -415,7 +415,7 @@ static int out_closed(struct pgo *o, struct rows_out *r, uint32_t metric, int64_
     return 0;
 }
 
-static int mark_dirty(struct pgo *o, uint32_t bi)
+static int mark_dirty(struct pg_open *o, uint32_t bi)
 {
     if (o->blk[bi].dirty)
         return 0;
@@ -426,11 +426,11 @@ static int mark_dirty(struct pgo *o, uint32_t bi)
     return 0;
 }
 
-static int new_pend(struct pgo *o, uint32_t ent, uint32_t metric, uint32_t blk, int64_t g)
+static int new_pend(struct pg_open *o, uint32_t ent, uint32_t metric, uint32_t blk, int64_t g)
 {
     if (ga_grow((void **)&o->pend, &o->cap_pend, o->npend + 1, sizeof *o->pend, 1024) < 0)
         return GA_ENOMEM;
-    o->pend[o->npend] = (struct pgo_pend){ .ent = ent, .metric = metric, .blk = blk,
+    o->pend[o->npend] = (struct pg_open_pend){ .ent = ent, .metric = metric, .blk = blk,
                                            .granularity_ns = g };
     return (int)o->npend++;
 }
@@ -438,13 +438,13 @@ static int new_pend(struct pgo *o, uint32_t ent, uint32_t metric, uint32_t blk, 
 /* What a metric new to the blocks will take in its block: its policy's
  * archives and methods where b defines it, else as many open buckets as
  * any metric had and as many values as any bucket (at least this one's). */
-static uint32_t metric_bytes(const struct pgo *o, const struct pgb_batch *b, uint32_t metric,
+static uint32_t metric_bytes(const struct pg_open *o, const struct pg_batch *b, uint32_t metric,
                              size_t nvals)
 {
-    const struct ga_policy *p = b->ndefs ? pgb_def_policy(b, metric) : NULL;
+    const struct ga_policy *p = b->ndefs ? pg_batch_def_policy(b, metric) : NULL;
     uint32_t entries = p ? (uint32_t)p->ndefs : o->most_entries;
     size_t vals = p ? (size_t)p->nmethods : (nvals > o->most_vals ? nvals : o->most_vals);
-    return entries * (uint32_t)(PGO_ENTRY_BYTES + 8 * vals);
+    return entries * (uint32_t)(PG_OPEN_ENTRY_BYTES + 8 * vals);
 }
 
 /* The block a new pair of metric goes to (its metric's, or the
@@ -452,7 +452,7 @@ static uint32_t metric_bytes(const struct pgo *o, const struct pgb_batch *b, uin
  * memory.  need: what a metric new to the blocks takes (metric_bytes),
  * counted in the block's bytes_new when it is placed, so that its other
  * open buckets, routed later in the batch, find their room kept. */
-static int64_t place(struct pgo *o, uint32_t metric, int part, uint32_t need)
+static int64_t place(struct pg_open *o, uint32_t metric, int part, uint32_t need)
 {
     int64_t bi = metric_blk(o, metric);
     if (bi < 0)
@@ -462,8 +462,8 @@ static int64_t place(struct pgo *o, uint32_t metric, int part, uint32_t need)
         add = need;
         int32_t f = o->fill[part];
         if (f >= 0) {
-            const struct pgo_blk *b = &o->blk[f];
-            if (b->bytes + b->bytes_new + need > PGO_BLOCK_BYTES)
+            const struct pg_open_blk *b = &o->blk[f];
+            if (b->bytes + b->bytes_new + need > PG_OPEN_BLOCK_BYTES)
                 f = -1;
         }
         if (f < 0) {
@@ -476,10 +476,10 @@ static int64_t place(struct pgo *o, uint32_t metric, int part, uint32_t need)
         if (ga_grow((void **)&o->placed, &o->cap_placed, o->nplaced + 1, sizeof *o->placed, 256) < 0 ||
             ga_hmap_put(&o->newm_ix, NULL, metric_hash(metric), (uint32_t)o->nplaced) < 0)
             return -1;
-        o->placed[o->nplaced++] = (struct pgo_place){ metric, (uint32_t)f };
+        o->placed[o->nplaced++] = (struct pg_open_place){ metric, (uint32_t)f };
         bi = f;
     }
-    struct pgo_blk *b = &o->blk[bi];
+    struct pg_open_blk *b = &o->blk[bi];
     if (blk_reserve(b, b->n + b->nnew + 1) < 0)
         return -1;
     b->nnew++;
@@ -488,7 +488,7 @@ static int64_t place(struct pgo *o, uint32_t metric, int part, uint32_t need)
 }
 
 /* Undo what routing the pending batch did to o. */
-static void abort_pending(struct pgo *o)
+static void abort_pending(struct pg_open *o)
 {
     for (size_t i = 0; i < o->npend; i++) {
         if (o->pend[i].ent != NO_ENT)
@@ -511,17 +511,17 @@ static void abort_pending(struct pgo *o)
 /* One bucket, rows r[0..n), of a pair o holds or the batch made new:
  * pending state p (-1: none yet) over entry e (-1: none).  Returns 1 when
  * the bucket is taken, 0 when it stays a row, GA_ENOMEM. */
-static int route_held(struct pgo *o, struct rows_out *out, int64_t e, int64_t p,
+static int route_held(struct pg_open *o, struct rows_out *out, int64_t e, int64_t p,
                       const struct ga_agg *r, size_t n)
 {
     int64_t cur = p >= 0 ? o->pend[p].ts : o->ent[e].ts;
     if (r->ts < cur)
         return 0;                                   /* an older bucket: a row */
     if (p < 0) {
-        struct pgo_ent *x = &o->ent[e];
+        struct pg_open_ent *x = &o->ent[e];
         if ((p = new_pend(o, (uint32_t)e, x->metric, x->blk, x->granularity_ns)) < 0)
             return GA_ENOMEM;
-        struct pgo_pend *q = &o->pend[p];
+        struct pg_open_pend *q = &o->pend[p];
         q->ts = x->ts;
         if (vals_copy(&q->val, &x->cur) < 0) {
             o->npend--;
@@ -529,12 +529,12 @@ static int route_held(struct pgo *o, struct rows_out *out, int64_t e, int64_t p,
         }
         x->pend = (uint32_t)p + 1;
     }
-    struct pgo_pend *q = &o->pend[p];
+    struct pg_open_pend *q = &o->pend[p];
     if (r->ts == q->ts) {
         if (vals_merge(&q->val, r, n) < 0)
             return GA_ENOMEM;
     } else {
-        struct pgo_vals y;
+        struct pg_open_vals y;
         if (out_closed(o, out, q->metric, q->granularity_ns, q->ts, &q->val) < 0 ||
             vals_of_rows(&y, r, n) < 0)
             return GA_ENOMEM;
@@ -547,11 +547,11 @@ static int route_held(struct pgo *o, struct rows_out *out, int64_t e, int64_t p,
 
 /* A bucket of a pair neither held nor new in this batch: a new entry when
  * it may be one.  1 taken, 0 a row, GA_ENOMEM. */
-static int route_new(struct pgo *o, const struct pgb_batch *b, const struct pgf_map *hw,
+static int route_new(struct pg_open *o, const struct pg_batch *b, const struct pg_fresh_map *hw,
                      const struct ga_agg *r, size_t n)
 {
-    if (!r->aux || r->aux > GA_PARTITIONS || !o->max || !hw || !pgf_known(hw, r) ||
-        !pgf_fresh(hw, r))
+    if (!r->aux || r->aux > GA_PARTITIONS || !o->max || !hw || !pg_fresh_known(hw, r) ||
+        !pg_fresh(hw, r))
         return 0;
     if (o->nent + o->nnewp >= o->max) {
         o->st.full++;
@@ -563,7 +563,7 @@ static int route_new(struct pgo *o, const struct pgb_batch *b, const struct pgf_
     int p = new_pend(o, NO_ENT, r->metric, (uint32_t)bi, r->granularity_ns);
     if (p < 0)
         return GA_ENOMEM;
-    struct pgo_pend *q = &o->pend[p];
+    struct pg_open_pend *q = &o->pend[p];
     q->ts = r->ts;
     if (vals_of_rows(&q->val, r, n) < 0) {
         o->npend--;
@@ -581,7 +581,7 @@ static int u64_order(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
+int pg_open_route(struct pg_open *o, struct pg_batch *b, const struct pg_fresh_map *hw)
 {
     if (!o->max && !o->nent)
         return 0;
@@ -605,7 +605,7 @@ int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
         if (rc == 0)
             rc = out_rows(&out, r, j - i);
     }
-    /* room for what pgo_commit adds, so that it cannot fail */
+    /* room for what pg_open_commit adds, so that it cannot fail */
     size_t nnew = 0;
     for (size_t i = 0; i < o->npend; i++)
         nnew += o->pend[i].ent == NO_ENT;
@@ -632,27 +632,27 @@ int pgo_route(struct pgo *o, struct pgb_batch *b, const struct pgf_map *hw)
     b->aggs = out.a;
     b->naggs = out.n;
     b->cap_aggs = out.cap;
-    pgb_sort(b);
+    pg_batch_sort(b);
     return 0;
 }
 
-int64_t pgo_placed_block(const struct pgo *o, uint32_t metric)
+int64_t pg_open_placed_block(const struct pg_open *o, uint32_t metric)
 {
     int64_t bi = o->nplaced ? placed_blk(o, metric) : -1;
     return bi < 0 ? -1 : o->blk[bi].id;
 }
 
-int pgo_pending(const struct pgo *o)
+int pg_open_pending(const struct pg_open *o)
 {
     return o->ndirty > 0;
 }
 
-void pgo_commit(struct pgo *o)
+void pg_open_commit(struct pg_open *o)
 {
     for (size_t i = 0; i < o->npend; i++) {
-        struct pgo_pend *q = &o->pend[i];
+        struct pg_open_pend *q = &o->pend[i];
         if (q->ent != NO_ENT) {
-            struct pgo_ent *x = &o->ent[q->ent];
+            struct pg_open_ent *x = &o->ent[q->ent];
             o->blk[x->blk].bytes += 8u * q->val.n;
             o->blk[x->blk].bytes -= 8u * x->cur.n;
             vals_free(&x->cur);
@@ -664,13 +664,13 @@ void pgo_commit(struct pgo *o)
         }
     }
     for (size_t k = 0; k < o->nnewp; k++) {
-        struct pgo_pend *q = &o->pend[(uint32_t)o->newp[k]];
+        struct pg_open_pend *q = &o->pend[(uint32_t)o->newp[k]];
         add_ent(o, q->blk, q->metric, q->granularity_ns, q->ts, q->val);
     }
     for (size_t k = 0; k < o->nplaced; k++)
         ga_hmap_put(&o->metric_ix, NULL, metric_hash(o->placed[k].metric), o->placed[k].blk);
     for (size_t k = 0; k < o->ndirty; k++) {
-        struct pgo_blk *bl = &o->blk[o->dirty[k]];
+        struct pg_open_blk *bl = &o->blk[o->dirty[k]];
         bl->stored = 1, bl->dirty = 0, bl->nnew = 0, bl->bytes_new = 0;
     }
     o->st.written += o->npend;
@@ -685,21 +685,21 @@ void pgo_commit(struct pgo *o)
     ga_hmap_clear(&o->newm_ix);
 }
 
-uint32_t pgo_block_len(const struct pgo *o, uint32_t blk)
+uint32_t pg_open_block_len(const struct pg_open *o, uint32_t blk)
 {
     return o->blk[blk].n + o->blk[blk].nnew;
 }
 
-void pgo_block_entry(const struct pgo *o, uint32_t blk, uint32_t k, uint32_t *metric,
-                     int64_t *granularity_ns, int64_t *ts, struct pgo_vals **val)
+void pg_open_block_entry(const struct pg_open *o, uint32_t blk, uint32_t k, uint32_t *metric,
+                     int64_t *granularity_ns, int64_t *ts, struct pg_open_vals **val)
 {
-    const struct pgo_blk *b = &o->blk[blk];
+    const struct pg_open_blk *b = &o->blk[blk];
     if (k < b->n) {
-        struct pgo_ent *x = &o->ent[b->ent[k]];
+        struct pg_open_ent *x = &o->ent[b->ent[k]];
         *metric = x->metric;
         *granularity_ns = x->granularity_ns;
         if (x->pend) {
-            struct pgo_pend *q = &o->pend[x->pend - 1];
+            struct pg_open_pend *q = &o->pend[x->pend - 1];
             *ts = q->ts;
             *val = &q->val;
         } else {
@@ -708,7 +708,7 @@ void pgo_block_entry(const struct pgo *o, uint32_t blk, uint32_t k, uint32_t *me
         }
         return;
     }
-    struct pgo_pend *q = &o->pend[(uint32_t)o->newp[b->newfirst + (k - b->n)]];
+    struct pg_open_pend *q = &o->pend[(uint32_t)o->newp[b->newfirst + (k - b->n)]];
     *metric = q->metric;
     *granularity_ns = q->granularity_ns;
     *ts = q->ts;

@@ -11,7 +11,7 @@
 #include "proto/ga_err.h"
 #include "storage/pg_util.h"
 
-struct pgq {
+struct pg_query {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char *conninfo;
@@ -19,7 +19,7 @@ struct pgq {
     PGconn **conns;                   /* NULL: not connected */
     int *busy;
     /* the statements prepared on each connection (names, static strings) */
-    const char *(*prepared)[PGQ_MAX_PREPARED];
+    const char *(*prepared)[PG_QUERY_MAX_PREPARED];
 };
 
 static const char metrics_sql[] =
@@ -44,11 +44,11 @@ static const char points_sql[] =
     "  AND ts_ns >= $4::int8 AND ts_ns < $5::int8\n"
     "ORDER BY ts_ns";
 
-int pgq_open(struct pgq **out, const char *conninfo, int pool_size)
+int pg_query_open(struct pg_query **out, const char *conninfo, int pool_size)
 {
     if (!conninfo || pool_size < 1)
         return GA_EINVAL;
-    struct pgq *q = calloc(1, sizeof *q);
+    struct pg_query *q = calloc(1, sizeof *q);
     if (!q)
         return GA_ENOMEM;
     q->n = pool_size;
@@ -70,7 +70,7 @@ int pgq_open(struct pgq **out, const char *conninfo, int pool_size)
     return 0;
 }
 
-void pgq_close(struct pgq *q)
+void pg_query_close(struct pg_query *q)
 {
     if (!q)
         return;
@@ -88,7 +88,7 @@ void pgq_close(struct pgq *q)
 
 /* Take a free slot (waiting if all are busy) and make sure it is
  * connected.  Returns the slot, or GA_EIO with err set (slot released). */
-static int acquire(struct pgq *q, char *err, size_t errlen)
+static int acquire(struct pg_query *q, char *err, size_t errlen)
 {
     int slot = -1;
     pthread_mutex_lock(&q->mu);
@@ -108,9 +108,9 @@ static int acquire(struct pgq *q, char *err, size_t errlen)
     }
     if (!c) {
         memset(q->prepared[slot], 0, sizeof q->prepared[slot]);
-        c = pgu_connect(q->conninfo, "gpuaggd-query");
+        c = pg_util_connect(q->conninfo, "gpuaggd-query");
         if (!c || PQstatus(c) != CONNECTION_OK) {
-            pgu_errcopy(err, errlen, c ? PQerrorMessage(c) : "out of memory");
+            pg_util_errcopy(err, errlen, c ? PQerrorMessage(c) : "out of memory");
             if (c)
                 PQfinish(c);
             q->conns[slot] = NULL;
@@ -125,7 +125,7 @@ static int acquire(struct pgq *q, char *err, size_t errlen)
     return slot;
 }
 
-static void release(struct pgq *q, int slot)
+static void release(struct pg_query *q, int slot)
 {
     pthread_mutex_lock(&q->mu);
     q->busy[slot] = 0;
@@ -136,15 +136,15 @@ static void release(struct pgq *q, int slot)
 /* Prepare sql as name on the slot's connection unless it was.  1 when
  * prepared (now or before), 0 when it cannot be kept (no room: run it
  * unnamed), or -1 with r set to the failed result. */
-static int prepare(struct pgq *q, int slot, const char *name, const char *sql, int nparams,
+static int prepare(struct pg_query *q, int slot, const char *name, const char *sql, int nparams,
                    PGresult **r)
 {
     const char **names = q->prepared[slot];
     int i = 0;
-    for (; i < PGQ_MAX_PREPARED && names[i]; i++)
+    for (; i < PG_QUERY_MAX_PREPARED && names[i]; i++)
         if (names[i] == name || !strcmp(names[i], name))
             return 1;
-    if (i == PGQ_MAX_PREPARED)
+    if (i == PG_QUERY_MAX_PREPARED)
         return 0;
     PGresult *p = PQprepare(q->conns[slot], name, sql, nparams, NULL);
     if (PQresultStatus(p) != PGRES_COMMAND_OK) {
@@ -160,7 +160,7 @@ static int prepare(struct pgq *q, int slot, const char *name, const char *sql, i
  * retrying once on a fresh connection when the old one turns out to be
  * broken.  Returns the result (caller clears) or NULL with *rc and err
  * set. */
-static PGresult *run_named(struct pgq *q, const char *name, const char *sql, int nparams,
+static PGresult *run_named(struct pg_query *q, const char *name, const char *sql, int nparams,
                            const char *const *vals, int binary, int *rc, char *err,
                            size_t errlen)
 {
@@ -181,7 +181,7 @@ static PGresult *run_named(struct pgq *q, const char *name, const char *sql, int
             release(q, slot);
             return r;
         }
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         PQclear(r);
         int broken = PQstatus(c) != CONNECTION_OK;
         release(q, slot);
@@ -192,25 +192,25 @@ static PGresult *run_named(struct pgq *q, const char *name, const char *sql, int
     return NULL;
 }
 
-static PGresult *run(struct pgq *q, const char *sql, int nparams, const char *const *vals,
+static PGresult *run(struct pg_query *q, const char *sql, int nparams, const char *const *vals,
                      int binary, int *rc, char *err, size_t errlen)
 {
     return run_named(q, NULL, sql, nparams, vals, binary, rc, err, errlen);
 }
 
-PGresult *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals, int *rc,
+PGresult *pg_query_exec(struct pg_query *q, const char *sql, int nparams, const char *const *vals, int *rc,
                    char *err, size_t errlen)
 {
     return run(q, sql, nparams, vals, 0, rc, err, errlen);
 }
 
-PGresult *pgq_exec_prepared(struct pgq *q, const char *name, const char *sql, int nparams,
+PGresult *pg_query_exec_prepared(struct pg_query *q, const char *name, const char *sql, int nparams,
                             const char *const *vals, int *rc, char *err, size_t errlen)
 {
     return run_named(q, name, sql, nparams, vals, 1, rc, err, errlen);
 }
 
-int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, size_t errlen)
+int pg_query_metrics(struct pg_query *q, struct pg_query_metric **out, size_t *n, char *err, size_t errlen)
 {
     int rc = 0;
     *out = NULL;
@@ -219,7 +219,7 @@ int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, si
     if (!r)
         return rc;
     int nr = PQntuples(r);
-    struct pgq_metric *m = calloc((size_t)(nr ? nr : 1), sizeof *m);
+    struct pg_query_metric *m = calloc((size_t)(nr ? nr : 1), sizeof *m);
     if (!m) {
         PQclear(r);
         snprintf(err, errlen, "out of memory");
@@ -230,7 +230,7 @@ int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, si
         snprintf(m[i].policy, sizeof m[i].policy, "%s", PQgetvalue(r, i, 2));
         m[i].points = strtoull(PQgetvalue(r, i, 3), NULL, 10);
         if (!(m[i].name = strdup(PQgetvalue(r, i, 1)))) {
-            pgq_metrics_free(m, (size_t)i);
+            pg_query_metrics_free(m, (size_t)i);
             PQclear(r);
             snprintf(err, errlen, "out of memory");
             return GA_ENOMEM;
@@ -242,7 +242,7 @@ int pgq_metrics(struct pgq *q, struct pgq_metric **out, size_t *n, char *err, si
     return 0;
 }
 
-void pgq_metrics_free(struct pgq_metric *m, size_t n)
+void pg_query_metrics_free(struct pg_query_metric *m, size_t n)
 {
     for (size_t i = 0; m && i < n; i++)
         free(m[i].name);
@@ -274,8 +274,8 @@ static void fmt_grans(char *buf, size_t n, const char *csv)
     }
 }
 
-int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const char *method,
-              int64_t start_ns, int64_t stop_ns, struct pgq_point **out, size_t *n, char *err,
+int pg_query(struct pg_query *q, const char *metric, int64_t granularity_ns, const char *method,
+              int64_t start_ns, int64_t stop_ns, struct pg_query_point **out, size_t *n, char *err,
               size_t errlen)
 {
     char g[32], m[GA_METHOD_NAME_MAX], lo[32], hi[32], gs[32], list[256];
@@ -324,15 +324,15 @@ int pgq_query(struct pgq *q, const char *metric, int64_t granularity_ns, const c
         return rc;
     size_t nr = (size_t)PQntuples(r);
     if (nr) {
-        struct pgq_point *p = malloc(nr * sizeof *p);
+        struct pg_query_point *p = malloc(nr * sizeof *p);
         if (!p) {
             snprintf(err, errlen, "out of memory");
             rc = GA_ENOMEM;
             goto out;
         }
         for (size_t i = 0; i < nr; i++) {
-            p[i].ts = pgu_get_i64(PQgetvalue(r, (int)i, 0));
-            p[i].value = pgu_get_f64(PQgetvalue(r, (int)i, 1));
+            p[i].ts = pg_util_get_i64(PQgetvalue(r, (int)i, 0));
+            p[i].value = pg_util_get_f64(PQgetvalue(r, (int)i, 1));
         }
         *out = p;
         *n = nr;

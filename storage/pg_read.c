@@ -128,7 +128,7 @@ static int sort_series(int64_t *ts, double *val, size_t n)
     return 0;
 }
 
-void pgr_series_free(struct pgr_series *s)
+void pg_read_series_free(struct pg_read_series *s)
 {
     if (!s)
         return;
@@ -136,9 +136,9 @@ void pgr_series_free(struct pgr_series *s)
     memset(s, 0, sizeof *s);
 }
 
-int pgr_series_read(struct pgq *q, size_t nseries, const char *const *metrics,
+int pg_read_series_read(struct pg_query *q, size_t nseries, const char *const *metrics,
                     const char *const *methods, int64_t granularity_ns, int64_t start_ns,
-                    int64_t stop_ns, size_t max_points, struct pgr_series *out, char *err,
+                    int64_t stop_ns, size_t max_points, struct pg_read_series *out, char *err,
                     size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -155,7 +155,7 @@ int pgr_series_read(struct pgq *q, size_t nseries, const char *const *metrics,
     snprintf(hi, sizeof hi, "%" PRId64, stop_ns);
     snprintf(lim, sizeof lim, "%zu", max_points < SIZE_MAX / 2 ? max_points + 1 : max_points);
     const char *pv[] = { ms, ws, g, lo, hi, lim };
-    if (!(r = pgq_exec_prepared(q, "gpuagg_read_series", series_sql, 6, pv, &rc, err, errlen)))
+    if (!(r = pg_query_exec_prepared(q, "gpuagg_read_series", series_sql, 6, pv, &rc, err, errlen)))
         goto out;
     size_t nr = (size_t)PQntuples(r);
     if (nr > max_points) {
@@ -178,7 +178,7 @@ int pgr_series_read(struct pgq *q, size_t nseries, const char *const *metrics,
     for (size_t k = 0; k <= nseries; k++)
         out->off[k] = 0;
     for (size_t i = 0; i < nr; i++) {
-        size_t k = (size_t)pgu_get_i32(PQgetvalue(r, (int)i, 0));  /* from 1 */
+        size_t k = (size_t)pg_util_get_i32(PQgetvalue(r, (int)i, 0));  /* from 1 */
         if (k < 1 || k > nseries) {
             rc = ga_fail(GA_EDB, err, errlen, "series %zu of %zu in the result", k, nseries);
             goto out;
@@ -188,10 +188,10 @@ int pgr_series_read(struct pgq *q, size_t nseries, const char *const *metrics,
     for (size_t k = 1; k <= nseries; k++)
         out->off[k] += out->off[k - 1];
     for (size_t i = 0; i < nr; i++) {
-        size_t k = (size_t)pgu_get_i32(PQgetvalue(r, (int)i, 0)) - 1;
+        size_t k = (size_t)pg_util_get_i32(PQgetvalue(r, (int)i, 0)) - 1;
         size_t at = out->off[k]++;
-        out->ts[at] = pgu_get_i64(PQgetvalue(r, (int)i, 1));
-        out->val[at] = pgu_get_f64(PQgetvalue(r, (int)i, 2));
+        out->ts[at] = pg_util_get_i64(PQgetvalue(r, (int)i, 1));
+        out->val[at] = pg_util_get_f64(PQgetvalue(r, (int)i, 2));
     }
     for (size_t k = nseries; k > 0; k--)
         out->off[k] = out->off[k - 1];

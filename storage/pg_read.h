@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pgq;
+struct pg_query;
 
 /* The points of nseries series, each ascending by time: series i is
  * ts[off[i] .. off[i + 1]) and val[the same].  One allocation, freed by
- * pgr_series_free. */
-struct pgr_series {
+ * pg_read_series_free. */
+struct pg_read_series {
     size_t nseries;
     size_t n;                             /* points in all */
     size_t *off;                          /* nseries + 1 offsets */
@@ -28,12 +28,12 @@ struct pgr_series {
  * ts < stop_ns for each i < nseries (a series may be asked more than once;
  * an unknown metric, method or granularity is an empty series).  At most
  * max_points points in all: more is GA_ERANGE.  *out filled (free with
- * pgr_series_free, also after an error).  Returns 0, GA_ERANGE, GA_ENOMEM,
+ * pg_read_series_free, also after an error).  Returns 0, GA_ERANGE, GA_ENOMEM,
  * GA_EIO (cannot connect) or GA_EDB, with err[errlen]. */
-int pgr_series_read(struct pgq *q, size_t nseries, const char *const *metrics,
+int pg_read_series_read(struct pg_query *q, size_t nseries, const char *const *metrics,
                     const char *const *methods, int64_t granularity_ns, int64_t start_ns,
-                    int64_t stop_ns, size_t max_points, struct pgr_series *out, char *err,
+                    int64_t stop_ns, size_t max_points, struct pg_read_series *out, char *err,
                     size_t errlen);
-void pgr_series_free(struct pgr_series *s);
+void pg_read_series_free(struct pg_read_series *s);
 
 #endif

@@ -20,14 +20,14 @@ static const char upsert_sql[] =
     "SELECT id, $8, $9, nullif($10, '') FROM r\n"
     "ON CONFLICT (resource, name) DO UPDATE SET metric = EXCLUDED.metric, unit = EXCLUDED.unit";
 
-int pgres_upsert(PGconn *c, const struct pgres_sample *s, char *err, size_t errlen)
+int pg_resources_upsert(PGconn *c, const struct pg_resources_sample *s, char *err, size_t errlen)
 {
     const char *v[] = { s->id, s->original_id, s->type, s->creator, s->project, s->user,
                         s->attributes, s->meter, s->metric, s->unit };
     PGresult *r = PQexecParams(c, upsert_sql, 10, NULL, v, NULL, NULL, 0);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
     PQclear(r);
     return ok ? 0 : GA_EDB;
 }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <libpq-fe.h>
 
-struct pgres_sample {
+struct pg_resources_sample {
     const char *id;                   /* the resource's UUID (text form) */
     const char *original_id;          /* the id the sample named */
     const char *type;                 /* "instance", ..., "generic" */
@@ -26,6 +26,6 @@ struct pgres_sample {
 };
 
 /* Upsert s on c.  0, or GA_EDB with PostgreSQL's message in err. */
-int pgres_upsert(PGconn *c, const struct pgres_sample *s, char *err, size_t errlen);
+int pg_resources_upsert(PGconn *c, const struct pg_resources_sample *s, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
 /* pg_schema.c — applying the embedded migrations, and schema helpers (see
  * pg_schema.h, docs/STORAGE.md).  The migrations themselves are the files
- * storage/sql/NNNN_*.sql, built into pgs_migrations[]; one, once released,
+ * storage/sql/NNNN_*.sql, built into pg_schema_migrations[]; one, once released,
  * is never edited: a change is a new file. */
 #include "storage/pg_schema.h"
 
@@ -16,23 +16,23 @@
 
 /* pg_advisory_xact_lock key: "gpuagg" in ASCII (the migrations' SQL takes
  * this key + 1 around partitions). */
-#define PGS_LOCK_KEY "106240213050983"
+#define PG_SCHEMA_LOCK_KEY "106240213050983"
 
 /* Migrations 5 and 15 create one row and one table per partition of the
  * metric space: 64, written out in their SQL. */
 _Static_assert(GA_PARTITIONS == 64, "storage/sql/0005 and 0015 create 64 partitions");
 
-int pgs_step_count(int after)
+int pg_schema_step_count(int after)
 {
     int n = 0;
-    for (int i = 0; i < pgs_nmigrations; i++)
-        n += pgs_migrations[i].version > after;
+    for (int i = 0; i < pg_schema_nmigrations; i++)
+        n += pg_schema_migrations[i].version > after;
     return n;
 }
 
-int pgs_latest_version(void)
+int pg_schema_latest_version(void)
 {
-    return pgs_nmigrations ? pgs_migrations[pgs_nmigrations - 1].version : 0;
+    return pg_schema_nmigrations ? pg_schema_migrations[pg_schema_nmigrations - 1].version : 0;
 }
 
 /* Current version inside the open transaction: 0 for a fresh database. */
@@ -60,14 +60,14 @@ static int current_version(PGconn *c, int *version, char *err, size_t errlen)
     *version = atoi(PQgetvalue(r, 0, 0));
     goto out;
 dberr:
-    pgu_result_error(err, errlen, c, r);
+    pg_util_result_error(err, errlen, c, r);
     rc = GA_EDB;
 out:
     PQclear(r);
     return rc;
 }
 
-static int record_step(PGconn *c, const struct pgs_migration *s, char *err, size_t errlen)
+static int record_step(PGconn *c, const struct pg_schema_migration *s, char *err, size_t errlen)
 {
     char v[16];
     snprintf(v, sizeof v, "%d", s->version);
@@ -76,63 +76,63 @@ static int record_step(PGconn *c, const struct pgs_migration *s, char *err, size
                                2, NULL, params, NULL, NULL, 0);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         rc = GA_EDB;
     }
     PQclear(r);
     return rc;
 }
 
-int pgs_migrate(PGconn *c, char *err, size_t errlen)
+int pg_schema_migrate(PGconn *c, char *err, size_t errlen)
 {
-    return pgs_migrate_to(c, pgs_latest_version(), err, errlen);
+    return pg_schema_migrate_to(c, pg_schema_latest_version(), err, errlen);
 }
 
-int pgs_migrate_to(PGconn *c, int target, char *err, size_t errlen)
+int pg_schema_migrate_to(PGconn *c, int target, char *err, size_t errlen)
 {
     char why[512] = "";
     int version = 0, applied = 0, rc;
-    if ((rc = pgu_exec(c, "BEGIN", why, sizeof why)) < 0 ||
-        (rc = pgu_exec(c, "SELECT pg_advisory_xact_lock(" PGS_LOCK_KEY ")", why, sizeof why)) < 0 ||
+    if ((rc = pg_util_exec(c, "BEGIN", why, sizeof why)) < 0 ||
+        (rc = pg_util_exec(c, "SELECT pg_advisory_xact_lock(" PG_SCHEMA_LOCK_KEY ")", why, sizeof why)) < 0 ||
         (rc = current_version(c, &version, why, sizeof why)) < 0) {
         snprintf(err, errlen, "migrations: %s", why);
         goto fail;
     }
-    if (version > pgs_latest_version()) {
+    if (version > pg_schema_latest_version()) {
         snprintf(err, errlen, "database schema is version %d, newer than this gpuaggd knows (%d)",
-                 version, pgs_latest_version());
+                 version, pg_schema_latest_version());
         rc = GA_EPROTO;
         goto fail;
     }
-    for (int i = 0; i < pgs_nmigrations; i++) {
-        const struct pgs_migration *s = &pgs_migrations[i];
+    for (int i = 0; i < pg_schema_nmigrations; i++) {
+        const struct pg_schema_migration *s = &pg_schema_migrations[i];
         if (s->version <= version || s->version > target)
             continue;
-        if ((rc = pgu_exec(c, s->sql, why, sizeof why)) < 0 ||
+        if ((rc = pg_util_exec(c, s->sql, why, sizeof why)) < 0 ||
             (rc = record_step(c, s, why, sizeof why)) < 0) {
             snprintf(err, errlen, "migration %d (%s, %s): %s", s->version, s->name, s->file, why);
             goto fail;
         }
         applied++;
     }
-    if ((rc = pgu_exec(c, "COMMIT", why, sizeof why)) < 0) {
+    if ((rc = pg_util_exec(c, "COMMIT", why, sizeof why)) < 0) {
         snprintf(err, errlen, "migrations: commit: %s", why);
         goto fail;
     }
     if (applied)
         ga_log(GA_LOG_INFO, "storage_migrated", "from=%d to=%d", version,
-               target < pgs_latest_version() ? target : pgs_latest_version());
+               target < pg_schema_latest_version() ? target : pg_schema_latest_version());
     return applied;
 fail:
     if (PQtransactionStatus(c) != PQTRANS_IDLE)
-        pgu_exec(c, "ROLLBACK", why, sizeof why);
+        pg_util_exec(c, "ROLLBACK", why, sizeof why);
     return rc;
 }
 
-int64_t pgs_partition_width(int64_t granularity_ns)
+int64_t pg_schema_partition_width(int64_t granularity_ns)
 {
     int64_t days = granularity_ns / 337500000000LL;
-    return PGS_DAY_NS * (days < 1 ? 1 : days > 32 ? 32 : days);
+    return PG_SCHEMA_DAY_NS * (days < 1 ? 1 : days > 32 ? 32 : days);
 }
 
 /* The count of partitions a "SELECT count(*) FILTER (WHERE
@@ -143,26 +143,26 @@ static int created(PGconn *c, PGresult *r, char *err, size_t errlen)
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
         rc = atoi(PQgetvalue(r, 0, 0));
     } else {
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         rc = GA_EDB;
     }
     PQclear(r);
     return rc;
 }
 
-int pgs_ensure_partitions(PGconn *c, const struct pgs_part *parts, size_t n, char *err,
+int pg_schema_ensure_partitions(PGconn *c, const struct pg_schema_part *parts, size_t n, char *err,
                           size_t errlen)
 {
-    struct pgu_buf b[2] = { { 0 } };
-    pgu_array_begin(&b[0], PGU_INT8OID, n);
-    pgu_array_begin(&b[1], PGU_INT8OID, n);
+    struct pg_util_buf b[2] = { { 0 } };
+    pg_util_array_begin(&b[0], PG_UTIL_INT8OID, n);
+    pg_util_array_begin(&b[1], PG_UTIL_INT8OID, n);
     for (size_t i = 0; i < n; i++) {
-        pgu_array_i64(&b[0], parts[i].granularity_ns);
-        pgu_array_i64(&b[1], parts[i].period);
+        pg_util_array_i64(&b[0], parts[i].granularity_ns);
+        pg_util_array_i64(&b[1], parts[i].period);
     }
     if (b[0].oom || b[1].oom) {
-        pgu_buf_free(&b[0]);
-        pgu_buf_free(&b[1]);
+        pg_util_buf_free(&b[0]);
+        pg_util_buf_free(&b[1]);
         snprintf(err, errlen, "out of memory");
         return GA_ENOMEM;
     }
@@ -174,12 +174,12 @@ int pgs_ensure_partitions(PGconn *c, const struct pgs_part *parts, size_t n, cha
                                   "FROM unnest($1::int8[], $2::int8[]) u(g, p)",
                                   2, NULL, vals, lens, fmts, 0),
                      err, errlen);
-    pgu_buf_free(&b[0]);
-    pgu_buf_free(&b[1]);
+    pg_util_buf_free(&b[0]);
+    pg_util_buf_free(&b[1]);
     return rc;
 }
 
-int pgs_ensure_ahead(PGconn *c, int64_t now_ns, int64_t ahead_ns, char *err, size_t errlen)
+int pg_schema_ensure_ahead(PGconn *c, int64_t now_ns, int64_t ahead_ns, char *err, size_t errlen)
 {
     char now[32], end[32];
     snprintf(now, sizeof now, "%" PRId64, now_ns);
@@ -195,7 +195,7 @@ int pgs_ensure_ahead(PGconn *c, int64_t now_ns, int64_t ahead_ns, char *err, siz
                    err, errlen);
 }
 
-int pgs_retention(PGconn *c, int64_t now_ns, char *err, size_t errlen)
+int pg_schema_retention(PGconn *c, int64_t now_ns, char *err, size_t errlen)
 {
     char now[32];
     snprintf(now, sizeof now, "%" PRId64, now_ns);
@@ -208,14 +208,14 @@ int pgs_retention(PGconn *c, int64_t now_ns, char *err, size_t errlen)
         for (int i = 0; i < rc; i++)
             ga_log(GA_LOG_INFO, "storage_retention_drop", "partition=%s", PQgetvalue(r, i, 0));
     } else {
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
         rc = GA_EDB;
     }
     PQclear(r);
     return rc;
 }
 
-int pgs_policy_json(const struct ga_policy *p, char *def, size_t deflen, char *methods,
+int pg_schema_policy_json(const struct ga_policy *p, char *def, size_t deflen, char *methods,
                     size_t mlen)
 {
     size_t o = 0;

@@ -14,8 +14,8 @@
 #include "storage/pg_util.h"
 
 #define COPY_CHUNK (1u << 20)
-#define PGT_UPDATE_MISS "GA001"
-#define MAX_STEPS PGT_MAX_STEPS
+#define PG_TXN_UPDATE_MISS "GA001"
+#define MAX_STEPS PG_TXN_MAX_STEPS
 #define MAX_PARAMS 8
 
 static const char session_sql[] =
@@ -50,7 +50,7 @@ static const char update_aggs_fmt[] =
     "WHERE NOT s.merge AND b.metric = s.metric AND b.granularity = s.granularity AND b.ts = s.ts;\n"
     "GET DIAGNOSTICS n = ROW_COUNT;\n"
     "IF n <> %zu THEN RAISE EXCEPTION 'gpuagg: %% of %zu rewritten buckets not found', %zu - n\n"
-    "    USING ERRCODE = '" PGT_UPDATE_MISS "'; END IF;\n"
+    "    USING ERRCODE = '" PG_TXN_UPDATE_MISS "'; END IF;\n"
     "END $gpuagg$";
 
 /* Every statement of the flush transaction looks its rows up by key, a
@@ -176,7 +176,7 @@ static int fail_code(PGconn *c)
     return PQstatus(c) == CONNECTION_OK ? GA_EDB : GA_EIO;
 }
 
-void pgt_close(struct pgt_conn *tc)
+void pg_txn_close(struct pg_txn_conn *tc)
 {
     if (tc->c)
         PQfinish(tc->c);
@@ -189,19 +189,19 @@ void pgt_close(struct pgt_conn *tc)
     memset(tc, 0, sizeof *tc);
 }
 
-static int owns(const struct pgt_conn *tc, int p)
+static int owns(const struct pg_txn_conn *tc, int p)
 {
     return !tc->own_parts || (tc->own_parts >> p & 1);
 }
 
-int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen)
+int pg_txn_read_checkpoint(struct pg_txn_conn *tc, struct pg_txn_checkpoint *cp, char *err, size_t errlen)
 {
     PGresult *r = PQexecParams(tc->c,
                                "SELECT id, window_lsn, committed_lsn, last_batch FROM partitions",
                                0, NULL, NULL, NULL, NULL, 1);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != GA_PARTITIONS) {
-        pgu_result_error(err, errlen, tc->c, r);
+        pg_util_result_error(err, errlen, tc->c, r);
         if (PQresultStatus(r) == PGRES_TUPLES_OK)
             snprintf(err, errlen, "partitions has %d rows, expected %d", PQntuples(r),
                      GA_PARTITIONS);
@@ -210,11 +210,11 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
         memset(cp, 0, sizeof *cp);
         int first = 1, low = GA_PARTITIONS;
         for (int i = 0; i < GA_PARTITIONS; i++) {
-            int32_t id = pgu_get_i32(PQgetvalue(r, i, 0));
+            int32_t id = pg_util_get_i32(PQgetvalue(r, i, 0));
             if (id < 0 || id >= GA_PARTITIONS)
                 continue;
-            uint64_t wl = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 1));
-            uint64_t cl = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 2));
+            uint64_t wl = (uint64_t)pg_util_get_i64(PQgetvalue(r, i, 1));
+            uint64_t cl = (uint64_t)pg_util_get_i64(PQgetvalue(r, i, 2));
             cp->part_lsn[id] = wl;
             if (!owns(tc, id))
                 continue;
@@ -224,7 +224,7 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
             first = 0;
             if (id < low) {
                 low = id;
-                cp->last_batch = (uint64_t)pgu_get_i64(PQgetvalue(r, i, 3));
+                cp->last_batch = (uint64_t)pg_util_get_i64(PQgetvalue(r, i, 3));
             }
         }
     }
@@ -236,10 +236,10 @@ int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *er
  * session: a second daemon's writer of the same partition waits here, and
  * a writer whose session is gone can no longer commit its partitions'
  * rows.  GA_EBUSY naming the holder when not granted within timeout_ms. */
-static int lock_partitions(struct pgt_conn *tc, int timeout_ms, char *err, size_t errlen)
+static int lock_partitions(struct pg_txn_conn *tc, int timeout_ms, char *err, size_t errlen)
 {
     char sql[1024], ignore[128];
-    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(" PGT_PART_LOCK_CLASS
+    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(" PG_TXN_PART_LOCK_CLASS
                                                  ", p) FROM unnest('{");
     for (int p = 0, k = 0; p < GA_PARTITIONS; p++)
         if (owns(tc, p))
@@ -247,16 +247,16 @@ static int lock_partitions(struct pgt_conn *tc, int timeout_ms, char *err, size_
     snprintf(sql + o, sizeof sql - o, "}'::int4[]) p");
     char to[64];
     snprintf(to, sizeof to, "SET lock_timeout = %d", timeout_ms);
-    int rc = pgu_exec(tc->c, to, err, errlen);
+    int rc = pg_util_exec(tc->c, to, err, errlen);
     if (rc == 0)
-        rc = pgu_exec(tc->c, sql, err, errlen);
-    pgu_exec(tc->c, "SET lock_timeout = 0", ignore, sizeof ignore);
+        rc = pg_util_exec(tc->c, sql, err, errlen);
+    pg_util_exec(tc->c, "SET lock_timeout = 0", ignore, sizeof ignore);
     if (rc == 0)
         return 0;
     PGresult *r = PQexec(tc->c, "SELECT a.pid, coalesce(a.application_name, ''), l.objid "
                                 "FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
                                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
-                                "AND l.classid = " PGT_PART_LOCK_CLASS " AND a.pid <> pg_backend_pid()");
+                                "AND l.classid = " PG_TXN_PART_LOCK_CLASS " AND a.pid <> pg_backend_pid()");
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
         snprintf(err, errlen, "partition %s is written by another gpuaggd (backend pid %s, %s); "
                  "waiting for it to end", PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 0),
@@ -267,55 +267,55 @@ static int lock_partitions(struct pgt_conn *tc, int timeout_ms, char *err, size_
     return GA_EBUSY;
 }
 
-int pgt_open(struct pgt_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
-             struct pgt_checkpoint *cp, char *err, size_t errlen)
+int pg_txn_open(struct pg_txn_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
+             struct pg_txn_checkpoint *cp, char *err, size_t errlen)
 {
     int rc;
     memset(tc, 0, sizeof *tc);
     tc->own_parts = parts;
-    tc->c = pgu_connect(conninfo, "gpuaggd-writer");
+    tc->c = pg_util_connect(conninfo, "gpuaggd-writer");
     if (!tc->c) {
         snprintf(err, errlen, "out of memory");
         return GA_ENOMEM;
     }
     if (PQstatus(tc->c) != CONNECTION_OK) {
-        pgu_errcopy(err, errlen, PQerrorMessage(tc->c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(tc->c));
         rc = GA_EIO;
         goto fail;
     }
-    if ((instance_lock && (rc = pgu_instance_lock(tc->c, 10000, err, errlen)) < 0) ||
-        (rc = pgs_migrate(tc->c, err, errlen)) < 0 ||
+    if ((instance_lock && (rc = pg_util_instance_lock(tc->c, 10000, err, errlen)) < 0) ||
+        (rc = pg_schema_migrate(tc->c, err, errlen)) < 0 ||
         (rc = lock_partitions(tc, 10000, err, errlen)) < 0 ||
-        (rc = pgu_exec(tc->c, session_sql, err, errlen)) < 0 ||
-        (rc = pgt_read_checkpoint(tc, cp, err, errlen)) < 0)
+        (rc = pg_util_exec(tc->c, session_sql, err, errlen)) < 0 ||
+        (rc = pg_txn_read_checkpoint(tc, cp, err, errlen)) < 0)
         goto fail;
     return 0;
 fail:
     if (rc == GA_EDB)
         rc = fail_code(tc->c);
-    pgt_close(tc);
+    pg_txn_close(tc);
     return rc;
 }
 
 static int part_cmp(const void *pa, const void *pb)
 {
-    const struct pgs_part *a = pa, *b = pb;
+    const struct pg_schema_part *a = pa, *b = pb;
     if (a->granularity_ns != b->granularity_ns)
         return a->granularity_ns < b->granularity_ns ? -1 : 1;
     return (a->period > b->period) - (a->period < b->period);
 }
 
-static int part_known(const struct pgt_conn *tc, const struct pgs_part *p)
+static int part_known(const struct pg_txn_conn *tc, const struct pg_schema_part *p)
 {
     return tc->nparts &&
            bsearch(p, tc->parts, tc->nparts, sizeof *tc->parts, part_cmp) != NULL;
 }
 
 /* Ensure the partitions parts[n] (sorted, unique) exist. */
-static int ensure_parts(struct pgt_conn *tc, const struct pgs_part *parts, size_t n, int *created,
+static int ensure_parts(struct pg_txn_conn *tc, const struct pg_schema_part *parts, size_t n, int *created,
                         char *err, size_t errlen)
 {
-    struct pgs_part *want = malloc((n ? n : 1) * sizeof *want);
+    struct pg_schema_part *want = malloc((n ? n : 1) * sizeof *want);
     size_t nw = 0;
     int rc = 0;
     if (!want)
@@ -325,7 +325,7 @@ static int ensure_parts(struct pgt_conn *tc, const struct pgs_part *parts, size_
             want[nw++] = parts[i];
     if (!nw)
         goto out;
-    if ((rc = pgs_ensure_partitions(tc->c, want, nw, err, errlen)) < 0) {
+    if ((rc = pg_schema_ensure_partitions(tc->c, want, nw, err, errlen)) < 0) {
         rc = rc == GA_EDB ? fail_code(tc->c) : rc;
         goto out;
     }
@@ -333,7 +333,7 @@ static int ensure_parts(struct pgt_conn *tc, const struct pgs_part *parts, size_
     rc = 0;
     if (tc->nparts + nw > tc->cap_parts) {
         size_t cap = (tc->nparts + nw) * 2;
-        struct pgs_part *d = realloc(tc->parts, cap * sizeof *d);
+        struct pg_schema_part *d = realloc(tc->parts, cap * sizeof *d);
         if (!d) {
             rc = GA_ENOMEM;
             goto out;
@@ -349,16 +349,16 @@ out:
     return rc;
 }
 
-static int batch_parts(struct pgt_conn *tc, const struct pgb_batch *b, int *created, char *err,
+static int batch_parts(struct pg_txn_conn *tc, const struct pg_batch *b, int *created, char *err,
                        size_t errlen)
 {
-    struct pgs_part *parts = malloc((b->naggs ? b->naggs : 1) * sizeof *parts);
+    struct pg_schema_part *parts = malloc((b->naggs ? b->naggs : 1) * sizeof *parts);
     size_t n = 0;
     if (!parts)
         return GA_ENOMEM;
     for (size_t i = 0; i < b->naggs; i++) {
         const struct ga_agg *a = &b->aggs[i];
-        struct pgs_part p = { a->granularity_ns, a->ts / pgs_partition_width(a->granularity_ns) };
+        struct pg_schema_part p = { a->granularity_ns, a->ts / pg_schema_partition_width(a->granularity_ns) };
         if (!n || part_cmp(&parts[n - 1], &p) != 0)
             parts[n++] = p;
     }
@@ -375,8 +375,8 @@ static int batch_parts(struct pgt_conn *tc, const struct pgb_batch *b, int *crea
 /* ---- method sets ----------------------------------------------------------- */
 
 /* End of the bucket starting at aggs[i]: the rows of one (metric,
- * granularity, ts) are adjacent, methods ascending (pgb_sort). */
-static size_t bucket_end(const struct pgb_batch *b, size_t i)
+ * granularity, ts) are adjacent, methods ascending (pg_batch_sort). */
+static size_t bucket_end(const struct pg_batch *b, size_t i)
 {
     const struct ga_agg *a = &b->aggs[i];
     size_t j = i + 1;
@@ -402,7 +402,7 @@ static uint64_t mset_hash_m(const ga_method_t *m, size_t n)
     return h ^ n;
 }
 
-static const struct pgt_mset *mset_by_id(const struct pgt_conn *tc, int32_t id)
+static const struct pg_txn_mset *mset_by_id(const struct pg_txn_conn *tc, int32_t id)
 {
     for (size_t i = 0; i < tc->nmsets; i++)
         if (tc->msets[i].id == id)
@@ -412,9 +412,9 @@ static const struct pgt_mset *mset_by_id(const struct pgt_conn *tc, int32_t id)
 
 /* The id of the union of sets a and b where this connection knows it,
  * else -1. */
-static int32_t mset_union(const struct pgt_conn *tc, int32_t a, int32_t b)
+static int32_t mset_union(const struct pg_txn_conn *tc, int32_t a, int32_t b)
 {
-    const struct pgt_mset *x = mset_by_id(tc, a), *y = mset_by_id(tc, b);
+    const struct pg_txn_mset *x = mset_by_id(tc, a), *y = mset_by_id(tc, b);
     if (!x || !y || x->n + y->n > 2 * GA_POLICY_MAX_METHODS)
         return -1;
     ga_method_t u[2 * GA_POLICY_MAX_METHODS];
@@ -434,10 +434,10 @@ static int32_t mset_union(const struct pgt_conn *tc, int32_t a, int32_t b)
 }
 
 /* The id of the method set of rows a[0..n), or -1 when not known. */
-static int32_t mset_find(const struct pgt_conn *tc, uint64_t h, const struct ga_agg *a, size_t n)
+static int32_t mset_find(const struct pg_txn_conn *tc, uint64_t h, const struct ga_agg *a, size_t n)
 {
     for (size_t i = 0; i < tc->nmsets; i++) {
-        const struct pgt_mset *s = &tc->msets[i];
+        const struct pg_txn_mset *s = &tc->msets[i];
         if (s->hash != h || s->n != n)
             continue;
         size_t k = 0;
@@ -449,11 +449,11 @@ static int32_t mset_find(const struct pgt_conn *tc, uint64_t h, const struct ga_
     return -1;
 }
 
-static int mset_add(struct pgt_conn *tc, const ga_method_t *ms, size_t n, int32_t id)
+static int mset_add(struct pg_txn_conn *tc, const ga_method_t *ms, size_t n, int32_t id)
 {
     if (tc->nmsets == tc->cap_msets) {
         size_t cap = tc->cap_msets ? tc->cap_msets * 2 : 16;
-        struct pgt_mset *v = realloc(tc->msets, cap * sizeof *v);
+        struct pg_txn_mset *v = realloc(tc->msets, cap * sizeof *v);
         if (!v)
             return GA_ENOMEM;
         tc->msets = v;
@@ -463,12 +463,12 @@ static int mset_add(struct pgt_conn *tc, const ga_method_t *ms, size_t n, int32_
     if (!m)
         return GA_ENOMEM;
     memcpy(m, ms, n * sizeof *m);
-    tc->msets[tc->nmsets++] = (struct pgt_mset){ mset_hash_m(m, n), id, (uint32_t)n, m };
+    tc->msets[tc->nmsets++] = (struct pg_txn_mset){ mset_hash_m(m, n), id, (uint32_t)n, m };
     return 0;
 }
 
 /* The id of method set m[0..n), or -1 when not known. */
-static int32_t mset_find_m(const struct pgt_conn *tc, const ga_method_t *m, size_t n)
+static int32_t mset_find_m(const struct pg_txn_conn *tc, const ga_method_t *m, size_t n)
 {
     uint64_t h = mset_hash_m(m, n);
     for (size_t i = 0; i < tc->nmsets; i++)
@@ -479,15 +479,15 @@ static int32_t mset_find_m(const struct pgt_conn *tc, const ga_method_t *m, size
 }
 
 /* "{1,2,3}" for methods m[0..n) into buf. */
-static void mset_text(struct pgu_buf *buf, const ga_method_t *m, size_t n)
+static void mset_text(struct pg_util_buf *buf, const ga_method_t *m, size_t n)
 {
     char one[16];
-    pgu_put(buf, "{", 1);
+    pg_util_put(buf, "{", 1);
     for (size_t k = 0; k < n; k++) {
         int l = snprintf(one, sizeof one, "%s%u", k ? "," : "", (unsigned)m[k]);
-        pgu_put(buf, one, (size_t)l);
+        pg_util_put(buf, one, (size_t)l);
     }
-    pgu_put(buf, "}", 1);
+    pg_util_put(buf, "}", 1);
 }
 
 /* In one order (the sets sorted), so that writers registering the same
@@ -509,7 +509,7 @@ struct msets_new {
 
 /* Add m[0..n) to nw unless this connection or nw knows it.  0 or
  * GA_ENOMEM. */
-static int msets_want(const struct pgt_conn *tc, struct msets_new *nw, const ga_method_t *m,
+static int msets_want(const struct pg_txn_conn *tc, struct msets_new *nw, const ga_method_t *m,
                       size_t n)
 {
     if (mset_find_m(tc, m, n) >= 0)
@@ -546,18 +546,18 @@ static void msets_new_free(struct msets_new *nw)
 /* Register the sets of nw (each its own autocommit statement, before the
  * flush transaction: a set, once there, is never removed) and learn their
  * ids. */
-static int msets_register(struct pgt_conn *tc, const struct msets_new *nw, char *err,
+static int msets_register(struct pg_txn_conn *tc, const struct msets_new *nw, char *err,
                           size_t errlen)
 {
-    struct pgu_buf arr = { 0 }, txt = { 0 };
+    struct pg_util_buf arr = { 0 }, txt = { 0 };
     int rc = 0;
     if (!nw->k)
         return 0;
-    pgu_array_begin(&arr, PGU_TEXTOID, nw->k);
+    pg_util_array_begin(&arr, PG_UTIL_TEXTOID, nw->k);
     for (size_t k = 0; k < nw->k; k++) {
         txt.len = 0;
         mset_text(&txt, nw->m[k], nw->n[k]);
-        pgu_array_bytes(&arr, txt.p, txt.len);
+        pg_util_array_bytes(&arr, txt.p, txt.len);
     }
     if (arr.oom || txt.oom) {
         rc = GA_ENOMEM;
@@ -567,7 +567,7 @@ static int msets_register(struct pgt_conn *tc, const struct msets_new *nw, char 
     int lens[] = { (int)arr.len }, fmts[] = { 1 };
     PGresult *r = PQexecParams(tc->c, mset_insert_sql, 1, NULL, vals, lens, fmts, 0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        pgu_result_error(err, errlen, tc->c, r);
+        pg_util_result_error(err, errlen, tc->c, r);
         PQclear(r);
         rc = fail_code(tc->c);
         goto out;
@@ -575,7 +575,7 @@ static int msets_register(struct pgt_conn *tc, const struct msets_new *nw, char 
     PQclear(r);
     r = PQexecParams(tc->c, mset_select_sql, 1, NULL, vals, lens, fmts, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || (size_t)PQntuples(r) != nw->k) {
-        pgu_result_error(err, errlen, tc->c, r);
+        pg_util_result_error(err, errlen, tc->c, r);
         if (PQresultStatus(r) == PGRES_TUPLES_OK)
             snprintf(err, errlen, "method sets: %d of %zu registered", PQntuples(r), nw->k);
         PQclear(r);
@@ -591,14 +591,14 @@ static int msets_register(struct pgt_conn *tc, const struct msets_new *nw, char 
 out:
     if (rc == GA_ENOMEM)
         snprintf(err, errlen, "out of memory");
-    pgu_buf_free(&arr);
-    pgu_buf_free(&txt);
+    pg_util_buf_free(&arr);
+    pg_util_buf_free(&txt);
     return rc;
 }
 
 /* Give every method set of b's buckets, and of the open buckets its blocks
  * write (o, may be NULL), an id. */
-static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, struct pgo *o, char *err,
+static int ensure_msets(struct pg_txn_conn *tc, const struct pg_batch *b, struct pg_open *o, char *err,
                         size_t errlen)
 {
     struct msets_new nw = { 0 };
@@ -614,11 +614,11 @@ static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, struct p
         rc = msets_want(tc, &nw, m, n);
     }
     for (size_t d = 0; o && d < o->ndirty && !rc; d++)
-        for (uint32_t k = 0, len = pgo_block_len(o, o->dirty[d]); k < len && !rc; k++) {
+        for (uint32_t k = 0, len = pg_open_block_len(o, o->dirty[d]); k < len && !rc; k++) {
             uint32_t metric;
             int64_t g, ts;
-            struct pgo_vals *v;
-            pgo_block_entry(o, o->dirty[d], k, &metric, &g, &ts, &v);
+            struct pg_open_vals *v;
+            pg_open_block_entry(o, o->dirty[d], k, &metric, &g, &ts, &v);
             if (v->mset < 0 && (v->mset = mset_find_m(tc, v->m, v->n)) < 0)
                 rc = msets_want(tc, &nw, v->m, v->n);
         }
@@ -632,39 +632,39 @@ static int ensure_msets(struct pgt_conn *tc, const struct pgb_batch *b, struct p
 
 /* One bucket row: rows a[0..n) of one (metric, granularity, ts), their
  * values as a float8[] in the order of method set mset. */
-static void copy_bucket(struct pgu_buf *cb, const struct ga_agg *a, size_t n, int32_t mset,
+static void copy_bucket(struct pg_util_buf *cb, const struct ga_agg *a, size_t n, int32_t mset,
                         int merge)
 {
-    pgu_put_i16(cb, merge < 0 ? 5 : 6);
-    pgu_put_i32(cb, 4);
-    pgu_put_i32(cb, (int32_t)a->metric);
-    pgu_put_i32(cb, 4);
-    pgu_put_i32(cb, mset);
-    pgu_put_i32(cb, 8);
-    pgu_put_i64(cb, a->granularity_ns);
-    pgu_put_i32(cb, 8);
-    pgu_put_i64(cb, a->ts);
-    pgu_put_i32(cb, (int32_t)(20 + 12 * n));        /* the array, binary */
-    pgu_put_i32(cb, 1);                             /* ndim */
-    pgu_put_i32(cb, 0);                             /* no NULLs */
-    pgu_put_i32(cb, PGU_FLOAT8OID);
-    pgu_put_i32(cb, (int32_t)n);
-    pgu_put_i32(cb, 1);                             /* lower bound */
+    pg_util_put_i16(cb, merge < 0 ? 5 : 6);
+    pg_util_put_i32(cb, 4);
+    pg_util_put_i32(cb, (int32_t)a->metric);
+    pg_util_put_i32(cb, 4);
+    pg_util_put_i32(cb, mset);
+    pg_util_put_i32(cb, 8);
+    pg_util_put_i64(cb, a->granularity_ns);
+    pg_util_put_i32(cb, 8);
+    pg_util_put_i64(cb, a->ts);
+    pg_util_put_i32(cb, (int32_t)(20 + 12 * n));        /* the array, binary */
+    pg_util_put_i32(cb, 1);                             /* ndim */
+    pg_util_put_i32(cb, 0);                             /* no NULLs */
+    pg_util_put_i32(cb, PG_UTIL_FLOAT8OID);
+    pg_util_put_i32(cb, (int32_t)n);
+    pg_util_put_i32(cb, 1);                             /* lower bound */
     for (size_t k = 0; k < n; k++) {
-        pgu_put_i32(cb, 8);
-        pgu_put_f64(cb, a[k].value);
+        pg_util_put_i32(cb, 8);
+        pg_util_put_f64(cb, a[k].value);
     }
     if (merge >= 0) {
-        pgu_put_i32(cb, 1);
+        pg_util_put_i32(cb, 1);
         uint8_t m = (uint8_t)merge;
-        pgu_put(cb, &m, 1);
+        pg_util_put(cb, &m, 1);
     }
 }
 
 /* 1 if method set sup holds every method of set sub (both known here). */
-static int mset_holds(const struct pgt_conn *tc, int32_t sup, int32_t sub)
+static int mset_holds(const struct pg_txn_conn *tc, int32_t sup, int32_t sub)
 {
-    const struct pgt_mset *a = mset_by_id(tc, sup), *b = mset_by_id(tc, sub);
+    const struct pg_txn_mset *a = mset_by_id(tc, sup), *b = mset_by_id(tc, sub);
     if (!a || !b)
         return 0;
     size_t i = 0;
@@ -685,7 +685,7 @@ static const char copy_fresh_sql[] =
  * and sent a chunk at a time. */
 struct copy_in {
     PGconn *c;
-    struct pgu_buf buf;
+    struct pg_util_buf buf;
 };
 
 /* Start the COPY of sql.  0, or GA_EDB (err); copy_end either way. */
@@ -696,14 +696,14 @@ static int copy_begin(struct copy_in *ci, PGconn *c, const char *sql, char *err,
     PGresult *r = PQexec(c, sql);
     int ok = PQresultStatus(r) == PGRES_COPY_IN;
     if (!ok)
-        pgu_result_error(err, errlen, c, r);
+        pg_util_result_error(err, errlen, c, r);
     PQclear(r);
     if (!ok) {
         ci->c = NULL;                      /* no COPY to end */
         return GA_EDB;
     }
-    pgu_buf_reserve(&ci->buf, COPY_CHUNK + 64);
-    pgu_put(&ci->buf, header, sizeof header);
+    pg_util_buf_reserve(&ci->buf, COPY_CHUNK + 64);
+    pg_util_put(&ci->buf, header, sizeof header);
     return 0;
 }
 
@@ -714,14 +714,14 @@ static int copy_send(struct copy_in *ci, int last, char *err, size_t errlen)
     if (!last && ci->buf.len < COPY_CHUNK)
         return 0;
     if (last)
-        pgu_put_i16(&ci->buf, -1);
+        pg_util_put_i16(&ci->buf, -1);
     if (ci->buf.oom) {
         PQputCopyEnd(ci->c, "out of memory");
         snprintf(err, errlen, "out of memory");
         return GA_EDB;
     }
     if (PQputCopyData(ci->c, (const char *)ci->buf.p, (int)ci->buf.len) != 1) {
-        pgu_errcopy(err, errlen, PQerrorMessage(ci->c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(ci->c));
         return GA_EDB;
     }
     ci->buf.len = 0;
@@ -745,14 +745,14 @@ static int copy_end(struct copy_in *ci, int rc, int *unique, char *err, size_t e
         *unique = 0;
     if (ci->c) {
         if (rc == 0 && PQputCopyEnd(ci->c, NULL) != 1) {
-            pgu_errcopy(err, errlen, PQerrorMessage(ci->c));
+            pg_util_errcopy(err, errlen, PQerrorMessage(ci->c));
             rc = GA_EDB;
         }
         PGresult *r;
         while ((r = PQgetResult(ci->c)) != NULL) {     /* the COPY's own result, then NULL */
             if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK) {
                 const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                pgu_result_error(err, errlen, ci->c, r);
+                pg_util_result_error(err, errlen, ci->c, r);
                 if (unique)
                     *unique = state && !strcmp(state, "23505");
                 rc = GA_EDB;
@@ -760,7 +760,7 @@ static int copy_end(struct copy_in *ci, int rc, int *unique, char *err, size_t e
             PQclear(r);
         }
     }
-    pgu_buf_free(&ci->buf);
+    pg_util_buf_free(&ci->buf);
     return rc;
 }
 
@@ -768,8 +768,8 @@ static int copy_end(struct copy_in *ci, int rc, int *unique, char *err, size_t e
  * when fresh is NULL) with `sql` (inside the open transaction); *nrows
  * gets the bucket rows sent.  *unique is set when the COPY failed on a
  * primary-key violation (SQLSTATE 23505). */
-static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batch *b,
-                     const uint8_t *fresh, uint8_t want, const struct pgf_map *hw, size_t *nrows,
+static int copy_aggs(struct pg_txn_conn *tc, const char *sql, const struct pg_batch *b,
+                     const uint8_t *fresh, uint8_t want, const struct pg_fresh_map *hw, size_t *nrows,
                      size_t *nmerge, int *unique, char *err, size_t errlen)
 {
     struct copy_in ci;
@@ -794,7 +794,7 @@ static int copy_aggs(struct pgt_conn *tc, const char *sql, const struct pgb_batc
             last_id = id, last_h = h, last_n = j - i;
             int merge = -1;                 /* the fresh COPY has no such column */
             if (nmerge) {
-                int32_t old = hw ? pgf_mset(hw, &b->aggs[i]) : -1;
+                int32_t old = hw ? pg_fresh_mset(hw, &b->aggs[i]) : -1;
                 merge = !(old >= 0 && (old == id || mset_holds(tc, id, old)));
                 *nmerge += (size_t)merge;
                 tc->merged[i] = (uint8_t)merge;
@@ -815,56 +815,56 @@ static const char copy_blocks_sql[] =
     "(FORMAT binary)";
 
 /* One block row: its entries' columns as arrays (pg_open.h). */
-static void copy_block(struct pgu_buf *cb, const struct pgo *o, uint32_t bi, uint32_t len,
+static void copy_block(struct pg_util_buf *cb, const struct pg_open *o, uint32_t bi, uint32_t len,
                        size_t nvals)
 {
     uint32_t metric;
     int64_t g, ts;
-    struct pgo_vals *v;
-    pgu_put_i16(cb, 7);
-    pgu_put_i32(cb, 8);
-    pgu_put_i64(cb, o->blk[bi].id);
+    struct pg_open_vals *v;
+    pg_util_put_i16(cb, 7);
+    pg_util_put_i32(cb, 8);
+    pg_util_put_i64(cb, o->blk[bi].id);
     for (int col = 0; col < 5; col++) {
         int wide = col == 2 || col == 3;
-        pgu_put_i32(cb, (int32_t)(20 + len * (wide ? 12 : 8)));
-        pgu_array_begin(cb, wide ? PGU_INT8OID : PGU_INT4OID, len);
+        pg_util_put_i32(cb, (int32_t)(20 + len * (wide ? 12 : 8)));
+        pg_util_array_begin(cb, wide ? PG_UTIL_INT8OID : PG_UTIL_INT4OID, len);
         size_t off = 0;
         for (uint32_t k = 0; k < len; k++) {
-            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+            pg_open_block_entry(o, bi, k, &metric, &g, &ts, &v);
             switch (col) {
-            case 0: pgu_array_i32(cb, (int32_t)metric); break;
-            case 1: pgu_array_i32(cb, v->mset); break;
-            case 2: pgu_array_i64(cb, g); break;
-            case 3: pgu_array_i64(cb, ts); break;
-            default: pgu_array_i32(cb, (int32_t)off); off += v->n; break;
+            case 0: pg_util_array_i32(cb, (int32_t)metric); break;
+            case 1: pg_util_array_i32(cb, v->mset); break;
+            case 2: pg_util_array_i64(cb, g); break;
+            case 3: pg_util_array_i64(cb, ts); break;
+            default: pg_util_array_i32(cb, (int32_t)off); off += v->n; break;
             }
         }
     }
-    pgu_put_i32(cb, (int32_t)(20 + nvals * 12));
-    pgu_array_begin(cb, PGU_FLOAT8OID, nvals);
+    pg_util_put_i32(cb, (int32_t)(20 + nvals * 12));
+    pg_util_array_begin(cb, PG_UTIL_FLOAT8OID, nvals);
     for (uint32_t k = 0; k < len; k++) {
-        pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+        pg_open_block_entry(o, bi, k, &metric, &g, &ts, &v);
         for (size_t x = 0; x < v->n; x++)
-            pgu_array_f64(cb, v->v[x]);
+            pg_util_array_f64(cb, v->v[x]);
     }
 }
 
 /* COPY the blocks o's pending batch rewrites, whole, into the staging
  * table; *nent gets their entries.  Every entry's method set has its id
  * (ensure_msets). */
-static int copy_blocks(struct pgt_conn *tc, const struct pgo *o, size_t *nent, char *err,
+static int copy_blocks(struct pg_txn_conn *tc, const struct pg_open *o, size_t *nent, char *err,
                        size_t errlen)
 {
     struct copy_in ci;
     *nent = 0;
     int rc = copy_begin(&ci, tc->c, copy_blocks_sql, err, errlen);
     for (size_t d = 0; rc == 0 && d < o->ndirty; d++) {
-        uint32_t bi = o->dirty[d], len = pgo_block_len(o, bi), metric;
+        uint32_t bi = o->dirty[d], len = pg_open_block_len(o, bi), metric;
         size_t nvals = 0;
         int64_t g, ts;
-        struct pgo_vals *v;
+        struct pg_open_vals *v;
         for (uint32_t k = 0; k < len && rc == 0; k++) {
-            pgo_block_entry(o, bi, k, &metric, &g, &ts, &v);
+            pg_open_block_entry(o, bi, k, &metric, &g, &ts, &v);
             if (v->mset < 0)
                 v->mset = mset_find_m(tc, v->m, v->n);
             if (v->mset < 0) {
@@ -884,7 +884,7 @@ static int copy_blocks(struct pgt_conn *tc, const struct pgo *o, size_t *nent, c
     return copy_end(&ci, rc, NULL, err, errlen);
 }
 
-static size_t count_tails(const struct pgb_batch *b)
+static size_t count_tails(const struct pg_batch *b)
 {
     size_t k = 0;
     for (size_t i = 0; i < b->nwindows; i++)
@@ -897,22 +897,22 @@ static const char copy_tails_sql[] =
 
 /* COPY b's window tail records into the staging table (insert_tails_sql
  * moves them, after the snapshots). */
-static int copy_tails(struct pgt_conn *tc, const struct pgb_batch *b, char *err, size_t errlen)
+static int copy_tails(struct pg_txn_conn *tc, const struct pg_batch *b, char *err, size_t errlen)
 {
     struct copy_in ci;
     size_t left = count_tails(b);
     int rc = copy_begin(&ci, tc->c, copy_tails_sql, err, errlen);
     for (size_t i = 0; rc == 0 && i < b->nwindows; i++) {
-        const struct pgb_window *w = &b->windows[i];
+        const struct pg_batch_window *w = &b->windows[i];
         if (!w->tail)
             continue;
-        pgu_put_i16(&ci.buf, 3);
-        pgu_put_i32(&ci.buf, 4);
-        pgu_put_i32(&ci.buf, (int32_t)w->metric);
-        pgu_put_i32(&ci.buf, 8);
-        pgu_put_i64(&ci.buf, (int64_t)w->lsn);
-        pgu_put_i32(&ci.buf, (int32_t)w->tlen);
-        pgu_put(&ci.buf, w->tail, w->tlen);
+        pg_util_put_i16(&ci.buf, 3);
+        pg_util_put_i32(&ci.buf, 4);
+        pg_util_put_i32(&ci.buf, (int32_t)w->metric);
+        pg_util_put_i32(&ci.buf, 8);
+        pg_util_put_i64(&ci.buf, (int64_t)w->lsn);
+        pg_util_put_i32(&ci.buf, (int32_t)w->tlen);
+        pg_util_put(&ci.buf, w->tail, w->tlen);
         rc = copy_send(&ci, --left == 0, err, errlen);
     }
     return copy_end(&ci, rc, NULL, err, errlen);
@@ -924,7 +924,7 @@ struct step {
     const char *sql;
     char sqlbuf[800];                /* where sql is built here */
     int nparams;
-    struct pgu_buf p[MAX_PARAMS];
+    struct pg_util_buf p[MAX_PARAMS];
     char text[MAX_PARAMS][64];       /* small text parameters */
     int text_param[MAX_PARAMS];      /* 0: p[i] binary; 1: text[i] */
 };
@@ -961,7 +961,7 @@ static int nparts(uint64_t parts)
     return parts ? __builtin_popcountll(parts) : GA_PARTITIONS;
 }
 
-static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nreplace,
+static int build_steps(const struct pg_batch *b, const struct pg_open *o, size_t nreplace,
                        size_t nmerge, int update, uint64_t batch_id, uint64_t parts, int probe,
                        struct step *st)
 {
@@ -982,76 +982,76 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
     if (b->npolicies) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "upsert policies", .sql = upsert_policy_sql, .nparams = 4 };
-        pgu_array_begin(&s->p[0], PGU_TEXTOID, b->npolicies);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, b->npolicies);
-        pgu_array_begin(&s->p[2], PGU_TEXTOID, b->npolicies);
-        pgu_array_begin(&s->p[3], PGU_TEXTOID, b->npolicies);
+        pg_util_array_begin(&s->p[0], PG_UTIL_TEXTOID, b->npolicies);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT8OID, b->npolicies);
+        pg_util_array_begin(&s->p[2], PG_UTIL_TEXTOID, b->npolicies);
+        pg_util_array_begin(&s->p[3], PG_UTIL_TEXTOID, b->npolicies);
         for (size_t i = 0; i < b->npolicies; i++) {
             const struct ga_policy *p = &b->policies[i];
-            pgs_policy_json(p, def, sizeof def, methods, sizeof methods);
-            pgu_array_bytes(&s->p[0], p->name, strlen(p->name));
-            pgu_array_i64(&s->p[1], p->back_window);
-            pgu_array_bytes(&s->p[2], def, strlen(def));
-            pgu_array_bytes(&s->p[3], methods, strlen(methods));
+            pg_schema_policy_json(p, def, sizeof def, methods, sizeof methods);
+            pg_util_array_bytes(&s->p[0], p->name, strlen(p->name));
+            pg_util_array_i64(&s->p[1], p->back_window);
+            pg_util_array_bytes(&s->p[2], def, strlen(def));
+            pg_util_array_bytes(&s->p[3], methods, strlen(methods));
         }
     }
     if (b->ndefs) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "insert metrics", .sql = insert_metrics_sql, .nparams = 5 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, b->ndefs);
-        pgu_array_begin(&s->p[1], PGU_TEXTOID, b->ndefs);
-        pgu_array_begin(&s->p[2], PGU_TEXTOID, b->ndefs);
-        pgu_array_begin(&s->p[3], PGU_UUIDOID, b->ndefs);
-        pgu_array_begin(&s->p[4], PGU_INT8OID, b->ndefs);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, b->ndefs);
+        pg_util_array_begin(&s->p[1], PG_UTIL_TEXTOID, b->ndefs);
+        pg_util_array_begin(&s->p[2], PG_UTIL_TEXTOID, b->ndefs);
+        pg_util_array_begin(&s->p[3], PG_UTIL_UUIDOID, b->ndefs);
+        pg_util_array_begin(&s->p[4], PG_UTIL_INT8OID, b->ndefs);
         for (size_t i = 0; i < b->ndefs; i++) {
             size_t len = strlen(b->defs[i].name);
             uint8_t id[16];
             ga_metric_uuid(b->defs[i].name, len, id);
-            pgu_array_i32(&s->p[0], (int32_t)b->defs[i].id);
-            pgu_array_bytes(&s->p[1], b->defs[i].name, len);
-            pgu_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
-            pgu_array_bytes(&s->p[3], id, sizeof id);
-            pgu_array_i64(&s->p[4], o ? pgo_placed_block(o, b->defs[i].id) : -1);
+            pg_util_array_i32(&s->p[0], (int32_t)b->defs[i].id);
+            pg_util_array_bytes(&s->p[1], b->defs[i].name, len);
+            pg_util_array_bytes(&s->p[2], b->defs[i].policy, strlen(b->defs[i].policy));
+            pg_util_array_bytes(&s->p[3], id, sizeof id);
+            pg_util_array_i64(&s->p[4], o ? pg_open_placed_block(o, b->defs[i].id) : -1);
         }
     }
     size_t nplace = 0;                   /* metrics placed whose row is not written here */
     for (size_t i = 0; o && i < o->nplaced; i++)
-        nplace += !pgb_has_def(b, o->placed[i].metric);
+        nplace += !pg_batch_has_def(b, o->placed[i].metric);
     if (nplace) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "place metrics", .sql = place_metrics_sql, .nparams = 2 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, nplace);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, nplace);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, nplace);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT8OID, nplace);
         for (size_t i = 0; i < o->nplaced; i++) {
-            if (pgb_has_def(b, o->placed[i].metric))
+            if (pg_batch_has_def(b, o->placed[i].metric))
                 continue;
-            pgu_array_i32(&s->p[0], (int32_t)o->placed[i].metric);
-            pgu_array_i64(&s->p[1], o->blk[o->placed[i].blk].id);
+            pg_util_array_i32(&s->p[0], (int32_t)o->placed[i].metric);
+            pg_util_array_i64(&s->p[1], o->blk[o->placed[i].blk].id);
         }
     }
     if (b->nlate) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "insert late points", .sql = insert_late_sql, .nparams = 4 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nlate);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, b->nlate);
-        pgu_array_begin(&s->p[2], PGU_FLOAT8OID, b->nlate);
-        pgu_array_begin(&s->p[3], PGU_TEXTOID, b->nlate);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, b->nlate);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT8OID, b->nlate);
+        pg_util_array_begin(&s->p[2], PG_UTIL_FLOAT8OID, b->nlate);
+        pg_util_array_begin(&s->p[3], PG_UTIL_TEXTOID, b->nlate);
         for (size_t i = 0; i < b->nlate; i++) {
             const char *why = ga_late_reason_name(b->late[i].reason);
-            pgu_array_i32(&s->p[0], (int32_t)b->late[i].metric);
-            pgu_array_i64(&s->p[1], b->late[i].ts);
-            pgu_array_f64(&s->p[2], b->late[i].value);
-            pgu_array_bytes(&s->p[3], why, strlen(why));
+            pg_util_array_i32(&s->p[0], (int32_t)b->late[i].metric);
+            pg_util_array_i64(&s->p[1], b->late[i].ts);
+            pg_util_array_f64(&s->p[2], b->late[i].value);
+            pg_util_array_bytes(&s->p[3], why, strlen(why));
         }
     }
     if (b->ncounts) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "count points", .sql = update_counts_sql, .nparams = 2 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, b->ncounts);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, b->ncounts);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, b->ncounts);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT8OID, b->ncounts);
         for (size_t i = 0; i < b->ncounts; i++) {
-            pgu_array_i32(&s->p[0], (int32_t)b->counts[i].metric);
-            pgu_array_i64(&s->p[1], (int64_t)b->counts[i].points);
+            pg_util_array_i32(&s->p[0], (int32_t)b->counts[i].metric);
+            pg_util_array_i64(&s->p[1], (int64_t)b->counts[i].points);
         }
     }
     /* whole windows first: their statement drops the metrics' older tails,
@@ -1063,16 +1063,16 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
     if (nsnap) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "upsert windows", .sql = upsert_windows_sql, .nparams = 3 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, nsnap);
-        pgu_array_begin(&s->p[1], PGU_BYTEAOID, nsnap);
-        pgu_array_begin(&s->p[2], PGU_INT8OID, nsnap);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, nsnap);
+        pg_util_array_begin(&s->p[1], PG_UTIL_BYTEAOID, nsnap);
+        pg_util_array_begin(&s->p[2], PG_UTIL_INT8OID, nsnap);
         for (size_t i = 0; i < b->nwindows; i++) {
-            const struct pgb_window *w = &b->windows[i];
+            const struct pg_batch_window *w = &b->windows[i];
             if (!w->snap)
                 continue;
-            pgu_array_i32(&s->p[0], (int32_t)w->metric);
-            pgu_array_bytes(&s->p[1], w->snap, w->len);
-            pgu_array_i64(&s->p[2], (int64_t)w->lsn);
+            pg_util_array_i32(&s->p[0], (int32_t)w->metric);
+            pg_util_array_bytes(&s->p[1], w->snap, w->len);
+            pg_util_array_i64(&s->p[2], (int64_t)w->lsn);
         }
     }
     if (ntail)
@@ -1083,49 +1083,49 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
             np += b->part_lsn[p] != 0;
         struct step *s = &st[n++];
         *s = (struct step){ .what = "advance partitions", .sql = partitions_sql, .nparams = 2 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, np);
-        pgu_array_begin(&s->p[1], PGU_INT8OID, np);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, np);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT8OID, np);
         for (int p = 0; p < GA_PARTITIONS; p++) {
             if (!b->part_lsn[p])
                 continue;
-            pgu_array_i32(&s->p[0], p);
-            pgu_array_i64(&s->p[1], (int64_t)b->part_lsn[p]);
+            pg_util_array_i32(&s->p[0], p);
+            pg_util_array_i64(&s->p[1], (int64_t)b->part_lsn[p]);
         }
     }
     if (b->nrejects) {
         struct step *s = &st[n++];
         *s = (struct step){ .what = "record rejected rows", .sql = insert_rejects_sql,
                             .nparams = 8 };
-        pgu_array_begin(&s->p[0], PGU_INT4OID, b->nrejects);
-        pgu_array_begin(&s->p[1], PGU_INT4OID, b->nrejects);
-        pgu_array_begin(&s->p[2], PGU_INT8OID, b->nrejects);
-        pgu_array_begin(&s->p[3], PGU_INT8OID, b->nrejects);
-        pgu_array_begin(&s->p[4], PGU_FLOAT8OID, b->nrejects);
-        pgu_array_begin(&s->p[5], PGU_INT4OID, b->nrejects);
-        pgu_array_begin(&s->p[6], PGU_TEXTOID, b->nerrors);
-        pgu_array_begin(&s->p[7], PGU_INT4OID, b->nrejects);
+        pg_util_array_begin(&s->p[0], PG_UTIL_INT4OID, b->nrejects);
+        pg_util_array_begin(&s->p[1], PG_UTIL_INT4OID, b->nrejects);
+        pg_util_array_begin(&s->p[2], PG_UTIL_INT8OID, b->nrejects);
+        pg_util_array_begin(&s->p[3], PG_UTIL_INT8OID, b->nrejects);
+        pg_util_array_begin(&s->p[4], PG_UTIL_FLOAT8OID, b->nrejects);
+        pg_util_array_begin(&s->p[5], PG_UTIL_INT4OID, b->nrejects);
+        pg_util_array_begin(&s->p[6], PG_UTIL_TEXTOID, b->nerrors);
+        pg_util_array_begin(&s->p[7], PG_UTIL_INT4OID, b->nrejects);
         for (size_t i = 0; i < b->nrejects; i++) {
-            const struct pgb_reject *r = &b->rejects[i];
-            pgu_array_i32(&s->p[0], (int32_t)r->metric);
-            pgu_array_i32(&s->p[1], r->method);
-            pgu_array_i64(&s->p[2], r->granularity_ns);
-            pgu_array_i64(&s->p[3], r->ts);
-            pgu_array_f64(&s->p[4], r->value);
-            pgu_array_i32(&s->p[5], r->kind | (r->has_value ? 256 : 0));
-            pgu_array_i32(&s->p[7], (int32_t)r->error);
+            const struct pg_batch_reject *r = &b->rejects[i];
+            pg_util_array_i32(&s->p[0], (int32_t)r->metric);
+            pg_util_array_i32(&s->p[1], r->method);
+            pg_util_array_i64(&s->p[2], r->granularity_ns);
+            pg_util_array_i64(&s->p[3], r->ts);
+            pg_util_array_f64(&s->p[4], r->value);
+            pg_util_array_i32(&s->p[5], r->kind | (r->has_value ? 256 : 0));
+            pg_util_array_i32(&s->p[7], (int32_t)r->error);
         }
         for (size_t i = 0; i < b->nerrors; i++)
-            pgu_array_bytes(&s->p[6], b->errors[i].text, strlen(b->errors[i].text));
+            pg_util_array_bytes(&s->p[6], b->errors[i].text, strlen(b->errors[i].text));
     }
     if (probe)
         return n;
     struct step *s = &st[n++];
     *s = (struct step){ .what = "advance checkpoint", .sql = checkpoint_sql, .nparams = 3 };
     step_text(s, 0, "%" PRIu64, b->lsn);
-    pgu_array_begin(&s->p[1], PGU_INT4OID, (size_t)nparts(parts));
+    pg_util_array_begin(&s->p[1], PG_UTIL_INT4OID, (size_t)nparts(parts));
     for (int p = 0; p < GA_PARTITIONS; p++)
         if (!parts || (parts >> p & 1))
-            pgu_array_i32(&s->p[1], p);
+            pg_util_array_i32(&s->p[1], p);
     step_text(s, 2, "%" PRId64, batch_id & INT64_MAX);
     st[n++] = (struct step){ .what = "commit", .sql = "COMMIT" };
     return n;
@@ -1134,22 +1134,22 @@ static int build_steps(const struct pgb_batch *b, const struct pgo *o, size_t nr
 /* Send the steps in one pipeline and read every result.  Returns 0 when all
  * succeeded (the transaction is committed). */
 static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0,
-                        struct pgt_timing *t, char state[6], char *err, size_t errlen)
+                        struct pg_txn_timing *t, char state[6], char *err, size_t errlen)
 {
     int rc = 0, failed = 0;
     state[0] = 0;
     if (PQenterPipelineMode(c) != 1) {
-        pgu_errcopy(err, errlen, PQerrorMessage(c));
+        pg_util_errcopy(err, errlen, PQerrorMessage(c));
         return fail_code(c);
     }
     /* A flush request after each step: the server sends each result when
      * its statement ends (not all at the sync), so step_ms times each one. */
     for (int i = 0; i < n && !rc; i++)
         if ((rc = send_step(c, &st[i])) < 0 || (rc = PQsendFlushRequest(c) == 1 ? 0 : GA_EIO) < 0)
-            pgu_errcopy(err, errlen, rc == GA_ENOMEM ? "out of memory" : PQerrorMessage(c));
+            pg_util_errcopy(err, errlen, rc == GA_ENOMEM ? "out of memory" : PQerrorMessage(c));
     if (rc < 0 || PQpipelineSync(c) != 1) {
         if (!rc)
-            pgu_errcopy(err, errlen, PQerrorMessage(c));
+            pg_util_errcopy(err, errlen, PQerrorMessage(c));
         PQexitPipelineMode(c);
         return fail_code(c);
     }
@@ -1158,14 +1158,14 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
     for (int i = 0; i < n; i++) {
         PGresult *r = PQgetResult(c);
         if (!r) {
-            pgu_errcopy(err, errlen, PQerrorMessage(c));
+            pg_util_errcopy(err, errlen, PQerrorMessage(c));
             return GA_EIO;
         }
         ExecStatusType es = PQresultStatus(r);
         if (es != PGRES_COMMAND_OK && !failed) {
             char why[400];
             const char *ss = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-            pgu_result_error(why, sizeof why, c, r);
+            pg_util_result_error(why, sizeof why, c, r);
             snprintf(err, errlen, "%s: %s", st[i].what, why);
             snprintf(state, 6, "%s", ss ? ss : "");
             failed = 1;
@@ -1193,7 +1193,7 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
     PQclear(r);
     if (!synced || PQexitPipelineMode(c) != 1) {
         if (!failed)
-            pgu_errcopy(err, errlen, PQerrorMessage(c));
+            pg_util_errcopy(err, errlen, PQerrorMessage(c));
         return GA_EIO;
     }
     return failed ? fail_code(c) : 0;
@@ -1203,21 +1203,21 @@ static int run_pipeline(PGconn *c, struct step *st, int n, int owned, int64_t t0
  * savepoint.  Returns 0 with *nfresh bucket rows written (fresh[] cleared
  * when one turned out to exist: the savepoint was rolled back and every
  * bucket goes through the upsert), or an error of the transaction. */
-static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *fresh,
-                      size_t *nfresh, struct pgt_timing *t, char *err, size_t errlen)
+static int copy_fresh(struct pg_txn_conn *tc, const struct pg_batch *b, uint8_t *fresh,
+                      size_t *nfresh, struct pg_txn_timing *t, char *err, size_t errlen)
 {
     PGconn *c = tc->c;
     int unique, rc;
     int64_t t0 = ga_now_mono_ns();
-    if ((rc = pgu_exec(c, "SAVEPOINT gpuagg_fresh", err, errlen)) < 0)
+    if ((rc = pg_util_exec(c, "SAVEPOINT gpuagg_fresh", err, errlen)) < 0)
         return rc;
     rc = copy_aggs(tc, copy_fresh_sql, b, fresh, 1, NULL, nfresh, NULL, &unique, err, errlen);
     if (rc == 0) {
-        rc = pgu_exec(c, "RELEASE SAVEPOINT gpuagg_fresh", err, errlen);
+        rc = pg_util_exec(c, "RELEASE SAVEPOINT gpuagg_fresh", err, errlen);
     } else if (unique && PQstatus(c) == CONNECTION_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", err);
-        if ((rc = pgu_exec(c, "ROLLBACK TO SAVEPOINT gpuagg_fresh", err, errlen)) == 0) {
+        if ((rc = pg_util_exec(c, "ROLLBACK TO SAVEPOINT gpuagg_fresh", err, errlen)) == 0) {
             ga_log(GA_LOG_INFO, "storage_fresh_fallback", "rows=%zu reason=\"%s\"", *nfresh, why);
             memset(fresh, 0, b->naggs);
             *nfresh = 0;
@@ -1229,10 +1229,10 @@ static int copy_fresh(struct pgt_conn *tc, const struct pgb_batch *b, uint8_t *f
 }
 
 /* One try of the flush transaction; with probe, the same statements but
- * for the checkpoint, rolled back (pgt_probe). */
-static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-                      struct pgo *o, uint64_t batch_id, int update, int probe,
-                      struct pgt_timing *t, char state[6], char *err, size_t errlen)
+ * for the checkpoint, rolled back (pg_txn_probe). */
+static int write_once(struct pg_txn_conn *tc, const struct pg_batch *b, const struct pg_fresh_map *hw,
+                      struct pg_open *o, uint64_t batch_id, int update, int probe,
+                      struct pg_txn_timing *t, char state[6], char *err, size_t errlen)
 {
     PGconn *c = tc->c;
     struct step st[MAX_STEPS];
@@ -1271,9 +1271,9 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
             goto out;
         }
         for (size_t i = 0; i < b->naggs; i++)
-            fresh_rows += fresh[i] = (uint8_t)pgf_fresh(hw, &b->aggs[i]);
+            fresh_rows += fresh[i] = (uint8_t)pg_fresh(hw, &b->aggs[i]);
     }
-    if ((rc = pgu_exec(c, begin_sql, err, errlen)) < 0)
+    if ((rc = pg_util_exec(c, begin_sql, err, errlen)) < 0)
         goto fail;
     if (fresh_rows && (rc = copy_fresh(tc, b, fresh, &nfresh, t, err, errlen)) < 0)
         goto fail;
@@ -1304,7 +1304,7 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
     n = build_steps(b, o, nstaged - nmerge, nmerge, update, batch_id, tc->own_parts, probe, st);
     rc = run_pipeline(c, st, n, nparts(tc->own_parts), ga_now_mono_ns(), t, state, err, errlen);
     if (rc == 0 && probe) {
-        if ((rc = pgu_exec(c, "ROLLBACK", err, errlen)) < 0)
+        if ((rc = pg_util_exec(c, "ROLLBACK", err, errlen)) < 0)
             rc = GA_EIO;
         goto out;
     }
@@ -1315,7 +1315,7 @@ static int write_once(struct pgt_conn *tc, const struct pgb_batch *b, const stru
 fail:
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
         char why[256];
-        if (pgu_exec(c, "ROLLBACK", why, sizeof why) < 0)
+        if (pg_util_exec(c, "ROLLBACK", why, sizeof why) < 0)
             rc = GA_EIO;
     }
     if (rc == GA_EDB)
@@ -1326,18 +1326,18 @@ fail:
 out:
     for (int i = 0; i < n; i++)
         for (int k = 0; k < MAX_PARAMS; k++)
-            pgu_buf_free(&st[i].p[k]);
+            pg_util_buf_free(&st[i].p[k]);
     free(fresh);
     t->total_ms = ms_since(t0);
     return rc;
 }
 
-int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-              struct pgo *o, uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen)
+int pg_txn_write(struct pg_txn_conn *tc, const struct pg_batch *b, const struct pg_fresh_map *hw,
+              struct pg_open *o, uint64_t batch_id, struct pg_txn_timing *t, char *err, size_t errlen)
 {
     char state[6] = "";
     int rc = write_once(tc, b, hw, o, batch_id, 1, 0, t, state, err, errlen);
-    if (rc < 0 && !strcmp(state, PGT_UPDATE_MISS) && tc->c && PQstatus(tc->c) == CONNECTION_OK) {
+    if (rc < 0 && !strcmp(state, PG_TXN_UPDATE_MISS) && tc->c && PQstatus(tc->c) == CONNECTION_OK) {
         ga_log(GA_LOG_INFO, "storage_update_fallback", "reason=\"%s\"", err);
         rc = write_once(tc, b, hw, o, batch_id, 0, 0, t, state, err, errlen);
         t->update_fallback = 1;
@@ -1345,10 +1345,10 @@ int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_m
     return rc;
 }
 
-int pgt_probe(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+int pg_txn_probe(struct pg_txn_conn *tc, const struct pg_batch *b, const struct pg_fresh_map *hw,
               char *err, size_t errlen)
 {
-    struct pgt_timing t;
+    struct pg_txn_timing t;
     char state[6] = "";
     /* the upsert, not the UPDATE: a probe must fail only on its data */
     return write_once(tc, b, hw, NULL, 0, 0, 1, &t, state, err, errlen);
@@ -1359,10 +1359,10 @@ static const char high_water_sql[] =
     "LATERAL (SELECT ts, mset FROM buckets b WHERE b.metric = u.m AND b.granularity = u.g\n"
     "         ORDER BY ts DESC LIMIT 1) x";
 
-int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs, struct pgf_map *hw,
+int pg_txn_high_water(struct pg_txn_conn *tc, const struct ga_agg *aggs, size_t naggs, struct pg_fresh_map *hw,
                    char *err, size_t errlen)
 {
-    struct pgu_buf p[2] = { { 0 } };
+    struct pg_util_buf p[2] = { { 0 } };
     size_t n = 0;
     int rc = 0;
     /* aggs are sorted by (granularity, partition, metric, ts, method):
@@ -1375,15 +1375,15 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs,
             if (q && q->metric == a->metric && q->granularity_ns == a->granularity_ns)
                 continue;
             if (pass) {
-                pgu_array_i32(&p[0], (int32_t)a->metric);
-                pgu_array_i64(&p[1], a->granularity_ns);
+                pg_util_array_i32(&p[0], (int32_t)a->metric);
+                pg_util_array_i64(&p[1], a->granularity_ns);
             }
             k++;
         }
         if (!pass) {
             n = k;
-            pgu_array_begin(&p[0], PGU_INT4OID, n);
-            pgu_array_begin(&p[1], PGU_INT8OID, n);
+            pg_util_array_begin(&p[0], PG_UTIL_INT4OID, n);
+            pg_util_array_begin(&p[1], PG_UTIL_INT8OID, n);
         }
     }
     if (!n)
@@ -1397,27 +1397,27 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t naggs,
     int lens[2] = { (int)p[0].len, (int)p[1].len }, fmts[2] = { 1, 1 };
     PGresult *r = PQexecParams(tc->c, high_water_sql, 2, NULL, vals, lens, fmts, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pgu_result_error(err, errlen, tc->c, r);
+        pg_util_result_error(err, errlen, tc->c, r);
         rc = fail_code(tc->c);
     } else {
         for (int i = 0; i < PQntuples(r) && !rc; i++) {
-            struct ga_agg a = { .metric = (uint32_t)pgu_get_i32(PQgetvalue(r, i, 0)),
-                                .granularity_ns = pgu_get_i64(PQgetvalue(r, i, 1)),
-                                .ts = pgu_get_i64(PQgetvalue(r, i, 2)) };
-            rc = pgf_note(hw, &a, 1);
+            struct ga_agg a = { .metric = (uint32_t)pg_util_get_i32(PQgetvalue(r, i, 0)),
+                                .granularity_ns = pg_util_get_i64(PQgetvalue(r, i, 1)),
+                                .ts = pg_util_get_i64(PQgetvalue(r, i, 2)) };
+            rc = pg_fresh_note(hw, &a, 1);
             if (!rc)
-                pgf_set_mset(hw, &a, pgu_get_i32(PQgetvalue(r, i, 3)));
+                pg_fresh_set_mset(hw, &a, pg_util_get_i32(PQgetvalue(r, i, 3)));
         }
     }
     PQclear(r);
 out:
     for (int i = 0; i < 2; i++)
-        pgu_buf_free(&p[i]);
+        pg_util_buf_free(&p[i]);
     return rc;
 }
 
-void pgt_note_msets(const struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
-                    struct pgf_map *hw)
+void pg_txn_note_msets(const struct pg_txn_conn *tc, const struct pg_batch *b, uint64_t batch_id,
+                    struct pg_fresh_map *hw)
 {
     int ours = tc->merged_batch == batch_id && tc->cap_merged >= b->naggs;
     for (size_t i = 0, j; i < b->naggs; i = j) {
@@ -1425,23 +1425,23 @@ void pgt_note_msets(const struct pgt_conn *tc, const struct pgb_batch *b, uint64
         int32_t id = ours ? mset_find(tc, mset_hash(&b->aggs[i], j - i), &b->aggs[i], j - i) : -1;
         if (ours && tc->merged[i])                /* stored: the union with what was there */
             id = id >= 0 && tc->prev_mset[i] >= 0 ? mset_union(tc, tc->prev_mset[i], id) : -1;
-        pgf_set_mset(hw, &b->aggs[i], id);
+        pg_fresh_set_mset(hw, &b->aggs[i], id);
     }
 }
 
-int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
+int pg_txn_maintain(struct pg_txn_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
                  char *err, size_t errlen)
 {
     int rc;
     *created = *dropped = 0;
     if (ahead_days > 62)
         ahead_days = 62;
-    if ((rc = pgs_retention(tc->c, now_ns, err, errlen)) < 0)
+    if ((rc = pg_schema_retention(tc->c, now_ns, err, errlen)) < 0)
         return fail_code(tc->c);
     *dropped = rc;
     if (rc > 0)
         tc->nparts = 0;
-    if ((rc = pgs_ensure_ahead(tc->c, now_ns, (int64_t)ahead_days * PGS_DAY_NS, err,
+    if ((rc = pg_schema_ensure_ahead(tc->c, now_ns, (int64_t)ahead_days * PG_SCHEMA_DAY_NS, err,
                                errlen)) < 0)
         return fail_code(tc->c);
     *created = rc;

@@ -1,10 +1,10 @@
 /* pg_txn.h — one writer connection and the flush transaction.
  *
  * Used by the writer thread only (pg_writer.c); exposed for tests and the
- * benchmark.  A pgt_conn is one libpq connection with the session setup the
+ * benchmark.  A pg_txn_conn is one libpq connection with the session setup the
  * flush needs (temp staging table, migrations checked) and a cache of the
  * aggregates partitions known to exist.  Not thread-safe: one thread per
- * pgt_conn. */
+ * pg_txn_conn. */
 #ifndef GA_PG_TXN_H
 #define GA_PG_TXN_H
 
@@ -19,7 +19,7 @@
 #include "storage/pg_schema.h"
 
 /* A method set (method_sets row) this connection has seen. */
-struct pgt_mset {
+struct pg_txn_mset {
     uint64_t hash;
     int32_t id;
     uint32_t n;
@@ -27,14 +27,14 @@ struct pgt_mset {
 };
 
 /* advisory lock class of the partitions (with the partition as second key) */
-#define PGT_PART_LOCK_CLASS "745263746"
+#define PG_TXN_PART_LOCK_CLASS "745263746"
 
-struct pgt_conn {
+struct pg_txn_conn {
     PGconn *c;                       /* NULL when not connected */
     uint64_t own_parts;              /* partitions this connection writes (bit p); 0 = all */
-    struct pgs_part *parts;          /* partitions known to exist, sorted */
+    struct pg_schema_part *parts;          /* partitions known to exist, sorted */
     size_t nparts, cap_parts;
-    struct pgt_mset *msets;          /* method sets known, by id lookup (few) */
+    struct pg_txn_mset *msets;          /* method sets known, by id lookup (few) */
     size_t nmsets, cap_msets;
     uint8_t *merged;                 /* per row of the last written batch: its bucket
                                         was merged (the stored set is the union) */
@@ -46,18 +46,18 @@ struct pgt_conn {
 /* Where this connection's partitions stand (table partitions): the lowest
  * committed_lsn and window_lsn of those it owns, the last_batch they were
  * written by, and every partition's window_lsn. */
-struct pgt_checkpoint {
+struct pg_txn_checkpoint {
     uint64_t committed_lsn, window_lsn, last_batch;
     uint64_t part_lsn[GA_PARTITIONS];    /* partitions.window_lsn, every partition */
 };
 
-#define PGT_MAX_STEPS 16
+#define PG_TXN_MAX_STEPS 16
 
-struct pgt_timing {
+struct pg_txn_timing {
     double partitions_ms, fresh_ms, copy_ms, upsert_ms, commit_ms, total_ms;
     int nsteps;                      /* the pipelined steps after the COPY */
-    const char *step_what[PGT_MAX_STEPS];       /* their names (static strings) */
-    double step_ms[PGT_MAX_STEPS];              /* each one's time, from the previous result */
+    const char *step_what[PG_TXN_MAX_STEPS];       /* their names (static strings) */
+    double step_ms[PG_TXN_MAX_STEPS];              /* each one's time, from the previous result */
     int partitions_created;
     size_t rows;                     /* bucket rows written */
     size_t rows_fresh;               /* of which COPYed straight into buckets */
@@ -78,44 +78,44 @@ struct pgt_timing {
  * the session and read the checkpoint into *cp.  Returns 0, or GA_EDB /
  * GA_EPROTO / GA_ENOMEM / GA_EBUSY (another daemon holds a lock) with the
  * reason in err (tc is left closed). */
-int pgt_open(struct pgt_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
-             struct pgt_checkpoint *cp, char *err, size_t errlen);
+int pg_txn_open(struct pg_txn_conn *tc, const char *conninfo, uint64_t parts, int instance_lock,
+             struct pg_txn_checkpoint *cp, char *err, size_t errlen);
 
 /* Close the connection (if any) and free the cache; tc can be reopened. */
-void pgt_close(struct pgt_conn *tc);
+void pg_txn_close(struct pg_txn_conn *tc);
 
 /* Read where the partitions stand.  0 or GA_EDB (err). */
-int pgt_read_checkpoint(struct pgt_conn *tc, struct pgt_checkpoint *cp, char *err, size_t errlen);
+int pg_txn_read_checkpoint(struct pg_txn_conn *tc, struct pg_txn_checkpoint *cp, char *err, size_t errlen);
 
-/* Write b (sorted with pgb_sort) as one transaction and set the owned
+/* Write b (sorted with pg_batch_sort) as one transaction and set the owned
  * partitions' last_batch = batch_id (a unique non-zero tag that tells,
  * after a lost connection, whether the commit happened).  Creates the
  * partitions it needs first (committed on their own).  Returns 0 once
  * committed; GA_EDB (rolled back, the connection still usable) or GA_EIO
- * (the connection is broken: pgt_close it) with the reason in err.  *t
+ * (the connection is broken: pg_txn_close it) with the reason in err.  *t
  * gets the timings.  hw (may be NULL): the high-water map that picks the
  * rows COPYed straight into aggregates (pg_fresh.h); only read here — the
- * caller raises it with pgf_note once the batch is known committed.  o
- * (may be NULL): the open buckets b was routed through (pgo_route); their
+ * caller raises it with pg_fresh_note once the batch is known committed.  o
+ * (may be NULL): the open buckets b was routed through (pg_open_route); their
  * changed blocks are written in the same transaction, and the caller calls
- * pgo_commit once it is known committed. */
-int pgt_write(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
-              struct pgo *o, uint64_t batch_id, struct pgt_timing *t, char *err, size_t errlen);
+ * pg_open_commit once it is known committed. */
+int pg_txn_write(struct pg_txn_conn *tc, const struct pg_batch *b, const struct pg_fresh_map *hw,
+              struct pg_open *o, uint64_t batch_id, struct pg_txn_timing *t, char *err, size_t errlen);
 
-/* Write b (sorted) as pgt_write does, without advancing the checkpoint,
+/* Write b (sorted) as pg_txn_write does, without advancing the checkpoint,
  * and roll it back: does the database take these rows?  Partitions it
  * needs are still created.  Returns 0 when every statement succeeded;
- * GA_EDB / GA_EIO / GA_ENOMEM as pgt_write (err: the database's message,
- * pgu_data_error tells whether the rows were the cause). */
-int pgt_probe(struct pgt_conn *tc, const struct pgb_batch *b, const struct pgf_map *hw,
+ * GA_EDB / GA_EIO / GA_ENOMEM as pg_txn_write (err: the database's message,
+ * pg_util_data_error tells whether the rows were the cause). */
+int pg_txn_probe(struct pg_txn_conn *tc, const struct pg_batch *b, const struct pg_fresh_map *hw,
               char *err, size_t errlen);
 
 /* Raise hw, for every (metric, method, granularity) of aggs[0..n) (sorted
- * as pgb_sort leaves them), to the newest bucket the database holds: after
+ * as pg_batch_sort leaves them), to the newest bucket the database holds: after
  * a flush whose "fresh" rows turned out to exist (a previous process wrote
  * them), and before the first flush of pairs this process has not seen.
  * 0, or GA_EDB / GA_EIO / GA_ENOMEM (err); hw stays valid. */
-int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t n, struct pgf_map *hw,
+int pg_txn_high_water(struct pg_txn_conn *tc, const struct ga_agg *aggs, size_t n, struct pg_fresh_map *hw,
                    char *err, size_t errlen);
 
 /* Maintenance: create the partitions for today (now_ns) and ahead_days
@@ -126,10 +126,10 @@ int pgt_high_water(struct pgt_conn *tc, const struct ga_agg *aggs, size_t n, str
  * the next rewrites: the batch's own set where the row was inserted or
  * replaced, unknown where it was merged (the union) or where the commit was
  * confirmed on another connection. */
-void pgt_note_msets(const struct pgt_conn *tc, const struct pgb_batch *b, uint64_t batch_id,
-                    struct pgf_map *hw);
+void pg_txn_note_msets(const struct pg_txn_conn *tc, const struct pg_batch *b, uint64_t batch_id,
+                    struct pg_fresh_map *hw);
 
-int pgt_maintain(struct pgt_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
+int pg_txn_maintain(struct pg_txn_conn *tc, int64_t now_ns, int ahead_days, int *created, int *dropped,
                  char *err, size_t errlen);
 
 #endif

@@ -12,15 +12,15 @@
 #include <stdint.h>
 
 /* PostgreSQL type OIDs used in binary parameters and arrays (pg_type.h). */
-#define PGU_BYTEAOID 17
-#define PGU_INT8OID 20
-#define PGU_INT2OID 21
-#define PGU_INT4OID 23
-#define PGU_TEXTOID 25
-#define PGU_FLOAT8OID 701
-#define PGU_UUIDOID 2950
+#define PG_UTIL_BYTEAOID 17
+#define PG_UTIL_INT8OID 20
+#define PG_UTIL_INT2OID 21
+#define PG_UTIL_INT4OID 23
+#define PG_UTIL_TEXTOID 25
+#define PG_UTIL_FLOAT8OID 701
+#define PG_UTIL_UUIDOID 2950
 
-struct pgu_buf {
+struct pg_util_buf {
     uint8_t *p;
     size_t len, cap;
     int oom;                    /* an append failed; the buffer is unusable */
@@ -28,49 +28,49 @@ struct pgu_buf {
 
 /* Appenders: never fail loudly; on allocation failure they set b->oom and
  * the caller checks it once at the end.  The buffer owns its memory; free
- * it with pgu_buf_free (b is left empty and reusable). */
-void pgu_buf_reserve(struct pgu_buf *b, size_t more);
-void pgu_put(struct pgu_buf *b, const void *data, size_t n);
-void pgu_put_i16(struct pgu_buf *b, int16_t v);
-void pgu_put_i32(struct pgu_buf *b, int32_t v);
-void pgu_put_i64(struct pgu_buf *b, int64_t v);
-void pgu_put_f64(struct pgu_buf *b, double v);
-void pgu_buf_free(struct pgu_buf *b);
+ * it with pg_util_buf_free (b is left empty and reusable). */
+void pg_util_buf_reserve(struct pg_util_buf *b, size_t more);
+void pg_util_put(struct pg_util_buf *b, const void *data, size_t n);
+void pg_util_put_i16(struct pg_util_buf *b, int16_t v);
+void pg_util_put_i32(struct pg_util_buf *b, int32_t v);
+void pg_util_put_i64(struct pg_util_buf *b, int64_t v);
+void pg_util_put_f64(struct pg_util_buf *b, double v);
+void pg_util_buf_free(struct pg_util_buf *b);
 
 /* One-dimensional binary array (for `unnest($1::int4[])` with binary
- * parameters).  Call pgu_array_begin with the element type OID and count,
- * then append each element as a length (pgu_put_i32) and its bytes; the
+ * parameters).  Call pg_util_array_begin with the element type OID and count,
+ * then append each element as a length (pg_util_put_i32) and its bytes; the
  * convenience appenders below do both. */
-void pgu_array_begin(struct pgu_buf *b, uint32_t elem_oid, size_t n);
-void pgu_array_i32(struct pgu_buf *b, int32_t v);
-void pgu_array_i64(struct pgu_buf *b, int64_t v);
-void pgu_array_f64(struct pgu_buf *b, double v);
-void pgu_array_bytes(struct pgu_buf *b, const void *p, size_t n);
+void pg_util_array_begin(struct pg_util_buf *b, uint32_t elem_oid, size_t n);
+void pg_util_array_i32(struct pg_util_buf *b, int32_t v);
+void pg_util_array_i64(struct pg_util_buf *b, int64_t v);
+void pg_util_array_f64(struct pg_util_buf *b, double v);
+void pg_util_array_bytes(struct pg_util_buf *b, const void *p, size_t n);
 
 /* Copy msg into dst[n] as one line: no trailing newline, inner newlines and
  * double quotes replaced by spaces (safe inside a log's msg="..."). */
-void pgu_errcopy(char *dst, size_t n, const char *msg);
+void pg_util_errcopy(char *dst, size_t n, const char *msg);
 
 /* Copy a failed result's message (or the connection's when r is NULL) with
  * its SQLSTATE prefix: "SQLSTATE 23514: no partition of relation ...". */
-void pgu_result_error(char *dst, size_t n, PGconn *c, const PGresult *r);
+void pg_util_result_error(char *dst, size_t n, PGconn *c, const PGresult *r);
 
-/* 1 when err (as pgu_result_error writes it, possibly after a prefix)
+/* 1 when err (as pg_util_result_error writes it, possibly after a prefix)
  * names a SQLSTATE of an error caused by the data written rather than by
  * the connection, the server or the schema: class 22 (data exception), 23
  * (integrity constraint violation), 54 (program limit exceeded: a value
  * too large) and P0 (raised by a PL/pgSQL function or trigger). */
-int pgu_data_error(const char *err);
+int pg_util_data_error(const char *err);
 
 /* Run a parameterless command (no rows expected).  Returns 0, or GA_EDB
  * with the error in err[errlen].  The result is always cleared. */
-int pgu_exec(PGconn *c, const char *sql, char *err, size_t errlen);
+int pg_util_exec(PGconn *c, const char *sql, char *err, size_t errlen);
 
 /* Connect with application_name, a 5 s connect timeout and
  * client_min_messages=warning (no NOTICE lines on stderr) as defaults (the
  * conninfo's own settings win).  Returns the connection (check
  * PQstatus; always PQfinish it) or NULL when out of memory. */
-PGconn *pgu_connect(const char *conninfo, const char *application_name);
+PGconn *pg_util_connect(const char *conninfo, const char *application_name);
 
 /* The database's instance lock: a session-level advisory lock that the
  * writer holds for as long as it is connected, and that loading takes
@@ -79,13 +79,13 @@ PGconn *pgu_connect(const char *conninfo, const char *application_name);
  * instance's backend is still finishing a COMMIT after the client died —
  * so the checkpoint read is never older than a commit that lands later.
  * Waits up to timeout_ms; 0, or GA_EBUSY with "held by pid N" in err. */
-int pgu_instance_lock(PGconn *c, int timeout_ms, char *err, size_t errlen);
+int pg_util_instance_lock(PGconn *c, int timeout_ms, char *err, size_t errlen);
 /* Release it (loading is done; the writer takes it next). */
-void pgu_instance_unlock(PGconn *c);
+void pg_util_instance_unlock(PGconn *c);
 
 /* Big-endian readers for binary results. */
-int64_t pgu_get_i64(const char *p);
-int32_t pgu_get_i32(const char *p);
-double pgu_get_f64(const char *p);
+int64_t pg_util_get_i64(const char *p);
+int32_t pg_util_get_i32(const char *p);
+double pg_util_get_f64(const char *p);
 
 #endif

@@ -47,7 +47,7 @@ static double get_f64(const uint8_t *p)
     return v;
 }
 
-size_t pgwin_encoded_max(size_t n)
+size_t pg_window_encoded_max(size_t n)
 {
     return 2 + 10 + (10 + 8) + n * (10 + 8);
 }
@@ -74,15 +74,15 @@ static int increasing(const struct ga_window *w)
     return 1;
 }
 
-int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len)
+int pg_window_encode(const struct ga_window *w, uint8_t **out, size_t *len)
 {
     if (!increasing(w))
         return GA_EINVAL;
-    uint8_t *buf = malloc(pgwin_encoded_max(w->n));
+    uint8_t *buf = malloc(pg_window_encoded_max(w->n));
     if (!buf)
         return GA_ENOMEM;
     size_t o = 0;
-    buf[o++] = PGWIN_VERSION;
+    buf[o++] = PG_WINDOW_VERSION;
     buf[o++] = w->has_prev ? FLAG_HAS_PREV : 0;
     o += put_varint(buf + o, w->n);
     if (w->has_prev) {
@@ -96,15 +96,15 @@ int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len)
     return 0;
 }
 
-int pgwin_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len)
+int pg_window_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len)
 {
     if (!increasing(w) || w->has_prev)
         return GA_EINVAL;
-    uint8_t *buf = malloc(pgwin_encoded_max(w->n));
+    uint8_t *buf = malloc(pg_window_encoded_max(w->n));
     if (!buf)
         return GA_ENOMEM;
     size_t o = 0;
-    buf[o++] = PGWIN_TAIL;
+    buf[o++] = PG_WINDOW_TAIL;
     o += put_varint(buf + o, zigzag(keep_from));
     o += put_varint(buf + o, w->n);
     o += put_points(buf + o, w);
@@ -154,13 +154,13 @@ static int get_points(const uint8_t *buf, size_t len, size_t *o, size_t n, int64
     return 0;
 }
 
-int pgwin_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points)
+int pg_window_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points)
 {
     size_t o = 0;
     uint64_t u, n;
     *records = *points = 0;
     while (o < len) {
-        if (buf[o++] != PGWIN_TAIL || get_varint(buf, len, &o, &u) < 0 ||
+        if (buf[o++] != PG_WINDOW_TAIL || get_varint(buf, len, &o, &u) < 0 ||
             get_varint(buf, len, &o, &n) < 0 || n > (len - o) / 9)
             return GA_ECORRUPT;
         for (uint64_t i = 0; i < n; i++)
@@ -175,13 +175,13 @@ int pgwin_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *po
     return 0;
 }
 
-int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w)
+int pg_window_decode(const uint8_t *buf, size_t len, struct ga_window *w)
 {
     size_t o = 2;
     uint64_t n, u;
     struct ga_window r = { 0 };
     int rc = GA_ECORRUPT;
-    if (len < 3 || buf[0] != PGWIN_VERSION || (buf[1] & ~FLAG_HAS_PREV))
+    if (len < 3 || buf[0] != PG_WINDOW_VERSION || (buf[1] & ~FLAG_HAS_PREV))
         return GA_ECORRUPT;
     if (get_varint(buf, len, &o, &n) < 0)
         return GA_ECORRUPT;
@@ -217,7 +217,7 @@ fail:
     return rc;
 }
 
-int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
+int pg_window_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
 {
     struct ga_window r = *w;
     size_t cap = w->n;
@@ -236,7 +236,7 @@ int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len)
     int rc = 0;
     while (rc == 0 && o < len) {
         uint64_t u, n;
-        if (buf[o++] != PGWIN_TAIL || get_varint(buf, len, &o, &u) < 0 ||
+        if (buf[o++] != PG_WINDOW_TAIL || get_varint(buf, len, &o, &u) < 0 ||
             get_varint(buf, len, &o, &n) < 0 || n > (len - o) / 9) {
             rc = GA_ECORRUPT;
             break;

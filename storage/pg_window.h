@@ -19,7 +19,7 @@
  * changed since the window was saved, when it changed only at its ends:
  * zero or more records back to back, each
  *
- *   byte 0      2 (PGWIN_TAIL)
+ *   byte 0      2 (PG_WINDOW_TAIL)
  *   zigzag varint keep_from: the window's first timestamp now; the points
  *               before it were truncated
  *   varint      n, then the n points appended, laid out as above (ts[0]
@@ -34,36 +34,36 @@
 
 #include "proto/agg.h"
 
-#define PGWIN_VERSION 1
-#define PGWIN_TAIL 2
+#define PG_WINDOW_VERSION 1
+#define PG_WINDOW_TAIL 2
 
 /* Encode w.  On success *out is a malloc'ed buffer of *len bytes owned by
  * the caller (free()).  Returns 0, GA_EINVAL when the timestamps are not
  * strictly increasing, or GA_ENOMEM. */
-int pgwin_encode(const struct ga_window *w, uint8_t **out, size_t *len);
+int pg_window_encode(const struct ga_window *w, uint8_t **out, size_t *len);
 
 /* Upper bound of the encoding's size for n points (for buffer planning). */
-size_t pgwin_encoded_max(size_t n);
+size_t pg_window_encoded_max(size_t n);
 
 /* Decode buf[len] into w (w->ts and w->value malloc'ed, owned by the
  * caller; both NULL when n == 0).  Returns 0, GA_ECORRUPT for a truncated,
  * overlong or malformed snapshot or an unknown version (w untouched), or
  * GA_ENOMEM. */
-int pgwin_decode(const uint8_t *buf, size_t len, struct ga_window *w);
+int pg_window_decode(const uint8_t *buf, size_t len, struct ga_window *w);
 
 /* Encode one tail record: keep_from, then the points of w (strictly
  * increasing, no has_prev).  0, GA_EINVAL or GA_ENOMEM. */
-int pgwin_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len);
+int pg_window_encode_tail(int64_t keep_from, const struct ga_window *w, uint8_t **out, size_t *len);
 
 /* Apply the tail records of buf[len] to w in order (each drops w's points
  * before its keep_from, then appends its points).  0 (w updated; its
  * arrays replaced), GA_ECORRUPT (a malformed record, or points not after
  * those kept: w untouched) or GA_ENOMEM. */
-int pgwin_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len);
+int pg_window_apply_tail(struct ga_window *w, const uint8_t *buf, size_t len);
 
 /* The tail records in buf[len] and the points they hold together (what a
  * load stored for a window, before the truncations).  0, or GA_ECORRUPT for
  * a malformed record. */
-int pgwin_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points);
+int pg_window_tail_count(const uint8_t *buf, size_t len, size_t *records, size_t *points);
 
 #endif

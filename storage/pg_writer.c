@@ -1,8 +1,8 @@
 /* pg_writer.c — the storage writer thread (see pg_writer.h).
  *
- * pgw_submit copies a unit (pgb_copy) onto the inbox, under mu; the
+ * pg_writer_submit copies a unit (pg_batch_copy) onto the inbox, under mu; the
  * writer's merge thread moves the inbox into the `filling` batch as units
- * arrive, where they coalesce (pgb_take: the hashing, off the submitter's
+ * arrive, where they coalesce (pg_batch_take: the hashing, off the submitter's
  * thread), also while the writer thread writes: a bucket rewritten by many
  * units while a transaction runs is one row in the next.  When `filling`
  * is due, the writer thread swaps it with `flushing` and writes that,
@@ -39,45 +39,45 @@ struct flush_req {
     struct flush_req *next;
 };
 
-struct pgw {
+struct pg_writer {
     pthread_t thread, merger;
     pthread_mutex_t mu;
     pthread_mutex_t fill_mu;          /* filling, and taking the inbox in order */
     pthread_cond_t wake;              /* the writer waits on it */
     pthread_cond_t merge;             /* the merge thread waits on it */
-    pthread_cond_t done;              /* pgw_flush_sync waits on it */
+    pthread_cond_t done;              /* pg_writer_flush_sync waits on it */
     char *conninfo;
-    struct pgw_opts o;                /* tuning fields guarded by mu */
+    struct pg_writer_opts o;                /* tuning fields guarded by mu */
 
     /* guarded by mu */
-    struct pgb_unit *inbox, *inbox_tail;  /* submitted, not yet taken into filling */
+    struct pg_batch_unit *inbox, *inbox_tail;  /* submitted, not yet taken into filling */
     size_t inbox_rows, filling_rows;  /* filling_*: the writer's mirror of filling */
     uint64_t inbox_units, filling_units;
     int64_t inbox_oldest_mono, filling_oldest_mono;
     uint64_t seq, committed_seq, flush_target;
     uint64_t skip_lsn;
     uint64_t skip_part[GA_PARTITIONS];  /* window sets at or below are in the database */
-    uint64_t lsn_floor;               /* pgw_opts.lsn_floor */
+    uint64_t lsn_floor;               /* pg_writer_opts.lsn_floor */
     struct flush_req *reqs;
     int stopping, exited;
     int64_t stop_deadline_mono;       /* 0: none */
-    PGcancel *cancel;                 /* the connection's, while connected: pgw_stop cancels
+    PGcancel *cancel;                 /* the connection's, while connected: pg_writer_stop cancels
                                          a statement still running at its deadline */
     int cancel_sent;
     int64_t flushing_oldest_mono;     /* 0: nothing being written */
     uint64_t flushing_rows, flushing_units;
     size_t wrest_rows;                /* the windows of a set set aside (slice_windows) */
-    struct pgw_status st;
+    struct pg_writer_status st;
 
-    struct pgb_batch filling;         /* guarded by fill_mu */
+    struct pg_batch filling;         /* guarded by fill_mu */
     /* writer thread only */
-    struct pgb_batch flushing;
-    struct pgb_batch wrest;           /* windows of a set not written yet (slice_windows) */
+    struct pg_batch flushing;
+    struct pg_batch wrest;           /* windows of a set not written yet (slice_windows) */
     uint64_t wrest_hold;              /* committed_seq while wrest holds windows */
     uint64_t seq_done;                /* the highest batch seq committed */
-    struct pgt_conn tc;
-    struct pgf_map hw;                /* committed high water (pg_fresh.h) */
-    struct pgo open;                  /* open buckets in blocks (pg_open.h) */
+    struct pg_txn_conn tc;
+    struct pg_fresh_map hw;                /* committed high water (pg_fresh.h) */
+    struct pg_open open;                  /* open buckets in blocks (pg_open.h) */
     int open_loaded;
     uint64_t pairs_new;               /* pairs noted empty: their metric is new */
     int backoff_ms;
@@ -90,25 +90,25 @@ static int64_t ms_to_ns(int64_t ms)
     return ms * 1000000;
 }
 
-static void set_state_locked(struct pgw *w, enum pgc_state s)
+static void set_state_locked(struct pg_writer *w, enum pg_conn_state s)
 {
     if (w->st.state != s)
         w->st.since_real_ns = ga_now_real_ns();
     w->st.state = s;
 }
 
-static void set_state(struct pgw *w, enum pgc_state s, const char *err)
+static void set_state(struct pg_writer *w, enum pg_conn_state s, const char *err)
 {
     pthread_mutex_lock(&w->mu);
     set_state_locked(w, s);
     if (err)
-        pgu_errcopy(w->st.last_error, sizeof w->st.last_error, err);
+        pg_util_errcopy(w->st.last_error, sizeof w->st.last_error, err);
     pthread_mutex_unlock(&w->mu);
 }
 
 /* Sleep up to ms, or less when the stop deadline comes first.  Returns 1
  * when the stop deadline has passed. */
-static int sleep_ms(struct pgw *w, int ms)
+static int sleep_ms(struct pg_writer *w, int ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -120,7 +120,7 @@ static int sleep_ms(struct pgw *w, int ms)
     for (;;) {
         if (pthread_cond_timedwait(&w->wake, &w->mu, &until) != 0)
             break;
-        /* pgw_stop wakes us: end the sleep at its deadline, or at once when
+        /* pg_writer_stop wakes us: end the sleep at its deadline, or at once when
          * nothing is left to write. */
         if (w->stopping && ((w->stop_deadline_mono && ga_now_mono_ns() >= w->stop_deadline_mono) ||
                             (!w->inbox && !w->filling_units && !w->flushing_units)))
@@ -132,7 +132,7 @@ static int sleep_ms(struct pgw *w, int ms)
 }
 
 /* Close the connection (writer thread), its cancel handle first. */
-static void close_conn(struct pgw *w)
+static void close_conn(struct pg_writer *w)
 {
     pthread_mutex_lock(&w->mu);
     PGcancel *c = w->cancel;
@@ -140,10 +140,10 @@ static void close_conn(struct pgw *w)
     pthread_mutex_unlock(&w->mu);
     if (c)
         PQfreeCancel(c);
-    pgt_close(&w->tc);
+    pg_txn_close(&w->tc);
 }
 
-static int next_backoff(struct pgw *w)
+static int next_backoff(struct pg_writer *w)
 {
     pthread_mutex_lock(&w->mu);
     int lo = w->o.retry_initial_ms, hi = w->o.retry_max_ms;
@@ -152,13 +152,13 @@ static int next_backoff(struct pgw *w)
     return w->backoff_ms;
 }
 
-static uint64_t owned(const struct pgw *w)
+static uint64_t owned(const struct pg_writer *w)
 {
     return w->o.parts ? w->o.parts : ~0ULL;
 }
 
 /* The lowest of v over the partitions w owns. */
-static uint64_t lowest(const struct pgw *w, const uint64_t *v)
+static uint64_t lowest(const struct pg_writer *w, const uint64_t *v)
 {
     uint64_t m = UINT64_MAX;
     for (int p = 0; p < GA_PARTITIONS; p++)
@@ -169,10 +169,10 @@ static uint64_t lowest(const struct pgw *w, const uint64_t *v)
 
 /* Connect if needed.  Returns 0 when connected; else GA_EIO after waiting
  * the backoff (or GA_ETIMEDOUT when the stop deadline passed). */
-static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
+static int ensure_conn(struct pg_writer *w, struct pg_txn_checkpoint *cp_out)
 {
     char err[256];
-    struct pgt_checkpoint cp;
+    struct pg_txn_checkpoint cp;
     if (w->tc.c)
         return 0;
     if (w->o.fence && w->st.connects) {
@@ -183,7 +183,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         w->st.fenced = 1;
         pthread_mutex_unlock(&w->mu);
         if (first) {
-            set_state(w, PGC_DOWN, "fenced: the session holding the partition locks ended; "
+            set_state(w, PG_CONN_DOWN, "fenced: the session holding the partition locks ended; "
                                    "nothing more is written by this writer");
             ga_log(GA_LOG_WARN, "storage_writer_fenced", "parts=0x%016" PRIx64 " msg=\"session "
                    "lost with its partition locks; not reconnecting\"", w->o.parts);
@@ -191,13 +191,13 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         return sleep_ms(w, 100) ? GA_ETIMEDOUT : GA_EIO;
     }
     pthread_mutex_lock(&w->mu);
-    set_state_locked(w, w->st.connects ? PGC_CONNECTING : w->st.state);
+    set_state_locked(w, w->st.connects ? PG_CONN_CONNECTING : w->st.state);
     pthread_mutex_unlock(&w->mu);
-    int rc = pgt_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
+    int rc = pg_txn_open(&w->tc, w->conninfo, w->o.parts, !w->o.no_instance_lock, &cp, err,
                       sizeof err);
     if (rc == 0 && !w->open_loaded) {
         /* the blocks of this writer's partitions, before its first flush */
-        if ((rc = pgo_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0) {
+        if ((rc = pg_open_load(&w->open, w->tc.c, w->o.parts, err, sizeof err)) < 0) {
             close_conn(w);
         } else {
             w->open_loaded = 1;
@@ -211,7 +211,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         /* The server must notice a dead host soon, so that its partition
          * locks go to the next owner (TCP only; ignored on a Unix socket). */
         char ignore[128];
-        pgu_exec(w->tc.c, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; "
+        pg_util_exec(w->tc.c, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; "
                           "SET tcp_keepalives_count = 5", ignore, sizeof ignore);
     }
     if (rc == 0) {
@@ -228,7 +228,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
             if (cp.part_lsn[p] > w->st.part_window_lsn[p])
                 w->st.part_window_lsn[p] = w->skip_part[p] = cp.part_lsn[p];
         w->st.window_lsn = lowest(w, w->st.part_window_lsn);
-        set_state_locked(w, PGC_CONNECTED);
+        set_state_locked(w, PG_CONN_CONNECTED);
         pthread_mutex_unlock(&w->mu);
         ga_log(GA_LOG_INFO, "storage_writer_connected", "committed_lsn=%" PRIu64 " window_lsn=%" PRIu64,
                cp.committed_lsn, cp.window_lsn);
@@ -237,7 +237,7 @@ static int ensure_conn(struct pgw *w, struct pgt_checkpoint *cp_out)
         return 0;
     }
     int wait = next_backoff(w);
-    set_state(w, PGC_DOWN, err);
+    set_state(w, PG_CONN_DOWN, err);
     ga_log(GA_LOG_WARN, "storage_writer_down", "retry_in_ms=%d error=\"%s\"", wait, err);
     return sleep_ms(w, wait) ? GA_ETIMEDOUT : GA_EIO;
 }
@@ -259,21 +259,21 @@ static uint64_t new_batch_id(void)
  * million new metrics would otherwise cost an index descent per partition
  * of each pair).  A failure forgets every pair (only slower; the
  * connection error shows in the flush that follows). */
-static void learn_pairs(struct pgw *w)
+static void learn_pairs(struct pg_writer *w)
 {
-    const struct pgb_batch *b = &w->flushing;
+    const struct pg_batch *b = &w->flushing;
     struct ga_agg *u = NULL;
     size_t n = 0;
     char err[512];
     for (size_t i = 0; i < b->naggs; i++) {
-        if (pgf_known(&w->hw, &b->aggs[i]) ||
-            pgo_has(&w->open, b->aggs[i].metric, b->aggs[i].granularity_ns))
+        if (pg_fresh_known(&w->hw, &b->aggs[i]) ||
+            pg_open_has(&w->open, b->aggs[i].metric, b->aggs[i].granularity_ns))
             continue;
-        if (b->ndefs && pgb_has_def(b, b->aggs[i].metric)) {
+        if (b->ndefs && pg_batch_has_def(b, b->aggs[i].metric)) {
             struct ga_agg none = b->aggs[i];
             none.ts = -1;
-            if (pgf_note(&w->hw, &none, 1)) {
-                pgf_clear(&w->hw);
+            if (pg_fresh_note(&w->hw, &none, 1)) {
+                pg_fresh_clear(&w->hw);
                 free(u);
                 return;
             }
@@ -296,41 +296,41 @@ static void learn_pairs(struct pgw *w)
     for (size_t i = 0; i < n; i++) {
         struct ga_agg none = u[i];
         none.ts = -1;
-        if (pgf_note(&w->hw, &none, 1)) {
-            pgf_clear(&w->hw);
+        if (pg_fresh_note(&w->hw, &none, 1)) {
+            pg_fresh_clear(&w->hw);
             free(u);
             return;
         }
     }
-    if (pgt_high_water(&w->tc, u, n, &w->hw, err, sizeof err)) {
+    if (pg_txn_high_water(&w->tc, u, n, &w->hw, err, sizeof err)) {
         ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
-        pgf_clear(&w->hw);
+        pg_fresh_clear(&w->hw);
     }
     free(u);
 }
 
-static int probe_cb(void *ctx, const struct pgb_batch *sub, char *err, size_t errlen)
+static int probe_cb(void *ctx, const struct pg_batch *sub, char *err, size_t errlen)
 {
-    struct pgw *w = ctx;
-    return pgt_probe(&w->tc, sub, &w->hw, err, errlen);
+    struct pg_writer *w = ctx;
+    return pg_txn_probe(&w->tc, sub, &w->hw, err, errlen);
 }
 
 /* The flush failed on its data (err): take the refused metrics' rows out
  * of w->flushing into its rejects.  0: write again at once; < 0: back off
  * and retry the batch as it is. */
-static int isolate(struct pgw *w, const char *err, uint64_t *unrecorded)
+static int isolate(struct pg_writer *w, const char *err, uint64_t *unrecorded)
 {
-    struct pgi_result r;
+    struct pg_isolate_result r;
     char why[512];
     size_t had = w->flushing.nrejects;
-    int rc = pgi_isolate(&w->flushing, probe_cb, w, &r, why, sizeof why);
+    int rc = pg_isolate(&w->flushing, probe_cb, w, &r, why, sizeof why);
     if (rc == 0) {
         const char *first = w->flushing.errors[w->flushing.rejects[had].error].text;
         pthread_mutex_lock(&w->mu);
         w->st.isolations++;
         char line[sizeof w->st.last_rejected + 32];
         snprintf(line, sizeof line, "metric %u: %s", r.first_metric, first);
-        pgu_errcopy(w->st.last_rejected, sizeof w->st.last_rejected, line);
+        pg_util_errcopy(w->st.last_rejected, sizeof w->st.last_rejected, line);
         pthread_mutex_unlock(&w->mu);
         ga_log(GA_LOG_ERROR, "storage_rows_rejected",
                "metric=%u metrics=%zu rows=%zu probes=%d error=\"%s\" "
@@ -354,17 +354,17 @@ static int isolate(struct pgw *w, const char *err, uint64_t *unrecorded)
 
 /* Write w->flushing until it commits.  0, or GA_ETIMEDOUT when the stop
  * deadline passed first. */
-static int write_batch(struct pgw *w)
+static int write_batch(struct pg_writer *w)
 {
     uint64_t id = new_batch_id();
     char err[512];
-    struct pgt_timing t;
+    struct pg_txn_timing t;
     int maybe_committed = 0, isolations = 0, routed = 0;
     size_t naggs = w->flushing.naggs;
     uint64_t unrecorded = 0;
     int64_t t0 = ga_now_mono_ns(), tl;
     double learn_ms = 0;
-    pgb_sort(&w->flushing);
+    pg_batch_sort(&w->flushing);
     double sort_ms = (double)(ga_now_mono_ns() - t0) / 1e6;
     /* the journal position this batch's commit lets go of */
     uint64_t after[GA_PARTITIONS];
@@ -375,7 +375,7 @@ static int write_batch(struct pgw *w)
     pthread_mutex_unlock(&w->mu);
     w->flushing.window_lsn = lowest(w, after);
     for (;;) {
-        struct pgt_checkpoint cp = { 0 };
+        struct pg_txn_checkpoint cp = { 0 };
         int rc = ensure_conn(w, &cp);
         if (rc == GA_ETIMEDOUT)
             return rc;
@@ -390,16 +390,16 @@ static int write_batch(struct pgw *w)
         tl = ga_now_mono_ns();
         learn_pairs(w);
         learn_ms = (double)(ga_now_mono_ns() - tl) / 1e6;
-        if (!routed && (rc = pgo_route(&w->open, &w->flushing, &w->hw)) < 0) {
+        if (!routed && (rc = pg_open_route(&w->open, &w->flushing, &w->hw)) < 0) {
             snprintf(err, sizeof err, "open buckets: %s", ga_strerror(rc));
         } else {
             routed = 1;
-            rc = pgt_write(&w->tc, &w->flushing, &w->hw, &w->open, id, &t, err, sizeof err);
+            rc = pg_txn_write(&w->tc, &w->flushing, &w->hw, &w->open, id, &t, err, sizeof err);
         }
         w->last_activity_mono = ga_now_mono_ns();
         if (rc == 0)
             break;
-        if (rc == GA_EDB && pgu_data_error(err) && isolations++ < 16 && w->tc.c &&
+        if (rc == GA_EDB && pg_util_data_error(err) && isolations++ < 16 && w->tc.c &&
             isolate(w, err, &unrecorded) == 0)
             continue;
         if (rc == GA_EIO) {
@@ -410,25 +410,25 @@ static int write_batch(struct pgw *w)
         int wait = next_backoff(w);
         pthread_mutex_lock(&w->mu);
         w->st.retries++;
-        pgu_errcopy(w->st.last_error, sizeof w->st.last_error, err);
-        set_state_locked(w, w->tc.c ? PGC_CONNECTED : PGC_CONNECTING);
+        pg_util_errcopy(w->st.last_error, sizeof w->st.last_error, err);
+        set_state_locked(w, w->tc.c ? PG_CONN_CONNECTED : PG_CONN_CONNECTING);
         pthread_mutex_unlock(&w->mu);
         ga_log(GA_LOG_WARN, "storage_flush_failed", "rows=%zu retry_in_ms=%d error=\"%s\"",
-               pgb_rows(&w->flushing), wait, err);
+               pg_batch_rows(&w->flushing), wait, err);
         if (sleep_ms(w, wait))
             return GA_ETIMEDOUT;
     }
     w->backoff_ms = 0;
-    pgo_commit(&w->open);
-    if (pgf_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
-        pgf_clear(&w->hw);                  /* out of memory: forget (only slower) */
+    pg_open_commit(&w->open);
+    if (pg_fresh_note(&w->hw, w->flushing.aggs, w->flushing.naggs))
+        pg_fresh_clear(&w->hw);                  /* out of memory: forget (only slower) */
     else
-        pgt_note_msets(&w->tc, &w->flushing, id, &w->hw);
+        pg_txn_note_msets(&w->tc, &w->flushing, id, &w->hw);
     if (t.fresh_fallback && w->tc.c &&
-        pgt_high_water(&w->tc, w->flushing.aggs, w->flushing.naggs, &w->hw, err, sizeof err))
+        pg_txn_high_water(&w->tc, w->flushing.aggs, w->flushing.naggs, &w->hw, err, sizeof err))
         ga_log(GA_LOG_WARN, "storage_high_water_failed", "error=\"%s\"", err);
     pthread_mutex_lock(&w->mu);
-    struct pgw_status *st = &w->st;
+    struct pg_writer_status *st = &w->st;
     st->transactions++;
     st->rows_committed += naggs;
     st->buckets_committed += t.rows + t.open_changed;
@@ -461,10 +461,10 @@ static int write_batch(struct pgw *w)
         if (w->flushing.part_lsn[p] > st->part_window_lsn[p])
             st->part_window_lsn[p] = w->flushing.part_lsn[p];
     st->window_lsn = lowest(w, st->part_window_lsn);
-    set_state_locked(w, PGC_CONNECTED);
+    set_state_locked(w, PG_CONN_CONNECTED);
     pthread_mutex_unlock(&w->mu);
     if (ga_log_get_level() <= GA_LOG_DEBUG) {
-        char steps[PGT_MAX_STEPS * 40] = "";
+        char steps[PG_TXN_MAX_STEPS * 40] = "";
         size_t o = 0;
         for (int i = 0; i < t.nsteps && o < sizeof steps; i++)
             o += (size_t)snprintf(steps + o, sizeof steps - o, "%s%s:%.1f", i ? "," : "",
@@ -484,14 +484,14 @@ static int write_batch(struct pgw *w)
 }
 
 /* Writer thread: is part of a window set still to be written (slice_windows)? */
-static int wrest_pending(const struct pgw *w)
+static int wrest_pending(const struct pg_writer *w)
 {
     return w->wrest.nwindows || w->wrest.has_windows || w->wrest.ncounts;
 }
 
 /* After a commit (or at exit with rc != 0): complete the flush requests
  * that are satisfied, then call on_commit.  Called without the lock. */
-static void complete(struct pgw *w, int committed, int rc)
+static void complete(struct pg_writer *w, int committed, int rc)
 {
     struct flush_req *done = NULL, **pp;
     pthread_mutex_lock(&w->mu);
@@ -532,11 +532,11 @@ static void complete(struct pgw *w, int committed, int rc)
  * (fill_mu held from taking the inbox to its last unit merged).  A unit
  * that cannot be taken for want of memory goes back to the inbox head,
  * with the rest, for the next turn. */
-static void take_inbox(struct pgw *w)
+static void take_inbox(struct pg_writer *w)
 {
     pthread_mutex_lock(&w->fill_mu);
     pthread_mutex_lock(&w->mu);
-    struct pgb_unit *q = w->inbox;
+    struct pg_batch_unit *q = w->inbox;
     w->inbox = w->inbox_tail = NULL;
     size_t rows = w->inbox_rows;
     uint64_t units = w->inbox_units;
@@ -549,9 +549,9 @@ static void take_inbox(struct pgw *w)
     }
     int rc = 0;
     while (q && rc == 0) {
-        struct pgb_unit *next = q->next;
-        size_t qrows = q->rows;              /* pgb_take frees q */
-        if ((rc = pgb_take(&w->filling, q, q->seq, q->submit_mono_ns)) == 0) {
+        struct pg_batch_unit *next = q->next;
+        size_t qrows = q->rows;              /* pg_batch_take frees q */
+        if ((rc = pg_batch_take(&w->filling, q, q->seq, q->submit_mono_ns)) == 0) {
             rows -= qrows < rows ? qrows : rows;
             units--;
             q = next;
@@ -559,7 +559,7 @@ static void take_inbox(struct pgw *w)
     }
     pthread_mutex_lock(&w->mu);
     if (q) {                             /* out of memory: q and the rest wait */
-        struct pgb_unit *last = q;
+        struct pg_batch_unit *last = q;
         while (last->next)
             last = last->next;
         last->next = w->inbox;
@@ -571,7 +571,7 @@ static void take_inbox(struct pgw *w)
         w->inbox_oldest_mono = q->submit_mono_ns;
         ga_log(GA_LOG_WARN, "storage_writer_no_memory", "units_waiting=%" PRIu64, w->inbox_units);
     }
-    w->filling_rows = pgb_rows(&w->filling);
+    w->filling_rows = pg_batch_rows(&w->filling);
     w->filling_units = w->filling.units;
     w->filling_oldest_mono = w->filling.oldest_mono_ns;
     if (w->filling_rows >= (size_t)w->o.flush_rows)
@@ -584,7 +584,7 @@ static void take_inbox(struct pgw *w)
  * stops (its thread takes what is left). */
 static void *merge_main(void *arg)
 {
-    struct pgw *w = arg;
+    struct pg_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
         if (!w->inbox) {
@@ -603,16 +603,16 @@ static void *merge_main(void *arg)
  * is not, *wait_ns is how long the writer may sleep: 0 while units wait
  * in the inbox (it takes them first).  The inbox never delays a due batch:
  * under a steady stream it is seldom empty. */
-static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
+static int due_locked(struct pg_writer *w, int64_t now, int64_t *wait_ns)
 {
-    struct pgb_batch *b = &w->filling;
+    struct pg_batch *b = &w->filling;
     *wait_ns = w->inbox ? 0 : ms_to_ns(IDLE_CHECK_MS);
     if (wrest_pending(w))
         return 1;                           /* the rest of a window set */
-    if (pgb_empty(b))
+    if (pg_batch_empty(b))
         return 0;
     if (w->stopping || w->flush_target > w->committed_seq ||
-        pgb_rows(b) >= (size_t)w->o.flush_rows)
+        pg_batch_rows(b) >= (size_t)w->o.flush_rows)
         return 1;
     int64_t age = now - b->oldest_mono_ns, iv = ms_to_ns(w->o.flush_interval_ms);
     if (age >= iv)
@@ -621,7 +621,7 @@ static int due_locked(struct pgw *w, int64_t now, int64_t *wait_ns)
     return 0;
 }
 
-static void maintain(struct pgw *w)
+static void maintain(struct pg_writer *w)
 {
     int created = 0, dropped = 0;
     char err[512];
@@ -631,7 +631,7 @@ static void maintain(struct pgw *w)
     if (iv < 0 || !w->tc.c || ga_now_mono_ns() < w->next_maint_mono)
         return;
     w->next_maint_mono = ga_now_mono_ns() + ms_to_ns(iv);
-    int rc = pgt_maintain(&w->tc, ga_now_real_ns(), ahead, &created, &dropped, err, sizeof err);
+    int rc = pg_txn_maintain(&w->tc, ga_now_real_ns(), ahead, &created, &dropped, err, sizeof err);
     if (rc < 0) {
         ga_log(GA_LOG_WARN, "storage_maintenance_failed", "error=\"%s\"", err);
         if (rc == GA_EIO)
@@ -646,16 +646,16 @@ static void maintain(struct pgw *w)
 
 /* When idle for a while, make sure the connection still works so that the
  * status tells the truth. */
-static void idle_check(struct pgw *w)
+static void idle_check(struct pg_writer *w)
 {
     if (!w->tc.c || ga_now_mono_ns() - w->last_activity_mono < ms_to_ns(IDLE_CHECK_MS))
         return;
     char err[256];
     w->last_activity_mono = ga_now_mono_ns();
-    if (pgu_exec(w->tc.c, "SELECT 1", err, sizeof err) < 0) {
+    if (pg_util_exec(w->tc.c, "SELECT 1", err, sizeof err) < 0) {
         ga_log(GA_LOG_WARN, "storage_writer_lost", "error=\"%s\"", err);
         close_conn(w);
-        set_state(w, PGC_CONNECTING, err);
+        set_state(w, PG_CONN_CONNECTING, err);
     }
 }
 
@@ -671,23 +671,23 @@ static void idle_check(struct pgw *w)
  * windows set aside stay one set's and the partitions' positions (which
  * release the journal) keep moving.  Out of memory: what could not be
  * moved is written with this batch. */
-static void slice_windows(struct pgw *w)
+static void slice_windows(struct pg_writer *w)
 {
-    struct pgb_batch *f = &w->flushing, *r = &w->wrest;
+    struct pg_batch *f = &w->flushing, *r = &w->wrest;
     size_t max = w->o.window_txn_bytes;
     int has = f->nwindows || f->has_windows || f->ncounts;
     if (wrest_pending(w) && has) {
-        if (pgb_move_windows(r, f, 0, 1) == 0)
-            pgb_move_windows(f, r, 0, 1);
-    } else if (wrest_pending(w) || (max && pgb_window_bytes(f) > max)) {
+        if (pg_batch_move_windows(r, f, 0, 1) == 0)
+            pg_batch_move_windows(f, r, 0, 1);
+    } else if (wrest_pending(w) || (max && pg_batch_window_bytes(f) > max)) {
         if (!wrest_pending(w)) {
             pthread_mutex_lock(&w->mu);
             w->wrest_hold = w->committed_seq;
             pthread_mutex_unlock(&w->mu);
-            if (pgb_move_windows(r, f, 0, 1) < 0)
+            if (pg_batch_move_windows(r, f, 0, 1) < 0)
                 return;                     /* out of memory: the set in one transaction */
         }
-        if (pgb_move_windows(f, r, max, 0) < 0 && pgb_move_windows(f, r, 0, 1) < 0)
+        if (pg_batch_move_windows(f, r, max, 0) < 0 && pg_batch_move_windows(f, r, 0, 1) < 0)
             ga_log(GA_LOG_WARN, "storage_writer_no_memory", "windows_waiting=%zu", r->nwindows);
     } else {
         return;
@@ -699,12 +699,12 @@ static void slice_windows(struct pgw *w)
 
 static void *writer_main(void *arg)
 {
-    struct pgw *w = arg;
+    struct pg_writer *w = arg;
     for (;;) {
         take_inbox(w);
         pthread_mutex_lock(&w->fill_mu);
         pthread_mutex_lock(&w->mu);
-        int idle_stop = w->stopping && pgb_empty(&w->filling) && !w->inbox && !wrest_pending(w);
+        int idle_stop = w->stopping && pg_batch_empty(&w->filling) && !w->inbox && !wrest_pending(w);
         pthread_mutex_unlock(&w->mu);
         pthread_mutex_unlock(&w->fill_mu);
         if (idle_stop)
@@ -734,11 +734,11 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             continue;
         }
-        struct pgb_batch tmp = w->flushing;
+        struct pg_batch tmp = w->flushing;
         w->flushing = w->filling;
         w->filling = tmp;
         w->flushing_oldest_mono = w->flushing.oldest_mono_ns;
-        w->flushing_rows = pgb_rows(&w->flushing);
+        w->flushing_rows = pg_batch_rows(&w->flushing);
         w->flushing_units = w->flushing.units;
         w->filling_rows = w->filling_units = 0;
         w->filling_oldest_mono = 0;
@@ -750,7 +750,7 @@ static void *writer_main(void *arg)
             break;
         }
         complete(w, 1, 0);
-        pgb_reset(&w->flushing);
+        pg_batch_reset(&w->flushing);
     }
     if (w->stop_rc) {
         pthread_mutex_lock(&w->mu);
@@ -758,7 +758,7 @@ static void *writer_main(void *arg)
                "units=%" PRIu64 " rows=%zu committed_lsn=%" PRIu64
                " msg=\"left in the journal; replayed at next start\"",
                w->flushing.units + w->filling.units + w->inbox_units,
-               pgb_rows(&w->flushing) + pgb_rows(&w->filling) + w->inbox_rows,
+               pg_batch_rows(&w->flushing) + pg_batch_rows(&w->filling) + w->inbox_rows,
                w->st.committed_lsn);
         pthread_mutex_unlock(&w->mu);
     }
@@ -766,13 +766,13 @@ static void *writer_main(void *arg)
     close_conn(w);
     pthread_mutex_lock(&w->mu);
     w->exited = 1;
-    set_state_locked(w, PGC_STOPPED);
+    set_state_locked(w, PG_CONN_STOPPED);
     pthread_cond_broadcast(&w->done);
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-int pgw_start(struct pgw **out, const struct pgw_opts *o)
+int pg_writer_start(struct pg_writer **out, const struct pg_writer_opts *o)
 {
     if (!o->conninfo || o->flush_rows <= 0 || o->flush_interval_ms <= 0 ||
         o->retry_initial_ms <= 0 || o->retry_max_ms < o->retry_initial_ms ||
@@ -781,17 +781,17 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
     for (int p = 0; o->part_window_lsn && p < GA_PARTITIONS; p++)
         if (o->part_window_lsn[p] > INT64_MAX)
             return GA_EINVAL;
-    struct pgw *w = calloc(1, sizeof *w);
+    struct pg_writer *w = calloc(1, sizeof *w);
     if (!w)
         return GA_ENOMEM;
     w->o = *o;
-    pgo_init(&w->open, o->open_max);
+    pg_open_init(&w->open, o->open_max);
     w->conninfo = strdup(o->conninfo);
     if (!w->conninfo)
         goto fail;
     w->o.conninfo = w->conninfo;
     if (!w->o.queue_max_rows)
-        w->o.queue_max_rows = (size_t)o->flush_rows * PGW_QUEUE_FLUSHES;
+        w->o.queue_max_rows = (size_t)o->flush_rows * PG_WRITER_QUEUE_FLUSHES;
     if (!w->o.maintenance_interval_ms)
         w->o.maintenance_interval_ms = DEFAULT_MAINT_MS;
     if (!w->o.partitions_ahead_days)
@@ -802,7 +802,7 @@ int pgw_start(struct pgw **out, const struct pgw_opts *o)
         w->skip_part[p] = w->st.part_window_lsn[p] =
             o->part_window_lsn ? o->part_window_lsn[p] : o->window_lsn;
     w->st.window_lsn = lowest(w, w->st.part_window_lsn);
-    w->st.state = PGC_CONNECTING;
+    w->st.state = PG_CONN_CONNECTING;
     w->st.since_real_ns = ga_now_real_ns();
     pthread_mutex_init(&w->mu, NULL);
     pthread_mutex_init(&w->fill_mu, NULL);
@@ -835,7 +835,7 @@ fail:
     return GA_ENOMEM;
 }
 
-int pgw_submit(struct pgw *w, const struct pgw_unit *u)
+int pg_writer_submit(struct pg_writer *w, const struct pg_writer_unit *u)
 {
     size_t add = ga_aggs_count(u->aggs, u->naggs) + u->nlate + u->nwindows;
     int rc;
@@ -857,14 +857,14 @@ int pgw_submit(struct pgw *w, const struct pgw_unit *u)
     int skip_rows = u->lsn && u->lsn <= w->skip_lsn;
     /* a window set is dropped when every partition it covers has a newer one
      * in the database (where some do, the update keeps the newer position) */
-    struct pgw_unit own = *u;        /* a window set covers the partitions this writer owns */
+    struct pg_writer_unit own = *u;        /* a window set covers the partitions this writer owns */
     own.window_parts = (u->window_parts ? u->window_parts : ~0ULL) & owned(w);
     int skip_windows = u->window_lsn != 0;
     for (int p = 0; skip_windows && p < GA_PARTITIONS; p++)
         if ((own.window_parts >> p & 1) && u->window_lsn > w->skip_part[p])
             skip_windows = 0;
-    struct pgb_unit *q;
-    rc = pgb_copy(&own, skip_rows, skip_windows, &q);
+    struct pg_batch_unit *q;
+    rc = pg_batch_copy(&own, skip_rows, skip_windows, &q);
     if (rc < 0)
         goto out;
     q->seq = ++w->seq;
@@ -888,7 +888,7 @@ out:
     return rc;
 }
 
-int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
+int pg_writer_flush(struct pg_writer *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
 {
     pthread_mutex_lock(&w->mu);
     if (w->stopping) {
@@ -914,7 +914,7 @@ int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_ls
     return 0;
 }
 
-int pgw_flush_sync(struct pgw *w, int timeout_ms)
+int pg_writer_flush_sync(struct pg_writer *w, int timeout_ms)
 {
     struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms < 0 ? 0 : timeout_ms);
     int rc = 0;
@@ -939,7 +939,7 @@ int pgw_flush_sync(struct pgw *w, int timeout_ms)
     return rc;
 }
 
-void pgw_set_tuning(struct pgw *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
+void pg_writer_set_tuning(struct pg_writer *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
                     int retry_max_ms)
 {
     pthread_mutex_lock(&w->mu);
@@ -957,7 +957,7 @@ void pgw_set_tuning(struct pgw *w, int flush_rows, int flush_interval_ms, int re
     pthread_mutex_unlock(&w->mu);
 }
 
-void pgw_get_status(struct pgw *w, struct pgw_status *st)
+void pg_writer_get_status(struct pg_writer *w, struct pg_writer_status *st)
 {
     pthread_mutex_lock(&w->mu);
     *st = w->st;
@@ -971,7 +971,7 @@ void pgw_get_status(struct pgw *w, struct pgw_status *st)
     pthread_mutex_unlock(&w->mu);
 }
 
-void pgw_stop_begin(struct pgw *w, int timeout_ms)
+void pg_writer_stop_begin(struct pg_writer *w, int timeout_ms)
 {
     if (!w)
         return;
@@ -987,11 +987,11 @@ void pgw_stop_begin(struct pgw *w, int timeout_ms)
     pthread_mutex_unlock(&w->mu);
 }
 
-int pgw_stop(struct pgw *w, int timeout_ms)
+int pg_writer_stop(struct pg_writer *w, int timeout_ms)
 {
     if (!w)
         return 0;
-    pgw_stop_begin(w, timeout_ms);
+    pg_writer_stop_begin(w, timeout_ms);
     /* Past the deadline a statement still running (a lock, a server that
      * stopped answering) is cancelled: the writer then gives up as at any
      * failure past the deadline, and the stop keeps its bound. */
@@ -1015,15 +1015,15 @@ int pgw_stop(struct pgw *w, int timeout_ms)
     pthread_join(w->merger, NULL);
     pthread_join(w->thread, NULL);
     int rc = w->stop_rc;
-    for (struct pgb_unit *q = w->inbox, *n; q; q = n) {
+    for (struct pg_batch_unit *q = w->inbox, *n; q; q = n) {
         n = q->next;
-        pgb_unit_free(q);
+        pg_batch_unit_free(q);
     }
-    pgb_free(&w->filling);
-    pgb_free(&w->flushing);
-    pgb_free(&w->wrest);
-    pgf_free(&w->hw);
-    pgo_free(&w->open);
+    pg_batch_free(&w->filling);
+    pg_batch_free(&w->flushing);
+    pg_batch_free(&w->wrest);
+    pg_fresh_free(&w->hw);
+    pg_open_free(&w->open);
     pthread_cond_destroy(&w->done);
     pthread_cond_destroy(&w->merge);
     pthread_cond_destroy(&w->wake);

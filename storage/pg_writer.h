@@ -3,14 +3,14 @@
  * one transaction per flush, together with the journal checkpoint they
  * cover.
  *
- * The daemon submits units of work (pgw_submit, any thread).  Units are
+ * The daemon submits units of work (pg_writer_submit, any thread).  Units are
  * copied at once (windows encoded) and coalesced on the writer's own
  * thread into the pending batch: for the same
  * (metric, granularity, method, ts) the later value wins, the latest window
  * snapshot of a metric wins, point counters add up.  A dedicated thread
  * with its own connection flushes the pending batch when it holds
  * flush_rows rows, when its oldest unit is flush_interval_ms old, on
- * pgw_flush, and at stop, as ONE transaction:
+ * pg_writer_flush, and at stop, as ONE transaction:
  *
  *   COPY (binary) aggregates → temp staging table; INSERT … SELECT … ON
  *   CONFLICT (pk) DO UPDATE; insert late points; upsert policies, metrics,
@@ -20,11 +20,11 @@
  * When PostgreSQL is down or the transaction fails, the same batch is
  * retried with exponential backoff (retry_initial_ms .. retry_max_ms);
  * nothing is ever dropped — except where the database refuses the data
- * itself (pgu_data_error): then the refused metrics' rows are isolated
+ * itself (pg_util_data_error): then the refused metrics' rows are isolated
  * and recorded in rejected_rows, and the rest commits (pg_isolate.h).  A commit whose outcome was lost with the
  * connection is recognised on reconnect (checkpoints.last_batch) and not
  * applied twice.  New units keep coalescing into the next batch meanwhile,
- * up to queue_max_rows; then pgw_submit returns GA_EBUSY (backpressure).
+ * up to queue_max_rows; then pg_writer_submit returns GA_EBUSY (backpressure).
  * The rows counted are the next batch's distinct rows (a bucket rewritten
  * by many units counts once) and those of units not yet merged into it, so
  * the bound is memory (about 40 bytes a row) and a slow transaction makes
@@ -47,7 +47,7 @@
  * dropped likewise.
  *
  * Thread-safety: every function may be called from any thread, except
- * pgw_stop (once, and nothing else on w after it starts; pgw_stop_begin
+ * pg_writer_stop (once, and nothing else on w after it starts; pg_writer_stop_begin
  * may come before it). */
 #ifndef GA_PG_WRITER_H
 #define GA_PG_WRITER_H
@@ -61,14 +61,14 @@
 #include "storage/pg_conn.h"
 
 /* A new metric: its dense id, name and policy. */
-struct pgw_metric_def {
+struct pg_writer_metric_def {
     uint32_t id;
     const char *name;                 /* NUL-terminated, <= 255 bytes */
     const struct ga_policy *policy;
 };
 
 /* Points aggregated for a metric by this unit (metrics.points += points). */
-struct pgw_count {
+struct pg_writer_count {
     uint32_t metric;
     uint64_t points;
 };
@@ -78,7 +78,7 @@ struct pgw_count {
  * since its last save (which holds every point before them), keep_from
  * being the window's first timestamp now (docs/STORAGE.md "Window
  * snapshots"). */
-struct pgw_window {
+struct pg_writer_window {
     uint32_t metric;
     const struct ga_window *window;
     int tail;
@@ -86,8 +86,8 @@ struct pgw_window {
 };
 
 /* One unit of work.  Every array is borrowed for the duration of
- * pgw_submit only (copied).  Any count may be 0. */
-struct pgw_unit {
+ * pg_writer_submit only (copied).  Any count may be 0. */
+struct pg_writer_unit {
     const struct ga_agg *aggs;    /* rows and wide records (engine.h), as a ga_result's */
     size_t naggs;                 /* slots */
     const uint8_t *agg_part;      /* per slot: its metric's partition (proto/ga_partition.h),
@@ -95,11 +95,11 @@ struct pgw_unit {
                                      NULL: not known, every bucket a row */
     const struct ga_late *late;
     size_t nlate;
-    const struct pgw_metric_def *defs;
+    const struct pg_writer_metric_def *defs;
     size_t ndefs;
-    const struct pgw_count *counts;
+    const struct pg_writer_count *counts;
     size_t ncounts;
-    const struct pgw_window *windows;
+    const struct pg_writer_window *windows;
     size_t nwindows;
     uint64_t lsn;                     /* see "LSNs" above; must not decrease */
     uint64_t window_lsn;              /* != 0: windows is a complete set of window_parts */
@@ -107,20 +107,20 @@ struct pgw_unit {
                                          (proto/ga_partition.h); 0 = every partition */
 };
 
-struct pgw;
+struct pg_writer;
 
 /* The default queue_max_rows, in flush_rows: room for every open bucket
  * of the metrics a writer serves (100,000-row batches: 1,600,000 rows,
  * 64 MB, the 12 values a point writes under `medium` for 130,000 metrics). */
-#define PGW_QUEUE_FLUSHES 16
+#define PG_WRITER_QUEUE_FLUSHES 16
 
-struct pgw_opts {
+struct pg_writer_opts {
     const char *conninfo;             /* copied */
     int flush_rows;                   /* storage.flush_rows (> 0) */
     int flush_interval_ms;            /* storage.flush_interval_ms (> 0) */
     int retry_initial_ms;             /* storage.retry_initial_ms (> 0) */
     int retry_max_ms;                 /* storage.retry_max_ms (>= initial) */
-    size_t queue_max_rows;            /* pending rows cap; 0 = PGW_QUEUE_FLUSHES * flush_rows */
+    size_t queue_max_rows;            /* pending rows cap; 0 = PG_WRITER_QUEUE_FLUSHES * flush_rows */
     int maintenance_interval_ms;      /* partitions ahead + retention; 0 = 1 h, < 0 off */
     int partitions_ahead_days;        /* created ahead of today; 0 = 2 */
     uint64_t committed_lsn;           /* the loaded checkpoint (pg_load.h) */
@@ -145,13 +145,13 @@ struct pgw_opts {
                                          LSN): lag_lsn counts from it while the
                                          checkpoint is lower (a fresh database) */
     /* Called from the writer thread after each commit; may be NULL.  Must
-     * not call pgw_stop. */
+     * not call pg_writer_stop. */
     void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
     void *ctx;
 };
 
-struct pgw_status {
-    enum pgc_state state;             /* connecting / connected / down / stopped */
+struct pg_writer_status {
+    enum pg_conn_state state;             /* connecting / connected / down / stopped */
     char last_error[256];             /* "" when none since the last commit */
     int64_t since_real_ns;            /* when state last changed */
     uint64_t committed_lsn, window_lsn;   /* window_lsn: the lowest partition's */
@@ -187,51 +187,51 @@ struct pgw_status {
     uint64_t open_closed;             /* open buckets closed: moved to buckets as rows */
     uint64_t open_full;               /* new pairs kept as rows: open_buckets_max reached */
     char last_rejected[256];          /* "metric M: <database message>" of the last; "" none */
-    int fenced;                       /* pgw_opts.fence: the session was lost */
+    int fenced;                       /* pg_writer_opts.fence: the session was lost */
 };
 
 /* Start the writer thread; it connects (with backoff) on its own.  Returns
  * 0 and *out, or GA_EINVAL (bad options) / GA_ENOMEM. */
-int pgw_start(struct pgw **out, const struct pgw_opts *o);
+int pg_writer_start(struct pg_writer **out, const struct pg_writer_opts *o);
 
 /* Copy a unit for the writer thread, which coalesces it into the pending
  * batch.  Returns 0; GA_EBUSY when the rows pending (units not yet taken
  * by the writer count before coalescing) plus the unit's rows would pass
  * queue_max_rows (nothing taken: retry later; a
- * unit alone larger than the cap is taken when nothing is pending); GA_ESHUTDOWN after pgw_stop began; GA_EINVAL for a window not
+ * unit alone larger than the cap is taken when nothing is pending); GA_ESHUTDOWN after pg_writer_stop began; GA_EINVAL for a window not
  * strictly increasing, a name too long, an LSN above INT64_MAX or lower
  * than the previous unit's; GA_ENOMEM. */
-int pgw_submit(struct pgw *w, const struct pgw_unit *u);
+int pg_writer_submit(struct pg_writer *w, const struct pg_writer_unit *u);
 
 /* Ask for everything submitted so far to be committed now.  cb(ctx, rc,
  * committed_lsn) is called once it is (rc 0), from the writer thread — or
  * at once from this thread when nothing is pending — or with GA_ESHUTDOWN
  * if the writer stops before it could commit.  Returns 0 or GA_ENOMEM /
  * GA_ESHUTDOWN (cb not called). */
-int pgw_flush(struct pgw *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx);
+int pg_writer_flush(struct pg_writer *w, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx);
 
-/* pgw_flush and wait.  Returns 0 when committed, GA_ETIMEDOUT after
+/* pg_writer_flush and wait.  Returns 0 when committed, GA_ETIMEDOUT after
  * timeout_ms (< 0: no limit; the flush still happens), GA_ESHUTDOWN. */
-int pgw_flush_sync(struct pgw *w, int timeout_ms);
+int pg_writer_flush_sync(struct pg_writer *w, int timeout_ms);
 
 /* Reload: new flush and backoff settings (values <= 0 keep the old one). */
-void pgw_set_tuning(struct pgw *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
+void pg_writer_set_tuning(struct pg_writer *w, int flush_rows, int flush_interval_ms, int retry_initial_ms,
                     int retry_max_ms);
 
 /* Snapshot of the status; thread-safe. */
-void pgw_get_status(struct pgw *w, struct pgw_status *st);
+void pg_writer_get_status(struct pg_writer *w, struct pg_writer_status *st);
 
 /* Graceful stop: refuse new units, flush and commit everything pending,
  * close the connection, free w.  If it cannot commit within timeout_ms
  * (< 0: wait forever) it gives up, logs what stayed uncommitted (it is
  * still in the journal) and returns GA_ETIMEDOUT; else 0.  After
- * pgw_stop_begin the earlier of the two deadlines holds.  NULL: no-op. */
-int pgw_stop(struct pgw *w, int timeout_ms);
+ * pg_writer_stop_begin the earlier of the two deadlines holds.  NULL: no-op. */
+int pg_writer_stop(struct pg_writer *w, int timeout_ms);
 
-/* Begin pgw_stop's graceful stop without waiting for it: new units are
+/* Begin pg_writer_stop's graceful stop without waiting for it: new units are
  * refused and what is not committed timeout_ms from now (< 0: no limit)
  * is given up.  Writers begun together wait out one deadline side by side,
- * not one after another; pgw_stop then joins each.  NULL: no-op. */
-void pgw_stop_begin(struct pgw *w, int timeout_ms);
+ * not one after another; pg_writer_stop then joins each.  NULL: no-op. */
+void pg_writer_stop_begin(struct pg_writer *w, int timeout_ms);
 
 #endif

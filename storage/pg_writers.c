@@ -18,27 +18,27 @@ struct share {
     size_t cap_agg_part;
     struct ga_late *late;
     size_t nlate, cap_late;
-    struct pgw_metric_def *defs;
+    struct pg_writer_metric_def *defs;
     size_t ndefs, cap_defs;
-    struct pgw_count *counts;
+    struct pg_writer_count *counts;
     size_t ncounts, cap_counts;
-    struct pgw_window *windows;
+    struct pg_writer_window *windows;
     size_t nwindows, cap_windows;
 };
 
 struct slot {
-    struct pgws *s;
+    struct pg_writers *s;
     int i;
 };
 
-struct pgws {
+struct pg_writers {
     int n;
-    struct pgw **w;
+    struct pg_writer **w;
     struct slot *slots;
     struct share *share;
     uint64_t *parts;                  /* per writer: the partitions it owns */
     uint8_t writer_of[GA_PARTITIONS]; /* the writer of each partition */
-    int masked;                       /* pgws_opts.parts set: always split */
+    int masked;                       /* pg_writers_opts.parts set: always split */
     int (*partition_of)(void *ctx, uint32_t metric);
     void *pctx;
     void (*on_commit)(void *ctx, uint64_t committed_lsn, uint64_t window_lsn);
@@ -60,7 +60,7 @@ static uint64_t lowest(const uint64_t *v, int n)
 static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
 {
     struct slot *sl = ctx;
-    struct pgws *s = sl->s;
+    struct pg_writers *s = sl->s;
     pthread_mutex_lock(&s->mu);
     s->committed[sl->i] = committed_lsn;
     s->window[sl->i] = window_lsn;
@@ -70,12 +70,12 @@ static void on_commit(void *ctx, uint64_t committed_lsn, uint64_t window_lsn)
         s->on_commit(s->ctx, c, wl);
 }
 
-int pgws_start(struct pgws **out, const struct pgws_opts *o)
+int pg_writers_start(struct pg_writers **out, const struct pg_writers_opts *o)
 {
     if (o->nwriters < 1 || o->nwriters > GA_PARTITIONS ||
         ((o->nwriters > 1 || o->parts) && !o->partition_of))
         return GA_EINVAL;
-    struct pgws *s = calloc(1, sizeof *s);
+    struct pg_writers *s = calloc(1, sizeof *s);
     if (!s)
         return GA_ENOMEM;
     int n = o->nwriters, owned = __builtin_popcountll(o->parts);
@@ -94,7 +94,7 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
     s->committed = calloc((size_t)n, sizeof *s->committed);
     s->window = calloc((size_t)n, sizeof *s->window);
     if (!s->w || !s->slots || !s->share || !s->parts || !s->committed || !s->window) {
-        pgws_stop(s, 0);
+        pg_writers_stop(s, 0);
         return GA_ENOMEM;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -107,7 +107,7 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
         s->writer_of[p] = (uint8_t)i;
     }
     for (int i = 0; i < n; i++) {
-        struct pgw_opts wo = o->w;
+        struct pg_writer_opts wo = o->w;
         s->slots[i] = (struct slot){ s, i };
         wo.parts = n > 1 || s->masked ? s->parts[i] : 0;
         wo.no_instance_lock = i > 0 || (s->masked && !o->instance_lock);  /* the first holds it */
@@ -117,9 +117,9 @@ int pgws_start(struct pgws **out, const struct pgws_opts *o)
         wo.ctx = &s->slots[i];
         s->committed[i] = o->w.committed_lsn;
         s->window[i] = o->w.window_lsn;
-        int rc = pgw_start(&s->w[i], &wo);
+        int rc = pg_writer_start(&s->w[i], &wo);
         if (rc < 0) {
-            pgws_stop(s, 0);
+            pg_writers_stop(s, 0);
             return rc;
         }
     }
@@ -138,13 +138,13 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
          : ((sh)->field[(sh)->n##field++] = (val), 0))
 
 /* The share of the writer of a metric's partition. */
-static struct share *share_of(struct pgws *s, uint32_t metric)
+static struct share *share_of(struct pg_writers *s, uint32_t metric)
 {
     return &s->share[s->writer_of[s->partition_of(s->pctx, metric) % GA_PARTITIONS]];
 }
 
 /* Each slot's partition for a unit given whole to the only writer. */
-static int tag_parts(struct pgws *s, const struct pgw_unit *u)
+static int tag_parts(struct pg_writers *s, const struct pg_writer_unit *u)
 {
     struct share *sh = &s->share[0];
     if (grow((void **)&sh->agg_part, &sh->cap_agg_part, u->naggs, 1))
@@ -160,7 +160,7 @@ static int tag_parts(struct pgws *s, const struct pgw_unit *u)
     return 0;
 }
 
-static int split(struct pgws *s, const struct pgw_unit *u)
+static int split(struct pg_writers *s, const struct pg_writer_unit *u)
 {
     for (int i = 0; i < s->n; i++) {
         struct share *sh = &s->share[i];
@@ -197,7 +197,7 @@ static int split(struct pgws *s, const struct pgw_unit *u)
     return 0;
 }
 
-int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx), void *sctx)
+int pg_writers_submit(struct pg_writers *s, const struct pg_writer_unit *u, int (*stop)(void *sctx), void *sctx)
 {
     int splitting = s->n > 1 || s->masked;
     if (splitting && split(s, u) < 0)
@@ -205,12 +205,12 @@ int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx
     if (!splitting && s->partition_of && tag_parts(s, u) < 0)
         return GA_ENOMEM;
     for (int i = 0; i < s->n; i++) {
-        struct pgw_unit part = *u;
+        struct pg_writer_unit part = *u;
         if (!splitting && s->partition_of)
             part.agg_part = s->share[0].agg_part;
         if (splitting) {
             const struct share *sh = &s->share[i];
-            part = (struct pgw_unit){
+            part = (struct pg_writer_unit){
                 .aggs = sh->aggs, .naggs = sh->naggs, .agg_part = sh->agg_part, .late = sh->late, .nlate = sh->nlate,
                 .defs = sh->defs, .ndefs = sh->ndefs, .counts = sh->counts,
                 .ncounts = sh->ncounts, .windows = sh->windows, .nwindows = sh->nwindows,
@@ -223,7 +223,7 @@ int pgws_submit(struct pgws *s, const struct pgw_unit *u, int (*stop)(void *sctx
             }
         }
         for (;;) {
-            int rc = pgw_submit(s->w[i], &part);
+            int rc = pg_writer_submit(s->w[i], &part);
             if (rc != GA_EBUSY) {
                 if (rc < 0)
                     return rc;
@@ -263,7 +263,7 @@ static void one_flushed(void *ctx, int rc, uint64_t committed_lsn)
     free(f);
 }
 
-int pgws_flush(struct pgws *s, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
+int pg_writers_flush(struct pg_writers *s, void (*cb)(void *ctx, int rc, uint64_t committed_lsn), void *ctx)
 {
     struct fan_in *f = calloc(1, sizeof *f);
     if (!f)
@@ -274,26 +274,26 @@ int pgws_flush(struct pgws *s, void (*cb)(void *ctx, int rc, uint64_t committed_
     f->cb = cb;
     f->ctx = ctx;
     for (int i = 0; i < s->n; i++)
-        if (pgw_flush(s->w[i], one_flushed, f) < 0)
+        if (pg_writer_flush(s->w[i], one_flushed, f) < 0)
             one_flushed(f, GA_ESHUTDOWN, 0);
     return 0;
 }
 
-void pgws_set_tuning(struct pgws *s, int flush_rows, int flush_interval_ms)
+void pg_writers_set_tuning(struct pg_writers *s, int flush_rows, int flush_interval_ms)
 {
     for (int i = 0; i < s->n; i++)
-        pgw_set_tuning(s->w[i], flush_rows, flush_interval_ms, 0, 0);
+        pg_writer_set_tuning(s->w[i], flush_rows, flush_interval_ms, 0, 0);
 }
 
 /* How bad a state is, for picking the one to show. */
-static int badness(enum pgc_state st)
+static int badness(enum pg_conn_state st)
 {
-    return st == PGC_CONNECTED ? 0 : st == PGC_STOPPED ? 1 : st == PGC_CONNECTING ? 2 : 3;
+    return st == PG_CONN_CONNECTED ? 0 : st == PG_CONN_STOPPED ? 1 : st == PG_CONN_CONNECTING ? 2 : 3;
 }
 
-void pgws_status_merge(struct pgw_status *st, const struct pgw_status *op, uint64_t parts)
+void pg_writers_status_merge(struct pg_writer_status *st, const struct pg_writer_status *op, uint64_t parts)
 {
-    const struct pgw_status o = *op;
+    const struct pg_writer_status o = *op;
     if (badness(o.state) > badness(st->state) || (!st->last_error[0] && o.last_error[0])) {
         st->state = o.state;
         st->since_real_ns = o.since_real_ns;
@@ -353,13 +353,13 @@ void pgws_status_merge(struct pgw_status *st, const struct pgw_status *op, uint6
             st->part_window_lsn[p] = o.part_window_lsn[p];
 }
 
-void pgws_get_status(struct pgws *s, struct pgw_status *st)
+void pg_writers_get_status(struct pg_writers *s, struct pg_writer_status *st)
 {
-    pgw_get_status(s->w[0], st);
+    pg_writer_get_status(s->w[0], st);
     for (int i = 1; i < s->n; i++) {
-        struct pgw_status o;
-        pgw_get_status(s->w[i], &o);
-        pgws_status_merge(st, &o, s->parts[i]);
+        struct pg_writer_status o;
+        pg_writer_get_status(s->w[i], &o);
+        pg_writers_status_merge(st, &o, s->parts[i]);
     }
 }
 
@@ -367,7 +367,7 @@ static void ignore_flushed(void *ctx, int rc, uint64_t committed_lsn)
 {
 }
 
-int pgws_stop(struct pgws *s, int timeout_ms)
+int pg_writers_stop(struct pg_writers *s, int timeout_ms)
 {
     if (!s)
         return 0;
@@ -376,11 +376,11 @@ int pgws_stop(struct pgws *s, int timeout_ms)
      * join them one by one */
     for (int i = 0; s->w && i < s->n; i++)
         if (s->w[i])
-            pgw_flush(s->w[i], ignore_flushed, NULL);
+            pg_writer_flush(s->w[i], ignore_flushed, NULL);
     for (int i = 0; s->w && i < s->n; i++)
-        pgw_stop_begin(s->w[i], timeout_ms);
+        pg_writer_stop_begin(s->w[i], timeout_ms);
     for (int i = 0; s->w && i < s->n; i++) {
-        int r = s->w[i] ? pgw_stop(s->w[i], timeout_ms) : 0;   /* the earlier deadline holds */
+        int r = s->w[i] ? pg_writer_stop(s->w[i], timeout_ms) : 0;   /* the earlier deadline holds */
         rc = rc ? rc : r;
     }
     for (int i = 0; s->share && i < s->n; i++) {

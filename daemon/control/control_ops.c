@@ -48,24 +48,24 @@ static int op_ping(struct ga_daemon *d, const msgpack_object *args, struct ga_ct
 static void take_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
 {
     memset(s, 0, sizeof *s);
-    pgc_get_status(d->storage, &s->pg);
+    pg_conn_get_status(d->storage, &s->pg);
     if ((s->have_ew = d->worker != NULL))
         ew_get_status(d->worker, &s->ew);
     if ((s->have_in = d->ingest != NULL))
         ga_ingest_get_stats(d->ingest, &s->in);
     if ((s->have_jn = d->journal != NULL))
-        jnl_get_stats(d->journal, &s->jn);
+        journal_get_stats(d->journal, &s->jn);
     if ((s->have_pl = d->pipeline != NULL))
         pl_get_stats(d->pipeline, &s->pl);
 }
 
 static void pack_storage(const struct stat_snapshot *s, msgpack_packer *pk)
 {
-    const struct pgw_status *w = &s->ew.writer;
+    const struct pg_writer_status *w = &s->ew.writer;
     int wr = s->ew.have_writer;
     msgpack_pack_map(pk, 15);
     /* The writer's view once it runs; before, the health checker's. */
-    mp_pack_kv_str(pk, "state", pgc_state_name(wr ? w->state : s->pg.state));
+    mp_pack_kv_str(pk, "state", pg_conn_state_name(wr ? w->state : s->pg.state));
     mp_pack_kv_str(pk, "last_error", wr && w->last_error[0] ? w->last_error : s->pg.last_error);
     mp_pack_kv_double(pk, "state_for_s",
                       (double)(ga_now_real_ns() - (wr ? w->since_real_ns : s->pg.since_real_ns)) / 1e9);

@@ -35,14 +35,14 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
  * "next" is the ts of row `limit` when n > limit, else nil.  Borrows
  * everything. */
 void ctlq_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
-                    int64_t granularity_ns, const struct pgq_point *p, size_t n, size_t limit);
+                    int64_t granularity_ns, const struct pg_query_point *p, size_t n, size_t limit);
 
 /* Pack a `metrics` result: {"metrics": [{"name", "policy", "points"}, ...],
  * "next"} from the n entries of m (already filtered), at most limit of
  * them and at most budget bytes of entries; "next" is the name of the last
  * entry packed when some were left out, else nil.  Returns the entries
  * packed. */
-size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pgq_metric *const *m, size_t n,
+size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
                          size_t limit, size_t budget);
 
 #endif

@@ -1,6 +1,6 @@
 /* control_ops_query.c — the deferred control ops (proto/PROTOCOL.md):
  * flush (answered when the engine worker's flush commits) and metrics /
- * query (run on the control server's blocking-work threads with the pgq
+ * query (run on the control server's blocking-work threads with the pg_query
  * pool, never on the loop). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -84,7 +84,7 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
                  st.load_error[0] ? ", last error: " : "", st.load_error);
     else
         snprintf(msg, sizeof msg, "not committed within %" PRIu64 " ms (storage %s%s%.160s)",
-                 timeout_ms, pgc_state_name(st.have_writer ? st.writer.state : PGC_CONNECTING),
+                 timeout_ms, pg_conn_state_name(st.have_writer ? st.writer.state : PG_CONN_CONNECTING),
                  st.writer.last_error[0] ? ": " : "", st.writer.last_error);
     ga_ctl_set_timeout(req, timeout_ms, msg);
     if ((rc = ew_flush(d->worker, flush_done, req)) < 0) {
@@ -171,7 +171,7 @@ static int get_limit(const msgpack_object *args, uint64_t dflt, uint64_t max,
     return 0;
 }
 
-/* pgq's codes, as the protocol reports them. */
+/* pg_query's codes, as the protocol reports them. */
 static int map_pgq_error(int rc, const char *why, char *err, size_t errlen)
 {
     switch (rc) {
@@ -194,7 +194,7 @@ static int map_pgq_error(int rc, const char *why, char *err, size_t errlen)
 
 struct query_job {
     struct ga_ctl_req *req;
-    struct pgq *q;
+    struct pg_query *q;
     char metric[METRIC_NAME_MAX + 1];
     char method[32];
     int64_t granularity_ns, start_ns, stop_ns;
@@ -203,7 +203,7 @@ struct query_job {
 };
 
 void ctlq_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
-                    int64_t granularity_ns, const struct pgq_point *p, size_t n, size_t limit)
+                    int64_t granularity_ns, const struct pg_query_point *p, size_t n, size_t limit)
 {
     size_t k = n < limit ? n : limit;
     msgpack_pack_map(pk, 5);
@@ -228,9 +228,9 @@ static void query_run(void *arg)
 {
     struct query_job *j = arg;
     char why[512] = "", err[640];
-    struct pgq_point *p = NULL;
+    struct pg_query_point *p = NULL;
     size_t n = 0;
-    int rc = pgq_query(j->q, j->metric, j->granularity_ns, j->method, j->start_ns, j->stop_ns, &p,
+    int rc = pg_query(j->q, j->metric, j->granularity_ns, j->method, j->start_ns, j->stop_ns, &p,
                        &n, why, sizeof why);
     if (rc < 0 && j->loading) {
         /* before the first load the schema may not be there yet: say so
@@ -333,14 +333,14 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
 
 struct metrics_job {
     struct ga_ctl_req *req;
-    struct pgq *q;
+    struct pg_query *q;
     char prefix[METRIC_NAME_MAX + 1];
     char after[METRIC_NAME_MAX + 1];
     int has_after;
     uint64_t limit;
 };
 
-static void pack_metric(msgpack_packer *pk, const struct pgq_metric *m)
+static void pack_metric(msgpack_packer *pk, const struct pg_query_metric *m)
 {
     msgpack_pack_map(pk, 3);
     mp_pack_kv_str(pk, "name", m->name);
@@ -348,7 +348,7 @@ static void pack_metric(msgpack_packer *pk, const struct pgq_metric *m)
     mp_pack_kv_uint(pk, "points", m->points);
 }
 
-size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pgq_metric *const *m, size_t n,
+size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
                          size_t limit, size_t budget)
 {
     msgpack_sbuffer sb;
@@ -380,10 +380,10 @@ static void metrics_run(void *arg)
 {
     struct metrics_job *j = arg;
     char why[512] = "", err[640];
-    struct pgq_metric *all = NULL;
-    const struct pgq_metric **sel = NULL;
+    struct pg_query_metric *all = NULL;
+    const struct pg_query_metric **sel = NULL;
     size_t n = 0, ns = 0, plen = strlen(j->prefix);
-    int rc = pgq_metrics(j->q, &all, &n, why, sizeof why);
+    int rc = pg_query_metrics(j->q, &all, &n, why, sizeof why);
     if (rc < 0) {
         rc = map_pgq_error(rc, why, err, sizeof err);
         ga_ctl_reply(j->req, rc, NULL, err);
@@ -406,7 +406,7 @@ static void metrics_run(void *arg)
     msgpack_sbuffer_destroy(&sb);
 out:
     free(sel);
-    pgq_metrics_free(all, n);
+    pg_query_metrics_free(all, n);
     free(j);
 }
 

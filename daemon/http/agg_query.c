@@ -207,7 +207,7 @@ static int cmp_ts(const void *a, const void *b)
  * when they span few slots of g the union is a pass over a bitmap of
  * slots; otherwise (times off the multiples, or sparse over a long span)
  * a sort. */
-static size_t time_union(const struct pgr_series *s, int64_t g, int64_t *all)
+static size_t time_union(const struct pg_read_series *s, int64_t g, int64_t *all)
 {
     if (!s->n)
         return 0;
@@ -251,7 +251,7 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
     int max_points = http_server_config(req->srv)->http.max_points;
     const char **names = malloc((size_t)(ncols ? ncols : 1) * sizeof *names);
     const char **aggs = malloc((size_t)(ncols ? ncols : 1) * sizeof *aggs);
-    struct pgr_series s = { 0 };
+    struct pg_read_series s = { 0 };
     int64_t *all = NULL;
     int status = 0;
     if (!names || !aggs) {
@@ -264,7 +264,7 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
         aggs[c] = refs->r[cols[c].ref].agg;
     }
     char err[512];
-    int rc = pgr_series_read(http_server_pgq(req->srv), (size_t)ncols, names, aggs, g,
+    int rc = pg_read_series_read(http_server_pgq(req->srv), (size_t)ncols, names, aggs, g,
                              aggq_floor(p->start, g), p->stop, (size_t)max_points - *used, &s,
                              err, sizeof err);
     if (rc == GA_ERANGE) {
@@ -358,7 +358,7 @@ out:
     free(all);
     free(names);
     free(aggs);
-    pgr_series_free(&s);
+    pg_read_series_free(&s);
     return status;
 }
 

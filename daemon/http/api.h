@@ -27,7 +27,7 @@ void api_iso(int64_t ns, char out[40]);
 /* Python's str(timedelta): "0:01:00", "1 day, 0:00:00", "30 days, 0:00:00". */
 void api_timedelta(int64_t ns, char out[48]);
 
-/* Answer a pgq error: 503 when PostgreSQL is unreachable, 500 otherwise. */
+/* Answer a pg_query error: 503 when PostgreSQL is unreachable, 500 otherwise. */
 void api_db_error(struct http_resp *resp, int rc, const char *err);
 
 /* The archive policy of a metric as Gnocchi shows it, from the

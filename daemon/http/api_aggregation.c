@@ -32,8 +32,8 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
         if (resample_ns && stop != INT64_MAX)
             stop = aggq_floor(stop - 1, rg) + rg;
         const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
-        struct pgr_series s;
-        int rc = pgr_series_read(http_server_pgq(req->srv), 1, &name, &agg, g,
+        struct pg_read_series s;
+        int rc = pg_read_series_read(http_server_pgq(req->srv), 1, &name, &agg, g,
                                  aggq_floor(from, rg), stop, (size_t)max_points - total, &s, err,
                                  sizeof err);
         if (rc == GA_ERANGE) {
@@ -50,7 +50,7 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
         if (resample_ns) {
             rc = agg_resample(agg, s.ts, s.val, s.n, resample_ns, s.ts, s.val, &on);
             if (rc < 0) {
-                pgr_series_free(&s);
+                pg_read_series_free(&s);
                 http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
                 return 400;
             }
@@ -58,7 +58,7 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
         for (size_t k = 0; k < on; k++)
             if (s.ts[k] >= aggq_floor(from, rg) && s.ts[k] < p->stop)
                 json_array_append_new(out, aggq_triplet(s.ts[k], rg, s.val[k], 0));
-        pgr_series_free(&s);
+        pg_read_series_free(&s);
     }
     return 0;
 }

@@ -94,8 +94,8 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         int64_t g = resample ? resample : grans[i], to = stop;
         if (resample && stop != INT64_MAX)
             to = floor_to(stop - 1, g) + g;   /* whole resampled buckets */
-        struct pgr_series s;
-        int rc = pgr_series_read(http_server_pgq(req->srv), 1, &name, &agg, grans[i],
+        struct pg_read_series s;
+        int rc = pg_read_series_read(http_server_pgq(req->srv), 1, &name, &agg, grans[i],
                                  floor_to(start, g), to, (size_t)max_points - total, &s, err,
                                  sizeof err);
         if (rc == GA_ERANGE) {
@@ -112,13 +112,13 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         total += s.n;
         size_t n = s.n;
         if (resample && agg_resample(agg, s.ts, s.val, s.n, resample, s.ts, s.val, &n) < 0) {
-            pgr_series_free(&s);
+            pg_read_series_free(&s);
             jout_free(&out);
             http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
             return;
         }
         jout_measures(&out, s.ts, s.val, n, g, stop);
-        pgr_series_free(&s);
+        pg_read_series_free(&s);
     }
     jout_put(&out, "]", 1);
     if (out.oom)

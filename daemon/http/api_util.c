@@ -178,7 +178,7 @@ json_t *api_query_json(struct http_req *req, struct http_resp *resp, const char 
 {
     char err[512];
     int rc = 0;
-    PGresult *r = pgq_exec(http_server_pgq(req->srv), sql, nparams, vals, &rc, err, sizeof err);
+    PGresult *r = pg_query_exec(http_server_pgq(req->srv), sql, nparams, vals, &rc, err, sizeof err);
     if (!r) {
         api_db_error(resp, rc, err);
         return NULL;

@@ -129,26 +129,26 @@ static void take_ready(void *arg)
 {
     struct ready_call *c = arg;
     struct ga_daemon *d = c->d;
-    struct pgc_status pg;
+    struct pg_conn_status pg;
     struct ew_status ew;
     memset(&ew, 0, sizeof ew);
-    pgc_get_status(d->storage, &pg);
+    pg_conn_get_status(d->storage, &pg);
     int wr = 0;
     if (d->worker) {
         ew_get_status(d->worker, &ew);
         wr = ew.have_writer;
     }
-    enum pgc_state st = wr ? ew.writer.state : pg.state;
+    enum pg_conn_state st = wr ? ew.writer.state : pg.state;
     const char *last = wr && ew.writer.last_error[0] ? ew.writer.last_error : pg.last_error;
     snprintf(c->storage_error, sizeof c->storage_error, "%s", last);
     c->r.state = ga_state_name(d->state);
     c->r.draining = d->state == GA_STATE_DRAINING;
-    c->r.storage_connected = st == PGC_CONNECTED;
-    c->r.storage_state = pgc_state_name(st);
+    c->r.storage_connected = st == PG_CONN_CONNECTED;
+    c->r.storage_state = pg_conn_state_name(st);
     c->r.storage_error = c->storage_error;
     if (d->journal) {
-        struct jnl_stats js;
-        jnl_get_stats(d->journal, &js);
+        struct journal_stats js;
+        journal_get_stats(d->journal, &js);
         c->r.journal_retained_bytes = js.retained_bytes;
         if (js.stalled_errno)
             snprintf(c->journal_error, sizeof c->journal_error, "%s", strerror(js.stalled_errno));

@@ -28,7 +28,7 @@ struct http_server {
     int port;
     const struct ga_config *cfg;
     struct ga_daemon *app;
-    struct pgq *q;
+    struct pg_query *q;
     struct http_admit *admit;
     struct auth_keystone *keystone;    /* http.auth keystone, else NULL */
     size_t max_body;
@@ -619,7 +619,7 @@ static int bind_listen(const char *hostport, int backlog, int *fd_out, int *port
 }
 
 int http_server_start(struct http_server **out, const struct ga_config *cfg, struct ga_daemon *app,
-                      struct pgq *q, char *err, size_t errlen)
+                      struct pg_query *q, char *err, size_t errlen)
 {
     struct http_server *s = calloc(1, sizeof *s);
     if (!s)
@@ -734,7 +734,7 @@ struct ga_daemon *http_server_app(const struct http_server *s)
     return s->app;
 }
 
-struct pgq *http_server_pgq(const struct http_server *s)
+struct pg_query *http_server_pgq(const struct http_server *s)
 {
     return s->q;
 }

@@ -23,7 +23,7 @@
  * may contain '/').
  *
  * Thread-safety: handlers run on connection threads, several at once; what
- * they touch must be thread-safe (the pgq pool is). */
+ * they touch must be thread-safe (the pg_query pool is). */
 #ifndef GA_HTTP_SERVER_H
 #define GA_HTTP_SERVER_H
 
@@ -40,7 +40,7 @@
 #define HTTP_CREATOR_MAX 512
 
 struct http_server;
-struct pgq;
+struct pg_query;
 struct ga_daemon;
 
 /* Who is asking (docs/API.md "Authentication"). */
@@ -103,7 +103,7 @@ struct http_stats {
  * http_server_app()); q is the API's own query pool (not owned).
  * Returns 0 with *out set, or GA_EINVAL / GA_EIO / GA_ENOMEM with err. */
 int http_server_start(struct http_server **out, const struct ga_config *cfg, struct ga_daemon *app,
-                      struct pgq *q, char *err, size_t errlen);
+                      struct pg_query *q, char *err, size_t errlen);
 /* Stop accepting, close connections (running handlers finish), free.
  * NULL ok. */
 void http_server_stop(struct http_server *s);
@@ -111,7 +111,7 @@ void http_server_stop(struct http_server *s);
 int http_server_port(const struct http_server *s);
 void http_get_stats(const struct http_server *s, struct http_stats *out);
 struct ga_daemon *http_server_app(const struct http_server *s);
-struct pgq *http_server_pgq(const struct http_server *s);
+struct pg_query *http_server_pgq(const struct http_server *s);
 const struct ga_config *http_server_config(const struct http_server *s);
 
 /* ---- helpers for handlers ---------------------------------------------- */

@@ -233,15 +233,15 @@ static void *run(void *arg)
             pg = NULL;
         }
         if (!pg)
-            pg = pgu_connect(c->conninfo, "gpuaggd-resources");
+            pg = pg_util_connect(c->conninfo, "gpuaggd-resources");
         int ok = 0;
         char err[256] = "out of memory";
         if (pg && PQstatus(pg) == CONNECTION_OK) {
-            struct pgres_sample ps = { e->id, e->raw, e->type, e->creator, e->project, e->user,
+            struct pg_resources_sample ps = { e->id, e->raw, e->type, e->creator, e->project, e->user,
                                        e->attrs, e->meter, e->metric, e->unit };
-            ok = pgres_upsert(pg, &ps, err, sizeof err) == 0;
+            ok = pg_resources_upsert(pg, &ps, err, sizeof err) == 0;
         } else if (pg) {
-            pgu_errcopy(err, sizeof err, PQerrorMessage(pg));
+            pg_util_errcopy(err, sizeof err, PQerrorMessage(pg));
         }
         uint64_t sup;
         if (!ok && ga_ratelimit_ok(&rl, &sup))

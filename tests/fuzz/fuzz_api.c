@@ -41,9 +41,9 @@ int http_args(const struct http_req *r, const char *name, const char **vals, int
 const char *http_header(const struct http_req *r, const char *name) { (void)r, (void)name; return NULL; }
 void http_json(struct http_resp *resp, int status, json_t *j) { resp->status = status; json_decref(j); }
 void http_error(struct http_resp *resp, int status, const char *fmt, ...) { (void)fmt; resp->status = status; }
-struct pgq *http_server_pgq(const struct http_server *s) { (void)s; return NULL; }
+struct pg_query *http_server_pgq(const struct http_server *s) { (void)s; return NULL; }
 const struct ga_config *http_server_config(const struct http_server *s) { (void)s; return NULL; }
-PGresult *pgq_exec(struct pgq *q, const char *sql, int nparams, const char *const *vals, int *rc,
+PGresult *pg_query_exec(struct pg_query *q, const char *sql, int nparams, const char *const *vals, int *rc,
                    char *err, size_t errlen)
 {
     (void)q, (void)sql, (void)nparams, (void)vals;

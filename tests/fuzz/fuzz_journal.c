@@ -1,5 +1,5 @@
-/* fuzz_journal.c — libFuzzer target for journal recovery (jnl_open,
- * jnl_replay: storage/journal.c, docs/JOURNAL.md "Opening and crash
+/* fuzz_journal.c — libFuzzer target for journal recovery (journal_open,
+ * journal_replay: storage/journal.c, docs/JOURNAL.md "Opening and crash
  * recovery").
  *
  * fuzz-sources: storage/journal.c storage/crc32c.c proto/base/log.c
@@ -8,9 +8,9 @@
  * journal directory's segment "00000000000000000000.wal", or, when flags
  * bit 1 is set, two segments cut at `split` (the second named for the LSN
  * it starts at, as the journal names them).  Seeds are real segments
- * written by jnl_append, so mutations land on torn tails, bad CRCs, wrong
+ * written by journal_append, so mutations land on torn tails, bad CRCs, wrong
  * LSNs, lengths past the end and gaps.  A broken promise aborts:
- *   - jnl_open without repair returns anything but 0 or GA_ECORRUPT (and
+ *   - journal_open without repair returns anything but 0 or GA_ECORRUPT (and
  *     -errno only for a file system error, which a tmp dir does not give);
  *   - with repair (flags bit 0) it fails at all;
  *   - an opened journal replays records out of LSN order, outside
@@ -77,12 +77,12 @@ static int on_rec(void *ctx, uint64_t lsn, const void *payload, size_t len)
     return 0;
 }
 
-static int replay_all(struct jnl *j, size_t total, int *found_tag)
+static int replay_all(struct journal *j, size_t total, int *found_tag)
 {
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     struct seen s = { st.first_lsn, st.next_lsn, 0, total + 5, 0, 0 };
-    int rc = jnl_replay(j, st.first_lsn, on_rec, &s);
+    int rc = journal_replay(j, st.first_lsn, on_rec, &s);
     if (rc != 0 && rc != GA_ECORRUPT)
         abort();
     if (found_tag)
@@ -113,12 +113,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         put_file(0, data, size);
     }
-    struct jnl_opts o = { .dir = dir, .segment_bytes = 4096, .max_bytes = 1u << 30,
+    struct journal_opts o = { .dir = dir, .segment_bytes = 4096, .max_bytes = 1u << 30,
                           .repair = repair };
-    struct jnl *j = NULL;
+    struct journal *j = NULL;
     char err[512];
     memset(err, 'x', sizeof err);
-    int rc = jnl_open(&j, &o, err, sizeof err);
+    int rc = journal_open(&j, &o, err, sizeof err);
     if (rc != 0) {
         if (repair || rc != GA_ECORRUPT || !memchr(err, '\0', sizeof err))
             abort();
@@ -127,15 +127,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     replay_all(j, size, NULL);
     /* what open left is a journal that takes a record and reopens clean */
     uint64_t lsn, end;
-    if (jnl_append(j, "fuzz!", 5, &lsn, &end) != 0 || jnl_sync(j, NULL) != 0)
+    if (journal_append(j, "fuzz!", 5, &lsn, &end) != 0 || journal_sync(j, NULL) != 0)
         abort();
-    jnl_close(j);
+    journal_close(j);
     o.repair = 0;
-    if (jnl_open(&j, &o, err, sizeof err) != 0)
+    if (journal_open(&j, &o, err, sizeof err) != 0)
         abort();
     int found = 0;
     if (replay_all(j, size, &found) != 0 || !found)
         abort();
-    jnl_close(j);
+    journal_close(j);
     return 0;
 }

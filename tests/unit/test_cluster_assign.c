@@ -1,5 +1,5 @@
 /* test_cluster_assign.c — how cluster mode spreads the partitions over its
- * members (storage/pg_members.h pgm_assign): every partition has exactly
+ * members (storage/pg_members.h pg_members_assign): every partition has exactly
  * one owner, the shares differ by one at most, every member computes the
  * same split, and a member joining or leaving moves few partitions. */
 #include <stdlib.h>
@@ -14,11 +14,11 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* owner[p] = index of the member owning p, from pgm_assign's masks. */
+/* owner[p] = index of the member owning p, from pg_members_assign's masks. */
 static void owners(const char *const *names, int n, const char **owner)
 {
-    uint64_t out[PGM_MAX_MEMBERS];
-    CHECK_INT(pgm_assign(names, n, out), 0);
+    uint64_t out[PG_MEMBERS_MAX_MEMBERS];
+    CHECK_INT(pg_members_assign(names, n, out), 0);
     uint64_t all = 0;
     int lo = GA_PARTITIONS, hi = 0;
     for (int m = 0; m < n; m++) {
@@ -47,9 +47,9 @@ static void test_one_member_owns_all(void)
 {
     const char *names[] = { "solo" };
     uint64_t out[1];
-    CHECK_INT(pgm_assign(names, 1, out), 0);
+    CHECK_INT(pg_members_assign(names, 1, out), 0);
     CHECK(out[0] == ~0ULL);
-    CHECK_INT(pgm_assign(names, 0, out), GA_EINVAL);
+    CHECK_INT(pg_members_assign(names, 0, out), GA_EINVAL);
 }
 
 static void test_same_split_everywhere(void)
@@ -57,8 +57,8 @@ static void test_same_split_everywhere(void)
     /* a function of the names only: computed twice, the same masks */
     const char *names[] = { "a", "b", "c" };
     uint64_t x[3], y[3];
-    CHECK_INT(pgm_assign(names, 3, x), 0);
-    CHECK_INT(pgm_assign(names, 3, y), 0);
+    CHECK_INT(pg_members_assign(names, 3, x), 0);
+    CHECK_INT(pg_members_assign(names, 3, y), 0);
     for (int m = 0; m < 3; m++)
         CHECK(x[m] == y[m]);
     CHECK_INT(__builtin_popcountll(x[0]), 22);  /* 64 = 22 + 21 + 21 */

@@ -94,7 +94,7 @@ static void test_query_bytes(void)
     CHECK(same(b.sb.data, b.sb.size, query_req, sizeof query_req));
     msgpack_sbuffer_destroy(&b.sb);
 
-    const struct pgq_point rows[] = { { T0, 12.5 }, { T0 + 60000000000LL, 13.25 } };
+    const struct pg_query_point rows[] = { { T0, 12.5 }, { T0 + 60000000000LL, 13.25 } };
     ctlq_pack_rows(begin(&b), "vm1/cpu", "mean", 60000000000LL, rows, 2, CTLQ_MAX_ROWS);
     CHECK(response_is(5, &b, query_resp, sizeof query_resp));
 }
@@ -109,8 +109,8 @@ static void test_metrics_bytes(void)
     CHECK(same(b.sb.data, b.sb.size, metrics_req, sizeof metrics_req));
     msgpack_sbuffer_destroy(&b.sb);
 
-    struct pgq_metric m = { .id = 0, .name = "vm1/cpu", .policy = "low", .points = 1440 };
-    const struct pgq_metric *sel[] = { &m };
+    struct pg_query_metric m = { .id = 0, .name = "vm1/cpu", .policy = "low", .points = 1440 };
+    const struct pg_query_metric *sel[] = { &m };
     CHECK_INT(ctlq_pack_metrics(begin(&b), sel, 1, CTLQ_MAX_METRICS, CTLQ_METRICS_BUDGET), 1);
     CHECK(response_is(6, &b, metrics_resp, sizeof metrics_resp));
 }
@@ -128,9 +128,9 @@ static msgpack_object decode(struct buf *b, msgpack_zone *z)
 
 static void test_query_paging(void)
 {
-    struct pgq_point rows[5];
+    struct pg_query_point rows[5];
     for (int i = 0; i < 5; i++)
-        rows[i] = (struct pgq_point){ T0 + i * 60000000000LL, i + 0.5 };
+        rows[i] = (struct pg_query_point){ T0 + i * 60000000000LL, i + 0.5 };
     struct buf b;
     msgpack_zone z;
     ctlq_pack_rows(begin(&b), "m", "max", 60000000000LL, rows, 5, 3);
@@ -160,11 +160,11 @@ static void test_query_paging(void)
 static void test_metrics_paging(void)
 {
     char names[4][8];
-    struct pgq_metric m[4];
-    const struct pgq_metric *sel[4];
+    struct pg_query_metric m[4];
+    const struct pg_query_metric *sel[4];
     for (int i = 0; i < 4; i++) {
         snprintf(names[i], sizeof names[i], "m%d", i);
-        m[i] = (struct pgq_metric){ .id = (uint32_t)i, .name = names[i], .policy = "low", .points = 1 };
+        m[i] = (struct pg_query_metric){ .id = (uint32_t)i, .name = names[i], .policy = "low", .points = 1 };
         sel[i] = &m[i];
     }
     struct buf b;

@@ -25,7 +25,7 @@
 
 #define KiB ((uint64_t)1024)
 #define MiB (KiB * KiB)
-#define HDR JNL_HDR_BYTES
+#define HDR JOURNAL_HDR_BYTES
 
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
@@ -62,7 +62,7 @@ static void tmp_make(void)
     snprintf(tmp_root, sizeof tmp_root, "/tmp/gpuagg-jnl-XXXXXX");
     if (!mkdtemp(tmp_root))
         harness_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-    snprintf(jdir, sizeof jdir, "%s/journal", tmp_root);   /* jnl_open creates it */
+    snprintf(jdir, sizeof jdir, "%s/journal", tmp_root);   /* journal_open creates it */
 }
 
 static void rm_dir(const char *dir)
@@ -155,19 +155,19 @@ static void recs_push(struct recs *r, struct rec x)
     r->v[r->n++] = x;
 }
 
-static int opts_open(struct jnl **j, uint64_t seg, uint64_t max, int repair, char *err)
+static int opts_open(struct journal **j, uint64_t seg, uint64_t max, int repair, char *err)
 {
-    struct jnl_opts o = { .dir = jdir, .segment_bytes = seg, .max_bytes = max, .repair = repair };
+    struct journal_opts o = { .dir = jdir, .segment_bytes = seg, .max_bytes = max, .repair = repair };
     err[0] = '\0';
-    return jnl_open(j, &o, err, 512);
+    return journal_open(j, &o, err, 512);
 }
 
-static int add(struct jnl *j, struct recs *r, uint32_t len)
+static int add(struct journal *j, struct recs *r, uint32_t len)
 {
     struct rec x = { .seed = rnd(), .len = len };
     uint8_t *p = malloc(len ? len : 1);
     gen(p, len, x.seed);
-    int rc = jnl_append(j, p, len, &x.lsn, &x.end);
+    int rc = journal_append(j, p, len, &x.lsn, &x.end);
     free(p);
     if (rc == 0) {
         if (x.end != x.lsn + HDR + len)
@@ -205,13 +205,13 @@ static int ver_cb(void *ctx, uint64_t lsn, const void *payload, size_t len)
 }
 
 /* Replay from `from` yields exactly the records of r with lsn >= from. */
-static void check_replay(struct jnl *j, uint64_t from, const struct recs *r, int line)
+static void check_replay(struct journal *j, uint64_t from, const struct recs *r, int line)
 {
     size_t k = 0;
     while (k < r->n && r->v[k].lsn < from)
         k++;
     struct ver v = { r->v + k, r->n - k, 0, 0, 0 };
-    int rc = jnl_replay(j, from, ver_cb, &v);
+    int rc = journal_replay(j, from, ver_cb, &v);
     if (rc != 0 || v.idx != v.n || v.bad)
         harness_fail(__FILE__, line, "replay from %" PRIu64 ": rc %d, %zu of %zu records, %d bad",
                      from, rc, v.idx, v.n, v.bad);
@@ -231,48 +231,48 @@ static void quiet(void) { ga_log_set_level(GA_LOG_ERROR + 1); }
 
 /* ---------- tests ---------- */
 
-/* jnl_durable_at_ns: when a record became durable, for the ack -> commit lag. */
+/* journal_durable_at_ns: when a record became durable, for the ack -> commit lag. */
 static void test_durable_at(void)
 {
-    struct jnl *j;
+    struct journal *j;
     char err[512];
     uint8_t buf[100] = { 0 };
     uint64_t lsn1, end1, lsn2, end2, d;
     tmp_make();
     CHECK_INT(opts_open(&j, 1 * MiB, 256 * MiB, 0, err), 0);
-    CHECK_INT(jnl_append(j, buf, sizeof buf, &lsn1, &end1), 0);
-    CHECK_INT(jnl_durable_at_ns(j, lsn1), 0);                 /* not durable yet */
+    CHECK_INT(journal_append(j, buf, sizeof buf, &lsn1, &end1), 0);
+    CHECK_INT(journal_durable_at_ns(j, lsn1), 0);                 /* not durable yet */
     int64_t t0 = ga_now_mono_ns();
-    CHECK_INT(jnl_sync(j, &d), 0);
-    int64_t t1 = ga_now_mono_ns(), a1 = jnl_durable_at_ns(j, lsn1);
+    CHECK_INT(journal_sync(j, &d), 0);
+    int64_t t1 = ga_now_mono_ns(), a1 = journal_durable_at_ns(j, lsn1);
     CHECK(a1 >= t0 && a1 <= t1);
-    CHECK_INT(jnl_durable_at_ns(j, end1 - 1), a1);
-    CHECK_INT(jnl_durable_at_ns(j, end1), 0);
+    CHECK_INT(journal_durable_at_ns(j, end1 - 1), a1);
+    CHECK_INT(journal_durable_at_ns(j, end1), 0);
     struct timespec ts = { 0, 20 * 1000000 };                 /* past the 10 ms merge */
     nanosleep(&ts, NULL);
-    CHECK_INT(jnl_append(j, buf, sizeof buf, &lsn2, &end2), 0);
-    CHECK_INT(jnl_sync(j, &d), 0);
-    int64_t a2 = jnl_durable_at_ns(j, lsn2);
+    CHECK_INT(journal_append(j, buf, sizeof buf, &lsn2, &end2), 0);
+    CHECK_INT(journal_sync(j, &d), 0);
+    int64_t a2 = journal_durable_at_ns(j, lsn2);
     CHECK(a2 >= a1 + 20 * 1000000);
-    CHECK_INT(jnl_durable_at_ns(j, lsn1), a1);               /* the older range kept its time */
-    jnl_close(j);
+    CHECK_INT(journal_durable_at_ns(j, lsn1), a1);               /* the older range kept its time */
+    journal_close(j);
     CHECK_INT(opts_open(&j, 1 * MiB, 256 * MiB, 0, err), 0);
-    CHECK_INT(jnl_durable_at_ns(j, lsn1), 0);                 /* durable before this open */
-    jnl_close(j);
+    CHECK_INT(journal_durable_at_ns(j, lsn1), 0);                 /* durable before this open */
+    journal_close(j);
     tmp_remove();
 }
 
 static void test_bad_options(void)
 {
-    struct jnl *j = NULL;
+    struct journal *j = NULL;
     char err[512];
     tmp_make();
     CHECK_INT(opts_open(&j, 100, 1 * MiB, 0, err), GA_EINVAL);
     CHECK_INT(opts_open(&j, 1 * MiB, 1 * MiB, 0, err), GA_EINVAL);
     CHECK_CONTAINS(err, "segment_bytes");
     CHECK(j == NULL);
-    struct jnl_opts o = { .dir = NULL, .segment_bytes = MiB, .max_bytes = 4 * MiB };
-    CHECK_INT(jnl_open(&j, &o, err, sizeof err), GA_EINVAL);
+    struct journal_opts o = { .dir = NULL, .segment_bytes = MiB, .max_bytes = 4 * MiB };
+    CHECK_INT(journal_open(&j, &o, err, sizeof err), GA_EINVAL);
     tmp_remove();
 }
 
@@ -288,7 +288,7 @@ static uint32_t rand_len(uint64_t seg)
 
 static void test_roundtrip_and_rolling(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512];
     const uint64_t seg = 32 * KiB;
@@ -298,14 +298,14 @@ static void test_roundtrip_and_rolling(void)
         CHECK_INT(add(j, &r, rand_len(seg)), 0);
     CHECK_INT(r.v[0].lsn, 0);
     check_replay(j, 0, &r, __LINE__);           /* while open: the buffer is flushed first */
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     CHECK_INT(st.appends, 400);
     CHECK_INT(st.next_lsn, r.v[r.n - 1].end);
-    jnl_close(j);                               /* no sync: close must flush */
+    journal_close(j);                               /* no sync: close must flush */
 
     CHECK_INT(opts_open(&j, seg, 256 * MiB, 0, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.next_lsn, r.v[r.n - 1].end);
     CHECK_INT(st.durable_lsn, st.next_lsn);
     CHECK_INT(st.first_lsn, 0);
@@ -340,28 +340,28 @@ static void test_roundtrip_and_rolling(void)
     }
     check_replay(j, st.next_lsn, &r, __LINE__);
     struct ver v = { r.v, r.n, 0, 0, 0 };
-    CHECK_INT(jnl_replay(j, st.next_lsn + 1, ver_cb, &v), GA_ERANGE);
+    CHECK_INT(journal_replay(j, st.next_lsn + 1, ver_cb, &v), GA_ERANGE);
     v.stop_after = 5;
-    CHECK_INT(jnl_replay(j, 0, ver_cb, &v), -1234);
+    CHECK_INT(journal_replay(j, 0, ver_cb, &v), -1234);
     CHECK_INT(v.idx, 5);
 
     /* appends go on after reopen */
     for (int i = 0; i < 20; i++)
         CHECK_INT(add(j, &r, rand_len(seg)), 0);
     uint64_t d;
-    CHECK_INT(jnl_sync(j, &d), 0);
+    CHECK_INT(journal_sync(j, &d), 0);
     CHECK_INT(d, r.v[r.n - 1].end);
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, seg, 256 * MiB, 0, err), 0);
     check_replay(j, 0, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
     free(r.v);
     tmp_remove();
 }
 
 static void test_release(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512];
     const uint64_t seg = 4 * KiB, max = 64 * MiB;
@@ -372,7 +372,7 @@ static void test_release(void)
     uint64_t before[4096];
     size_t nb = list_segs(before, 4096);
     uint64_t ckpt = r.v[100 + rnd() % 300].end;
-    CHECK_INT(jnl_release(j, ckpt), 0);
+    CHECK_INT(journal_release(j, ckpt), 0);
     uint64_t after[4096];
     size_t na = list_segs(after, 4096);
     /* exactly the segments wholly below the checkpoint are gone */
@@ -383,35 +383,35 @@ static void test_release(void)
     CHECK_INT(na, nb - gone);
     CHECK_INT(after[0], before[gone]);
     CHECK(after[0] <= ckpt);
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     CHECK_INT(st.first_lsn, after[0]);
     CHECK_INT(st.released_lsn, ckpt);
     CHECK_INT(st.retained_bytes, st.next_lsn - after[0]);
     check_replay(j, ckpt, &r, __LINE__);
     check_replay(j, after[0], &r, __LINE__);
     struct ver v = { r.v, r.n, 0, 0, 0 };
-    CHECK_INT(jnl_replay(j, after[0] - 1, ver_cb, &v), GA_ERANGE);
-    CHECK_INT(jnl_release(j, ckpt - 1), 0);     /* going back deletes nothing */
+    CHECK_INT(journal_replay(j, after[0] - 1, ver_cb, &v), GA_ERANGE);
+    CHECK_INT(journal_release(j, ckpt - 1), 0);     /* going back deletes nothing */
     CHECK_INT(list_segs(after, 4096), na);
-    jnl_close(j);
+    journal_close(j);
 
     CHECK_INT(opts_open(&j, seg, max, 0, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.first_lsn, after[0]);
     check_replay(j, ckpt, &r, __LINE__);
 
     /* everything covered: one empty segment named for the next LSN */
     uint64_t next = st.next_lsn;
-    CHECK_INT(jnl_release(j, next), 0);
-    jnl_get_stats(j, &st);
+    CHECK_INT(journal_release(j, next), 0);
+    journal_get_stats(j, &st);
     CHECK_INT(st.retained_bytes, 0);
     CHECK_INT(st.segments, 1);
     CHECK_INT(list_segs(after, 4096), 1);
     CHECK_INT(after[0], next);
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, seg, max, 0, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.next_lsn, next);               /* numbering survives an empty journal */
     r.n = 0;
     CHECK_INT(add(j, &r, 77), 0);
@@ -419,14 +419,14 @@ static void test_release(void)
 
     /* a checkpoint beyond the journal: numbering continues after it */
     uint64_t jump = next + 1000003;
-    CHECK_INT(jnl_release(j, jump), 0);
+    CHECK_INT(journal_release(j, jump), 0);
     r.n = 0;
     CHECK_INT(add(j, &r, 99), 0);
     CHECK_INT(r.v[0].lsn, jump);
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, seg, max, 0, err), 0);
     check_replay(j, jump, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
 
     /* a jump interrupted before the old segments were unlinked */
     char p[256];
@@ -434,11 +434,11 @@ static void test_release(void)
     seg_path(p, sizeof p, jump2);
     spew(p, (const uint8_t *)"", 0);
     CHECK_INT(opts_open(&j, seg, max, 0, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.first_lsn, jump2);
     CHECK_INT(st.next_lsn, jump2);
     CHECK_INT(list_segs(after, 4096), 1);
-    jnl_close(j);
+    journal_close(j);
     free(r.v);
     tmp_remove();
 }
@@ -447,19 +447,19 @@ static void test_release(void)
  * last_len; r gets the records; the journal is closed. */
 static void build(struct recs *r, uint64_t seg, int n, uint32_t last_len)
 {
-    struct jnl *j;
+    struct journal *j;
     char err[512];
     r->n = 0;
     CHECK_INT(opts_open(&j, seg, 64 * MiB, 0, err), 0);
     for (int i = 0; i < n; i++)
         CHECK_INT(add(j, r, (uint32_t)(1 + rnd() % 500)), 0);
     CHECK_INT(add(j, r, last_len), 0);
-    jnl_close(j);
+    journal_close(j);
 }
 
 static void test_torn_tail(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512], p[256];
     const uint64_t seg = 4 * KiB;
@@ -476,13 +476,13 @@ static void test_torn_tail(void)
     for (uint64_t o = last.lsn - s; o < len; o++) {
         spew(p, orig, (size_t)o);
         CHECK_INT(opts_open(&j, seg, 64 * MiB, 0, err), 0);
-        struct jnl_stats st;
-        jnl_get_stats(j, &st);
+        struct journal_stats st;
+        journal_get_stats(j, &st);
         CHECK_INT(st.next_lsn, last.lsn);
         CHECK_INT(st.torn_tails_cut, o > last.lsn - s);
         CHECK_INT(st.cut_bytes, o - (last.lsn - s));
         check_replay(j, 0, &head, __LINE__);
-        jnl_close(j);
+        journal_close(j);
         CHECK_INT(fsize(p), last.lsn - s);
     }
     /* garbage zeros past the end (unwritten blocks after a power cut) */
@@ -494,10 +494,10 @@ static void test_torn_tail(void)
     /* and appends continue where the cut left off */
     CHECK_INT(add(j, &r, 321), 0);
     CHECK_INT(r.v[r.n - 1].lsn, last.end);
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, seg, 64 * MiB, 0, err), 0);
     check_replay(j, 0, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
     free(z);
     free(orig);
     free(r.v);
@@ -506,7 +506,7 @@ static void test_torn_tail(void)
 
 static void test_flip_in_last_record(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512], p[256];
     tmp_make();
@@ -525,17 +525,17 @@ static void test_flip_in_last_record(void)
         spew(p, orig, len);
         orig[o] ^= bit;
         CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 0, err), 0);
-        struct jnl_stats st;
-        jnl_get_stats(j, &st);
+        struct journal_stats st;
+        journal_get_stats(j, &st);
         CHECK_INT(st.torn_tails_cut, 1);
         CHECK_INT(st.next_lsn, last.lsn);
         check_replay(j, 0, &head, __LINE__);
-        jnl_close(j);
+        journal_close(j);
     }
     spew(p, orig, len);                         /* intact again: nothing cut */
     CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 0, err), 0);
     check_replay(j, 0, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
     free(orig);
     free(r.v);
     tmp_remove();
@@ -543,7 +543,7 @@ static void test_flip_in_last_record(void)
 
 static void test_flip_in_earlier_segment(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512], p[256], want[300];
     tmp_make();
@@ -570,18 +570,18 @@ static void test_flip_in_earlier_segment(void)
     CHECK_INT(list_segs(s, 4096), ns);          /* nothing was touched */
 
     CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 1, err), 0);
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     CHECK_INT(st.next_lsn, r.v[k].lsn);
     CHECK_INT(st.cut_bytes, r.v[r.n - 1].end - r.v[k].lsn);
     CHECK_INT(st.torn_tails_cut, 0);
     r.n = k;
     check_replay(j, 0, &r, __LINE__);
     CHECK_INT(add(j, &r, 500), 0);
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 0, err), 0);
     check_replay(j, 0, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
 
     /* in the last segment, but sound records follow: corruption too */
     tmp_remove();
@@ -605,10 +605,10 @@ static void test_flip_in_earlier_segment(void)
     CHECK_INT(opts_open(&j, 64 * KiB, 64 * MiB, 0, err), GA_ECORRUPT);
     CHECK_CONTAINS(err, "record runs past end of file; sound records follow");
     CHECK_INT(opts_open(&j, 64 * KiB, 64 * MiB, 1, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.next_lsn, r.v[k].lsn);
     CHECK_INT(st.torn_tails_cut, 0);
-    jnl_close(j);
+    journal_close(j);
 
     /* a missing segment in the middle */
     tmp_remove();
@@ -620,21 +620,21 @@ static void test_flip_in_earlier_segment(void)
     CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 0, err), GA_ECORRUPT);
     CHECK_CONTAINS(err, "next segment starts at LSN");
     CHECK_INT(opts_open(&j, 4 * KiB, 64 * MiB, 1, err), 0);
-    jnl_get_stats(j, &st);
+    journal_get_stats(j, &st);
     CHECK_INT(st.next_lsn, s[ns / 2]);
     CHECK_INT(st.segments, ns / 2);
     for (k = 0; r.v[k].lsn < s[ns / 2]; k++)
         ;
     r.n = k;
     check_replay(j, 0, &r, __LINE__);
-    jnl_close(j);
+    journal_close(j);
     free(r.v);
     tmp_remove();
 }
 
 static void test_backpressure(void)
 {
-    struct jnl *j;
+    struct journal *j;
     struct recs r = { 0 };
     char err[512];
     const uint64_t seg = 4 * KiB, max = 8 * KiB;
@@ -644,8 +644,8 @@ static void test_backpressure(void)
     while ((rc = add(j, &r, (uint32_t)(100 + rnd() % 200))) == 0)
         ;
     CHECK_INT(rc, GA_ENOSPC);
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     CHECK(st.retained_bytes <= max);
     CHECK(st.retained_bytes > max - 400);
     CHECK_INT(st.backpressure, 1);
@@ -653,18 +653,18 @@ static void test_backpressure(void)
     /* release what the first segment holds: room again */
     uint64_t s[16];
     CHECK(list_segs(s, 16) >= 2);
-    CHECK_INT(jnl_release(j, s[1]), 0);
+    CHECK_INT(journal_release(j, s[1]), 0);
     CHECK_INT(add(j, &r, 200), 0);
-    CHECK_INT(jnl_release(j, r.v[r.n - 1].end), 0);
-    jnl_get_stats(j, &st);
+    CHECK_INT(journal_release(j, r.v[r.n - 1].end), 0);
+    journal_get_stats(j, &st);
     CHECK_INT(st.retained_bytes, 0);
     /* a record that can never fit */
     uint8_t *big = calloc(1, max);
-    CHECK_INT(jnl_append(j, big, max - HDR + 1, NULL, NULL), GA_ETOOBIG);
-    CHECK_INT(jnl_append(j, big, (size_t)JNL_MAX_PAYLOAD + 1, NULL, NULL), GA_ETOOBIG);
-    CHECK_INT(jnl_append(j, big, max - HDR, NULL, NULL), 0);   /* exactly max fits an empty journal */
+    CHECK_INT(journal_append(j, big, max - HDR + 1, NULL, NULL), GA_ETOOBIG);
+    CHECK_INT(journal_append(j, big, (size_t)JOURNAL_MAX_PAYLOAD + 1, NULL, NULL), GA_ETOOBIG);
+    CHECK_INT(journal_append(j, big, max - HDR, NULL, NULL), 0);   /* exactly max fits an empty journal */
     free(big);
-    jnl_close(j);
+    journal_close(j);
     free(r.v);
     tmp_remove();
 }
@@ -687,7 +687,7 @@ static void gc_cb(void *ctx, uint64_t durable, int err)
     pthread_mutex_unlock(&g->mu);
 }
 
-struct worker { struct jnl *j; int tid, n, sleep_us; uint64_t seed; uint64_t *lsns, max_end; int fails; };
+struct worker { struct journal *j; int tid, n, sleep_us; uint64_t seed; uint64_t *lsns, max_end; int fails; };
 
 static void *worker_main(void *arg)
 {
@@ -705,7 +705,7 @@ static void *worker_main(void *arg)
         memcpy(buf + 8, &seed, 8);
         gen(buf + 16, len - 16, seed);
         uint64_t end;
-        if (jnl_append(w->j, buf, len, &w->lsns[i], &end) != 0)
+        if (journal_append(w->j, buf, len, &w->lsns[i], &end) != 0)
             w->fails++;
         if (end > w->max_end)
             w->max_end = end;
@@ -719,17 +719,17 @@ static int64_t now_ms(void) { return ga_now_mono_ns() / 1000000; }
 
 static void test_group_commit(void)
 {
-    struct jnl *j;
-    struct jnl_commit *c;
+    struct journal *j;
+    struct journal_commit *c;
     char err[512];
     struct gc g = { .mu = PTHREAD_MUTEX_INITIALIZER };
     enum { T = 4, N = 400, INTERVAL = 3 };
     tmp_make();
     CHECK_INT(opts_open(&j, 256 * KiB, 256 * MiB, 0, err), 0);
-    CHECK_INT(jnl_commit_start(&c, j, -1, gc_cb, &g), GA_EINVAL);
-    CHECK_INT(jnl_commit_start(&c, j, INTERVAL, gc_cb, &g), 0);
-    struct jnl_stats st0;
-    jnl_get_stats(j, &st0);
+    CHECK_INT(journal_commit_start(&c, j, -1, gc_cb, &g), GA_EINVAL);
+    CHECK_INT(journal_commit_start(&c, j, INTERVAL, gc_cb, &g), 0);
+    struct journal_stats st0;
+    journal_get_stats(j, &st0);
     int64_t t0 = now_ms();
     pthread_t th[T];
     struct worker w[T];
@@ -756,9 +756,9 @@ static void test_group_commit(void)
     }
     CHECK_INT(last, max_end);
     int64_t elapsed = now_ms() - t0;
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
-    jnl_commit_stop(c);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
+    journal_commit_stop(c);
     CHECK_INT(g.err, 0);
     CHECK(g.n > 3);
     for (size_t i = 1; i < g.n; i++)
@@ -774,14 +774,14 @@ static void test_group_commit(void)
     CHECK(syncs < (uint64_t)T * N);             /* commits were grouped */
     /* stop syncs what came after the last report */
     g.n = 0;
-    CHECK_INT(jnl_commit_start(&c, j, 60000, gc_cb, &g), 0);
+    CHECK_INT(journal_commit_start(&c, j, 60000, gc_cb, &g), 0);
     usleep(20000);                              /* the start report */
     uint64_t e1;
-    CHECK_INT(jnl_append(j, "abc", 3, NULL, &e1), 0);
-    jnl_commit_stop(c);
+    CHECK_INT(journal_append(j, "abc", 3, NULL, &e1), 0);
+    journal_commit_stop(c);
     CHECK(g.n >= 1);
     CHECK_INT(g.v[g.n - 1], e1);
-    jnl_close(j);
+    journal_close(j);
     for (int t = 0; t < T; t++)
         free(w[t].lsns);
     free(g.v);
@@ -818,7 +818,7 @@ static int seen_cb(void *ctx, uint64_t lsn, const void *payload, size_t len)
 
 static void test_concurrent_appenders(void)
 {
-    struct jnl *j;
+    struct journal *j;
     char err[512];
     enum { T = 8, N = 2000 };
     tmp_make();
@@ -834,21 +834,21 @@ static void test_concurrent_appenders(void)
         pthread_join(th[t], NULL);
         CHECK_INT(w[t].fails, 0);
     }
-    jnl_close(j);
+    journal_close(j);
     CHECK_INT(opts_open(&j, 64 * KiB, 256 * MiB, 0, err), 0);
     struct seen s = { .T = T, .N = N, .hit = calloc(T * N, 1), .w = w };
     for (int t = 0; t < T; t++)
         s.last_seq[t] = -1;
-    CHECK_INT(jnl_replay(j, 0, seen_cb, &s), 0);
+    CHECK_INT(journal_replay(j, 0, seen_cb, &s), 0);
     CHECK_INT(s.bad, 0);
     int missing = 0;
     for (int i = 0; i < T * N; i++)
         missing += s.hit[i] != 1;
     CHECK_INT(missing, 0);
-    struct jnl_stats st;
-    jnl_get_stats(j, &st);
+    struct journal_stats st;
+    journal_get_stats(j, &st);
     CHECK_INT(st.torn_tails_cut, 0);
-    jnl_close(j);
+    journal_close(j);
     for (int t = 0; t < T; t++)
         free(w[t].lsns);
     free(s.hit);
@@ -857,7 +857,7 @@ static void test_concurrent_appenders(void)
 
 static void test_lock(void)
 {
-    struct jnl *a, *b = NULL;
+    struct journal *a, *b = NULL;
     char err[512], pid[32];
     tmp_make();
     CHECK_INT(opts_open(&a, 64 * KiB, MiB, 0, err), 0);
@@ -866,9 +866,9 @@ static void test_lock(void)
     CHECK_CONTAINS(err, "in use by another process");
     snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
     CHECK_CONTAINS(err, pid);
-    jnl_close(a);
+    journal_close(a);
     CHECK_INT(opts_open(&b, 64 * KiB, MiB, 0, err), 0);
-    jnl_close(b);
+    journal_close(b);
     tmp_remove();
 }
 
@@ -884,11 +884,11 @@ static void crash_cb(void *ctx, uint64_t durable, int err)
 
 static void crash_child(uint32_t round)
 {
-    struct jnl *j;
-    struct jnl_commit *c;
+    struct journal *j;
+    struct journal_commit *c;
     char err[512];
     uint8_t buf[4096];
-    if (opts_open(&j, 256 * KiB, 64 * MiB, 0, err) != 0 || jnl_commit_start(&c, j, 1, crash_cb, NULL) != 0)
+    if (opts_open(&j, 256 * KiB, 64 * MiB, 0, err) != 0 || journal_commit_start(&c, j, 1, crash_cb, NULL) != 0)
         _exit(2);
     uint64_t x = 0x1234567ull * (round + 1);
     for (uint32_t seq = 0;; ) {
@@ -900,7 +900,7 @@ static void crash_child(uint32_t round)
         memcpy(buf + 4, &seq, 4);
         memcpy(buf + 8, &x, 8);
         gen(buf + 16, len - 16, x);
-        int rc = jnl_append(j, buf, len, NULL, NULL);
+        int rc = journal_append(j, buf, len, NULL, NULL);
         if (rc == GA_ENOSPC)
             usleep(1000);
         else if (rc != 0)
@@ -932,19 +932,19 @@ static int crash_cb_ver(void *ctx, uint64_t lsn, const void *payload, size_t len
 static void test_crash_sigkill(void)
 {
     char err[512];
-    struct jnl *j;
+    struct journal *j;
     tmp_make();
     for (uint32_t round = 0; round < 4; round++) {
         int fds[2];
         CHECK_INT(pipe(fds), 0);
         uint64_t start_lsn = 0;
         if (round > 0) {
-            struct jnl_stats st;
+            struct journal_stats st;
             CHECK_INT(opts_open(&j, 256 * KiB, 64 * MiB, 0, err), 0);
-            jnl_get_stats(j, &st);
-            CHECK_INT(jnl_release(j, st.next_lsn), 0);   /* each round starts empty */
+            journal_get_stats(j, &st);
+            CHECK_INT(journal_release(j, st.next_lsn), 0);   /* each round starts empty */
             start_lsn = st.next_lsn;
-            jnl_close(j);
+            journal_close(j);
         }
         pid_t pid = fork();
         if (pid == 0) {
@@ -974,11 +974,11 @@ static void test_crash_sigkill(void)
         close(fds[0]);
         CHECK(nrep > 0);
         CHECK_INT(opts_open(&j, 256 * KiB, 64 * MiB, 0, err), 0);
-        struct jnl_stats st;
-        jnl_get_stats(j, &st);
+        struct journal_stats st;
+        journal_get_stats(j, &st);
         CHECK(st.next_lsn >= max_d);
         struct crash_ver v = { .round = round, .ends = malloc((st.next_lsn - start_lsn) / HDR * sizeof d + 8) };
-        CHECK_INT(jnl_replay(j, start_lsn, crash_cb_ver, &v), 0);
+        CHECK_INT(journal_replay(j, start_lsn, crash_cb_ver, &v), 0);
         CHECK_INT(v.bad, 0);
         CHECK(v.n > 0);
         /* every durable LSN reported is a record boundary that survived */
@@ -992,7 +992,7 @@ static void test_crash_sigkill(void)
                 missing++;
         }
         CHECK_INT(missing, 0);
-        jnl_close(j);
+        journal_close(j);
         free(v.ends);
         free(reported);
     }

@@ -207,7 +207,7 @@ static void test_stat_values(void)
     s.in.conns_refused_peer = 4;
     s.ew.feed_ns = 2999999999;
     s.jn.stalled_errno = 28;
-    s.pg.state = PGC_CONNECTED;
+    s.pg.state = PG_CONN_CONNECTED;
     s.sizing[GA_SIZED_JOURNAL_MAX_BYTES].value = 1 << 30;
     s.sizing[GA_SIZED_ENGINE_WORKERS].is_auto = 1;
     s.http.connections = 3;

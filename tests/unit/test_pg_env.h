@@ -223,12 +223,12 @@ static inline size_t pg_read_aggs(PGconn *c, struct ga_agg **out)
         fprintf(stderr, "read aggregates: %s", PQresultErrorMessage(r));
     struct ga_agg *o = calloc(n ? n : 1, sizeof *o);
     for (size_t i = 0; i < n; i++) {
-        o[i].metric = (uint32_t)pgu_get_i32(PQgetvalue(r, (int)i, 0));
-        o[i].granularity_ns = pgu_get_i64(PQgetvalue(r, (int)i, 1));
+        o[i].metric = (uint32_t)pg_util_get_i32(PQgetvalue(r, (int)i, 0));
+        o[i].granularity_ns = pg_util_get_i64(PQgetvalue(r, (int)i, 1));
         o[i].method = (ga_method_t)((uint8_t)PQgetvalue(r, (int)i, 2)[0] << 8 |
                                     (uint8_t)PQgetvalue(r, (int)i, 2)[1]);
-        o[i].ts = pgu_get_i64(PQgetvalue(r, (int)i, 3));
-        o[i].value = pgu_get_f64(PQgetvalue(r, (int)i, 4));
+        o[i].ts = pg_util_get_i64(PQgetvalue(r, (int)i, 3));
+        o[i].value = pg_util_get_f64(PQgetvalue(r, (int)i, 4));
     }
     PQclear(r);
     *out = o;

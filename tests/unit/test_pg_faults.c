@@ -25,7 +25,7 @@ static struct pgenv env;
 static uint64_t seed;
 static const struct ga_policy *pol;
 static char names[NM][32];
-static struct pgw_metric_def defs[NM];
+static struct pg_writer_metric_def defs[NM];
 
 /* Unit i of a deterministic stream: PER random aggs over a small key space
  * (so later units overwrite earlier keys), 3 late points, a counter per
@@ -33,14 +33,14 @@ static struct pgw_metric_def defs[NM];
 struct unit {
     struct ga_agg aggs[PER];
     struct ga_late late[3];
-    struct pgw_count counts[NM];
-    struct pgw_unit u;
+    struct pg_writer_count counts[NM];
+    struct pg_writer_unit u;
 };
 
 static void make_unit(struct unit *x, int i)
 {
     uint64_t s = seed + (uint64_t)i * 7919;
-    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
+    int64_t today = ga_now_real_ns() / PG_SCHEMA_DAY_NS;
     for (int k = 0; k < PER; k++) {
         x->aggs[k] = rnd_agg(&s, (uint32_t)(rnd_next(&s) % NM), pol, today - 1, 2);
         x->aggs[k].ts = x->aggs[k].ts / (3600LL * 1000000000) * (3600LL * 1000000000);
@@ -49,8 +49,8 @@ static void make_unit(struct unit *x, int i)
         x->late[k] = (struct ga_late){ (uint32_t)k, 1, (int64_t)(rnd_next(&s) % 100000) + i * 100000,
                                        rnd_value(&s) };
     for (int k = 0; k < NM; k++)
-        x->counts[k] = (struct pgw_count){ (uint32_t)k, (uint64_t)(i + 1) * 10 + (uint64_t)k };
-    x->u = (struct pgw_unit){ .aggs = x->aggs, .naggs = PER, .late = x->late, .nlate = 3,
+        x->counts[k] = (struct pg_writer_count){ (uint32_t)k, (uint64_t)(i + 1) * 10 + (uint64_t)k };
+    x->u = (struct pg_writer_unit){ .aggs = x->aggs, .naggs = PER, .late = x->late, .nlate = 3,
                               .counts = x->counts, .ncounts = NM, .lsn = (uint64_t)(i + 1) * 10 };
     if (i == 0) {
         x->u.defs = defs;
@@ -93,9 +93,9 @@ static void reset_db(void)
     PQfinish(c);
 }
 
-static struct pgw_opts opts(uint64_t committed)
+static struct pg_writer_opts opts(uint64_t committed)
 {
-    struct pgw_opts o = { 0 };
+    struct pg_writer_opts o = { 0 };
     o.conninfo = env.conninfo;
     o.flush_rows = 100000;
     o.flush_interval_ms = 600000;                 /* only explicit flushes write */
@@ -105,11 +105,11 @@ static struct pgw_opts opts(uint64_t committed)
     return o;
 }
 
-static void submit(struct pgw *w, int i)
+static void submit(struct pg_writer *w, int i)
 {
     struct unit *x = malloc(sizeof *x);
     make_unit(x, i);
-    CHECK_INT(pgw_submit(w, &x->u), 0);
+    CHECK_INT(pg_writer_submit(w, &x->u), 0);
     free(x);
 }
 
@@ -142,18 +142,18 @@ static int wait_done(struct done *d, int ms)
 static void test_backend_killed_mid_transaction(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(0);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     submit(w, 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     /* Hold the checkpoint row: the writer's next transaction does all its
      * inserts and then waits on the lock, half-way. */
     PGconn *locker = pgenv_connect(&env), *c = pgenv_connect(&env);
     CHECK_INT(pg_cmd(locker, "BEGIN; LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE"), 0);
     submit(w, 1);
     struct done d = { PTHREAD_MUTEX_INITIALIZER, -2 };
-    CHECK_INT(pgw_flush(w, flushed, &d), 0);
+    CHECK_INT(pg_writer_flush(w, flushed, &d), 0);
     long long waiting = 0;
     for (int i = 0; i < 500 && waiting != 1; i++) {
         usleep(10000);
@@ -170,12 +170,12 @@ static void test_backend_killed_mid_transaction(void)
                            "SELECT count(*) FROM w WHERE pg_terminate_backend(pid)"), 1);
     CHECK_INT(pg_cmd(locker, "ROLLBACK"), 0);
     CHECK_INT(wait_done(&d, 20000), 20);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK(st.retries >= 1);
     CHECK(st.connects >= 2);
     CHECK_INT(st.committed_lsn, 20);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     check_db(2, "after kill");
     CHECK(pg_scalar(c, "SELECT count(*) FROM aggregates") > before);
     PQfinish(c);
@@ -185,23 +185,23 @@ static void test_backend_killed_mid_transaction(void)
 static void test_server_stopped_before_commit(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(0);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     submit(w, 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     submit(w, 1);
     CHECK_INT(pgenv_stop_server(&env), 0);
     struct done d = { PTHREAD_MUTEX_INITIALIZER, -2 };
-    CHECK_INT(pgw_flush(w, flushed, &d), 0);
-    struct pgw_status st;
+    CHECK_INT(pg_writer_flush(w, flushed, &d), 0);
+    struct pg_writer_status st;
     for (int i = 0; i < 500; i++) {
-        pgw_get_status(w, &st);
-        if (st.retries >= 2 && st.state != PGC_CONNECTED)
+        pg_writer_get_status(w, &st);
+        if (st.retries >= 2 && st.state != PG_CONN_CONNECTED)
             break;
         usleep(10000);
     }
-    CHECK(st.state == PGC_DOWN || st.state == PGC_CONNECTING);
+    CHECK(st.state == PG_CONN_DOWN || st.state == PG_CONN_CONNECTING);
     CHECK(st.last_error[0] != '\0');
     CHECK_INT(st.committed_lsn, 10);
     CHECK_INT(st.lag_lsn, 10);
@@ -209,22 +209,22 @@ static void test_server_stopped_before_commit(void)
     CHECK_INT(wait_done(&d, 300), -2);            /* not committed while down */
     CHECK_INT(pgenv_restart_server(&env), 0);
     CHECK_INT(wait_done(&d, 20000), 20);          /* what was pending at the request */
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    pgw_get_status(w, &st);
-    CHECK_INT(st.state, PGC_CONNECTED);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    pg_writer_get_status(w, &st);
+    CHECK_INT(st.state, PG_CONN_CONNECTED);
     CHECK_INT(st.last_error[0], '\0');
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     check_db(3, "after restart");
 }
 
 static void test_partition_dropped_behind_back(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(0);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     submit(w, 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     /* Drop every partition (as a concurrent retention might): the writer's
      * cache says they exist, the first attempt fails inside the pipeline,
      * rolls back, and the retry creates them again. */
@@ -238,15 +238,15 @@ static void test_partition_dropped_behind_back(void)
     PQclear(r);
     CHECK_INT(pg_cmd(c, "DELETE FROM bucket_partitions"), 0);
     PQfinish(c);
-    struct pgw_status st0, st;
-    pgw_get_status(w, &st0);
+    struct pg_writer_status st0, st;
+    pg_writer_get_status(w, &st0);
     /* the next batch lands in the dropped days */
     submit(w, 1);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.retries, st0.retries + 1);
     CHECK_STR(st.last_error, "");
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 20);
     CHECK(pg_scalar(c, "SELECT count(*) FROM aggregates") > 0);
@@ -254,7 +254,7 @@ static void test_partition_dropped_behind_back(void)
 }
 
 static int count_windows(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *win,
-                         const struct pgl_stored *stored)
+                         const struct pg_load_stored *stored)
 {
     (void)stored;
     (void)metric;
@@ -267,36 +267,36 @@ static int count_windows(void *ctx, uint32_t metric, uint64_t lsn, const struct 
 static void test_stop_timeout_then_replay(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(0);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     submit(w, 0);
     submit(w, 1);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     CHECK_INT(pgenv_stop_server(&env), 0);
     submit(w, 2);
     submit(w, 3);
     /* "crash": the writer cannot commit units 2 and 3 and gives up */
-    CHECK_INT(pgw_stop(w, 300), GA_ETIMEDOUT);
+    CHECK_INT(pg_writer_stop(w, 300), GA_ETIMEDOUT);
     CHECK_INT(pgenv_restart_server(&env), 0);
-    struct pgl_state ls;
+    struct pg_load_state ls;
     char err[256];
     int nwin = 0;
-    CHECK_INT(pgl_load(env.conninfo, &ls, count_windows, &nwin, err, sizeof err), 0);
+    CHECK_INT(pg_load(env.conninfo, &ls, count_windows, &nwin, err, sizeof err), 0);
     CHECK_INT(ls.committed_lsn, 20);
     CHECK_INT(ls.nmetrics, NM);
     /* the daemon replays the journal from the window snapshot LSN (0 here):
      * every unit again; those at or below the checkpoint must not double */
     o = opts(ls.committed_lsn);
-    pgl_free(&ls);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    pg_load_free(&ls);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     for (int i = 0; i < 4; i++)
         submit(w, i);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.units_skipped, 2);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     check_db(4, "after replay");
 }
 
@@ -308,7 +308,7 @@ void run_tests(void)
     pol = ga_policy_builtin("medium");
     for (int i = 0; i < NM; i++) {
         snprintf(names[i], sizeof names[i], "fault.%d", i);
-        defs[i] = (struct pgw_metric_def){ (uint32_t)i, names[i], pol };
+        defs[i] = (struct pg_writer_metric_def){ (uint32_t)i, names[i], pol };
     }
     int ok = pgenv_start(&env) == 0;
     CHECK(ok);

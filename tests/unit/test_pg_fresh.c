@@ -24,7 +24,7 @@ static void test_random_against_reference(void)
     static struct ref r[NPAIRS];
     for (int i = 0; i < NPAIRS; i++)
         r[i] = (struct ref){ (uint32_t)(i / 3) * 7919u, (int64_t)(1 + i % 3) * 60000000000LL, 0, 0 };
-    struct pgf_map m = { 0 };
+    struct pg_fresh_map m = { 0 };
     size_t wrong = 0, fresh = 0;
     for (int round = 0; round < 200; round++) {
         struct ga_agg batch[64];
@@ -38,11 +38,11 @@ static void test_random_against_reference(void)
         for (int k = 0; k < 64; k++) {
             struct ref *p = ref_find(r, batch[k].metric, batch[k].granularity_ns);
             int want = p->known && batch[k].ts > p->hi;
-            int got = pgf_fresh(&m, &batch[k]);
+            int got = pg_fresh(&m, &batch[k]);
             wrong += want != got;
             fresh += got;
         }
-        CHECK_INT(pgf_note(&m, batch, 64), 0);
+        CHECK_INT(pg_fresh_note(&m, batch, 64), 0);
         for (int k = 0; k < 64; k++) {
             struct ref *p = ref_find(r, batch[k].metric, batch[k].granularity_ns);
             if (!p->known || batch[k].ts > p->hi)
@@ -60,29 +60,29 @@ static void test_random_against_reference(void)
     CHECK(m.ix.cap * 3 >= m.ix.n * 4);            /* the index grew: at most 3/4 full */
     /* same metric, other granularity: a different pair */
     struct ga_agg a = { .metric = r[0].metric, .granularity_ns = 7, .ts = INT64_MAX };
-    CHECK_INT(pgf_fresh(&m, &a), 0);
-    pgf_clear(&m);
+    CHECK_INT(pg_fresh(&m, &a), 0);
+    pg_fresh_clear(&m);
     CHECK_INT(m.n, 0);
     a = (struct ga_agg){ .metric = r[5].metric, .granularity_ns = r[5].g, .ts = INT64_MAX };
-    CHECK_INT(pgf_fresh(&m, &a), 0);             /* forgotten: not fresh */
-    pgf_free(&m);
+    CHECK_INT(pg_fresh(&m, &a), 0);             /* forgotten: not fresh */
+    pg_fresh_free(&m);
     CHECK(m.e == NULL && m.cap == 0);
 }
 
 static void test_equal_ts_is_not_fresh(void)
 {
-    struct pgf_map m = { 0 };
+    struct pg_fresh_map m = { 0 };
     struct ga_agg a = { .metric = 1, .granularity_ns = 10, .ts = 100 };
-    CHECK_INT(pgf_note(&m, &a, 1), 0);
-    CHECK_INT(pgf_fresh(&m, &a), 0);             /* the committed bucket itself */
+    CHECK_INT(pg_fresh_note(&m, &a, 1), 0);
+    CHECK_INT(pg_fresh(&m, &a), 0);             /* the committed bucket itself */
     a.ts = 90;
-    CHECK_INT(pgf_fresh(&m, &a), 0);
-    CHECK_INT(pgf_note(&m, &a, 1), 0);           /* an older note does not lower it */
+    CHECK_INT(pg_fresh(&m, &a), 0);
+    CHECK_INT(pg_fresh_note(&m, &a, 1), 0);           /* an older note does not lower it */
     a.ts = 100;
-    CHECK_INT(pgf_fresh(&m, &a), 0);
+    CHECK_INT(pg_fresh(&m, &a), 0);
     a.ts = 110;
-    CHECK_INT(pgf_fresh(&m, &a), 1);
-    pgf_free(&m);
+    CHECK_INT(pg_fresh(&m, &a), 1);
+    pg_fresh_free(&m);
 }
 
 void run_tests(void)

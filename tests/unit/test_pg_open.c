@@ -46,7 +46,7 @@ static void merge_into(struct bucket *b, const struct ga_agg *r, size_t n)
 }
 
 /* Every bucket of b (sorted: a bucket's rows adjacent) merged into to. */
-static void merge_batch(struct bucket to[METRICS][2][SLOTS], const struct pgb_batch *b)
+static void merge_batch(struct bucket to[METRICS][2][SLOTS], const struct pg_batch *b)
 {
     for (size_t i = 0, j; i < b->naggs; i = j) {
         const struct ga_agg *a = &b->aggs[i];
@@ -91,32 +91,32 @@ static size_t make_batch(struct ga_agg **out, int round)
 }
 
 /* The high water of `buckets` for the pairs of b not held, as the writer
- * learns it before a flush (pg_writer.c learn_pairs, pgt_high_water). */
-static void learn(struct pgf_map *hw, const struct pgo *o, const struct pgb_batch *b)
+ * learns it before a flush (pg_writer.c learn_pairs, pg_txn_high_water). */
+static void learn(struct pg_fresh_map *hw, const struct pg_open *o, const struct pg_batch *b)
 {
     for (size_t i = 0; i < b->naggs; i++) {
         const struct ga_agg *a = &b->aggs[i];
-        if (pgf_known(hw, a) || pgo_has(o, a->metric, a->granularity_ns))
+        if (pg_fresh_known(hw, a) || pg_open_has(o, a->metric, a->granularity_ns))
             continue;
         struct ga_agg hi = *a;
         hi.ts = -1;
         for (int s = 0; s < SLOTS; s++)
             if (rows[a->metric][gi_of(a->granularity_ns)][s].used)
                 hi.ts = (int64_t)s * a->granularity_ns;
-        CHECK_INT(pgf_note(hw, &hi, 1), 0);
+        CHECK_INT(pg_fresh_note(hw, &hi, 1), 0);
     }
 }
 
-static void check_images(const struct pgo *o)
+static void check_images(const struct pg_open *o)
 {
     for (size_t d = 0; d < o->ndirty; d++) {
-        uint32_t bi = o->dirty[d], len = pgo_block_len(o, bi);
+        uint32_t bi = o->dirty[d], len = pg_open_block_len(o, bi);
         CHECK(len > 0);
         for (uint32_t k = 0; k < len; k++) {
             uint32_t m;
             int64_t g, ts;
-            struct pgo_vals *v;
-            pgo_block_entry(o, bi, k, &m, &g, &ts, &v);
+            struct pg_open_vals *v;
+            pg_open_block_entry(o, bi, k, &m, &g, &ts, &v);
             CHECK_INT(o->blk[bi].id >> 32, m % GA_PARTITIONS);   /* the metric's partition */
             CHECK(m >= 8);
             CHECK(v->n >= 1 && v->n <= NMETH);
@@ -125,8 +125,8 @@ static void check_images(const struct pgo *o)
             for (uint32_t j = 0; j < k; j++) {
                 uint32_t m2;
                 int64_t g2, ts2;
-                struct pgo_vals *v2;
-                pgo_block_entry(o, bi, j, &m2, &g2, &ts2, &v2);
+                struct pg_open_vals *v2;
+                pg_open_block_entry(o, bi, j, &m2, &g2, &ts2, &v2);
                 CHECK(!(m2 == m && g2 == g));   /* a pair once */
             }
         }
@@ -135,25 +135,25 @@ static void check_images(const struct pgo *o)
 
 static void test_random_against_rows(void)
 {
-    struct pgo o;
-    struct pgf_map hw = { 0 };
-    CHECK_INT(pgo_init(&o, 150), 0);
+    struct pg_open o;
+    struct pg_fresh_map hw = { 0 };
+    CHECK_INT(pg_open_init(&o, 150), 0);
     memset(want, 0, sizeof want);
     memset(rows, 0, sizeof rows);
     for (int round = 0; round < SLOTS; round++) {
-        struct pgb_batch b = { 0 };
+        struct pg_batch b = { 0 };
         b.naggs = make_batch(&b.aggs, round);
         b.cap_aggs = b.naggs;
-        pgb_sort(&b);
+        pg_batch_sort(&b);
         merge_batch(want, &b);                         /* what rows alone would store */
         learn(&hw, &o, &b);
-        CHECK_INT(pgo_route(&o, &b, &hw), 0);
+        CHECK_INT(pg_open_route(&o, &b, &hw), 0);
         check_images(&o);
         for (size_t i = 0; i < b.naggs; i++)
             CHECK_INT(b.aggs[i].aux, 0);
         merge_batch(rows, &b);                         /* the rows left: into `buckets` */
-        CHECK_INT(pgf_note(&hw, b.aggs, b.naggs), 0);
-        pgo_commit(&o);
+        CHECK_INT(pg_fresh_note(&hw, b.aggs, b.naggs), 0);
+        pg_open_commit(&o);
         CHECK_INT(o.npend, 0);
         CHECK_INT(o.ndirty, 0);
         free(b.aggs);
@@ -162,7 +162,7 @@ static void test_random_against_rows(void)
     static struct bucket got[METRICS][2][SLOTS];
     memcpy(got, rows, sizeof got);
     for (size_t e = 0; e < o.nent; e++) {
-        const struct pgo_ent *x = &o.ent[e];
+        const struct pg_open_ent *x = &o.ent[e];
         struct bucket *b = &got[x->metric][gi_of(x->granularity_ns)][x->ts / x->granularity_ns];
         CHECK(!b->used);
         for (int s = (int)(x->ts / x->granularity_ns) + 1; s < SLOTS; s++)
@@ -189,20 +189,20 @@ static void test_random_against_rows(void)
     CHECK_INT(o.st.entries, o.nent);
     for (size_t e = 0; e < o.nent; e++)
         CHECK(o.ent[e].metric >= 8);             /* no partition: always rows */
-    pgo_free(&o);
-    pgf_free(&hw);
+    pg_open_free(&o);
+    pg_fresh_free(&hw);
 }
 
 /* A rewrite of the held bucket merges methods; a newer one closes it into
  * rows; an older one stays a row. */
 static void test_merge_close_older(void)
 {
-    struct pgo o;
-    struct pgf_map hw = { 0 };
-    CHECK_INT(pgo_init(&o, 10), 0);
+    struct pg_open o;
+    struct pg_fresh_map hw = { 0 };
+    CHECK_INT(pg_open_init(&o, 10), 0);
     struct ga_agg none = { .metric = 9, .granularity_ns = 60, .ts = -1 };
-    CHECK_INT(pgf_note(&hw, &none, 1), 0);
-    struct pgb_batch b = { 0 };
+    CHECK_INT(pg_fresh_note(&hw, &none, 1), 0);
+    struct pg_batch b = { 0 };
     struct ga_agg r1[] = { { .metric = 9, .method = 1, .aux = 10, .granularity_ns = 60, .ts = 600,
                              .value = 1 },
                            { .metric = 9, .method = 3, .aux = 10, .granularity_ns = 60, .ts = 600,
@@ -210,12 +210,12 @@ static void test_merge_close_older(void)
     b.aggs = malloc(sizeof r1);
     memcpy(b.aggs, r1, sizeof r1);
     b.naggs = b.cap_aggs = 2;
-    CHECK_INT(pgo_route(&o, &b, &hw), 0);
+    CHECK_INT(pg_open_route(&o, &b, &hw), 0);
     CHECK_INT(b.naggs, 0);                        /* both in the new entry */
     CHECK_INT(o.nplaced, 1);
     CHECK_INT(o.blk[o.placed[0].blk].id, (int64_t)9 << 32);
-    pgo_commit(&o);
-    CHECK(pgo_has(&o, 9, 60));
+    pg_open_commit(&o);
+    CHECK(pg_open_has(&o, 9, 60));
     /* same bucket, methods 2 and 3: union {1,2,3}, 3 replaced */
     struct ga_agg r2[] = { { .metric = 9, .method = 2, .aux = 10, .granularity_ns = 60, .ts = 600,
                              .value = 20 },
@@ -225,9 +225,9 @@ static void test_merge_close_older(void)
     b.aggs = malloc(sizeof r2);
     memcpy(b.aggs, r2, sizeof r2);
     b.naggs = b.cap_aggs = 2;
-    CHECK_INT(pgo_route(&o, &b, &hw), 0);
+    CHECK_INT(pg_open_route(&o, &b, &hw), 0);
     CHECK_INT(b.naggs, 0);
-    pgo_commit(&o);
+    pg_open_commit(&o);
     CHECK_INT(o.ent[0].cur.n, 3);
     CHECK(o.ent[0].cur.v[0] == 1 && o.ent[0].cur.v[1] == 20 && o.ent[0].cur.v[2] == 30);
     /* an older bucket (a row) and a newer one (closes 600 into rows) */
@@ -239,16 +239,16 @@ static void test_merge_close_older(void)
     b.aggs = malloc(sizeof r3);
     memcpy(b.aggs, r3, sizeof r3);
     b.naggs = b.cap_aggs = 2;
-    CHECK_INT(pgo_route(&o, &b, &hw), 0);
+    CHECK_INT(pg_open_route(&o, &b, &hw), 0);
     CHECK_INT(b.naggs, 4);                        /* 540 as it came, 600 closed: 3 methods */
     CHECK(b.aggs[0].ts == 540 && b.aggs[0].value == 5);
     for (int k = 1; k < 4; k++)
         CHECK(b.aggs[k].ts == 600 && b.aggs[k].method == k);
-    pgo_commit(&o);
+    pg_open_commit(&o);
     CHECK(o.ent[0].ts == 660 && o.ent[0].cur.n == 1 && o.st.closed == 1);
     free(b.aggs);
-    pgo_free(&o);
-    pgf_free(&hw);
+    pg_open_free(&o);
+    pg_fresh_free(&hw);
 }
 
 void run_tests(void)

@@ -54,25 +54,25 @@ static size_t truncate_series(struct ga_agg *a, size_t n)
 static void populate(void)
 {
     uint64_t s = seed;
-    struct pgw_metric_def defs[NM];
-    struct pgw_count counts[NM];
-    struct pgw_window pw[NM];
-    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
+    struct pg_writer_metric_def defs[NM];
+    struct pg_writer_count counts[NM];
+    struct pg_writer_window pw[NM];
+    int64_t today = ga_now_real_ns() / PG_SCHEMA_DAY_NS;
     for (int i = 0; i < NM; i++) {
         snprintf(names[i], sizeof names[i], "host%d.cpu", i);
-        defs[i] = (struct pgw_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
-        counts[i] = (struct pgw_count){ (uint32_t)i, 1000 + (uint64_t)i };
+        defs[i] = (struct pg_writer_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
+        counts[i] = (struct pg_writer_count){ (uint32_t)i, 1000 + (uint64_t)i };
         size_t n = (size_t)(rnd_next(&s) % 500);
         wins[i].n = n;
         wins[i].ts = malloc((n + 1) * 8);
         wins[i].value = malloc((n + 1) * 8);
-        int64_t t = today * PGS_DAY_NS;
+        int64_t t = today * PG_SCHEMA_DAY_NS;
         for (size_t k = 0; k < n; k++) {
             t += 1 + (int64_t)(rnd_next(&s) % 5000000000ULL);
             wins[i].ts[k] = t;
             wins[i].value[k] = rnd_value(&s);
         }
-        pw[i] = (struct pgw_window){ .metric = (uint32_t)i, .window = &wins[i] };
+        pw[i] = (struct pg_writer_window){ .metric = (uint32_t)i, .window = &wins[i] };
     }
     struct ga_agg *all = malloc(NAGG * sizeof *all);
     for (int k = 0; k < NAGG; k++) {
@@ -81,23 +81,23 @@ static void populate(void)
     }
     nwant = aggs_expected(all, NAGG, &want);
     nwant = truncate_series(want, nwant);
-    struct pgw *w;
-    struct pgw_opts o = { .conninfo = env.conninfo, .flush_rows = 100000, .flush_interval_ms = 100,
+    struct pg_writer *w;
+    struct pg_writer_opts o = { .conninfo = env.conninfo, .flush_rows = 100000, .flush_interval_ms = 100,
                           .retry_initial_ms = 10, .retry_max_ms = 100 };
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_unit u = { .aggs = all, .naggs = NAGG, .defs = defs, .ndefs = NM,
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_unit u = { .aggs = all, .naggs = NAGG, .defs = defs, .ndefs = NM,
                           .counts = counts, .ncounts = NM, .windows = pw, .nwindows = NM,
                           .lsn = 4242, .window_lsn = 4200 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     free(all);
 }
 
 static void test_query_matches_written(void)
 {
-    struct pgq *q;
+    struct pg_query *q;
     char err[256];
-    CHECK_INT(pgq_open(&q, env.conninfo, 2), 0);
+    CHECK_INT(pg_query_open(&q, env.conninfo, 2), 0);
     /* every series of the written data, compared row by row */
     size_t i = 0, series = 0, rows = 0;
     while (i < nwant) {
@@ -107,9 +107,9 @@ static void test_query_matches_written(void)
             j++;
         char mname[GA_METHOD_NAME_MAX];
         ga_method_name(want[i].method, mname);
-        struct pgq_point *p;
+        struct pg_query_point *p;
         size_t n;
-        CHECK_INT(pgq_query(q, names[want[i].metric], want[i].granularity_ns, mname, 0, INT64_MAX,
+        CHECK_INT(pg_query(q, names[want[i].metric], want[i].granularity_ns, mname, 0, INT64_MAX,
                             &p, &n, err, sizeof err), 0);
         CHECK_INT(n, j - i);
         for (size_t k = 0; k < n && k < j - i; k++) {
@@ -118,9 +118,9 @@ static void test_query_matches_written(void)
         }
         /* a window [start, stop) in the middle */
         if (n >= 3) {
-            struct pgq_point *p2;
+            struct pg_query_point *p2;
             size_t n2;
-            CHECK_INT(pgq_query(q, names[want[i].metric], want[i].granularity_ns, mname, p[1].ts,
+            CHECK_INT(pg_query(q, names[want[i].metric], want[i].granularity_ns, mname, p[1].ts,
                                 p[n - 1].ts, &p2, &n2, err, sizeof err), 0);
             CHECK_INT(n2, n - 2);
             CHECK(n2 && p2[0].ts == p[1].ts && p2[n2 - 1].ts == p[n - 2].ts);
@@ -133,49 +133,49 @@ static void test_query_matches_written(void)
     }
     CHECK(series > 50);
     CHECK_INT(rows, nwant);
-    pgq_close(q);
+    pg_query_close(q);
 }
 
 static void test_query_errors(void)
 {
-    struct pgq *q;
+    struct pg_query *q;
     char err[256] = "";
-    struct pgq_point *p;
+    struct pg_query_point *p;
     size_t n;
-    CHECK_INT(pgq_open(&q, env.conninfo, 1), 0);
+    CHECK_INT(pg_query_open(&q, env.conninfo, 1), 0);
     int64_t g = pols[0]->defs[0].granularity_ns;
-    CHECK_INT(pgq_query(q, "no.such.metric", g, "mean", 0, 1, &p, &n, err, sizeof err), GA_ENOENT);
+    CHECK_INT(pg_query(q, "no.such.metric", g, "mean", 0, 1, &p, &n, err, sizeof err), GA_ENOENT);
     CHECK_CONTAINS(err, "unknown metric 'no.such.metric'");
-    CHECK_INT(pgq_query(q, names[0], g, "avg", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
+    CHECK_INT(pg_query(q, names[0], g, "avg", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
     CHECK_CONTAINS(err, "unknown method 'avg'");
-    CHECK_INT(pgq_query(q, names[0], g, "rate:median", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
+    CHECK_INT(pg_query(q, names[0], g, "rate:median", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
     CHECK_CONTAINS(err, "method 'rate:median' is not in policy 'low'");
-    CHECK_INT(pgq_query(q, names[0], 7000000000LL, "mean", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
+    CHECK_INT(pg_query(q, names[0], 7000000000LL, "mean", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
     CHECK_CONTAINS(err, "granularity 7s is not in policy 'low'");
     CHECK_CONTAINS(err, "300s");
-    CHECK_INT(pgq_query(q, names[2], 2, "mean", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
+    CHECK_INT(pg_query(q, names[2], 2, "mean", 0, 1, &p, &n, err, sizeof err), GA_EINVAL);
     CHECK_CONTAINS(err, "granularity 2ns is not in policy 'nano'");
-    CHECK_INT(pgq_query(q, names[0], g, "mean", 5, 1, &p, &n, err, sizeof err), GA_EINVAL);
+    CHECK_INT(pg_query(q, names[0], g, "mean", 5, 1, &p, &n, err, sizeof err), GA_EINVAL);
     /* a valid series with nothing in range: zero rows, no error */
-    CHECK_INT(pgq_query(q, names[0], g, "mean", 0, 1, &p, &n, err, sizeof err), 0);
+    CHECK_INT(pg_query(q, names[0], g, "mean", 0, 1, &p, &n, err, sizeof err), 0);
     CHECK_INT(n, 0);
     CHECK(p == NULL);
-    pgq_close(q);
+    pg_query_close(q);
     /* an unreachable server: GA_EIO with libpq's reason */
-    CHECK_INT(pgq_open(&q, "host=/nonexistent-gpuagg connect_timeout=1", 1), 0);
-    CHECK_INT(pgq_query(q, names[0], g, "mean", 0, 1, &p, &n, err, sizeof err), GA_EIO);
+    CHECK_INT(pg_query_open(&q, "host=/nonexistent-gpuagg connect_timeout=1", 1), 0);
+    CHECK_INT(pg_query(q, names[0], g, "mean", 0, 1, &p, &n, err, sizeof err), GA_EIO);
     CHECK_CONTAINS(err, "nonexistent-gpuagg");
-    pgq_close(q);
+    pg_query_close(q);
 }
 
 static void test_metrics_list(void)
 {
-    struct pgq *q;
+    struct pg_query *q;
     char err[256];
-    struct pgq_metric *m;
+    struct pg_query_metric *m;
     size_t n;
-    CHECK_INT(pgq_open(&q, env.conninfo, 1), 0);
-    CHECK_INT(pgq_metrics(q, &m, &n, err, sizeof err), 0);
+    CHECK_INT(pg_query_open(&q, env.conninfo, 1), 0);
+    CHECK_INT(pg_query_metrics(q, &m, &n, err, sizeof err), 0);
     CHECK_INT(n, NM);
     for (size_t i = 0; i < n; i++) {
         CHECK_STR(m[i].name, names[i]);                /* host0..host8 sort as written */
@@ -183,16 +183,16 @@ static void test_metrics_list(void)
         CHECK_INT(m[i].points, 1000 + i);
         CHECK_INT(m[i].id, i);
     }
-    pgq_metrics_free(m, n);
-    pgq_close(q);
+    pg_query_metrics_free(m, n);
+    pg_query_close(q);
 }
 
 static void test_grafana_view_matches_query(void)
 {
     PGconn *c = pgenv_connect(&env);
-    struct pgq *q;
+    struct pg_query *q;
     char err[256];
-    CHECK_INT(pgq_open(&q, env.conninfo, 1), 0);
+    CHECK_INT(pg_query_open(&q, env.conninfo, 1), 0);
     int checked = 0;
     for (uint32_t mi = 0; mi < NM; mi += 2) {
         const struct ga_policy *p = pols[mi % 3];
@@ -200,9 +200,9 @@ static void test_grafana_view_matches_query(void)
             int64_t g = p->defs[d].granularity_ns;
             char mname[GA_METHOD_NAME_MAX];
             ga_method_name(p->methods[0], mname);
-            struct pgq_point *pts;
+            struct pg_query_point *pts;
             size_t n;
-            CHECK_INT(pgq_query(q, names[mi], g, mname, 0, INT64_MAX, &pts, &n, err, sizeof err), 0);
+            CHECK_INT(pg_query(q, names[mi], g, mname, 0, INT64_MAX, &pts, &n, err, sizeof err), 0);
             char gs[32];
             snprintf(gs, sizeof gs, "%.17g", (double)g / 1e9);
             const char *params[] = { names[mi], mname, gs };
@@ -214,10 +214,10 @@ static void test_grafana_view_matches_query(void)
             CHECK_INT(PQresultStatus(r), PGRES_TUPLES_OK);
             CHECK_INT(PQntuples(r), n);
             for (int k = 0; k < PQntuples(r) && (size_t)k < n; k++) {
-                int64_t t_us = pgu_get_i64(PQgetvalue(r, k, 0));
-                double v = pgu_get_f64(PQgetvalue(r, k, 1));
+                int64_t t_us = pg_util_get_i64(PQgetvalue(r, k, 0));
+                double v = pg_util_get_f64(PQgetvalue(r, k, 1));
                 CHECK_INT(t_us, pts[k].ts / 1000 * 1000);      /* timestamptz: microseconds */
-                CHECK_INT(pgu_get_i64(PQgetvalue(r, k, 2)), pts[k].ts);   /* ts_ns: exact */
+                CHECK_INT(pg_util_get_i64(PQgetvalue(r, k, 2)), pts[k].ts);   /* ts_ns: exact */
                 CHECK(memcmp(&v, &pts[k].value, 8) == 0);
                 checked++;
             }
@@ -226,12 +226,12 @@ static void test_grafana_view_matches_query(void)
         }
     }
     CHECK(checked > 100);
-    pgq_close(q);
+    pg_query_close(q);
     PQfinish(c);
 }
 
 static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                      const struct pgl_stored *stored)
+                      const struct pg_load_stored *stored)
 {
     CHECK_INT(stored->tail_bytes, 0);
     CHECK_INT(stored->snapshot_points, w->n);
@@ -250,7 +250,7 @@ static int got_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_
 }
 
 static int stop_at_first(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                         const struct pgl_stored *stored)
+                         const struct pg_load_stored *stored)
 {
     (void)ctx, (void)metric, (void)lsn, (void)w, (void)stored;
     return GA_ENOSPC;
@@ -258,10 +258,10 @@ static int stop_at_first(void *ctx, uint32_t metric, uint64_t lsn, const struct 
 
 static void test_load_at_start(void)
 {
-    struct pgl_state s;
+    struct pg_load_state s;
     char err[256];
     int nwin = 0;
-    CHECK_INT(pgl_load(env.conninfo, &s, got_window, &nwin, err, sizeof err), 0);
+    CHECK_INT(pg_load(env.conninfo, &s, got_window, &nwin, err, sizeof err), 0);
     CHECK_INT(s.committed_lsn, 4242);
     CHECK_INT(s.window_lsn, 4200);
     CHECK_INT(nwin, NM);
@@ -280,15 +280,15 @@ static void test_load_at_start(void)
         CHECK_INT(p->nmethods, orig->nmethods);
         CHECK(memcmp(p->methods, orig->methods, sizeof p->methods[0] * (size_t)p->nmethods) == 0);
     }
-    pgl_free(&s);
-    CHECK_INT(pgl_load(env.conninfo, &s, stop_at_first, NULL, err, sizeof err), GA_ENOSPC);
+    pg_load_free(&s);
+    CHECK_INT(pg_load(env.conninfo, &s, stop_at_first, NULL, err, sizeof err), GA_ENOSPC);
     CHECK_INT(s.nmetrics, 0);
-    CHECK_INT(pgl_load("host=/nonexistent-gpuagg connect_timeout=1", &s, NULL, NULL, err,
+    CHECK_INT(pg_load("host=/nonexistent-gpuagg connect_timeout=1", &s, NULL, NULL, err,
                        sizeof err), GA_EIO);
     /* a damaged snapshot is named */
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_cmd(c, "UPDATE metric_windows SET snapshot = '\\x0900' WHERE metric = 4"), 0);
-    CHECK_INT(pgl_load(env.conninfo, &s, got_window, &nwin, err, sizeof err), GA_ECORRUPT);
+    CHECK_INT(pg_load(env.conninfo, &s, got_window, &nwin, err, sizeof err), GA_ECORRUPT);
     CHECK_CONTAINS(err, "metric 4");
     PQfinish(c);
 }

@@ -16,7 +16,7 @@
 #include "tests/unit/harness.h"
 #include "tests/unit/test_pg_env.h"
 
-#define DAY_NS PGS_DAY_NS
+#define DAY_NS PG_SCHEMA_DAY_NS
 
 static struct pgenv env;
 static uint64_t seed;
@@ -31,15 +31,15 @@ static void test_migrations_idempotent(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(0));
     CHECK_STR(err, "");
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_step_count(0));
-    CHECK_INT(pg_scalar(c, "SELECT max(version) FROM gpuagg_migrations"), pgs_latest_version());
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pg_schema_step_count(0));
+    CHECK_INT(pg_scalar(c, "SELECT max(version) FROM gpuagg_migrations"), pg_schema_latest_version());
     long long tables = pg_scalar(c, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
     long long applied = pg_scalar(c, "SELECT extract(epoch FROM applied)::bigint FROM gpuagg_migrations");
     /* second run: nothing to do, nothing changed */
-    CHECK_INT(pgs_migrate(c, err, sizeof err), 0);
-    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pgs_step_count(0));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), 0);
+    CHECK_INT(pg_scalar(c, "SELECT count(*) FROM gpuagg_migrations"), pg_schema_step_count(0));
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), tables);
     CHECK_INT(pg_scalar(c, "SELECT extract(epoch FROM applied)::bigint FROM gpuagg_migrations"),
               applied);
@@ -84,13 +84,13 @@ static void test_v2_alters_existing_partitions(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 1, err, sizeof err), 1);
+    CHECK_INT(pg_schema_migrate_to(c, 1, err, sizeof err), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
                            "FROM unnest(ARRAY[20000, 20001, 20002]::int8[]) d"), 3);
     const char *ff50 = "SELECT count(*) FROM aggregate_partitions p JOIN pg_class c ON c.relname = "
                        "p.name WHERE 'fillfactor=50' = ANY (c.reloptions)";
     CHECK_INT(pg_scalar(c, ff50), 0);
-    CHECK_INT(pgs_migrate_to(c, 2, err, sizeof err), 1);          /* one step: v2 */
+    CHECK_INT(pg_schema_migrate_to(c, 2, err, sizeof err), 1);          /* one step: v2 */
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregate_partitions"), 3);
     CHECK_INT(pg_scalar(c, ff50), 3);
@@ -108,7 +108,7 @@ static void test_v4_moves_rows(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 3, err, sizeof err), 3);
+    CHECK_INT(pg_schema_migrate_to(c, 3, err, sizeof err), 3);
     int64_t today = ga_now_real_ns() / DAY_NS, g = 60LL * 1000000000;
     char sql[1024];
     snprintf(sql, sizeof sql, "SELECT count(*) FILTER (WHERE gpuagg_ensure_partition(d)) "
@@ -132,7 +132,7 @@ static void test_v4_moves_rows(void)
     CHECK_INT(values, 2 * 2 * 20 * 3 - 2 * 2 * 4);
     keep_view(c, "aggregates");
     keep_view(c, "gpuagg_measures");
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(3));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(3));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), values);
     CHECK_INT(view_lost(c, "aggregates"), 0);
@@ -153,12 +153,12 @@ static void test_v10_stores_metric_ids(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 9, err, sizeof err), pgs_step_count(0) - pgs_step_count(9));
+    CHECK_INT(pg_schema_migrate_to(c, 9, err, sizeof err), pg_schema_step_count(0) - pg_schema_step_count(9));
     CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
                         "VALUES ('p', 0, '[]', '{mean}')"), 0);
     CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy) VALUES (0, 'cpu.util', 'p'), "
                         "(1, 'm\xc3\xbcnchen.temp', 'p'), (2, repeat('x', 100), 'p')"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(9));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(9));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics WHERE uuid = gpuagg_metric_uuid(name)"), 3);
     PGresult *r = PQexec(c, "SELECT name, uuid FROM metrics ORDER BY id");
@@ -186,10 +186,10 @@ static void test_v12_window_tails(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 11, err, sizeof err), pgs_step_count(0) - pgs_step_count(11));
+    CHECK_INT(pg_schema_migrate_to(c, 11, err, sizeof err), pg_schema_step_count(0) - pg_schema_step_count(11));
     CHECK_INT(pg_cmd(c, "INSERT INTO metric_windows (metric, lsn, snapshot) "
                         "VALUES (0, 7, '\\x0100020a0101000000000000f03f0000000000000040')"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(11));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(11));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_windows WHERE lsn = 7"), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails"), 0);
@@ -207,7 +207,7 @@ static void test_v13_open_blocks(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "", sql[1024];
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 12, err, sizeof err), pgs_step_count(0) - pgs_step_count(12));
+    CHECK_INT(pg_schema_migrate_to(c, 12, err, sizeof err), pg_schema_step_count(0) - pg_schema_step_count(12));
     long long g = 60000000000LL, day = (long long)(time(NULL) / 86400);
     long long t0 = (day - 1) * 86400000000000LL;
     CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
@@ -227,7 +227,7 @@ static void test_v13_open_blocks(void)
     keep_view(c, "aggregates");
     keep_view(c, "gpuagg_measures");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM kept_gpuagg_measures"), 2 * 10 * 2);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(12));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(12));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_rows"), 2 * 20);
     CHECK_INT(view_lost(c, "aggregates"), 0);
@@ -267,11 +267,11 @@ static void test_v14_window_positions(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 13, err, sizeof err), pgs_step_count(0) - pgs_step_count(13));
+    CHECK_INT(pg_schema_migrate_to(c, 13, err, sizeof err), pg_schema_step_count(0) - pg_schema_step_count(13));
     CHECK_INT(pg_cmd(c, "INSERT INTO metric_windows (metric, lsn, snapshot) "
                         "VALUES (0, 7, '\\x0100020a0101000000000000f03f0000000000000040')"), 0);
     CHECK_INT(pg_cmd(c, "INSERT INTO metric_window_tails (metric, rec) VALUES (0, '\\x02')"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(13));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(13));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_windows WHERE lsn = 7 AND saved_lsn = 0"), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails WHERE lsn = 0"), 1);
@@ -288,7 +288,7 @@ static void test_v15_blocks_partitioned(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "", sql[1024];
     reset_db(c);
-    CHECK_INT(pgs_migrate_to(c, 14, err, sizeof err), pgs_step_count(0) - pgs_step_count(14));
+    CHECK_INT(pg_schema_migrate_to(c, 14, err, sizeof err), pg_schema_step_count(0) - pg_schema_step_count(14));
     long long g = 60000000000LL, t0 = (long long)(time(NULL) / 86400) * 86400000000000LL;
     CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
                         "VALUES ('p', 0, '[{\"granularity_ns\": 60000000000, \"timespan_ns\": "
@@ -306,7 +306,7 @@ static void test_v15_blocks_partitioned(void)
     keep_view(c, "bucket_rows");
     keep_view(c, "gpuagg_measures");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM kept_gpuagg_measures"), 4);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(14));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(14));
     CHECK_STR(err, "");
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'open_blocks'::regclass"),
               GA_PARTITIONS);
@@ -340,11 +340,11 @@ static void test_newer_schema_refused(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
     CHECK_INT(pg_cmd(c, "INSERT INTO gpuagg_migrations (version, name) VALUES (9999, 'future')"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), GA_EPROTO);
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), GA_EPROTO);
     CHECK_CONTAINS(err, "9999");
     CHECK_INT(PQtransactionStatus(c), PQTRANS_IDLE);
     CHECK_INT(pg_cmd(c, "DELETE FROM gpuagg_migrations WHERE version = 9999"), 0);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), 0);
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), 0);
     PQfinish(c);
 }
 
@@ -414,10 +414,10 @@ static char *read_source(const char *path)
  * to its file. */
 static void test_migrations_embedded(void)
 {
-    CHECK(pgs_nmigrations > 0);
-    CHECK_INT(pgs_migrations[0].version, 1);
-    for (int i = 0; i < pgs_nmigrations; i++) {
-        const struct pgs_migration *m = &pgs_migrations[i];
+    CHECK(pg_schema_nmigrations > 0);
+    CHECK_INT(pg_schema_migrations[0].version, 1);
+    for (int i = 0; i < pg_schema_nmigrations; i++) {
+        const struct pg_schema_migration *m = &pg_schema_migrations[i];
         char head[256];
         snprintf(head, sizeof head, "-- Migration %d: %s\n", m->version, m->name);
         CHECK_INT(strncmp(m->sql, head, strlen(head)), 0);
@@ -428,10 +428,10 @@ static void test_migrations_embedded(void)
             harness_fail(__FILE__, __LINE__, "the embedded text of %s differs from the file", m->file);
         free(text);
         if (i > 0)
-            CHECK(m->version > pgs_migrations[i - 1].version);
+            CHECK(m->version > pg_schema_migrations[i - 1].version);
     }
-    CHECK_INT(pgs_latest_version(), pgs_migrations[pgs_nmigrations - 1].version);
-    CHECK_INT(pgs_step_count(0), pgs_nmigrations);
+    CHECK_INT(pg_schema_latest_version(), pg_schema_migrations[pg_schema_nmigrations - 1].version);
+    CHECK_INT(pg_schema_step_count(0), pg_schema_nmigrations);
 }
 
 /* A text that changes when the schema does: tables and their columns,
@@ -470,14 +470,14 @@ static void test_upgrade_from_each_version(void)
     PGconn *c = pgenv_connect(&env);
     char err[512] = "", want[33], got[33];
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(0));
     schema_print(c, want);
-    for (int i = 0; i + 1 < pgs_nmigrations; i++) {
-        int v = pgs_migrations[i].version;
+    for (int i = 0; i + 1 < pg_schema_nmigrations; i++) {
+        int v = pg_schema_migrations[i].version;
         reset_db(c);
-        CHECK_INT(pgs_migrate_to(c, v, err, sizeof err), i + 1);
+        CHECK_INT(pg_schema_migrate_to(c, v, err, sizeof err), i + 1);
         CHECK_INT(pg_scalar(c, "SELECT max(version) FROM gpuagg_migrations"), v);
-        CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(v));
+        CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(v));
         CHECK_STR(err, "");
         schema_print(c, got);
         if (strcmp(got, want) != 0)
@@ -491,19 +491,19 @@ static void test_upgrade_from_each_version(void)
 static void write_days(const struct ga_policy *p, uint32_t id, const char *name, int64_t d0, int n,
                        uint64_t *s)
 {
-    struct pgw *w;
-    struct pgw_opts o = { .conninfo = env.conninfo, .flush_rows = 1000, .flush_interval_ms = 100,
+    struct pg_writer *w;
+    struct pg_writer_opts o = { .conninfo = env.conninfo, .flush_rows = 1000, .flush_interval_ms = 100,
                           .retry_initial_ms = 10, .retry_max_ms = 100, .maintenance_interval_ms = -1 };
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { id, name, p };
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { id, name, p };
     struct ga_agg *a = malloc((size_t)n * sizeof *a);
     for (int i = 0; i < n; i++)
         a[i] = (struct ga_agg){ id, GA_M_MEAN, 0, p->defs[0].granularity_ns,
                                 (d0 + i) * DAY_NS + DAY_NS / 2 / p->defs[0].granularity_ns *
                                 p->defs[0].granularity_ns, rnd_value(s) };
-    struct pgw_unit u = { .aggs = a, .naggs = (size_t)n, .defs = &d, .ndefs = 1 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    struct pg_writer_unit u = { .aggs = a, .naggs = (size_t)n, .defs = &d, .ndefs = 1 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     free(a);
 }
 
@@ -513,7 +513,7 @@ static void test_retention(void)
     char err[512] = "";
     uint64_t s = seed;
     reset_db(c);
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(0));
     /* each archive keeps its own reach: 1 h rows 10 days (+ 1 h), 1 min
      * rows 3 days (+ 1 min); partitions of 10 days and 1 day */
     struct ga_policy p10 = { .name = "ten-days", .back_window = 0 }, p3 = { .name = "three-days" };
@@ -530,7 +530,7 @@ static void test_retention(void)
     const int64_t reach[2] = { 10 * DAY_NS + gs[0], 3 * DAY_NS + gs[1] };
     long long parts = 0, drop = 0, kept[2] = { 0, 0 }, dropped_each[2] = { 0, 0 };
     for (int a = 0; a < 2; a++) {
-        int64_t w = pgs_partition_width(gs[a]), last = -1;
+        int64_t w = pg_schema_partition_width(gs[a]), last = -1;
         for (int64_t d = today - 20; d <= today; d++) {
             int64_t p = (d * DAY_NS + DAY_NS / 2 / gs[a] * gs[a]) / w;
             int gone = (p + 1) * w <= now - reach[a];
@@ -543,11 +543,11 @@ static void test_retention(void)
             kept[a] += !gone;
         }
     }
-    CHECK(pgs_partition_width(gs[0]) == 10 * DAY_NS && pgs_partition_width(gs[1]) == DAY_NS);
+    CHECK(pg_schema_partition_width(gs[0]) == 10 * DAY_NS && pg_schema_partition_width(gs[1]) == DAY_NS);
     CHECK(dropped_each[0] >= 1 && dropped_each[1] >= 15);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), parts);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 42);
-    CHECK_INT(pgs_retention(c, now, err, sizeof err), drop);
+    CHECK_INT(pg_schema_retention(c, now, err, sizeof err), drop);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), parts - drop);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 0"), kept[0]);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 1"), kept[1]);
@@ -558,14 +558,14 @@ static void test_retention(void)
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent "
                            "WHERE p.relname = 'buckets'"), parts - drop);
     /* idempotent */
-    CHECK_INT(pgs_retention(c, now, err, sizeof err), 0);
+    CHECK_INT(pg_schema_retention(c, now, err, sizeof err), 0);
     /* an unbounded archive in use keeps its own rows; the others go by
      * their reach */
     struct ga_policy forever = { .name = "forever" };
     ga_policy_add_def(&forever, DAY_NS, 0, 0, NULL);
     ga_policy_methods_from_list(&forever, mean, 1, NULL);
     write_days(&forever, 2, "forever", today - 5, 1, &s);
-    CHECK_INT(pgs_retention(c, now + 100 * DAY_NS, err, sizeof err), parts - drop);
+    CHECK_INT(pg_schema_retention(c, now + 100 * DAY_NS, err, sizeof err), parts - drop);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions"), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 2"), 1);
     PQfinish(c);
@@ -573,29 +573,29 @@ static void test_retention(void)
 
 static void test_partitions_ahead(void)
 {
-    struct pgt_conn tc;
-    struct pgt_checkpoint cp;
+    struct pg_txn_conn tc;
+    struct pg_txn_checkpoint cp;
     char err[512] = "";
     uint64_t s = seed;
     PGconn *c = pgenv_connect(&env);
     reset_db(c);
-    CHECK_INT(pgt_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
+    CHECK_INT(pg_txn_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
     int created, dropped;
     int64_t now = ga_now_real_ns();
     /* nothing written yet: no archive to create partitions for */
-    CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
+    CHECK_INT(pg_txn_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
     CHECK_INT(created, 0);
-    pgt_close(&tc);
+    pg_txn_close(&tc);
     struct ga_policy p = { .name = "minutes" };
     static const char *const mean[] = { "mean" };
     ga_policy_add_def(&p, 60LL * 1000000000, 30 * DAY_NS, 0, NULL);
     ga_policy_methods_from_list(&p, mean, 1, NULL);
     write_days(&p, 0, "m", now / DAY_NS, 1, &s);
-    CHECK_INT(pgt_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
-    CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
+    CHECK_INT(pg_txn_open(&tc, env.conninfo, 0, 1, &cp, err, sizeof err), 0);
+    CHECK_INT(pg_txn_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
     CHECK_INT(created, 3);
     CHECK_INT(dropped, 0);
-    CHECK_INT(pgt_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
+    CHECK_INT(pg_txn_maintain(&tc, now, 3, &created, &dropped, err, sizeof err), 0);
     CHECK_INT(created, 0);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM bucket_partitions WHERE from_ns >= %lld",
@@ -604,7 +604,7 @@ static void test_partitions_ahead(void)
     /* the partition name is its archive and its first UTC day */
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM bucket_partitions WHERE name = 'buckets_60000000000_' || "
                            "to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')"), 1);
-    pgt_close(&tc);
+    pg_txn_close(&tc);
     PQfinish(c);
 }
 

@@ -50,10 +50,10 @@ static void test_round_trip_random(void)
         random_window(&s, &w, n);
         uint8_t *buf;
         size_t len;
-        CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
-        CHECK(len <= pgwin_encoded_max(n));
-        CHECK_INT(buf[0], PGWIN_VERSION);
-        CHECK_INT(pgwin_decode(buf, len, &back), 0);
+        CHECK_INT(pg_window_encode(&w, &buf, &len), 0);
+        CHECK(len <= pg_window_encoded_max(n));
+        CHECK_INT(buf[0], PG_WINDOW_VERSION);
+        CHECK_INT(pg_window_decode(buf, len, &back), 0);
         CHECK_INT(back.n, n);
         CHECK_INT(back.has_prev, w.has_prev);
         if (w.has_prev) {
@@ -83,7 +83,7 @@ static void test_compact(void)
     }
     uint8_t *buf;
     size_t len;
-    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    CHECK_INT(pg_window_encode(&w, &buf, &len), 0);
     CHECK(len < w.n * 14);
     free(buf);
     free_window(&w);
@@ -96,9 +96,9 @@ static void test_unsorted_refused(void)
     struct ga_window w = { .n = 3, .ts = ts, .value = v };
     uint8_t *buf = NULL;
     size_t len;
-    CHECK_INT(pgwin_encode(&w, &buf, &len), GA_EINVAL);
+    CHECK_INT(pg_window_encode(&w, &buf, &len), GA_EINVAL);
     ts[2] = 15;
-    CHECK_INT(pgwin_encode(&w, &buf, &len), GA_EINVAL);
+    CHECK_INT(pg_window_encode(&w, &buf, &len), GA_EINVAL);
     CHECK(buf == NULL);
 }
 
@@ -111,41 +111,41 @@ static void test_damage_refused(void)
     w.prev_ts = w.ts[0] - 5;
     uint8_t *buf;
     size_t len;
-    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    CHECK_INT(pg_window_encode(&w, &buf, &len), 0);
     /* every truncation */
     for (size_t cut = 0; cut < len; cut++)
-        CHECK_INT(pgwin_decode(buf, cut, &back), GA_ECORRUPT);
+        CHECK_INT(pg_window_decode(buf, cut, &back), GA_ECORRUPT);
     /* trailing garbage */
     uint8_t *longer = malloc(len + 1);
     memcpy(longer, buf, len);
     longer[len] = 0;
-    CHECK_INT(pgwin_decode(longer, len + 1, &back), GA_ECORRUPT);
+    CHECK_INT(pg_window_decode(longer, len + 1, &back), GA_ECORRUPT);
     /* unknown version and flags */
-    longer[0] = PGWIN_VERSION + 1;
-    CHECK_INT(pgwin_decode(longer, len, &back), GA_ECORRUPT);
+    longer[0] = PG_WINDOW_VERSION + 1;
+    CHECK_INT(pg_window_decode(longer, len, &back), GA_ECORRUPT);
     memcpy(longer, buf, len);
     longer[1] |= 0x80;
-    CHECK_INT(pgwin_decode(longer, len, &back), GA_ECORRUPT);
+    CHECK_INT(pg_window_decode(longer, len, &back), GA_ECORRUPT);
     /* an absurd count must not allocate or read out of bounds */
-    uint8_t huge[] = { PGWIN_VERSION, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0 };
-    CHECK_INT(pgwin_decode(huge, sizeof huge, &back), GA_ECORRUPT);
+    uint8_t huge[] = { PG_WINDOW_VERSION, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0 };
+    CHECK_INT(pg_window_decode(huge, sizeof huge, &back), GA_ECORRUPT);
     /* a zero delta (duplicate timestamp) */
     int64_t ts2[] = { 100, 101 };
     double v2[] = { 1, 2 };
     struct ga_window w2 = { .n = 2, .ts = ts2, .value = v2 };
     uint8_t *b2;
     size_t l2;
-    CHECK_INT(pgwin_encode(&w2, &b2, &l2), 0);
+    CHECK_INT(pg_window_encode(&w2, &b2, &l2), 0);
     /* version, flags, n = 2, zigzag(100) = 200 = varint c8 01, delta 1 */
     CHECK_INT(l2, 6 + 16);
     CHECK_INT(b2[3], 0xc8);
     CHECK_INT(b2[4], 0x01);
     CHECK_INT(b2[5], 1);
     free(b2);
-    uint8_t dup[] = { PGWIN_VERSION, 0, 2, 0x02, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-    CHECK_INT(pgwin_decode(dup, sizeof dup, &back), GA_ECORRUPT);
+    uint8_t dup[] = { PG_WINDOW_VERSION, 0, 2, 0x02, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    CHECK_INT(pg_window_decode(dup, sizeof dup, &back), GA_ECORRUPT);
     dup[4] = 1;
-    CHECK_INT(pgwin_decode(dup, sizeof dup, &back), 0);
+    CHECK_INT(pg_window_decode(dup, sizeof dup, &back), 0);
     CHECK_INT(back.ts[0], 1);
     CHECK_INT(back.ts[1], 2);
     free_window(&back);
@@ -164,7 +164,7 @@ static void test_documented_example(void)
     struct ga_window w = { .n = 2, .ts = ts, .value = v };
     uint8_t *buf;
     size_t len;
-    CHECK_INT(pgwin_encode(&w, &buf, &len), 0);
+    CHECK_INT(pg_window_encode(&w, &buf, &len), 0);
     CHECK_INT(len, sizeof doc);
     CHECK(len == sizeof doc && memcmp(buf, doc, len) == 0);
     free(buf);
@@ -181,7 +181,7 @@ static void test_tail_chain_random(void)
         now.has_prev = 0;
         uint8_t *base;
         size_t blen;
-        CHECK_INT(pgwin_encode(&now, &base, &blen), 0);
+        CHECK_INT(pg_window_encode(&now, &base, &blen), 0);
         uint8_t *chain = NULL;
         size_t clen = 0;
         int steps = (int)(rnd_next(&s) % 6);
@@ -210,7 +210,7 @@ static void test_tail_chain_random(void)
             int64_t keep = n2 ? ts2[0] : t + 1;
             uint8_t *rec;
             size_t rlen;
-            CHECK_INT(pgwin_encode_tail(keep, &tail, &rec, &rlen), 0);
+            CHECK_INT(pg_window_encode_tail(keep, &tail, &rec, &rlen), 0);
             chain = realloc(chain, clen + rlen);
             memcpy(chain + clen, rec, rlen);
             clen += rlen;
@@ -219,21 +219,21 @@ static void test_tail_chain_random(void)
             free_window(&tail);
         }
         struct ga_window got;
-        CHECK_INT(pgwin_decode(base, blen, &got), 0);
-        CHECK_INT(pgwin_apply_tail(&got, chain, clen), 0);
+        CHECK_INT(pg_window_decode(base, blen, &got), 0);
+        CHECK_INT(pg_window_apply_tail(&got, chain, clen), 0);
         CHECK_INT(got.n, now.n);
         CHECK(got.n == now.n && (!now.n || (memcmp(got.ts, now.ts, now.n * 8) == 0 &&
                                             memcmp(got.value, now.value, now.n * 8) == 0)));
         /* what is stored: one record a step, the points they added */
         size_t recs, pts;
-        CHECK_INT(pgwin_tail_count(chain, clen, &recs, &pts), 0);
+        CHECK_INT(pg_window_tail_count(chain, clen, &recs, &pts), 0);
         CHECK_INT(recs, (size_t)steps);
         CHECK_INT(pts, added);
         /* record by record: the same */
         struct ga_window step;
-        CHECK_INT(pgwin_decode(base, blen, &step), 0);
+        CHECK_INT(pg_window_decode(base, blen, &step), 0);
         for (int k = 0; k < steps; k++)
-            CHECK_INT(pgwin_apply_tail(&step, chain + ends[k], ends[k + 1] - ends[k]), 0);
+            CHECK_INT(pg_window_apply_tail(&step, chain + ends[k], ends[k + 1] - ends[k]), 0);
         CHECK(step.n == now.n && (!now.n || memcmp(step.ts, now.ts, now.n * 8) == 0));
         free_window(&step);
         free_window(&got);
@@ -252,30 +252,30 @@ static void test_tail_damage_refused(void)
     struct ga_window tail = { .n = 2, .ts = tt, .value = tv }, back = { .n = 1, .ts = bad, .value = bv };
     uint8_t *rec, *brec;
     size_t rlen, blen;
-    CHECK_INT(pgwin_encode_tail(200, &tail, &rec, &rlen), 0);
-    CHECK_INT(pgwin_encode_tail(100, &back, &brec, &blen), 0);
+    CHECK_INT(pg_window_encode_tail(200, &tail, &rec, &rlen), 0);
+    CHECK_INT(pg_window_encode_tail(100, &back, &brec, &blen), 0);
     struct ga_window w;
     uint8_t *enc;
     size_t elen;
-    CHECK_INT(pgwin_encode(&base, &enc, &elen), 0);
-    CHECK_INT(pgwin_decode(enc, elen, &w), 0);
+    CHECK_INT(pg_window_encode(&base, &enc, &elen), 0);
+    CHECK_INT(pg_window_decode(enc, elen, &w), 0);
     size_t recs, pts;
     for (size_t cut = 1; cut < rlen; cut++) {           /* truncated */
-        CHECK_INT(pgwin_apply_tail(&w, rec, cut), GA_ECORRUPT);
-        CHECK_INT(pgwin_tail_count(rec, cut, &recs, &pts), GA_ECORRUPT);
+        CHECK_INT(pg_window_apply_tail(&w, rec, cut), GA_ECORRUPT);
+        CHECK_INT(pg_window_tail_count(rec, cut, &recs, &pts), GA_ECORRUPT);
     }
-    CHECK_INT(pgwin_tail_count(rec, rlen, &recs, &pts), 0);
+    CHECK_INT(pg_window_tail_count(rec, rlen, &recs, &pts), 0);
     CHECK(recs == 1 && pts == 2);
-    rec[0] = PGWIN_VERSION;                            /* not a tail record */
-    CHECK_INT(pgwin_apply_tail(&w, rec, rlen), GA_ECORRUPT);
-    rec[0] = PGWIN_TAIL;
-    CHECK_INT(pgwin_apply_tail(&w, brec, blen), GA_ECORRUPT);   /* not after the points kept */
+    rec[0] = PG_WINDOW_VERSION;                            /* not a tail record */
+    CHECK_INT(pg_window_apply_tail(&w, rec, rlen), GA_ECORRUPT);
+    rec[0] = PG_WINDOW_TAIL;
+    CHECK_INT(pg_window_apply_tail(&w, brec, blen), GA_ECORRUPT);   /* not after the points kept */
     CHECK_INT(w.n, 3);
     CHECK(w.n == 3 && w.ts[0] == 100 && w.ts[2] == 300);
-    CHECK_INT(pgwin_apply_tail(&w, rec, rlen), 0);
+    CHECK_INT(pg_window_apply_tail(&w, rec, rlen), 0);
     CHECK_INT(w.n, 4);                                 /* 200 300 400 500 */
     CHECK(w.n == 4 && w.ts[0] == 200 && w.ts[3] == 500 && w.value[3] == 5);
-    CHECK_INT(pgwin_apply_tail(&w, NULL, 0), 0);       /* no record: unchanged */
+    CHECK_INT(pg_window_apply_tail(&w, NULL, 0), 0);       /* no record: unchanged */
     CHECK_INT(w.n, 4);
     free_window(&w);
     free(enc);

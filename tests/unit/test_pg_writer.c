@@ -54,9 +54,9 @@ static void on_commit(void *ctx, uint64_t lsn, uint64_t wlsn)
     pthread_mutex_unlock(&k->mu);
 }
 
-static struct pgw_opts opts(struct commits *k)
+static struct pg_writer_opts opts(struct commits *k)
 {
-    struct pgw_opts o = { 0 };
+    struct pg_writer_opts o = { 0 };
     o.conninfo = env.conninfo;
     o.flush_rows = 5000;
     o.flush_interval_ms = 200;
@@ -68,11 +68,11 @@ static struct pgw_opts opts(struct commits *k)
 }
 
 /* Definitions for metrics 0..n-1, policy by id % 3, names "m<id>/é" (UTF-8). */
-static void make_defs(struct pgw_metric_def *d, char (*names)[32], int n)
+static void make_defs(struct pg_writer_metric_def *d, char (*names)[32], int n)
 {
     for (int i = 0; i < n; i++) {
         snprintf(names[i], 32, "m%d/\xc3\xa9", i);
-        d[i] = (struct pgw_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
+        d[i] = (struct pg_writer_metric_def){ (uint32_t)i, names[i], pols[i % 3] };
     }
 }
 
@@ -81,14 +81,14 @@ static void test_round_trip_random(void)
     reset_db();
     uint64_t s = seed;
     enum { NM = 40, NUNITS = 30, PER = 700 };
-    struct pgw_metric_def defs[NM];
+    struct pg_writer_metric_def defs[NM];
     char names[NM][32];
     make_defs(defs, names, NM);
     struct commits k = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
-    struct pgw *w;
-    struct pgw_opts o = opts(&k);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(&k);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    int64_t today = ga_now_real_ns() / PG_SCHEMA_DAY_NS;
     struct ga_agg *all = malloc(NUNITS * PER * sizeof *all);
     struct ga_agg *packed = malloc(2 * PER * sizeof *packed);
     size_t nall = 0, nwide = 0;
@@ -112,7 +112,7 @@ static void test_round_trip_random(void)
                 a[i] = again;
             }
         }
-        struct pgw_unit unit = { .aggs = a, .naggs = PER, .lsn = 1000 + (uint64_t)u * 10 };
+        struct pg_writer_unit unit = { .aggs = a, .naggs = PER, .lsn = 1000 + (uint64_t)u * 10 };
         if (u % 2) {
             unit.naggs = wide_pack(a, PER, packed);
             unit.aggs = packed;
@@ -123,18 +123,18 @@ static void test_round_trip_random(void)
             unit.defs = defs;
             unit.ndefs = NM;
         }
-        CHECK_INT(pgw_submit(w, &unit), 0);
+        CHECK_INT(pg_writer_submit(w, &unit), 0);
         nall += PER;
     }
-    CHECK_INT(pgw_flush_sync(w, 30000), 0);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_flush_sync(w, 30000), 0);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.committed_lsn, 1000 + (NUNITS - 1) * 10);
-    CHECK_INT(st.state, PGC_CONNECTED);
+    CHECK_INT(st.state, PG_CONN_CONNECTED);
     CHECK(st.transactions >= 1);
     CHECK_INT(st.pending_rows, 0);
     CHECK(st.lag_s == 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     CHECK(k.calls >= 1);
     CHECK_INT(k.lsn, 1000 + (NUNITS - 1) * 10);
 
@@ -164,11 +164,11 @@ static void test_round_trip_random(void)
 /* Submitted units are taken into the writer's batch (and coalesce there) on
  * its own thread: wait up to 5 s for pending_rows to reach want; returns
  * the last value seen. */
-static uint64_t wait_pending_rows(struct pgw *w, uint64_t want)
+static uint64_t wait_pending_rows(struct pg_writer *w, uint64_t want)
 {
-    struct pgw_status st;
+    struct pg_writer_status st;
     for (int i = 0; i < 500; i++) {
-        pgw_get_status(w, &st);
+        pg_writer_get_status(w, &st);
         if (st.pending_rows == want)
             break;
         usleep(10000);
@@ -179,38 +179,38 @@ static uint64_t wait_pending_rows(struct pgw *w, uint64_t want)
 static void test_coalesce_later_wins(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.flush_interval_ms = 60000;                /* only the explicit flush writes */
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { 7, "coalesce.me", pols[2] };
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { 7, "coalesce.me", pols[2] };
     int64_t g = pols[2]->defs[0].granularity_ns;
     struct ga_agg a1[2] = { { 7, GA_M_MEAN, 0, g, 10 * g, 1.5 }, { 7, GA_M_MEAN, 0, g, 10 * g, 2.5 } };
     struct ga_agg a2[1] = { { 7, GA_M_MEAN, 0, g, 10 * g, -3.25 } };
-    struct pgw_unit u1 = { .aggs = a1, .naggs = 2, .defs = &d, .ndefs = 1, .lsn = 5 };
-    struct pgw_unit u2 = { .aggs = a2, .naggs = 1, .lsn = 6 };
-    CHECK_INT(pgw_submit(w, &u1), 0);
-    CHECK_INT(pgw_submit(w, &u2), 0);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_unit u1 = { .aggs = a1, .naggs = 2, .defs = &d, .ndefs = 1, .lsn = 5 };
+    struct pg_writer_unit u2 = { .aggs = a2, .naggs = 1, .lsn = 6 };
+    CHECK_INT(pg_writer_submit(w, &u1), 0);
+    CHECK_INT(pg_writer_submit(w, &u2), 0);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK(st.pending_rows >= 1 && st.pending_rows <= 3);   /* at most, until the writer takes them */
     CHECK_INT(wait_pending_rows(w, 1), 1);       /* three submissions, one key */
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.pending_units, 2);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 1);
     CHECK_INT(pg_scalar(c, "SELECT (value * 100)::int FROM aggregates"), -325);
     /* a later flush with the same key updates the row in place */
     a2[0].value = 9.75;
     u2.lsn = 7;
-    CHECK_INT(pgw_submit(w, &u2), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_submit(w, &u2), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 1);
     CHECK_INT(pg_scalar(c, "SELECT (value * 100)::int FROM aggregates"), 975);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 7);
     PQfinish(c);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 /* While a transaction runs (held here at its checkpoint update by a lock
@@ -220,23 +220,23 @@ static void test_coalesce_later_wins(void)
 static void test_coalesce_while_writing(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.flush_interval_ms = 20;
     o.queue_max_rows = 200;                      /* 60 writing + 60 next: fits; 2,400 would not */
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     enum { K = 60, U = 40 };
-    struct pgw_metric_def d = { 3, "coalesce.writing", pols[2] };
+    struct pg_writer_metric_def d = { 3, "coalesce.writing", pols[2] };
     int64_t g = pols[2]->defs[0].granularity_ns;
     int64_t t0 = ga_now_real_ns() / g * g;
     struct ga_agg a[K];
     for (int i = 0; i < K; i++)
         a[i] = (struct ga_agg){ 3, GA_M_MEAN, 0, g, t0 - (int64_t)i * g, 1.0 };
-    struct pgw_unit u = { .aggs = a, .naggs = K, .defs = &d, .ndefs = 1, .lsn = 10 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    struct pgw_status st0, st;
-    pgw_get_status(w, &st0);
+    struct pg_writer_unit u = { .aggs = a, .naggs = K, .defs = &d, .ndefs = 1, .lsn = 10 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    struct pg_writer_status st0, st;
+    pg_writer_get_status(w, &st0);
     PGconn *lk = pgenv_connect(&env), *c = pgenv_connect(&env);
     CHECK_INT(pg_cmd(lk, "BEGIN; LOCK TABLE partitions IN ACCESS EXCLUSIVE MODE"), 0);
     for (int i = 0; i < K; i++)
@@ -244,7 +244,7 @@ static void test_coalesce_while_writing(void)
     u.defs = NULL;
     u.ndefs = 0;
     u.lsn = 20;
-    CHECK_INT(pgw_submit(w, &u), 0);             /* written, then held at the lock */
+    CHECK_INT(pg_writer_submit(w, &u), 0);             /* written, then held at the lock */
     long long waiting = 0;
     for (int i = 0; i < 500 && !waiting; i++) {
         waiting = pg_scalar(c, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'");
@@ -256,33 +256,33 @@ static void test_coalesce_while_writing(void)
         for (int i = 0; i < K; i++)
             a[i].value = 100.0 + k;
         u.lsn = 30 + (uint64_t)k;
-        CHECK_INT(pgw_submit(w, &u), 0);        /* not EBUSY: each is merged as it comes */
+        CHECK_INT(pg_writer_submit(w, &u), 0);        /* not EBUSY: each is merged as it comes */
         wait_pending_rows(w, 2 * K);
     }
     CHECK_INT(wait_pending_rows(w, 2 * K), 2 * K);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.busy_refusals, 0);
     CHECK_INT(st.transactions, st0.transactions);
     CHECK_INT(pg_cmd(lk, "ROLLBACK"), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.transactions, st0.transactions + 2);
     CHECK_INT(st.committed_lsn, 30 + U - 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 3"), K);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates WHERE metric = 3 AND value = 139"), K);
     PQfinish(c);
     PQfinish(lk);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 static void test_late_points_and_counters(void)
 {
     reset_db();
     uint64_t s = seed ^ 77;
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d[2] = { { 0, "late.a", pols[0] }, { 1, "late.b", pols[1] } };
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d[2] = { { 0, "late.a", pols[0] }, { 1, "late.b", pols[1] } };
     struct ga_late late[50];
     for (int i = 0; i < 50; i++) {
         late[i].metric = (uint32_t)(i % 3);      /* 2 is an unknown metric */
@@ -290,15 +290,15 @@ static void test_late_points_and_counters(void)
         late[i].ts = (int64_t)(rnd_next(&s) % 1000000000000ULL) - (i % 4 == 1 ? 2000000000000LL : 0);
         late[i].value = i % 4 == 2 ? NAN : rnd_value(&s);
     }
-    struct pgw_count cnt[2] = { { 0, 17 }, { 1, 5 } };
-    struct pgw_unit u = { .late = late, .nlate = 50, .defs = d, .ndefs = 2, .counts = cnt,
+    struct pg_writer_count cnt[2] = { { 0, 17 }, { 1, 5 } };
+    struct pg_writer_unit u = { .late = late, .nlate = 50, .defs = d, .ndefs = 2, .counts = cnt,
                           .ncounts = 2, .lsn = 100 };
-    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
     cnt[0].points = 3;
     u.lsn = 200;
     u.nlate = 10;                                 /* the same 10 again: not duplicated */
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points"), 50);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM late_points WHERE reason = 'window'"), 13);
@@ -316,15 +316,15 @@ static void test_late_points_and_counters(void)
     for (int i = 0; i < PQntuples(r); i++)
         for (int j = 0; j < 50; j++)
             if (late[j].metric == 0 && late[j].reason == 1 &&
-                late[j].ts == pgu_get_i64(PQgetvalue(r, i, 0))) {
-                double v = pgu_get_f64(PQgetvalue(r, i, 1));
+                late[j].ts == pg_util_get_i64(PQgetvalue(r, i, 0))) {
+                double v = pg_util_get_f64(PQgetvalue(r, i, 1));
                 found += memcmp(&v, &late[j].value, 8) == 0;
             }
     CHECK(found >= 4);
     CHECK_INT(found, PQntuples(r));
     PQclear(r);
     PQfinish(c);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 static void flushed(void *ctx, int rc, uint64_t lsn)
@@ -336,29 +336,29 @@ static void flushed(void *ctx, int rc, uint64_t lsn)
 static void test_flush_request_and_stop(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.flush_interval_ms = 600000;
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { 3, "flush.req", pols[1] };
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { 3, "flush.req", pols[1] };
     int64_t g = pols[1]->defs[0].granularity_ns;
     struct ga_agg a = { 3, pols[1]->methods[0], 0, g, 1234 * g, 42.5 };
-    struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .lsn = 77 };
+    struct pg_writer_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .lsn = 77 };
     /* nothing pending: the callback runs at once */
     int got = -2;
-    CHECK_INT(pgw_flush(w, flushed, &got), 0);
+    CHECK_INT(pg_writer_flush(w, flushed, &got), 0);
     CHECK_INT(got, 0);
-    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
     got = -2;
-    CHECK_INT(pgw_flush(w, flushed, &got), 0);
+    CHECK_INT(pg_writer_flush(w, flushed, &got), 0);
     for (int i = 0; i < 500 && __atomic_load_n(&got, __ATOMIC_ACQUIRE) == -2; i++)
         usleep(10000);
     CHECK_INT(__atomic_load_n(&got, __ATOMIC_ACQUIRE), 77);
     /* stop commits what is pending, even with a long flush interval */
     a.ts += g;
     u.lsn = 88;
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 2);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 88);
@@ -368,48 +368,48 @@ static void test_flush_request_and_stop(void)
 static void test_backpressure(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
     o.queue_max_rows = 100;
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     struct ga_agg a[60];
     for (int i = 0; i < 60; i++)
         a[i] = (struct ga_agg){ 1, GA_M_MEAN, 0, 1000, (int64_t)i * 1000, i + 1.0 };
-    struct pgw_unit u = { .aggs = a, .naggs = 60, .lsn = 1 };
-    CHECK_INT(pgw_submit(w, &u), 0);
+    struct pg_writer_unit u = { .aggs = a, .naggs = 60, .lsn = 1 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
     u.lsn = 2;
     u.naggs = 30;
-    CHECK_INT(pgw_submit(w, &u), 0);              /* 60 + 30 <= 100; same keys: still 60 */
+    CHECK_INT(pg_writer_submit(w, &u), 0);              /* 60 + 30 <= 100; same keys: still 60 */
     CHECK_INT(wait_pending_rows(w, 60), 60);      /* once the writer has taken them */
     u.naggs = 60;
     for (int i = 0; i < 60; i++)
         a[i].ts += 60000;
     u.lsn = 3;
-    CHECK_INT(pgw_submit(w, &u), GA_EBUSY);       /* 120 > 100 */
+    CHECK_INT(pg_writer_submit(w, &u), GA_EBUSY);       /* 120 > 100 */
     u.lsn = 0;
     u.naggs = 40;
-    CHECK_INT(pgw_submit(w, &u), 0);              /* exactly 100 */
+    CHECK_INT(pg_writer_submit(w, &u), 0);              /* exactly 100 */
     u.lsn = 1;
-    CHECK_INT(pgw_submit(w, &u), GA_EINVAL);      /* LSN went backwards */
-    struct pgw_status st;
+    CHECK_INT(pg_writer_submit(w, &u), GA_EINVAL);      /* LSN went backwards */
+    struct pg_writer_status st;
     for (int i = 0; i < 300; i++) {
-        pgw_get_status(w, &st);
-        if (st.state == PGC_DOWN)
+        pg_writer_get_status(w, &st);
+        if (st.state == PG_CONN_DOWN)
             break;
         usleep(10000);
     }
-    CHECK_INT(st.state, PGC_DOWN);
+    CHECK_INT(st.state, PG_CONN_DOWN);
     CHECK(st.last_error[0] != '\0');
     CHECK_INT(st.busy_refusals, 1);
     CHECK_INT(st.pending_rows, 100);
     CHECK_INT(st.lag_lsn, 2);                     /* LSN 2 the last taken (3 was refused) */
     CHECK_INT(st.lag_lsn, 2);
     CHECK(st.lag_s > 0);
-    CHECK_INT(pgw_flush_sync(w, 100), GA_ETIMEDOUT);
+    CHECK_INT(pg_writer_flush_sync(w, 100), GA_ETIMEDOUT);
     /* a stop that cannot commit gives up at its deadline */
     int64_t t0 = ga_now_mono_ns();
-    CHECK_INT(pgw_stop(w, 300), GA_ETIMEDOUT);
+    CHECK_INT(pg_writer_stop(w, 300), GA_ETIMEDOUT);
     CHECK((ga_now_mono_ns() - t0) / 1000000 < 3000);
 }
 
@@ -430,17 +430,17 @@ static int never_stop(void *ctx)
  * times it (the daemon's SIGTERM bound counts on it). */
 static void test_writers_stop_one_deadline(void)
 {
-    struct pgws *s;
-    struct pgws_opts o = { .w = opts(NULL), .nwriters = 4, .partition_of = part_of_id };
+    struct pg_writers *s;
+    struct pg_writers_opts o = { .w = opts(NULL), .nwriters = 4, .partition_of = part_of_id };
     o.w.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
-    CHECK_INT(pgws_start(&s, &o), 0);
+    CHECK_INT(pg_writers_start(&s, &o), 0);
     struct ga_agg a[4];
     for (int i = 0; i < 4; i++)       /* metrics 0..3: partitions 0..3, one to each writer */
         a[i] = (struct ga_agg){ (uint32_t)i, GA_M_MEAN, 0, 1000, 1000, i + 1.0 };
-    struct pgw_unit u = { .aggs = a, .naggs = 4, .lsn = 1 };
-    CHECK_INT(pgws_submit(s, &u, never_stop, NULL), 0);
+    struct pg_writer_unit u = { .aggs = a, .naggs = 4, .lsn = 1 };
+    CHECK_INT(pg_writers_submit(s, &u, never_stop, NULL), 0);
     int64_t t0 = ga_now_mono_ns();
-    CHECK_INT(pgws_stop(s, 400), GA_ETIMEDOUT);
+    CHECK_INT(pg_writers_stop(s, 400), GA_ETIMEDOUT);
     int64_t ms = (ga_now_mono_ns() - t0) / 1000000;
     if (ms >= 1000)
         harness_fail(__FILE__, __LINE__, "4 writers stopped in %lld ms, one deadline is 400",
@@ -451,53 +451,53 @@ static void test_writers_stop_one_deadline(void)
  * commit the lag counts from its first LSN (lsn_floor), not from 0. */
 static void test_lag_counts_from_floor(void)
 {
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.conninfo = "host=/nonexistent-gpuagg dbname=x connect_timeout=1";   /* never connects */
     uint64_t floor = (uint64_t)1 << 50;
     o.lsn_floor = floor;
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     struct ga_agg a = { 1, GA_M_MEAN, 0, 1000, 1000, 2.5 };
-    struct pgw_unit u = { .aggs = &a, .naggs = 1, .lsn = floor + 777 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_unit u = { .aggs = &a, .naggs = 1, .lsn = floor + 777 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.committed_lsn, 0);
     CHECK_INT(st.lag_lsn, 777);
-    pgw_stop(w, 100);
+    pg_writer_stop(w, 100);
 }
 
 static void test_replay_skips_committed(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.committed_lsn = 500;                        /* as loaded at start */
     o.window_lsn = 400;
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { 0, "replayed", pols[1] };
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { 0, "replayed", pols[1] };
     int64_t g = pols[1]->defs[0].granularity_ns;
     struct ga_agg a = { 0, pols[1]->methods[0], 0, g, 50 * g, 1.0 };
-    struct pgw_count cnt = { 0, 9 };
+    struct pg_writer_count cnt = { 0, 9 };
     int64_t wts[2] = { 50 * g, 50 * g + 1 };
     double wv[2] = { 1.0, 2.0 };
     struct ga_window win = { .n = 2, .ts = wts, .value = wv };
-    struct pgw_window pw = { .metric = 0, .window = &win };
+    struct pg_writer_window pw = { .metric = 0, .window = &win };
     /* a replayed unit below the checkpoint: only its definition stays */
-    struct pgw_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .counts = &cnt,
+    struct pg_writer_unit u = { .aggs = &a, .naggs = 1, .defs = &d, .ndefs = 1, .counts = &cnt,
                           .ncounts = 1, .windows = &pw, .nwindows = 1, .lsn = 450,
                           .window_lsn = 380 };
-    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
     /* the first unit past it */
     a.value = 2.0;
     u.defs = NULL;
     u.ndefs = 0;
     u.lsn = 600;
     u.window_lsn = 600;
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.units_skipped, 1);
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 1);
@@ -507,14 +507,14 @@ static void test_replay_skips_committed(void)
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 600);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 600);
     PQfinish(c);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
-static struct pgl_stored took;            /* take_window: what was stored for metric 0 */
+static struct pg_load_stored took;            /* take_window: what was stored for metric 0 */
 static uint64_t took_lsn;                 /* and its position */
 
 static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga_window *w,
-                       const struct pgl_stored *stored)
+                       const struct pg_load_stored *stored)
 {
     struct ga_window *out = ctx;
     if (metric != 0)
@@ -535,35 +535,35 @@ static int take_window(void *ctx, uint32_t metric, uint64_t lsn, const struct ga
 static void test_window_tails(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { 0, "tailed", pols[1] };
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { 0, "tailed", pols[1] };
     int64_t ts[6] = { 100, 200, 300, 400, 500, 600 };
     double v[6] = { 1, 2, 3, 4, 5, 6 };
     struct ga_window whole = { .n = 3, .ts = ts, .value = v };       /* 100 200 300 */
     struct ga_window t1 = { .n = 1, .ts = ts + 3, .value = v + 3 };   /* +400, drop 100 */
     struct ga_window t2 = { .n = 2, .ts = ts + 4, .value = v + 4 };   /* +500 600, drop 200 */
-    struct pgw_window pw = { .metric = 0, .window = &whole };
-    struct pgw_unit u = { .defs = &d, .ndefs = 1, .windows = &pw, .nwindows = 1, .lsn = 10,
+    struct pg_writer_window pw = { .metric = 0, .window = &whole };
+    struct pg_writer_unit u = { .defs = &d, .ndefs = 1, .windows = &pw, .nwindows = 1, .lsn = 10,
                           .window_lsn = 10 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    pw = (struct pgw_window){ .metric = 0, .window = &t1, .tail = 1, .keep_from = 200 };
-    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 20, .window_lsn = 20 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    pw = (struct pgw_window){ .metric = 0, .window = &t2, .tail = 1, .keep_from = 300 };
-    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 30, .window_lsn = 30 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);             /* a load needs the database to itself */
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    pw = (struct pg_writer_window){ .metric = 0, .window = &t1, .tail = 1, .keep_from = 200 };
+    u = (struct pg_writer_unit){ .windows = &pw, .nwindows = 1, .lsn = 20, .window_lsn = 20 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    pw = (struct pg_writer_window){ .metric = 0, .window = &t2, .tail = 1, .keep_from = 300 };
+    u = (struct pg_writer_unit){ .windows = &pw, .nwindows = 1, .lsn = 30, .window_lsn = 30 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);             /* a load needs the database to itself */
     PGconn *c = pgenv_connect(&env);
     CHECK(pg_scalar(c, "SELECT count(*) FROM metric_window_tails") >= 1);
-    struct pgl_state s;
+    struct pg_load_state s;
     struct ga_window got = { 0 };
     char err[256];
-    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
-    pgl_free(&s);
+    CHECK_INT(pg_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pg_load_free(&s);
     CHECK_INT(got.n, 4);                                 /* 300 400 500 600 */
     CHECK(got.n == 4 && got.ts[0] == 300 && got.ts[3] == 600 && got.value[0] == 3 &&
           got.value[3] == 6);
@@ -575,17 +575,17 @@ static void test_window_tails(void)
     free(got.ts);
     free(got.value);
     /* whole again: the tails go */
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     struct ga_window now = { .n = 4, .ts = ts + 2, .value = v + 2 };
-    pw = (struct pgw_window){ .metric = 0, .window = &now };
-    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .lsn = 40, .window_lsn = 40 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    pw = (struct pg_writer_window){ .metric = 0, .window = &now };
+    u = (struct pg_writer_unit){ .windows = &pw, .nwindows = 1, .lsn = 40, .window_lsn = 40 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails"), 0);
     got = (struct ga_window){ 0 };
-    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
-    pgl_free(&s);
+    CHECK_INT(pg_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pg_load_free(&s);
     CHECK(got.n == 4 && got.ts[0] == 300);
     CHECK_INT(took.snapshot_points, 4);
     CHECK_INT(took.tails, 0);
@@ -604,36 +604,36 @@ static void test_window_set_sliced(void)
     enum { N = 40 };
     reset_db();
     struct commits k = { 0 };
-    struct pgw_opts o = opts(&k);
-    o.window_txn_bytes = 300;                  /* one window a transaction (PGB_WINDOW_ROW_BYTES) */
-    struct pgw *w;
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d[N];
+    struct pg_writer_opts o = opts(&k);
+    o.window_txn_bytes = 300;                  /* one window a transaction (PG_BATCH_WINDOW_ROW_BYTES) */
+    struct pg_writer *w;
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d[N];
     char names[N][32];
     make_defs(d, names, N);
-    struct pgw_unit u = { .defs = d, .ndefs = N, .lsn = 5 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    struct pg_writer_unit u = { .defs = d, .ndefs = N, .lsn = 5 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     int64_t ts[12];
     double v[12];
     for (int i = 0; i < 12; i++)
         ts[i] = 1000 + i, v[i] = i;
     struct ga_window win = { .n = 12, .ts = ts, .value = v };
-    struct pgw_window pw[N];
-    struct pgw_count cnt[N];
+    struct pg_writer_window pw[N];
+    struct pg_writer_count cnt[N];
     for (int m = 0; m < N; m++) {
-        pw[m] = (struct pgw_window){ .metric = (uint32_t)m, .window = &win };
-        cnt[m] = (struct pgw_count){ (uint32_t)m, 12 };
+        pw[m] = (struct pg_writer_window){ .metric = (uint32_t)m, .window = &win };
+        cnt[m] = (struct pg_writer_count){ (uint32_t)m, 12 };
     }
     uint64_t tx0 = 0;
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     tx0 = st.transactions;
-    u = (struct pgw_unit){ .windows = pw, .nwindows = N, .counts = cnt, .ncounts = N, .lsn = 70,
+    u = (struct pg_writer_unit){ .windows = pw, .nwindows = N, .counts = cnt, .ncounts = N, .lsn = 70,
                            .window_lsn = 70 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    pgw_get_status(w, &st);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    pg_writer_get_status(w, &st);
     CHECK(st.transactions - tx0 >= 10);         /* 40 windows of ~110 bytes, ~3 a transaction */
     CHECK_INT(st.window_lsn, 70);
     PGconn *c = pgenv_connect(&env);
@@ -645,19 +645,19 @@ static void test_window_set_sliced(void)
     double v2[2] = { 1, 2 };
     struct ga_window t = { .n = 2, .ts = ts2, .value = v2 };
     for (int m = 0; m < N; m++)
-        pw[m] = (struct pgw_window){ .metric = (uint32_t)m, .window = &t, .tail = 1, .keep_from = 1000 };
-    u = (struct pgw_unit){ .windows = pw, .nwindows = N, .lsn = 90, .window_lsn = 90 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+        pw[m] = (struct pg_writer_window){ .metric = (uint32_t)m, .window = &t, .tail = 1, .keep_from = 1000 };
+    u = (struct pg_writer_unit){ .windows = pw, .nwindows = N, .lsn = 90, .window_lsn = 90 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metric_window_tails WHERE lsn = 90"), N);
     CHECK_INT(pg_scalar(c, "SELECT min(window_lsn) FROM partitions"), 90);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     /* the load gives each window its own position */
-    struct pgl_state s;
+    struct pg_load_state s;
     struct ga_window got = { 0 };
     char err[256];
-    CHECK_INT(pgl_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
-    pgl_free(&s);
+    CHECK_INT(pg_load(env.conninfo, &s, take_window, &got, err, sizeof err), 0);
+    pg_load_free(&s);
     CHECK_INT(took_lsn, 90);
     CHECK_INT(got.n, 14);
     free(got.ts);
@@ -665,7 +665,7 @@ static void test_window_set_sliced(void)
     PQfinish(c);
 }
 
-static const struct pgb_window *window_of(const struct pgb_batch *b, uint32_t metric)
+static const struct pg_batch_window *window_of(const struct pg_batch *b, uint32_t metric)
 {
     for (size_t i = 0; i < b->nwindows; i++)
         if (b->windows[i].metric == metric)
@@ -682,54 +682,54 @@ static void test_move_windows(void)
     int64_t ts[4] = { 100, 200, 300, 400 };
     double v[4] = { 1, 2, 3, 4 };
     struct ga_window whole = { .n = 3, .ts = ts, .value = v }, t = { .n = 1, .ts = ts + 3, .value = v + 3 };
-    struct pgw_window w1 = { .metric = 0, .window = &whole };
-    struct pgw_unit u1 = { .windows = &w1, .nwindows = 1, .lsn = 10, .window_lsn = 10, .window_parts = 1 };
-    struct pgw_window w2[2] = { { .metric = 0, .window = &t, .tail = 1, .keep_from = 100 },
+    struct pg_writer_window w1 = { .metric = 0, .window = &whole };
+    struct pg_writer_unit u1 = { .windows = &w1, .nwindows = 1, .lsn = 10, .window_lsn = 10, .window_parts = 1 };
+    struct pg_writer_window w2[2] = { { .metric = 0, .window = &t, .tail = 1, .keep_from = 100 },
                                 { .metric = 1, .window = &whole } };
-    struct pgw_count c2[2] = { { 0, 4 }, { 1, 3 } };
-    struct pgw_unit u2 = { .windows = w2, .nwindows = 2, .counts = c2, .ncounts = 2, .lsn = 20,
+    struct pg_writer_count c2[2] = { { 0, 4 }, { 1, 3 } };
+    struct pg_writer_unit u2 = { .windows = w2, .nwindows = 2, .counts = c2, .ncounts = 2, .lsn = 20,
                            .window_lsn = 20, .window_parts = 2 };
-    struct pgb_batch a = { 0 }, b = { 0 }, c = { 0 };
-    CHECK_INT(pgb_merge(&a, &u1, 0, 0, 1, 0), 0);
-    CHECK_INT(pgb_merge(&b, &u2, 0, 0, 2, 0), 0);
+    struct pg_batch a = { 0 }, b = { 0 }, c = { 0 };
+    CHECK_INT(pg_batch_merge(&a, &u1, 0, 0, 1, 0), 0);
+    CHECK_INT(pg_batch_merge(&b, &u2, 0, 0, 2, 0), 0);
     size_t snap_len = a.windows[0].len, tail_len = window_of(&b, 0)->tlen;
-    CHECK_INT(pgb_move_windows(&a, &b, 0, 1), 0);
+    CHECK_INT(pg_batch_move_windows(&a, &b, 0, 1), 0);
     CHECK_INT(b.nwindows + b.ncounts + (size_t)b.has_windows, 0);
     CHECK_INT(a.nwindows, 2);
-    const struct pgb_window *m0 = window_of(&a, 0);
+    const struct pg_batch_window *m0 = window_of(&a, 0);
     CHECK(m0 && m0->len == snap_len && m0->tlen == tail_len && m0->lsn == 20);
     CHECK_INT(a.ncounts, 2);
     CHECK_INT(a.part_lsn[0], 10);
     CHECK_INT(a.part_lsn[1], 20);
-    CHECK_INT(pgb_window_bytes(&a), snap_len + tail_len + window_of(&a, 1)->len + 2 * PGB_WINDOW_ROW_BYTES);
+    CHECK_INT(pg_batch_window_bytes(&a), snap_len + tail_len + window_of(&a, 1)->len + 2 * PG_BATCH_WINDOW_ROW_BYTES);
     /* in pieces of 1 byte: one window a move, the positions with the last */
-    CHECK_INT(pgb_move_windows(&c, &a, 1, 0), 0);
+    CHECK_INT(pg_batch_move_windows(&c, &a, 1, 0), 0);
     CHECK_INT(c.nwindows, 1);
     CHECK_INT(c.ncounts, 1);
     CHECK_INT(c.has_windows, 0);
-    CHECK_INT(pgb_move_windows(&c, &a, 1, 0), 0);
+    CHECK_INT(pg_batch_move_windows(&c, &a, 1, 0), 0);
     CHECK_INT(c.nwindows, 2);
     CHECK_INT(c.ncounts, 2);
     CHECK(c.has_windows && c.part_lsn[1] == 20 && a.nwindows == 0 && !a.has_windows);
     CHECK(window_of(&c, 0) && window_of(&c, 0)->tlen == tail_len);
     /* tiny windows weigh their rows: 8 KiB takes fewer than 8 of 20 */
     enum { NT = 20 };
-    struct pgw_window tw[NT];
+    struct pg_writer_window tw[NT];
     for (int i = 0; i < NT; i++)
-        tw[i] = (struct pgw_window){ .metric = (uint32_t)(10 + i), .window = &t };
-    struct pgw_unit ut = { .windows = tw, .nwindows = NT, .lsn = 30, .window_lsn = 30, .window_parts = 4 };
-    struct pgb_batch d = { 0 }, e = { 0 };
-    CHECK_INT(pgb_merge(&d, &ut, 0, 0, 3, 0), 0);
-    size_t one = pgb_window_bytes(&d) / NT;
-    CHECK(one > PGB_WINDOW_ROW_BYTES && one < PGB_WINDOW_ROW_BYTES + 64);
-    CHECK_INT(pgb_move_windows(&e, &d, 8192, 0), 0);
+        tw[i] = (struct pg_writer_window){ .metric = (uint32_t)(10 + i), .window = &t };
+    struct pg_writer_unit ut = { .windows = tw, .nwindows = NT, .lsn = 30, .window_lsn = 30, .window_parts = 4 };
+    struct pg_batch d = { 0 }, e = { 0 };
+    CHECK_INT(pg_batch_merge(&d, &ut, 0, 0, 3, 0), 0);
+    size_t one = pg_batch_window_bytes(&d) / NT;
+    CHECK(one > PG_BATCH_WINDOW_ROW_BYTES && one < PG_BATCH_WINDOW_ROW_BYTES + 64);
+    CHECK_INT(pg_batch_move_windows(&e, &d, 8192, 0), 0);
     CHECK_INT(e.nwindows, 8192 / one);
     CHECK_INT(d.nwindows, NT - 8192 / one);
-    pgb_free(&a);
-    pgb_free(&b);
-    pgb_free(&c);
-    pgb_free(&d);
-    pgb_free(&e);
+    pg_batch_free(&a);
+    pg_batch_free(&b);
+    pg_batch_free(&c);
+    pg_batch_free(&d);
+    pg_batch_free(&e);
 }
 
 /* A block of open buckets the daemon did not write (arrays of unequal
@@ -745,27 +745,27 @@ static void test_damaged_open_block(void)
     };
     for (int k = 0; k < 2; k++) {
         reset_db();
-        struct pgw *w;
-        struct pgw_opts o = opts(NULL);
+        struct pg_writer *w;
+        struct pg_writer_opts o = opts(NULL);
         PGconn *c = pgenv_connect(&env);
         char err[256] = "";
-        CHECK(pgs_migrate(c, err, sizeof err) >= 0);
+        CHECK(pg_schema_migrate(c, err, sizeof err) >= 0);
         CHECK_INT(pg_cmd(c, damage[k]), 0);
-        CHECK_INT(pgw_start(&w, &o), 0);
-        struct pgw_unit u = { .lsn = 50 };
-        CHECK_INT(pgw_submit(w, &u), 0);
-        struct pgw_status st;
+        CHECK_INT(pg_writer_start(&w, &o), 0);
+        struct pg_writer_unit u = { .lsn = 50 };
+        CHECK_INT(pg_writer_submit(w, &u), 0);
+        struct pg_writer_status st;
         int seen = 0;
         for (int t = 0; t < 200 && !seen; t++) {
             struct timespec ts = { 0, 50 * 1000000 };
             nanosleep(&ts, NULL);
-            pgw_get_status(w, &st);
+            pg_writer_get_status(w, &st);
             seen = strstr(st.last_error, "open block 7 is damaged") != NULL;
         }
         CHECK(seen);
         CHECK_CONTAINS(st.last_error, k ? "registered method set" : "1 methods and 0 values");
-        CHECK(st.state != PGC_CONNECTED && st.committed_lsn < 50);
-        pgw_stop(w, 1000);
+        CHECK(st.state != PG_CONN_CONNECTED && st.committed_lsn < 50);
+        pg_writer_stop(w, 1000);
         PQfinish(c);
     }
 }
@@ -775,7 +775,7 @@ static void test_damaged_open_block(void)
 static size_t step_rows(struct ga_agg *a, int nm, int64_t b, double base)
 {
     const struct ga_policy *p = pols[1];
-    int64_t g = p->defs[0].granularity_ns, day0 = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
+    int64_t g = p->defs[0].granularity_ns, day0 = ga_now_real_ns() / PG_SCHEMA_DAY_NS * PG_SCHEMA_DAY_NS;
     size_t n = 0;
     for (int m = 0; m < nm; m++)
         for (int k = 0; k < 3 && k < p->nmethods; k++)
@@ -783,12 +783,12 @@ static size_t step_rows(struct ga_agg *a, int nm, int64_t b, double base)
     return n;
 }
 
-static int submit_flush(struct pgw *w, struct ga_agg *a, size_t n, uint64_t lsn,
-                        struct pgw_metric_def *defs, size_t ndefs)
+static int submit_flush(struct pg_writer *w, struct ga_agg *a, size_t n, uint64_t lsn,
+                        struct pg_writer_metric_def *defs, size_t ndefs)
 {
-    struct pgw_unit u = { .aggs = a, .naggs = n, .defs = defs, .ndefs = ndefs, .lsn = lsn };
-    int rc = pgw_submit(w, &u);
-    return rc ? rc : pgw_flush_sync(w, 20000);
+    struct pg_writer_unit u = { .aggs = a, .naggs = n, .defs = defs, .ndefs = ndefs, .lsn = lsn };
+    int rc = pg_writer_submit(w, &u);
+    return rc ? rc : pg_writer_flush_sync(w, 20000);
 }
 
 /* Buckets newer than the high water go straight into buckets
@@ -800,24 +800,24 @@ static void test_fresh_buckets_and_fallback(void)
 {
     reset_db();
     enum { NM = 50 };
-    struct pgw_metric_def defs[NM];
+    struct pg_writer_metric_def defs[NM];
     char names[NM][32];
     make_defs(defs, names, NM);
     for (int i = 0; i < NM; i++)
         defs[i].policy = pols[1];
     struct ga_agg a[NM * 3];
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.flush_interval_ms = 60000;
-    struct pgw_status st;
-    int64_t day0 = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
+    struct pg_writer_status st;
+    int64_t day0 = ga_now_real_ns() / PG_SCHEMA_DAY_NS * PG_SCHEMA_DAY_NS;
     int64_t g = pols[1]->defs[0].granularity_ns;
 
     /* writer 1 on an empty database: buckets 0..4 and 20, all new */
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     size_t n = step_rows(a, NM, 0, 1.0);
     CHECK_INT(submit_flush(w, a, n, 10, defs, NM), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_fresh, n / 3);             /* the database had none: COPYed (a row a bucket) */
     CHECK_INT(st.pairs_new, NM);                 /* new metrics: not asked for their newest bucket */
     CHECK_INT(st.pairs_asked, 0);
@@ -827,23 +827,23 @@ static void test_fresh_buckets_and_fallback(void)
     }
     n = step_rows(a, NM, 20, 1.0);
     CHECK_INT(submit_flush(w, a, n, 20, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_fresh, 6 * n / 3);
     /* bucket 4 again (an open bucket re-written): below the high water */
     n = step_rows(a, NM, 4, 100.0);
     CHECK_INT(submit_flush(w, a, n, 21, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_fresh, 6 * n / 3);
     CHECK_INT(st.fresh_fallbacks, 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 
     /* writer 2 (a restarted daemon) learns the database's newest bucket, 20 */
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     n = step_rows(a, NM, 3, 200.0);
     CHECK_INT(submit_flush(w, a, n, 30, NULL, 0), 0);
     n = step_rows(a, NM, 20, 300.0);
     CHECK_INT(submit_flush(w, a, n, 31, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_fresh, 0);
     CHECK_INT(st.fresh_fallbacks, 0);
     CHECK_INT(st.pairs_asked, NM);               /* known metrics: asked once each */
@@ -861,14 +861,14 @@ static void test_fresh_buckets_and_fallback(void)
     pg_cmd(c, q);
     n = step_rows(a, NM, 30, 500.0);             /* looks fresh, one row exists */
     CHECK_INT(submit_flush(w, a, n, 32, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.fresh_fallbacks, 1);
     CHECK_INT(st.rows_fresh, 0);
     n = step_rows(a, NM, 31, 600.0);             /* fresh again */
     CHECK_INT(submit_flush(w, a, n, 33, NULL, 0), 0);
     n = step_rows(a, NM, 30, 700.0);             /* learnt: 30 is not fresh any more */
     CHECK_INT(submit_flush(w, a, n, 34, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.fresh_fallbacks, 1);
     CHECK_INT(st.rows_fresh, n / 3);
     CHECK_INT(st.committed_lsn, 34);
@@ -877,7 +877,7 @@ static void test_fresh_buckets_and_fallback(void)
      * short: rolled back, upserted, nothing lost */
     n = step_rows(a, NM, 31, 650.0);
     CHECK_INT(submit_flush(w, a, n, 35, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_updated, 2 * n / 3);
     CHECK_INT(st.update_fallbacks, 0);
     snprintf(q, sizeof q, "DELETE FROM buckets WHERE metric = 7 AND granularity = %lld AND ts = %lld",
@@ -885,11 +885,11 @@ static void test_fresh_buckets_and_fallback(void)
     pg_cmd(c, q);
     n = step_rows(a, NM, 31, 600.0);
     CHECK_INT(submit_flush(w, a, n, 36, NULL, 0), 0);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.update_fallbacks, 1);
     CHECK_INT(st.rows_updated, 2 * n / 3);
     CHECK_INT(st.committed_lsn, 36);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 
     /* every bucket holds its latest value, exactly once */
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 8 * NM * 3);
@@ -914,23 +914,23 @@ static void test_fresh_buckets_and_fallback(void)
 
 static void test_bad_units_refused(void)
 {
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_metric_def d = { 0, "bad\xff" "utf8", pols[0] };
-    struct pgw_unit u = { .defs = &d, .ndefs = 1 };
-    CHECK_INT(pgw_submit(w, &u), GA_EINVAL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_metric_def d = { 0, "bad\xff" "utf8", pols[0] };
+    struct pg_writer_unit u = { .defs = &d, .ndefs = 1 };
+    CHECK_INT(pg_writer_submit(w, &u), GA_EINVAL);
     int64_t ts[2] = { 5, 5 };
     double v[2] = { 1, 2 };
     struct ga_window win = { .n = 2, .ts = ts, .value = v };
-    struct pgw_window pw = { .metric = 0, .window = &win };
-    struct pgw_unit u2 = { .windows = &pw, .nwindows = 1 };
-    CHECK_INT(pgw_submit(w, &u2), GA_EINVAL);
-    struct pgw_unit u3 = { .lsn = (uint64_t)INT64_MAX + 1 };
-    CHECK_INT(pgw_submit(w, &u3), GA_EINVAL);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    struct pg_writer_window pw = { .metric = 0, .window = &win };
+    struct pg_writer_unit u2 = { .windows = &pw, .nwindows = 1 };
+    CHECK_INT(pg_writer_submit(w, &u2), GA_EINVAL);
+    struct pg_writer_unit u3 = { .lsn = (uint64_t)INT64_MAX + 1 };
+    CHECK_INT(pg_writer_submit(w, &u3), GA_EINVAL);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     o.flush_rows = 0;
-    CHECK_INT(pgw_start(&w, &o), GA_EINVAL);
+    CHECK_INT(pg_writer_start(&w, &o), GA_EINVAL);
 }
 
 /* Window sets per partition (pg_writer.h "LSNs"): a set moves only its
@@ -940,39 +940,39 @@ static void test_bad_units_refused(void)
 static void test_partition_window_sets(void)
 {
     reset_db();
-    struct pgw_metric_def defs[2];
+    struct pg_writer_metric_def defs[2];
     char names[2][32];
     make_defs(defs, names, 2);
     struct ga_window win = { 0 };
     int64_t ts[1] = { 1000000000 };
     double v[1] = { 1.5 };
     win.n = 1, win.ts = ts, win.value = v;
-    struct pgw_window pw = { .metric = 0, .window = &win };
-    struct pgw_count c5 = { 0, 5 }, c7 = { 0, 7 }, c11 = { 1, 11 };
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_unit u = { .defs = defs, .ndefs = 2, .windows = &pw, .nwindows = 1, .counts = &c5,
+    struct pg_writer_window pw = { .metric = 0, .window = &win };
+    struct pg_writer_count c5 = { 0, 5 }, c7 = { 0, 7 }, c11 = { 1, 11 };
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_unit u = { .defs = defs, .ndefs = 2, .windows = &pw, .nwindows = 1, .counts = &c5,
                           .ncounts = 1, .lsn = 100, .window_lsn = 100, .window_parts = 1ULL << 3 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
     PGconn *c = pgenv_connect(&env);
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM partitions WHERE id = 3"), 100);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM partitions WHERE window_lsn = 0"), GA_PARTITIONS - 1);
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 0);
     CHECK_INT(pg_scalar(c, "SELECT committed_lsn FROM checkpoints"), 100);
     CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 0"), 5);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.window_lsn, 0);
     CHECK_INT(st.part_window_lsn[3], 100);
     /* every partition at once */
-    u = (struct pgw_unit){ .lsn = 200, .window_lsn = 200 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    u = (struct pg_writer_unit){ .lsn = 200, .window_lsn = 200 };
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM partitions WHERE window_lsn = 200"), GA_PARTITIONS);
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 200);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     /* a restart whose partition 5 was saved at 300: its replayed set at 250
      * is dropped (window and counters), partition 6's is taken */
     uint64_t loaded[GA_PARTITIONS];
@@ -980,15 +980,15 @@ static void test_partition_window_sets(void)
         loaded[p] = p == 5 ? 300 : 200;
     pg_cmd(c, "UPDATE partitions SET window_lsn = 300 WHERE id = 5");
     o.committed_lsn = 300, o.window_lsn = 200, o.part_window_lsn = loaded;
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     win.value[0] = 9.5;
-    u = (struct pgw_unit){ .windows = &pw, .nwindows = 1, .counts = &c7, .ncounts = 1, .lsn = 250,
+    u = (struct pg_writer_unit){ .windows = &pw, .nwindows = 1, .counts = &c7, .ncounts = 1, .lsn = 250,
                            .window_lsn = 250, .window_parts = 1ULL << 5 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    u = (struct pgw_unit){ .counts = &c11, .ncounts = 1, .lsn = 250, .window_lsn = 250,
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    u = (struct pg_writer_unit){ .counts = &c11, .ncounts = 1, .lsn = 250, .window_lsn = 250,
                            .window_parts = 1ULL << 6 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
     CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 0"), 5);
     CHECK_INT(pg_scalar(c, "SELECT points FROM metrics WHERE id = 1"), 11);
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM partitions WHERE id = 5"), 300);
@@ -996,7 +996,7 @@ static void test_partition_window_sets(void)
     CHECK_INT(pg_scalar(c, "SELECT window_lsn FROM checkpoints"), 200);
     /* metric 0's window is still the one saved with partition 3's set at 100 */
     CHECK_INT(pg_scalar(c, "SELECT lsn FROM metric_windows WHERE metric = 0"), 100);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     PQfinish(c);
 }
 
@@ -1005,22 +1005,22 @@ static void test_partition_window_sets(void)
 static void test_idle_writer_wakes(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_status st;
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_status st;
     for (int i = 0; i < 500; i++) {          /* connected, batch empty: idle */
-        pgw_get_status(w, &st);
-        if (st.state == PGC_CONNECTED)
+        pg_writer_get_status(w, &st);
+        if (st.state == PG_CONN_CONNECTED)
             break;
         usleep(10000);
     }
     usleep(300000);
-    struct pgw_unit u = { .lsn = 7 };
+    struct pg_writer_unit u = { .lsn = 7 };
     int64_t t0 = ga_now_mono_ns();
-    CHECK_INT(pgw_submit(w, &u), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
     for (int i = 0; i < 1000; i++) {
-        pgw_get_status(w, &st);
+        pg_writer_get_status(w, &st);
         if (st.committed_lsn == 7)
             break;
         usleep(5000);
@@ -1028,7 +1028,7 @@ static void test_idle_writer_wakes(void)
     double s = (double)(ga_now_mono_ns() - t0) / 1e9;
     CHECK_INT(st.committed_lsn, 7);
     CHECK(s < 2.0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 /* Rewrites of the open bucket: a set holding the stored one replaces it;
@@ -1037,15 +1037,15 @@ static void test_idle_writer_wakes(void)
 static void test_replace_or_merge(void)
 {
     reset_db();
-    struct pgw_metric_def defs[1];
+    struct pg_writer_metric_def defs[1];
     char names[1][32];
     make_defs(defs, names, 1);
     defs[0].policy = pols[1];
     int64_t g = pols[1]->defs[0].granularity_ns, ts = ga_now_real_ns() / g * g;
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
     o.flush_interval_ms = 60000;
-    CHECK_INT(pgw_start(&w, &o), 0);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     struct { int n; ga_method_t m[3]; double v; int merged; } steps[] = {
         { 2, { GA_M_MEAN, GA_M_SUM }, 1, 0 },          /* new bucket */
         { 2, { GA_M_MEAN, GA_M_SUM }, 2, 0 },          /* same set: replace */
@@ -1058,13 +1058,13 @@ static void test_replace_or_merge(void)
         struct ga_agg a[3];
         for (int i = 0; i < steps[k].n; i++)
             a[i] = (struct ga_agg){ 0, steps[k].m[i], 0, g, ts, steps[k].v };
-        struct pgw_unit u = { .aggs = a, .naggs = (size_t)steps[k].n, .defs = defs,
+        struct pg_writer_unit u = { .aggs = a, .naggs = (size_t)steps[k].n, .defs = defs,
                               .ndefs = k == 0, .lsn = 10 + k };
-        struct pgw_status before, after;
-        pgw_get_status(w, &before);
-        CHECK_INT(pgw_submit(w, &u), 0);
-        CHECK_INT(pgw_flush_sync(w, 20000), 0);
-        pgw_get_status(w, &after);
+        struct pg_writer_status before, after;
+        pg_writer_get_status(w, &before);
+        CHECK_INT(pg_writer_submit(w, &u), 0);
+        CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
+        pg_writer_get_status(w, &after);
         CHECK_INT(after.rows_merged - before.rows_merged, steps[k].merged);
         char q[256];
         snprintf(q, sizeof q, "SELECT value * 10 FROM aggregates WHERE method = %d", GA_M_MEAN);
@@ -1072,7 +1072,7 @@ static void test_replace_or_merge(void)
         CHECK_INT(pg_scalar(c, q), k < 2 ? (long long)(steps[k].v * 10) : k < 4 ? 20 : 50);
     }
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM aggregates"), 3);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     PQfinish(c);
 }
 
@@ -1099,7 +1099,7 @@ static void test_bad_rows_isolated(void)
     uint64_t s = seed ^ 4242;
     PGconn *c = pgenv_connect(&env);
     char err[512] = "";
-    CHECK_INT(pgs_migrate(c, err, sizeof err), pgs_step_count(0));
+    CHECK_INT(pg_schema_migrate(c, err, sizeof err), pg_schema_step_count(0));
     CHECK_INT(pg_cmd(c, "ALTER TABLE buckets ADD CONSTRAINT no_seven CHECK (metric <> 7)"), 0);
     CHECK_INT(pg_cmd(c, "ALTER TABLE metrics ADD CONSTRAINT no_bad CHECK (name <> 'bad.def')"), 0);
     CHECK_INT(pg_cmd(c, "CREATE FUNCTION no_nine() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -1107,12 +1107,12 @@ static void test_bad_rows_isolated(void)
                         "RETURN NEW; END $$; CREATE TRIGGER no_nine BEFORE INSERT ON late_points "
                         "FOR EACH ROW EXECUTE FUNCTION no_nine()"), 0);
     enum { NM = 16, NA = 1500, NL = 64 };
-    struct pgw_metric_def defs[NM];
+    struct pg_writer_metric_def defs[NM];
     char names[NM][32];
     make_defs(defs, names, NM);
     defs[11].name = "bad.def";
     struct ga_agg *a = malloc(NA * sizeof *a);
-    int64_t today = ga_now_real_ns() / PGS_DAY_NS;
+    int64_t today = ga_now_real_ns() / PG_SCHEMA_DAY_NS;
     for (int i = 0; i < NA; i++) {
         uint32_t m = (uint32_t)(rnd_next(&s) % NM);
         a[i] = rnd_agg(&s, m, pols[m % 3], today - 2, 3);
@@ -1120,13 +1120,13 @@ static void test_bad_rows_isolated(void)
     struct ga_late late[NL];
     for (int i = 0; i < NL; i++)
         late[i] = (struct ga_late){ (uint32_t)(i % NM), GA_LATE_WINDOW, 1000 + i, i + 0.5 };
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    struct pgw_unit u = { .aggs = a, .naggs = NA, .late = late, .nlate = NL, .defs = defs,
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    struct pg_writer_unit u = { .aggs = a, .naggs = NA, .late = late, .nlate = NL, .defs = defs,
                           .ndefs = NM, .lsn = 5000 };
-    CHECK_INT(pgw_submit(w, &u), 0);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    CHECK_INT(pg_writer_submit(w, &u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
     /* what should be there: the distinct keys, the later value winning */
     qsort(a, NA, sizeof *a, key_cmp);
     long long keys7 = 0, buckets_ok = 0;
@@ -1152,8 +1152,8 @@ static void test_bad_rows_isolated(void)
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM rejected_rows WHERE kind = 'definition' AND "
                            "metric = 11"), 1);
     CHECK_INT(pg_scalar(c, "SELECT min(committed_lsn) FROM partitions"), 5000);
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.rows_rejected, keys7 + NL / NM + 1);
     CHECK_INT(st.isolations, 1);
     CHECK(strstr(st.last_rejected, "SQLSTATE") != NULL);
@@ -1164,22 +1164,22 @@ static void test_bad_rows_isolated(void)
     b2[1].metric = 3;
     b2[1].granularity_ns = pols[0]->defs[0].granularity_ns;
     b2[1].method = pols[0]->methods[0];
-    b2[1].ts = (today + 1) * PGS_DAY_NS;
+    b2[1].ts = (today + 1) * PG_SCHEMA_DAY_NS;
     b2[0].granularity_ns = b2[1].granularity_ns;
     b2[0].method = b2[1].method;
     b2[0].ts = b2[1].ts;
-    struct pgw_unit u2 = { .aggs = b2, .naggs = 2, .lsn = 6000 };
-    CHECK_INT(pgw_submit(w, &u2), 0);
-    CHECK_INT(pgw_flush_sync(w, 20000), 0);
+    struct pg_writer_unit u2 = { .aggs = b2, .naggs = 2, .lsn = 6000 };
+    CHECK_INT(pg_writer_submit(w, &u2), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 20000), 0);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM buckets WHERE metric = 3 AND ts = %lld",
              (long long)b2[1].ts);
     CHECK_INT(pg_scalar(c, sql), 1);
     CHECK_INT(pg_scalar(c, "SELECT min(committed_lsn) FROM partitions"), 6000);
-    pgw_get_status(w, &st);
+    pg_writer_get_status(w, &st);
     CHECK_INT(st.isolations, 2);
     CHECK_INT(st.rows_rejected, keys7 + NL / NM + 2);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
     free(a);
     PQfinish(c);
 }
@@ -1192,38 +1192,38 @@ static void test_bad_rows_isolated(void)
 static void test_policy_rows_not_locked(void)
 {
     reset_db();
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
     struct ga_policy pol = nano;
-    struct pgw_metric_def d1 = { 1, "lock.one", &pol }, d2 = { 2, "lock.two", &pol };
+    struct pg_writer_metric_def d1 = { 1, "lock.one", &pol }, d2 = { 2, "lock.two", &pol };
     int64_t g = pol.defs[0].granularity_ns;
     struct ga_agg a1 = { 1, GA_M_MEAN, 0, g, 10 * g, 1.5 }, a2 = { 2, GA_M_MEAN, 0, g, 10 * g, 2.5 };
-    struct pgw_unit u1 = { .aggs = &a1, .naggs = 1, .defs = &d1, .ndefs = 1, .lsn = 5 };
-    struct pgw_unit u2 = { .aggs = &a2, .naggs = 1, .defs = &d2, .ndefs = 1, .lsn = 6 };
-    CHECK_INT(pgw_submit(w, &u1), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    struct pg_writer_unit u1 = { .aggs = &a1, .naggs = 1, .defs = &d1, .ndefs = 1, .lsn = 5 };
+    struct pg_writer_unit u2 = { .aggs = &a2, .naggs = 1, .defs = &d2, .ndefs = 1, .lsn = 6 };
+    CHECK_INT(pg_writer_submit(w, &u1), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     PGconn *lk = pgenv_connect(&env), *c = pgenv_connect(&env);
     CHECK_INT(pg_cmd(lk, "BEGIN"), 0);
     CHECK_INT(pg_scalar(lk, "SELECT count(*) FROM (SELECT 1 FROM archive_policies "
                             "WHERE name = 'nano' FOR NO KEY UPDATE) l"), 1);
-    CHECK_INT(pgw_submit(w, &u2), 0);
-    CHECK_INT(pgw_flush_sync(w, 5000), 0);       /* not behind the lock */
+    CHECK_INT(pg_writer_submit(w, &u2), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 5000), 0);       /* not behind the lock */
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 2);
     CHECK_INT(pg_cmd(lk, "ROLLBACK"), 0);
     /* the policy's definition changes: its row is updated */
     pol.back_window = 7;
-    d1 = (struct pgw_metric_def){ 3, "lock.three", &pol };
+    d1 = (struct pg_writer_metric_def){ 3, "lock.three", &pol };
     a1.metric = 3;
     u1.lsn = 7;
-    CHECK_INT(pgw_submit(w, &u1), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_submit(w, &u1), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
     CHECK_INT(pg_scalar(c, "SELECT back_window FROM archive_policies WHERE name = 'nano'"), 7);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM archive_policies"), 1);
     CHECK_INT(pg_scalar(c, "SELECT count(*) FROM metrics"), 3);
     PQfinish(c);
     PQfinish(lk);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 /* Seq scans of metrics, once the statistics show `col` >= want. */
@@ -1240,14 +1240,14 @@ static long long metrics_scans_when(PGconn *c, const char *col, long long want)
 }
 
 /* One writer session (its statistics are reported when it ends). */
-static void one_session(const struct pgw_unit *u)
+static void one_session(const struct pg_writer_unit *u)
 {
-    struct pgw *w;
-    struct pgw_opts o = opts(NULL);
-    CHECK_INT(pgw_start(&w, &o), 0);
-    CHECK_INT(pgw_submit(w, u), 0);
-    CHECK_INT(pgw_flush_sync(w, 10000), 0);
-    CHECK_INT(pgw_stop(w, 10000), 0);
+    struct pg_writer *w;
+    struct pg_writer_opts o = opts(NULL);
+    CHECK_INT(pg_writer_start(&w, &o), 0);
+    CHECK_INT(pg_writer_submit(w, u), 0);
+    CHECK_INT(pg_writer_flush_sync(w, 10000), 0);
+    CHECK_INT(pg_writer_stop(w, 10000), 0);
 }
 
 /* The counts of a window set are applied by key: a flush with 5,000 counts
@@ -1259,7 +1259,7 @@ static void test_counts_by_key(void)
     char err[512];
     reset_db();
     PGconn *c = pgenv_connect(&env);
-    CHECK(pgs_migrate(c, err, sizeof err) >= 0);
+    CHECK(pg_schema_migrate(c, err, sizeof err) >= 0);
     CHECK_INT(pg_cmd(c, "INSERT INTO archive_policies (name, back_window, definition, methods) "
                         "VALUES ('nano', 0, '[]', '{mean}')"), 0);
     CHECK_INT(pg_cmd(c, "INSERT INTO metrics (id, name, policy, uuid) "
@@ -1269,14 +1269,14 @@ static void test_counts_by_key(void)
     CHECK_INT(pg_cmd(c, "SELECT pg_stat_force_next_flush()"), 0);
     long long base = metrics_scans_when(c, "n_tup_ins", 50000);
     enum { N = 5000 };
-    struct pgw_count *cnt = calloc(N, sizeof *cnt);
+    struct pg_writer_count *cnt = calloc(N, sizeof *cnt);
     for (int i = 0; i < N; i++)
-        cnt[i] = (struct pgw_count){ (uint32_t)(1 + i * 10), 3 };
-    struct pgw_metric_def d = { 60000, "count.new", &nano };
-    one_session(&(struct pgw_unit){ .defs = &d, .ndefs = 1, .counts = cnt, .ncounts = N, .lsn = 5 });
+        cnt[i] = (struct pg_writer_count){ (uint32_t)(1 + i * 10), 3 };
+    struct pg_writer_metric_def d = { 60000, "count.new", &nano };
+    one_session(&(struct pg_writer_unit){ .defs = &d, .ndefs = 1, .counts = cnt, .ncounts = N, .lsn = 5 });
     long long with = metrics_scans_when(c, "n_tup_upd", N) - base;
-    d = (struct pgw_metric_def){ 60001, "count.newer", &nano };
-    one_session(&(struct pgw_unit){ .defs = &d, .ndefs = 1, .lsn = 6 });
+    d = (struct pg_writer_metric_def){ 60001, "count.newer", &nano };
+    one_session(&(struct pg_writer_unit){ .defs = &d, .ndefs = 1, .lsn = 6 });
     long long without = metrics_scans_when(c, "n_tup_ins", 50002) - base - with;
     CHECK_INT(with, without);
     CHECK_INT(pg_scalar(c, "SELECT sum(points) FROM metrics"), 3 * N);

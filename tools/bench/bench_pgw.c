@@ -1,4 +1,4 @@
-/* bench_pgw.c — storage writer throughput: rows/s from pgw_submit to
+/* bench_pgw.c — storage writer throughput: rows/s from pg_writer_submit to
  * commit, against a private PostgreSQL started here (tools/pg-private.sh,
  * fsync on) or a given conninfo.
  *
@@ -34,7 +34,7 @@
 
 struct acc {
     pthread_mutex_t mu;
-    struct pgw *w;
+    struct pg_writer *w;
     double fresh, copy, upsert, commit, total;
     uint64_t txns;
 };
@@ -42,11 +42,11 @@ struct acc {
 static void on_commit(void *ctx, uint64_t lsn, uint64_t wlsn)
 {
     struct acc *a = ctx;
-    struct pgw_status st;
+    struct pg_writer_status st;
     (void)lsn, (void)wlsn;
     pthread_mutex_lock(&a->mu);
     if (a->w) {
-        pgw_get_status(a->w, &st);
+        pg_writer_get_status(a->w, &st);
         a->fresh += st.last_fresh_ms;
         a->copy += st.last_copy_ms;
         a->upsert += st.last_upsert_ms;
@@ -77,21 +77,21 @@ static uint64_t lsn;                  /* continues across phases: the checkpoint
 
 static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint32_t nmetrics,
                      size_t unit_rows, int flush_rows, int64_t base, double salt,
-                     struct pgw_metric_def *defs, double *rate)
+                     struct pg_writer_metric_def *defs, double *rate)
 {
     struct acc a = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0 };
-    struct pgw_opts o = { .conninfo = conninfo, .flush_rows = flush_rows, .flush_interval_ms = 1000,
+    struct pg_writer_opts o = { .conninfo = conninfo, .flush_rows = flush_rows, .flush_interval_ms = 1000,
                           .retry_initial_ms = 50, .retry_max_ms = 1000, .maintenance_interval_ms = -1,
                           .queue_max_rows = (size_t)flush_rows * 2, .on_commit = on_commit, .ctx = &a };
-    struct pgw *w;
-    if (pgw_start(&w, &o) < 0)
+    struct pg_writer *w;
+    if (pg_writer_start(&w, &o) < 0)
         return 1;
     pthread_mutex_lock(&a.mu);
     a.w = w;
     pthread_mutex_unlock(&a.mu);
     /* metric definitions first, outside the timing */
-    struct pgw_unit du = { .defs = defs, .ndefs = nmetrics };
-    if (pgw_submit(w, &du) < 0 || pgw_flush_sync(w, -1) < 0)
+    struct pg_writer_unit du = { .defs = defs, .ndefs = nmetrics };
+    if (pg_writer_submit(w, &du) < 0 || pg_writer_flush_sync(w, -1) < 0)
         return 1;
     pthread_mutex_lock(&a.mu);
     a.fresh = a.copy = a.upsert = a.commit = a.total = 0;
@@ -99,16 +99,16 @@ static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint
     pthread_mutex_unlock(&a.mu);
     struct ga_agg *buf = malloc(unit_rows * sizeof *buf);
     uint64_t busy = 0;
-    struct pgw_status st0;
-    pgw_get_status(w, &st0);
+    struct pg_writer_status st0;
+    pg_writer_get_status(w, &st0);
     int64_t t0 = ga_now_mono_ns();
     for (uint64_t k = 0; k < rows;) {
         size_t n = rows - k < unit_rows ? (size_t)(rows - k) : unit_rows;
         for (size_t i = 0; i < n; i++)
             row(&buf[i], k + i, nmetrics, base, salt);
-        struct pgw_unit u = { .aggs = buf, .naggs = n, .lsn = ++lsn };
+        struct pg_writer_unit u = { .aggs = buf, .naggs = n, .lsn = ++lsn };
         int rc;
-        while ((rc = pgw_submit(w, &u)) == GA_EBUSY) {
+        while ((rc = pg_writer_submit(w, &u)) == GA_EBUSY) {
             busy++;
             usleep(500);
         }
@@ -119,15 +119,15 @@ static int run_phase(const char *name, const char *conninfo, uint64_t rows, uint
         k += n;
     }
     int64_t t_sub = ga_now_mono_ns();
-    if (pgw_flush_sync(w, -1) < 0)
+    if (pg_writer_flush_sync(w, -1) < 0)
         return 1;
     int64_t t1 = ga_now_mono_ns();
-    struct pgw_status st;
-    pgw_get_status(w, &st);
+    struct pg_writer_status st;
+    pg_writer_get_status(w, &st);
     pthread_mutex_lock(&a.mu);
     a.w = NULL;
     pthread_mutex_unlock(&a.mu);
-    pgw_stop(w, -1);
+    pg_writer_stop(w, -1);
     double secs = (double)(t1 - t0) / 1e9;
     uint64_t written = st.rows_committed - st0.rows_committed;
     double nt = a.txns ? (double)a.txns : 1;
@@ -252,13 +252,13 @@ int main(int argc, char **argv)
         conninfo = ci;
     }
     const struct ga_policy *p = ga_policy_builtin("medium");
-    struct pgw_metric_def *defs = malloc(nmetrics * sizeof *defs);
+    struct pg_writer_metric_def *defs = malloc(nmetrics * sizeof *defs);
     char (*names)[24] = malloc(nmetrics * sizeof *names);
     for (uint32_t i = 0; i < nmetrics; i++) {
         snprintf(names[i], sizeof names[i], "bench.%u", i);
-        defs[i] = (struct pgw_metric_def){ i, names[i], p };
+        defs[i] = (struct pg_writer_metric_def){ i, names[i], p };
     }
-    int64_t base = ga_now_real_ns() / PGS_DAY_NS * PGS_DAY_NS;
+    int64_t base = ga_now_real_ns() / PG_SCHEMA_DAY_NS * PG_SCHEMA_DAY_NS;
     printf("bench_pgw: rows=%" PRIu64 " metrics=%u unit_rows=%zu flush_rows=%d fsync=on\n", rows,
            nmetrics, unit_rows, flush_rows);
     double ins = 0, upd = 0;

@@ -2,7 +2,7 @@
 # migrations.sh storage/sql/NNNN_*.sql... > migrations.c
 #
 # The schema migrations (storage/sql/, docs/STORAGE.md "Migrations") as C:
-# const struct pgs_migration pgs_migrations[], pgs_nmigrations
+# const struct pg_schema_migration pg_schema_migrations[], pg_schema_nmigrations
 # (storage/pg_schema.h), each file's text unchanged as one string.  A file
 # is NNNN_words.sql, NNNN its version; its first line is
 # "-- Migration N: name", N the same version and name what
@@ -23,7 +23,7 @@ BEGIN {
     print "/* Generated from storage/sql/NNNN_*.sql by tools/gen/migrations.sh: do not edit. */"
     print "#include \"storage/pg_schema.h\""
     print ""
-    print "const struct pgs_migration pgs_migrations[] = {"
+    print "const struct pg_schema_migration pg_schema_migrations[] = {"
     n = 0; last = 0
 }
 FNR == 1 {
@@ -49,6 +49,6 @@ END {
     if (bad) exit 1
     close_file()
     print "};"
-    printf "const int pgs_nmigrations = %d;\n", n
+    printf "const int pg_schema_nmigrations = %d;\n", n
 }
 ' "$@"
