@@ -335,36 +335,64 @@ static int submit_coarse(struct ga_part_worker *w)
     return rc;
 }
 
-/* The held buckets of the owned partitions whose turn came: one every
- * storage.coarse_delay_ms / (partitions owned), so that none waits longer
- * than coarse_delay_ms; all of them when holding is off. */
-static void coarse_tick(struct ga_part_worker *w)
+/* The owned partitions whose turn came since *last_ns: one every tick_ns,
+ * in turn from *next (every one when tick_ns is 0); *next and *last_ns
+ * move on when any did.  0: none yet.  Window sets and the coarse
+ * buckets' hand-over each keep their own turn. */
+static uint64_t turns_due(const struct ga_part_worker *w, int64_t tick_ns, int *next,
+                          int64_t *last_ns)
 {
-    int64_t now = ga_now_mono_ns(), delay = (int64_t)w->cfg->storage.coarse_delay_ms * 1000000;
+    int64_t now = ga_now_mono_ns();
     int owned = __builtin_popcountll(w->owned);
-    int64_t tick = owned ? delay / owned : delay;
-    int64_t due = tick > 0 ? (now - w->coarse_tick_ns) / tick : owned;
-    if (due <= 0 || w->broken || !w->writers)
-        return;
+    int64_t due = tick_ns > 0 ? (now - *last_ns) / tick_ns : owned;
+    if (due <= 0 || !owned)
+        return 0;
     due = due > owned ? owned : due;
     uint64_t mask = 0;
-    for (int64_t i = 0; i < due && w->owned; i++) {
-        while (!(w->owned >> w->coarse_next & 1))
-            w->coarse_next = (w->coarse_next + 1) % GA_PARTITIONS;
-        mask |= 1ULL << w->coarse_next;
-        w->coarse_next = (w->coarse_next + 1) % GA_PARTITIONS;
+    for (int64_t i = 0; i < due; i++) {
+        while (!(w->owned >> *next & 1))
+            *next = (*next + 1) % GA_PARTITIONS;
+        mask |= 1ULL << *next;
+        *next = (*next + 1) % GA_PARTITIONS;
     }
-    w->coarse_tick_ns = now;
-    if (!coarse_held(&w->coarse) || !mask)
-        return;
+    *last_ns = now;
+    return mask;
+}
+
+/* The coarse counters of status; w->mu held. */
+static void coarse_status(struct ga_part_worker *w)
+{
+    w->st.coarse_held = coarse_held(&w->coarse);
+    w->st.coarse_released = w->coarse.released;
+}
+
+/* Hand the held buckets of the partitions in mask (0: all) to the writers.
+ * On failure the worker claims no more window sets (not_stored). */
+static int hand_coarse(struct ga_part_worker *w, uint64_t mask)
+{
     int rc = coarse_drain(&w->coarse, mask);
     if (rc == 0)
         rc = submit_coarse(w);
     not_stored(w, rc, w->processed_lsn, 0);
     pthread_mutex_lock(&w->mu);
-    w->st.coarse_held = coarse_held(&w->coarse);
-    w->st.coarse_released = w->coarse.released;
+    coarse_status(w);
     pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+/* The held buckets of the owned partitions whose turn came: one every
+ * storage.coarse_delay_ms / (partitions owned), so that none waits longer
+ * than coarse_delay_ms; all of them when holding is off. */
+static void coarse_tick(struct ga_part_worker *w)
+{
+    if (w->broken || !w->writers)
+        return;
+    int owned = __builtin_popcountll(w->owned);
+    int64_t delay = (int64_t)w->cfg->storage.coarse_delay_ms * 1000000;
+    uint64_t mask = turns_due(w, owned ? delay / owned : delay, &w->coarse_next,
+                              &w->coarse_tick_ns);
+    if (mask && coarse_held(&w->coarse))
+        hand_coarse(w, mask);
 }
 
 /* May metric id's next save be a tail, with recs tails stored and stored
@@ -392,13 +420,8 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
         return;                        /* the journal must keep what was not stored */
     /* the coarse buckets held for these partitions go first: the set claims
      * the records they were computed from (coarse.h) */
-    int hrc = coarse_drain(&w->coarse, mask);
-    if (hrc == 0)
-        hrc = submit_coarse(w);
-    if (hrc < 0) {
-        not_stored(w, hrc, w->processed_lsn, 0);
+    if (hand_coarse(w, mask) < 0)
         return;
-    }
     int64_t t0 = ga_now_mono_ns();
     uint32_t n = ga_metrics_count(w->metrics);
     size_t k = 0;
@@ -469,8 +492,7 @@ static void snapshot_parts(struct ga_part_worker *w, uint64_t mask)
                 w->m[id].dirty = 0, w->m[id].pend = 0;
         pthread_mutex_lock(&w->mu);
         w->st.snapshots++;
-        w->st.coarse_held = coarse_held(&w->coarse);
-        w->st.coarse_released = w->coarse.released;
+        coarse_status(w);
         w->st.snapshot_ns += (uint64_t)(ga_now_mono_ns() - t0);
         pthread_mutex_unlock(&w->mu);
     } else {
@@ -518,22 +540,9 @@ static int64_t snapshot_tick_ns(struct ga_part_worker *w)
 static void snapshot_tick(struct ga_part_worker *w)
 {
     coarse_tick(w);
-    int64_t now = ga_now_mono_ns(), tick = snapshot_tick_ns(w);
-    int owned = __builtin_popcountll(w->owned);
-    int64_t due = tick > 0 ? (now - w->last_tick_ns) / tick : owned;
-    if (due <= 0)
-        return;
-    if (due > owned)
-        due = owned;
-    uint64_t mask = 0;
-    for (int64_t i = 0; i < due && w->owned; i++) {
-        while (!(w->owned >> w->next_part & 1))
-            w->next_part = (w->next_part + 1) % GA_PARTITIONS;
-        mask |= 1ULL << w->next_part;
-        w->next_part = (w->next_part + 1) % GA_PARTITIONS;
-    }
-    w->last_tick_ns = now;
-    snapshot_parts(w, mask);
+    uint64_t mask = turns_due(w, snapshot_tick_ns(w), &w->next_part, &w->last_tick_ns);
+    if (mask)
+        snapshot_parts(w, mask);
 }
 
 /* ---- one batch ----------------------------------------------------------- */
@@ -743,8 +752,7 @@ static int feed_gathered(struct ga_part_worker *w)
         w->st.window_points = gs.pool_points;
     w->st.points += pts.n;
     w->st.aggs += rows;
-    w->st.coarse_held = coarse_held(&w->coarse);
-    w->st.coarse_released = w->coarse.released;
+    coarse_status(w);
     w->st.late += w->res.nlate;
     for (size_t i = 0; i < w->res.nlate; i++) {
         uint32_t r = w->res.late[i].reason;

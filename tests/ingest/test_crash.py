@@ -253,6 +253,42 @@ def test_held_bucket_written_before_its_window_set():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_held_bucket_written_within_delay():
+    """With window sets far apart (a partition's every 56 s), held minute
+    buckets reach PostgreSQL in their partitions' turns, within
+    storage.coarse_delay_ms (1 s here) and a flush interval, and the
+    counters say so."""
+    pg, tmp = PrivatePG(), tempfile.mkdtemp(prefix="gaturn-")
+    day = (int(time.time()) // 86400 + 1) * 86400
+    d = IngestDaemon(conninfo=pg.conninfo, tmp=tmp, extra=POLICY,
+                     storage={"flush_interval_ms": 200, "window_snapshot_s": 3600,
+                              "coarse_delay_ms": 1000},
+                     limits={"max_future_s": 0})
+    count_sql = ("SELECT count(*) FROM gpuagg_measures WHERE granularity_ns = %d "
+                 "AND metric LIKE 'turn.%%'")
+    try:
+        d.start()
+        assert engine_running(d), d.logtext()[-3000:]
+        names = ["turn.%d" % i for i in range(100)]
+        send_batch(d, 1, (names, list(range(100)), [(day + 5) * 10**9] * 100, [1.0] * 100))
+        t0 = time.time()
+        assert wait_for(lambda: int(pg.sql(count_sql % COARSE_NS)[0][0]) == 300, 10), \
+            pg.sql(count_sql % COARSE_NS)
+        took = time.time() - t0
+        assert int(pg.sql(count_sql % GRAN_NS)[0][0]) == 300
+        st = d.stats()
+        assert st["engine.coarse_released"] >= 100 and st["engine.coarse_held"] == 0, st
+        assert took < 4, took
+        print("minute buckets in PostgreSQL %.2f s after the ack" % took)
+        assert d.stop(timeout=60) == 0, d.logtext()[-3000:]
+    finally:
+        if d.proc and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     for snapshot_s, workers in ((300, None), (10, None), (10, [4, 3, 1, 2, 4, 1, 3])):
         S = Scenario(snapshot_s, workers)
@@ -268,4 +304,5 @@ if __name__ == "__main__":
             if R.failed == failed:
                 shutil.rmtree(S.tmp, ignore_errors=True)
     R.run(test_held_bucket_written_before_its_window_set)
+    R.run(test_held_bucket_written_within_delay)
     R.finish()
