@@ -103,9 +103,9 @@ int ga_cuda_sort_check(int device, struct ga_cuda_sort_check *c);
  * a build without nvcc. */
 int ga_cuda_search_check(uint64_t seed, int arrays, uint64_t *checked, uint64_t *differ);
 
-/* ---- the job kernels (tools/bench/bench_jobs_a.c) ----------------------- */
+/* ---- the job kernels (tools/bench/bench_jobs_peers.c) ----------------------- */
 
-/* Benchmark support (tools/bench/bench_jobs_a.c): one size, median of `reps`
+/* Benchmark support (tools/bench/bench_jobs_peers.c): one size, median of `reps`
  * timed runs each, data resident on the device.  GB/s count bytes read. */
 struct ga_dot_bench {
     double ours_ms, cublas_ms, copy_ms;   /* cublas_ms < 0: cuBLAS not found */

@@ -5,7 +5,7 @@ initial centres = first k objects, ties to the lowest index, empty clusters
 keep their centre, float64).  Times 10 loops (CUDA events, median of 3 after
 a warm-up) and compares the centres with those the C benchmark wrote.
 
-    python3 tests/gpu/kmeans_torch_jobs_a.py [--centres FILE] [--mb 256]
+    python3 tests/gpu/kmeans_torch.py [--centres FILE] [--mb 256]
 """
 import argparse
 import statistics

@@ -1,17 +1,17 @@
 #!/bin/sh
 # GPU checks and benchmarks of the apd-fit and gf820 job kernels, for a GPU
 # host.  Build first, here:
-#     tools/gpu-host/jobs_b_build.sh
-# then on the GPU host, from the repository root, with build/jobs_b copied there:
-#     sh tools/gpu-host/jobs_b.sh
+#     tools/gpu-host/jobs_actuarial_build.sh
+# then on the GPU host, from the repository root, with build/jobs_actuarial copied there:
+#     sh tools/gpu-host/jobs_actuarial.sh
 # Runs the unit tests with a GPU required (GA_REQUIRE_GPU=1) and the slow
 # CPU cases on (GA_TEST_SLOW=1: GF820 steps 10 on the CPU too), then
-# bench_jobs_b on every core.  Logs go to $OUT (default /tmp/jobs_b); a
+# bench_jobs_actuarial on every core.  Logs go to $OUT (default /tmp/jobs_actuarial); a
 # short table is printed last.
 set -u
 cd "$(dirname "$0")/../.."
-D=${JOBS_B_DIR:-build/jobs_b}
-OUT=${OUT:-/tmp/jobs_b}
+D=${JOBS_ACTUARIAL_DIR:-build/jobs_actuarial}
+OUT=${OUT:-/tmp/jobs_actuarial}
 mkdir -p "$OUT"
 NPROC=$(nproc)
 export GA_REQUIRE_GPU=1 GA_TEST_SLOW=1 GA_TEST_THREADS=$NPROC GA_LOG_NO_TS=1
@@ -31,7 +31,7 @@ for t in test_special_fn test_apd test_gf820; do
     summary="$summary$(printf '%-18s rc=%-3d %4ss  %s' "$t" "$rc" "$secs" "$last")
 "
 done
-timeout 150 "$D/bench_jobs_b" --threads "$NPROC" >"$OUT/bench.log" 2>&1
+timeout 150 "$D/bench_jobs_actuarial" --threads "$NPROC" >"$OUT/bench.log" 2>&1
 brc=$?
 echo "== host"; cat "$OUT/host.txt"
 echo "== GPU lines of the tests"

@@ -1,13 +1,13 @@
 #!/bin/sh
-# jobs_a.sh — every GPU check and benchmark of the dot, Black-Scholes and
+# jobs_peers.sh — every GPU check and benchmark of the dot, Black-Scholes and
 # k-means jobs, in one go, on a machine with a CUDA GPU.  Logs go to $OUT
-# (default ./jobs_a_out); a short table is printed last.
+# (default ./jobs_peers_out); a short table is printed last.
 #
-#   tools/gpu-host/jobs_a.sh --build   (here, with nvcc and `make` done) link
-#                                      static binaries into build-jobs-a/
-#   tools/gpu-host/jobs_a.sh           (there) run; uses build-jobs-a/ if it
+#   tools/gpu-host/jobs_peers.sh --build   (here, with nvcc and `make` done) link
+#                                      static binaries into build-jobs-peers/
+#   tools/gpu-host/jobs_peers.sh           (there) run; uses build-jobs-peers/ if it
 #                                      runs, else builds with the local nvcc
-#   tools/gpu-host/jobs_a.sh --kmeans-only   (there) only test_kmeans and the
+#   tools/gpu-host/jobs_peers.sh --kmeans-only   (there) only test_kmeans and the
 #                                      k-means benchmark (lane and reg kernels,
 #                                      CPU reference), no PyTorch comparison
 #
@@ -15,8 +15,8 @@
 # and the static CUDA runtime: no libuv, libpq or msgpack on the GPU host.
 set -u
 cd "$(dirname "$0")/../.."
-BIN=build-jobs-a
-OUT=${OUT:-jobs_a_out}
+BIN=build-jobs-peers
+OUT=${OUT:-jobs_peers_out}
 mkdir -p "$OUT"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
@@ -34,12 +34,12 @@ link_all() {   # $1 = object dir
     for t in $FAMILIES; do
         cc -o $BIN/test_$t $o/tests/unit/test_$t.o $o/tests/unit/harness.o $common $libs || return 1
     done
-    cc -o $BIN/bench_jobs_a $o/tools/bench/bench_jobs_a.o $common $libs || return 1
+    cc -o $BIN/bench_jobs_peers $o/tools/bench/bench_jobs_peers.o $common $libs || return 1
 }
 
 build_here() {   # from `make` objects (build/obj); only the objects needed
     objs="build/obj/gpu/cuda/device.o build/obj/proto/ga_err.o build/obj/proto/base/log.o build/obj/tests/unit/harness.o
-          build/obj/tools/bench/bench_jobs_a.o"
+          build/obj/tools/bench/bench_jobs_peers.o"
     for f in $FAMILIES; do
         objs="$objs build/obj/gpu/jobs/$f/$f.o build/obj/gpu/jobs/$f/${f}_gpu.o build/obj/tools/bench/cuda/${f}_bench.o
               build/obj/tests/unit/test_$f.o"
@@ -49,11 +49,11 @@ build_here() {   # from `make` objects (build/obj); only the objects needed
 }
 
 build_there() {   # no make deps: compile the few sources directly
-    o=build-jobs-a-obj
+    o=build-jobs-peers-obj
     CF="-O2 -std=c11 -D_GNU_SOURCE -pthread -I. -DGA_HAVE_CUDA=1 -DGA_VERSION=\"0\""
     NF="-O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90"
     for s in $(for f in $FAMILIES; do echo gpu/jobs/$f/$f.c; done) proto/ga_err.c proto/base/log.c tests/unit/harness.c \
-             tests/unit/test_dot.c tests/unit/test_blackscholes.c tests/unit/test_kmeans.c tools/bench/bench_jobs_a.c; do
+             tests/unit/test_dot.c tests/unit/test_blackscholes.c tests/unit/test_kmeans.c tools/bench/bench_jobs_peers.c; do
         mkdir -p $o/$(dirname $s); cc $CF -c $s -o $o/${s%.c}.o || return 1
     done
     for s in $(for f in $FAMILIES; do echo gpu/jobs/$f/${f}_gpu.cu tools/bench/cuda/${f}_bench.cu; done) gpu/cuda/device.cu; do
@@ -98,12 +98,12 @@ for t in $TESTS; do
     rc=$?
     rows="$rows\n$(tail -1 "$OUT/test_$t.log") (rc $rc)"
 done
-timeout 85 $BIN/bench_jobs_a $BENCH_ARGS --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
+timeout 85 $BIN/bench_jobs_peers $BENCH_ARGS --centres "$OUT/kmeans_centres.txt" >"$OUT/bench.log" 2>&1
 echo "bench rc $?" >>"$OUT/bench.log"
 if [ $KMONLY = 1 ]; then
     echo "skipped (--kmeans-only)" >"$OUT/torch.log"
 elif python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    PYTHONUNBUFFERED=1 timeout 45 python3 tests/gpu/kmeans_torch_jobs_a.py --centres "$OUT/kmeans_centres.txt" \
+    PYTHONUNBUFFERED=1 timeout 45 python3 tests/gpu/kmeans_torch.py --centres "$OUT/kmeans_centres.txt" \
         >"$OUT/torch.log" 2>&1
 else
     echo "torch with CUDA not available" >"$OUT/torch.log"

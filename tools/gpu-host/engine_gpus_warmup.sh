@@ -3,7 +3,7 @@
 # each in its own process, in the steady state (the default warm-up), and
 # the N-GPU engines after one warm-up batch only (--warmup 1: the windows
 # still growing; skipped with "quick").
-#   with build-gpu/ (tools/gpu-host/build.sh) on the host, run: sh tools/gpu-host/x4_probe.sh [quick]
+#   with build-gpu/ (tools/gpu-host/build.sh) on the host, run: sh tools/gpu-host/engine_gpus_warmup.sh [quick]
 B="build-gpu/bench_engine_gpus --batch 10000000 --batches 10 --metrics 10000"
 table() { sed -n '/^| engine/,$p' | grep -v '^$' | grep -v '^|---'; }
 nvidia-smi -L

@@ -1,8 +1,8 @@
-/* bench_jobs_a.c — GPU benchmarks of the dot, Black-Scholes and k-means jobs,
+/* bench_jobs_peers.c — GPU benchmarks of the dot, Black-Scholes and k-means jobs,
  * each against its baseline in the same run (docs/PERFORMANCE.md, "Jobs on the
  * GPU").
  *
- *   bench_jobs_a [--only dot|bs|kmeans] [--reps N] [--quick]
+ *   bench_jobs_peers [--only dot|bs|kmeans] [--reps N] [--quick]
  *                [--centres FILE]    write the k-means GPU centres (for the
  *                                    PyTorch comparison, tests/gpu/)
  *                [--no-cpu]          skip the k-means CPU reference run

@@ -3,19 +3,19 @@
 # kernels for a GPU host that lacks the daemon's libraries (libuv, msgpack,
 # libpq, yaml): each links only gpu/jobs/{apd,gf820,special_fn,jb_par}
 # objects, proto/ga_err.o, proto/base/log.o and the static CUDA runtime.
-# Output: build/jobs_b/{test_special_fn,test_apd,test_gf820,bench_jobs_b}.
-#   tools/gpu-host/jobs_b_build.sh          (CUDA=1 when nvcc is found)
-# Then run tools/gpu-host/jobs_b.sh on the GPU host (with build/jobs_b copied there).
+# Output: build/jobs_actuarial/{test_special_fn,test_apd,test_gf820,bench_jobs_actuarial}.
+#   tools/gpu-host/jobs_actuarial_build.sh          (CUDA=1 when nvcc is found)
+# Then run tools/gpu-host/jobs_actuarial.sh on the GPU host (with build/jobs_actuarial copied there).
 set -eu
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
-OUTD=$B/jobs_b
+OUTD=$B/jobs_actuarial
 NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
-[ -n "$NVCC" ] || { echo "jobs_b_build: no nvcc" >&2; exit 1; }
+[ -n "$NVCC" ] || { echo "jobs_actuarial_build: no nvcc" >&2; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 objs="gpu/jobs/apd/apd.o gpu/jobs/apd/apd_gpu.o gpu/jobs/gf820/gf820.o gpu/jobs/gf820/gf820_gpu.o gpu/jobs/special_fn.o
       gpu/jobs/jb_par.o proto/ga_err.o proto/base/log.o"
-mains="tests/unit/harness.o tests/unit/test_special_fn.o tests/unit/test_apd.o tests/unit/test_gf820.o tools/bench/bench_jobs_b.o"
+mains="tests/unit/harness.o tests/unit/test_special_fn.o tests/unit/test_apd.o tests/unit/test_gf820.o tools/bench/bench_jobs_actuarial.o"
 targets=""
 for o in $objs $mains; do targets="$targets $B/obj/$o"; done
 make --no-print-directory BUILD="$B" CUDA=1 $targets
@@ -32,5 +32,5 @@ link() {   # $1 = output name, $2... = main objects
 link test_special_fn tests/unit/test_special_fn.o tests/unit/harness.o
 link test_apd tests/unit/test_apd.o tests/unit/harness.o
 link test_gf820 tests/unit/test_gf820.o tests/unit/harness.o
-link bench_jobs_b tools/bench/bench_jobs_b.o
+link bench_jobs_actuarial tools/bench/bench_jobs_actuarial.o
 ls -la "$OUTD"

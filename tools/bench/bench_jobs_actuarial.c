@@ -1,8 +1,8 @@
-/* bench_jobs_b.c — throughput of the apd-fit and gf820 job kernels, GPU
+/* bench_jobs_actuarial.c — throughput of the apd-fit and gf820 job kernels, GPU
  * against the multi-threaded CPU reference in the same run, with the
  * results compared.
  *
- *   bench_jobs_b [--threads N] [--apd-windows N] [--apd-cpu-windows N]
+ *   bench_jobs_actuarial [--threads N] [--apd-windows N] [--apd-cpu-windows N]
  *                [--gf-batch2 N] [--gf-batch10 N] [--gf-gpu-batch N] [--repeat N]
  *                [--only apd|gf820]
  *
@@ -238,14 +238,14 @@ int main(int argc, char **argv)
         case O_REPEAT: repeat = atoi(v); break;
         case O_ONLY: only = v; break;
         default:
-            bench_opt_error("bench_jobs_b", opt, argv);
-            fprintf(stderr, "usage: see the header of tools/bench/bench_jobs_b.c\n");
+            bench_opt_error("bench_jobs_actuarial", opt, argv);
+            fprintf(stderr, "usage: see the header of tools/bench/bench_jobs_actuarial.c\n");
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "bench_jobs_b: unexpected argument '%s'\n"
-                "usage: see the header of tools/bench/bench_jobs_b.c\n", argv[optind]);
+        fprintf(stderr, "bench_jobs_actuarial: unexpected argument '%s'\n"
+                "usage: see the header of tools/bench/bench_jobs_actuarial.c\n", argv[optind]);
         return 2;
     }
     if (repeat < 1 || repeat > 16 || threads < 1 || apd_cw < 1 || apd_cw > apd_w) {
