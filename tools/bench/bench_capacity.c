@@ -16,7 +16,11 @@
  * acknowledged; gpuaggd stopped; PostgreSQL's own parallel-COPY ceiling
  * for the rows the daemon wrote (cap_ceiling.c); a summary and the issue's
  * goals, each reported met or not.  Exit 0 when every step ran, 1 when one
- * failed, 2 usage.  Files (config, logs, samples.tsv) stay in --out. */
+ * failed, 2 usage.  Files (config, logs, samples.tsv) stay in --out.
+ *
+ * --backfill SPAN: instead, SPAN of history (data time ending now) of every
+ * metric at one point per interval, sent as fast as acknowledgements allow;
+ * the summary adds the points/s committed over the load and the drain. */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -38,7 +42,7 @@
 
 struct opts {
     uint32_t metrics, connections, batch, inflight;
-    double interval_s, rate, duration_s, sample_s, report_s, drain_timeout_s, warmup_s;
+    double interval_s, rate, duration_s, sample_s, report_s, drain_timeout_s, warmup_s, backfill_s;
     const char *policy, *backend, *out, *conninfo, *table, *bindir, *pg_script, *pg_dir, *log_level;
     int copy_sessions, flush_rows, flush_interval_ms, writers, workers, snapshot_s, keep, ceiling_only;
     long long open_max;               /* storage.open_buckets_max; -1: the daemon's */
@@ -57,6 +61,9 @@ static void usage(FILE *f)
 "  --policy P            archive policy, a built-in name such as medium, ceilometer-low (default medium)\n"
 "  --rate R              offered points/s (default M / interval: data time runs at wall time)\n"
 "  --duration S          seconds of load (default 120)\n"
+"  --backfill DUR        history instead of live data: DUR of data time (1h, 1d, ...)\n"
+"                        ending now, one point of each metric per interval, sent as\n"
+"                        fast as acknowledgements allow (--rate and --duration unused)\n"
 "  --connections N       ingest connections (default 2)\n"
 "  --batch B             points per batch, at most metrics / connections (default 5000)\n"
 "  --inflight N          unacknowledged batches per connection (default 8)\n"
@@ -128,7 +135,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     enum { O_METRICS = 256, O_INTERVAL, O_POLICY, O_RATE, O_DURATION, O_CONN, O_BATCH, O_INFLIGHT,
            O_BACKEND, O_OUT, O_CONNINFO, O_PGDIR, O_TABLE, O_SESSIONS, O_FROWS, O_FMS, O_SAMPLE,
-           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_WORKERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN, O_COARSE };
+           O_REPORT, O_DRAIN, O_BINDIR, O_SCRIPT, O_KEEP, O_LOGLEVEL, O_WARMUP, O_WRITERS, O_WORKERS, O_SNAP, O_MAXM, O_JGIB, O_CEILONLY, O_OPENMAX, O_WTXN, O_COARSE, O_BACKFILL };
     static const struct option lo[] = {
         { "metrics", 1, 0, O_METRICS }, { "interval", 1, 0, O_INTERVAL }, { "policy", 1, 0, O_POLICY },
         { "rate", 1, 0, O_RATE }, { "duration", 1, 0, O_DURATION }, { "connections", 1, 0, O_CONN },
@@ -140,7 +147,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         { "keep", 0, 0, O_KEEP }, { "log-level", 1, 0, O_LOGLEVEL },
         { "warmup", 1, 0, O_WARMUP }, { "writers", 1, 0, O_WRITERS }, { "workers", 1, 0, O_WORKERS }, { "open-buckets-max", 1, 0, O_OPENMAX },
         { "window-txn-bytes", 1, 0, O_WTXN },
-        { "coarse-delay-ms", 1, 0, O_COARSE },
+        { "coarse-delay-ms", 1, 0, O_COARSE }, { "backfill", 1, 0, O_BACKFILL },
         { "window-snapshot-s", 1, 0, O_SNAP }, { "max-metrics", 1, 0, O_MAXM },
         { "journal-gib", 1, 0, O_JGIB }, { "ceiling-only", 0, 0, O_CEILONLY },
         { "help", 0, 0, 'h' },
@@ -153,6 +160,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case O_METRICS: if (parse_num(optarg, 1, 1 << 24, &v) < 0) return bad("--metrics", optarg); o->metrics = (uint32_t)v; break;
         case O_INTERVAL: if (parse_dur(optarg, &o->interval_s) < 0) return bad("--interval", optarg); break;
         case O_POLICY: o->policy = optarg; break;
+        case O_BACKFILL: if (parse_dur(optarg, &o->backfill_s) < 0) return bad("--backfill", optarg); break;
         case O_RATE: if (parse_num(optarg, 1e-3, 1e9, &o->rate) < 0) return bad("--rate", optarg); break;
         case O_DURATION: if (parse_num(optarg, 1, 1e6, &o->duration_s) < 0) return bad("--duration", optarg); break;
         case O_CONN: if (parse_num(optarg, 1, 1000, &v) < 0) return bad("--connections", optarg); o->connections = (uint32_t)v; break;
@@ -202,13 +210,19 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         fprintf(stderr, "bench_capacity: --connections (%u) must not exceed --metrics (%u)\n", o->connections, o->metrics);
         return 2;
     }
-    if (!o->rate)
+    if (o->backfill_s && o->backfill_s < o->interval_s) {
+        fprintf(stderr, "bench_capacity: --backfill must span at least one --interval\n");
+        return 2;
+    }
+    if (o->backfill_s)
+        o->rate = 0;                   /* as fast as acknowledgements allow */
+    else if (!o->rate)
         o->rate = o->metrics / o->interval_s;
     /* A batch holds at most one point of each metric of its connection:
      * a bigger one would carry several intervals, and --realtime would
-     * hold it back until the last of them. */
+     * hold it back until the last of them (a backfill has no such wait). */
     uint32_t per_conn = (o->metrics + o->connections - 1) / o->connections;
-    if (o->batch > per_conn) {
+    if (!o->backfill_s && o->batch > per_conn) {
         fprintf(stderr, "bench_capacity: --batch %u lowered to %u, the metrics of one connection\n", o->batch,
                 per_conn);
         o->batch = per_conn;
@@ -535,6 +549,7 @@ static int drive(struct run *r)
 {
     const struct opts *o = r->o;
     char a_conn[PATH_MAX + 16], a_n[16], a_m[16], a_b[16], a_i[16], a_rate[32], a_step[32], a_d[32];
+    char a_start[32], a_pts[32];
     char out[PATH_MAX + 16], err[PATH_MAX + 16];
     snprintf(a_conn, sizeof a_conn, "%s/ingest.sock", r->rundir);
     snprintf(a_n, sizeof a_n, "%u", o->connections);
@@ -551,6 +566,20 @@ static int drive(struct run *r)
     char *argv[] = { r->load, "--connect", a_conn, "--connections", a_n, "--metrics", a_m, "--batch", a_b,
                      "--inflight", a_i, "-k", "1", "--step", a_step, "--start", "now", "--realtime",
                      "--rate", a_rate, "--duration", a_d, "--drain", "600", "--prefix", "cap.", "--json", NULL };
+    if (o->backfill_s) {
+        /* history ending now: every metric's points of the span, in order */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        long long steps = (long long)floor(o->backfill_s / o->interval_s);
+        long long start = (long long)now.tv_sec * 1000000000LL + now.tv_nsec -
+                          steps * llround(o->interval_s * 1e9);
+        snprintf(a_start, sizeof a_start, "%lld", start);
+        snprintf(a_pts, sizeof a_pts, "%lld", steps * (long long)o->metrics);
+        char *bf[] = { r->load, "--connect", a_conn, "--connections", a_n, "--metrics", a_m, "--batch", a_b,
+                       "--inflight", a_i, "-k", "1", "--step", a_step, "--start", a_start, "--rate", "max",
+                       "--points", a_pts, "--drain", "600", "--prefix", "cap.", "--json", NULL };
+        memcpy(argv, bf, sizeof bf);
+    }
     printf("== load:");
     for (char **p = argv; *p; p++)
         printf(" %s", *p);
@@ -679,12 +708,20 @@ static void summary(struct run *r, int completed)
     printf("| what | value |\n|---|---|\n");
     printf("| workload | %u metrics, one point each per %g s, policy %s, backend %s |\n", o->metrics,
            o->interval_s, o->policy, o->backend);
-    printf("| offered | %.0f points/s for %g s over %u connections, batches of %u |\n", o->rate, o->duration_s,
-           o->connections, o->batch);
+    if (o->backfill_s)
+        printf("| offered | %g s of history (%lld points of each metric), as fast as acks allow, over %u "
+               "connections, batches of %u |\n", o->backfill_s, (long long)floor(o->backfill_s / o->interval_s),
+               o->connections, o->batch);
+    else
+        printf("| offered | %.0f points/s for %g s over %u connections, batches of %u |\n", o->rate, o->duration_s,
+               o->connections, o->batch);
     printf("| acked | %llu points, %.0f points/s over the load |\n", (unsigned long long)r->acked_final,
            tl > 0 ? (double)at_end->accepted / tl : 0);
     printf("| aggregated (engine) | %.0f points/s over the load |\n", tl > 0 ? (double)at_end->engine_points / tl : 0);
     printf("| committed | %.0f points/s over the load |\n", tl > 0 ? at_end->committed_points / tl : 0);
+    if (o->backfill_s && r->drained && td > 0)
+        printf("| committed, load and drain | %.0f points/s: %llu points in %.2f s |\n",
+               (double)r->acked_final / td, (unsigned long long)r->acked_final, td);
     printf("| rows committed | %llu, %.0f rows/s over the load and the drain |\n", (unsigned long long)r->rows_final,
            writer_mean);
     printf("| storage lag over the load | p50 %.2f s, p99 %.2f s, max %.2f s |\n", p50, p99, mx);
