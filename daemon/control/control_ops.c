@@ -288,7 +288,7 @@ static void take_stats_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
     if (d->http)
         http_get_stats(d->http, &s->http);
     if (d->resources)
-        cres_get_stats(d->resources, &s->res);
+        ceilo_resources_get_stats(d->resources, &s->res);
     if (d->jobs)
         ga_jobs_get_stats(d->jobs, &s->jobs);
     histo_read(&latency_ack, &s->ack_latency);

@@ -18,7 +18,7 @@ struct ceilo_dctx {
     char *secret;                      /* NULL = unsigned accepted */
     uint32_t n;                        /* samples in the frame */
     struct ing_limits lim;             /* the clock as they were gathered, max_future_s */
-    struct cres *resources;            /* every accepted sample, NULL = none */
+    struct ceilo_resources *resources;            /* every accepted sample, NULL = none */
     uint64_t rejects[16];              /* per ceilo_reject reason */
 };
 
@@ -47,7 +47,7 @@ static int decode(struct pl_item *it, struct ing_batch *b)
         if (r == CEILO_OK && ing_ts_too_far_ahead(&x->lim, s[k].ts_ns))
             r = CEILO_FUTURE;
         if (r == CEILO_OK && x->resources)
-            cres_sample(x->resources, it->frame + off + 4, len);
+            ceilo_resources_sample(x->resources, it->frame + off + 4, len);
         off += 4 + (size_t)len;
         if (r != CEILO_OK) {
             x->rejects[r < 16 ? r : 15]++;
