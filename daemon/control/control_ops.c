@@ -262,7 +262,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_cstr(pk, "counters");
     pack_counters(d, pk);
     mp_pack_cstr(pk, "jobs");
-    ctlj_pack_status(d, pk);
+    control_ops_jobs_pack_status(d, pk);
     mp_pack_kv_str(pk, "last_reload_error", d->last_reload_error);
     if (d->cluster) {
         mp_pack_cstr(pk, "cluster");
