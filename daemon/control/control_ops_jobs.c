@@ -226,7 +226,7 @@ static void resolve_after(uv_work_t *w, int status)
                      "bytes", GA_JOB_VALUE_MAX - 1);
             rc = GA_EBADARG;
         } else {
-            snprintf(p->kv[p->n].key, GA_JOB_KEY_MAX, "%s", JK_INPUT_PATH);
+            snprintf(p->kv[p->n].key, GA_JOB_KEY_MAX, "%s", JOB_KIND_INPUT_PATH);
             memcpy(p->kv[p->n].value, s->resolved, rl + 1);
             p->n++;
             rc = queue_job(s, &id);

@@ -137,7 +137,7 @@ int control_ops_jobs_parse_params(const msgpack_object *args, struct ga_job_para
         char *key = p->kv[p->n].key;
         memcpy(key, k->via.str.ptr, k->via.str.size);
         key[k->via.str.size] = '\0';
-        if (strcmp(key, JK_INPUT_PATH) == 0) {
+        if (strcmp(key, JOB_KIND_INPUT_PATH) == 0) {
             snprintf(err, errlen, "param '%s' is reserved: give the file as job.submit's "
                      "input_path argument", key);
             return GA_EBADARG;

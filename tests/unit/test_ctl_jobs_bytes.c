@@ -299,7 +299,7 @@ static void test_params_text(void)
 
     /* refusals, each naming what was wrong */
     struct { const char *key; int what; const char *needle; } bad[] = {
-        { JK_INPUT_PATH, 0, "reserved" },
+        { JOB_KIND_INPUT_PATH, 0, "reserved" },
         { "arr", 1, "param 'arr': the value must be" },
         { "dup", 2, "given twice" },
         { "", 0, "non-empty strings" },
