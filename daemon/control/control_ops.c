@@ -128,8 +128,8 @@ static void pack_engine(const struct stat_snapshot *s, msgpack_packer *pk)
 static void pack_ingest(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
     /* each listener's port (or path) and status counters, then the core's */
-    msgpack_pack_map(pk, 4 + (size_t)ic_pack_status(d->ingest, d->cfg, &s->in, NULL));
-    ic_pack_status(d->ingest, d->cfg, &s->in, pk);
+    msgpack_pack_map(pk, 4 + (size_t)listeners_pack_status(d->ingest, d->cfg, &s->in, NULL));
+    listeners_pack_status(d->ingest, d->cfg, &s->in, pk);
     mp_pack_kv_uint(pk, "connections", s->in.conns_open);
     mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
     mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
