@@ -629,7 +629,7 @@ out:
     pg_conn_stop(d->storage);
     pg_query_close(d->query);                 /* the control server's threads are gone */
     pg_query_close(d->http_query);            /* the HTTP server's threads are gone */
-    ceilo_resources_stop(d->resources);             /* the decode workers are gone */
+    ceilo_resources_stop(d->resources);       /* the decode workers are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

@@ -80,7 +80,7 @@ struct ga_daemon {
     struct control_ops_jobs_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
     struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
     struct pg_query *http_query;              /* the HTTP handlers' own query pool */
-    struct ceilo_resources *resources;              /* resources from Ceilometer samples, with listen.http */
+    struct ceilo_resources *resources;   /* resources from Ceilometer samples, with listen.http */
     struct ga_loop_call *loop_call;      /* other threads' calls onto the loop (loop_call.h) */
 
     int ngpus;                           /* devices found, usable or not */

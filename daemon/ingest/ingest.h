@@ -24,8 +24,8 @@ struct ga_daemon;
 struct ga_pipeline;
 struct ga_ingest;
 
-#define INGEST_MAX_LISTENERS 16             /* rows of listeners[] (listener.h) */
-#define INGEST_MAX_COUNTERS 32              /* counter slots of one listener */
+#define INGEST_MAX_LISTENERS 16         /* rows of listeners[] (listener.h) */
+#define INGEST_MAX_COUNTERS 32          /* counter slots of one listener */
 
 /* The core's counters (protocol v1 on Unix and TCP) and each listener's own. */
 struct ga_ingest_stats {

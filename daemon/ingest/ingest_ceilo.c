@@ -18,7 +18,7 @@ struct ceilo_dctx {
     char *secret;                      /* NULL = unsigned accepted */
     uint32_t n;                        /* samples in the frame */
     struct ing_limits lim;             /* the clock as they were gathered, max_future_s */
-    struct ceilo_resources *resources;            /* every accepted sample, NULL = none */
+    struct ceilo_resources *resources; /* every accepted sample, NULL = none */
     uint64_t rejects[16];              /* per ceilo_reject reason */
 };
 

@@ -14,7 +14,7 @@ struct ga_ingest {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     uv_loop_t *loop;
-    void *ls[INGEST_MAX_LISTENERS];         /* each started listener's state, by row */
+    void *ls[INGEST_MAX_LISTENERS];     /* each started listener's state, by row */
     int nls;
     uv_timer_t sweep;
     struct ingest_conn *conns;

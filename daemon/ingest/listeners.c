@@ -10,10 +10,10 @@
 #include "proto/mp_util.h"
 
 const struct listener_kind *const listeners[] = {
-    &ingest_unix_listener,             /* protocol v1, Unix stream (ingest.c) */
-    &ingest_tcp_listener,              /* protocol v1, TCP (ingest.c) */
-    &ingest_udp_listener,              /* Ceilometer udp:// (ingest_udp.c) */
-    &ingest_ceilo_tcp_listener,   /* Ceilometer tcp:// (ingest_ceilo_tcp.c) */
+    &ingest_unix_listener,         /* protocol v1, Unix stream (ingest.c) */
+    &ingest_tcp_listener,          /* protocol v1, TCP (ingest.c) */
+    &ingest_udp_listener,          /* Ceilometer udp:// (ingest_udp.c) */
+    &ingest_ceilo_tcp_listener,    /* Ceilometer tcp:// (ingest_ceilo_tcp.c) */
     NULL,
 };
 
