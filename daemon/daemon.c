@@ -223,7 +223,7 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     }
     pl_set_late_notice(d->pipeline, d->late_notice);
     if (c->listen.http[0]) {
-        if ((rc = cres_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
+        if ((rc = ceilo_resources_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
             snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
             return rc;
         }
@@ -629,7 +629,7 @@ out:
     pg_conn_stop(d->storage);
     pg_query_close(d->query);                 /* the control server's threads are gone */
     pg_query_close(d->http_query);            /* the HTTP server's threads are gone */
-    cres_stop(d->resources);             /* the decode workers are gone */
+    ceilo_resources_stop(d->resources);       /* the decode workers are gone */
     if (uv_loop_close(d->loop) == UV_EBUSY)
         ga_log(GA_LOG_WARN, "loop_busy", "msg=\"handles left open at exit\"");
     rc = d->exit_code;

@@ -37,9 +37,9 @@ struct ga_ingest;
 struct ga_engine_worker;
 struct pg_query;
 struct ga_jobs;
-struct ctlj_waiters;
+struct control_ops_jobs_waiters;
 struct http_server;
-struct cres;
+struct ceilo_resources;
 struct ga_loop_call;
 struct js_log;
 struct ga_cluster;
@@ -77,10 +77,10 @@ struct ga_daemon {
     struct ga_cluster *cluster;          /* cluster mode: ownership (daemon/cluster.h) */
     struct pg_query *query;                   /* read queries of the control ops; blocking */
     struct ga_jobs *jobs;                /* the job manager (daemon/jobs/job_kinds.h) */
-    struct ctlj_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
+    struct control_ops_jobs_waiters *job_waiters;    /* job.submit {"wait": true} in progress */
     struct http_server *http;            /* listen.http (daemon/http/), NULL when off */
     struct pg_query *http_query;              /* the HTTP handlers' own query pool */
-    struct cres *resources;              /* resources from Ceilometer samples, with listen.http */
+    struct ceilo_resources *resources;   /* resources from Ceilometer samples, with listen.http */
     struct ga_loop_call *loop_call;      /* other threads' calls onto the loop (loop_call.h) */
 
     int ngpus;                           /* devices found, usable or not */

@@ -40,7 +40,7 @@ struct stat_snapshot {
     int gpus;                         /* GPUs the probe found */
     struct ga_config_sized sizing[GA_SIZED_N];    /* zeros if never sized */
     struct http_stats http;
-    struct cres_stats res;
+    struct ceilo_resources_stats res;
     struct ga_jobs_stats jobs;
     /* the latency histograms (daemon/latency.h) */
     struct histo_snap ack_latency, commit_lag, request_latency;

@@ -458,13 +458,13 @@ const char *stat_table_family_help(const char *prom)
  * "<key>.<name>.<sub>", as listeners.c names them), or NULL. */
 static const uint64_t *listener_slot(const struct ga_ingest_stats *st, const char *name)
 {
-    for (int i = 0; i < IC_MAX_LISTENERS && ic_listeners[i]; i++) {
-        const struct ic_listener_kind *k = ic_listeners[i];
+    for (int i = 0; i < INGEST_MAX_LISTENERS && listeners[i]; i++) {
+        const struct listener_kind *k = listeners[i];
         size_t kl = strlen(k->key);
         if (strncmp(name, k->key, kl) != 0 || name[kl] != '.')
             continue;
         const char *rest = name + kl + 1;
-        for (const struct ic_counter *ct = k->counters; ct && ct->name; ct++) {
+        for (const struct listener_counter *ct = k->counters; ct && ct->name; ct++) {
             size_t cl = strlen(ct->name);
             if (strncmp(rest, ct->name, cl) != 0)
                 continue;

@@ -43,7 +43,7 @@ enum stat_src {
     STAT_SRC_P50_US,      /* and the upper bound of the bucket of its median, in µs */
     STAT_SRC_P99_US,      /* and of its 99th percentile */
     STAT_SRC_LISTENER,    /* an ingest listener's own counter, found by the row's
-                             name "<key>.<name>[.<sub>]" in its struct ic_counter
+                             name "<key>.<name>[.<sub>]" in its struct listener_counter
                              table (daemon/ingest/listener.h), in in.listener */
     STAT_SRC_GET,         /* get(snapshot): computed from several fields */
 };

@@ -1,5 +1,6 @@
-/* mp_util.h — typed access to decoded msgpack_object maps, packing helpers
- * and JSON output, shared by the daemon and gpuaggctl.
+/* mp_util.h — typed access to decoded msgpack_object maps and packing
+ * helpers, shared by the daemon and gpuaggctl (whose JSON output is
+ * tools/gpuaggctl/mp_json.h).
  *
  * Getters look a string key up in a map object (linear scan; protocol maps
  * are small) and check the value's type.  They never allocate: strings point
@@ -11,7 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include <msgpack.h>
 
@@ -48,22 +48,5 @@ void mp_pack_kv_int(msgpack_packer *pk, const char *k, int64_t v);
 void mp_pack_kv_uint(msgpack_packer *pk, const char *k, uint64_t v);
 void mp_pack_kv_double(msgpack_packer *pk, const char *k, double v);
 void mp_pack_kv_bool(msgpack_packer *pk, const char *k, int v);
-
-/* Write o to out as JSON (RFC 8259):
- *   str        escaped ("\"", "\\", control characters), invalid UTF-8
- *              sequences replaced by U+FFFD (one per maximal ill-formed part)
- *   bin        base64 string (RFC 4648, padded)
- *   ext        {"ext": type, "data": "<base64>"}
- *   float      shortest text that reads back to the same value, with ".0"
- *              added to integral values; NaN and ±inf as null
- *   map keys   str keys as is; any other key stringified: 1 → "1",
- *              true → "true", nil → "null", [1] → "[1]"; within such a
- *              stringified key, an array or map key is "…" (so the text
- *              stays linear in the input: each level would escape again)
- * pretty: 0 = one line, no spaces; 1 = 2-space indent, one member per line,
- * "key": value.  No newline is written after the value.
- * Returns 0, or GA_EIO if a write to out failed; GA_ENOMEM if a map key
- * could not be rendered.  Does not flush or close out. */
-int mp_to_json(const msgpack_object *o, FILE *out, int pretty);
 
 #endif

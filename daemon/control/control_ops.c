@@ -128,8 +128,8 @@ static void pack_engine(const struct stat_snapshot *s, msgpack_packer *pk)
 static void pack_ingest(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
     /* each listener's port (or path) and status counters, then the core's */
-    msgpack_pack_map(pk, 4 + (size_t)ic_pack_status(d->ingest, d->cfg, &s->in, NULL));
-    ic_pack_status(d->ingest, d->cfg, &s->in, pk);
+    msgpack_pack_map(pk, 4 + (size_t)listeners_pack_status(d->ingest, d->cfg, &s->in, NULL));
+    listeners_pack_status(d->ingest, d->cfg, &s->in, pk);
     mp_pack_kv_uint(pk, "connections", s->in.conns_open);
     mp_pack_kv_uint(pk, "points_accepted", s->in.points_accepted);
     mp_pack_kv_uint(pk, "points_rejected", s->in.points_rejected);
@@ -262,7 +262,7 @@ static int op_status(struct ga_daemon *d, const msgpack_object *args, struct ga_
     mp_pack_cstr(pk, "counters");
     pack_counters(d, pk);
     mp_pack_cstr(pk, "jobs");
-    ctlj_pack_status(d, pk);
+    control_ops_jobs_pack_status(d, pk);
     mp_pack_kv_str(pk, "last_reload_error", d->last_reload_error);
     if (d->cluster) {
         mp_pack_cstr(pk, "cluster");
@@ -288,7 +288,7 @@ static void take_stats_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
     if (d->http)
         http_get_stats(d->http, &s->http);
     if (d->resources)
-        cres_get_stats(d->resources, &s->res);
+        ceilo_resources_get_stats(d->resources, &s->res);
     if (d->jobs)
         ga_jobs_get_stats(d->jobs, &s->jobs);
     histo_read(&latency_ack, &s->ack_latency);

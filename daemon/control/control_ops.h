@@ -11,9 +11,10 @@
 #include "proto/ctl_proto.h"
 #include "storage/pg_query.h"
 
-#define CTLQ_MAX_ROWS 50000              /* rows per query response (fits 1 MiB) */
-#define CTLQ_MAX_METRICS 100000          /* entries per metrics response */
-#define CTLQ_METRICS_BUDGET (CTL_MAX_FRAME - 4096)  /* bytes of entries per metrics response */
+#define CONTROL_OPS_QUERY_MAX_ROWS 50000        /* rows per query response (fits 1 MiB) */
+#define CONTROL_OPS_QUERY_MAX_METRICS 100000    /* entries per metrics response */
+/* bytes of entries per metrics response */
+#define CONTROL_OPS_QUERY_METRICS_BUDGET (CTL_MAX_FRAME - 4096)
 
 /* The result of op `stats` (a map: every row of the counter table,
  * daemon/stat_table.h, but the histograms → its number, in the table's
@@ -34,15 +35,15 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
  * [[ts_ns, value], ...], "next"}.  rows: the first min(n, limit) of p;
  * "next" is the ts of row `limit` when n > limit, else nil.  Borrows
  * everything. */
-void ctlq_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
-                    int64_t granularity_ns, const struct pg_query_point *p, size_t n, size_t limit);
+void control_ops_query_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
+                                 int64_t granularity_ns, const struct pg_query_point *p, size_t n, size_t limit);
 
 /* Pack a `metrics` result: {"metrics": [{"name", "policy", "points"}, ...],
  * "next"} from the n entries of m (already filtered), at most limit of
  * them and at most budget bytes of entries; "next" is the name of the last
  * entry packed when some were left out, else nil.  Returns the entries
  * packed. */
-size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
-                         size_t limit, size_t budget);
+size_t control_ops_query_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
+                                      size_t limit, size_t budget);
 
 #endif

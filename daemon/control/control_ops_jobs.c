@@ -34,7 +34,7 @@ struct waiter {
     struct waiter *next;
 };
 
-struct ctlj_waiters {
+struct control_ops_jobs_waiters {
     uv_timer_t timer;                    /* first: closed with free */
     struct ga_daemon *d;
     struct waiter *head;
@@ -48,7 +48,7 @@ static void answer(struct waiter *w, int rc, const struct ga_job_info *info, con
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     if (rc == 0)
-        ctlj_pack_info(&pk, info);
+        control_ops_jobs_pack_info(&pk, info);
     ga_ctl_reply(w->req, rc == 0 && !sb.data ? GA_ENOMEM : rc, &sb, msg);
     msgpack_sbuffer_destroy(&sb);
     free(w);
@@ -56,7 +56,7 @@ static void answer(struct waiter *w, int rc, const struct ga_job_info *info, con
 
 static void on_poll(uv_timer_t *t)
 {
-    struct ctlj_waiters *ws = t->data;
+    struct control_ops_jobs_waiters *ws = t->data;
     for (struct waiter **pp = &ws->head; *pp;) {
         struct waiter *w = *pp;
         struct ga_job_info info;
@@ -81,7 +81,7 @@ static int add_waiter(struct ga_daemon *d, struct ga_ctl_req *req, uint64_t id)
     if (!w)
         return GA_ENOMEM;
     if (!d->job_waiters) {
-        struct ctlj_waiters *ws = calloc(1, sizeof *ws);
+        struct control_ops_jobs_waiters *ws = calloc(1, sizeof *ws);
         if (!ws) {
             free(w);
             return GA_ENOMEM;
@@ -91,17 +91,17 @@ static int add_waiter(struct ga_daemon *d, struct ga_ctl_req *req, uint64_t id)
         ws->d = d;
         d->job_waiters = ws;
     }
-    struct ctlj_waiters *ws = d->job_waiters;
+    struct control_ops_jobs_waiters *ws = d->job_waiters;
     *w = (struct waiter){ req, id, ws->head };
     ws->head = w;
     if (!uv_is_active((uv_handle_t *)&ws->timer))
-        uv_timer_start(&ws->timer, on_poll, CTLJ_WAIT_POLL_MS, CTLJ_WAIT_POLL_MS);
+        uv_timer_start(&ws->timer, on_poll, CONTROL_OPS_JOBS_WAIT_POLL_MS, CONTROL_OPS_JOBS_WAIT_POLL_MS);
     return 0;
 }
 
-void ctlj_waiters_close(struct ga_daemon *d)
+void control_ops_jobs_waiters_close(struct ga_daemon *d)
 {
-    struct ctlj_waiters *ws = d->job_waiters;
+    struct control_ops_jobs_waiters *ws = d->job_waiters;
     if (!ws)
         return;
     while (ws->head) {
@@ -226,7 +226,7 @@ static void resolve_after(uv_work_t *w, int status)
                      "bytes", GA_JOB_VALUE_MAX - 1);
             rc = GA_EBADARG;
         } else {
-            snprintf(p->kv[p->n].key, GA_JOB_KEY_MAX, "%s", JK_INPUT_PATH);
+            snprintf(p->kv[p->n].key, GA_JOB_KEY_MAX, "%s", JOB_KIND_INPUT_PATH);
             memcpy(p->kv[p->n].value, s->resolved, rl + 1);
             p->n++;
             rc = queue_job(s, &id);
@@ -254,7 +254,7 @@ static int parse_submit(struct ga_daemon *d, const msgpack_object *args, struct 
         return GA_EBADARG;
     }
     memcpy(s->kind, kind, klen);
-    if ((rc = ctlj_parse_params(args, &s->params, err, errlen)) < 0)
+    if ((rc = control_ops_jobs_parse_params(args, &s->params, err, errlen)) < 0)
         return rc;
     rc = mp_get_int(args, "priority", &s->priority);
     if ((rc < 0 && rc != GA_ENOENT) || s->priority < -PRIORITY_MAX || s->priority > PRIORITY_MAX) {
@@ -367,14 +367,14 @@ int ga_ctl_op_job_status(struct ga_daemon *d, const msgpack_object *args, struct
 {
     uint64_t id;
     struct ga_job_info info;
-    int rc = ctlj_get_id(args, &id, err, errlen);
+    int rc = control_ops_jobs_get_id(args, &id, err, errlen);
     if (rc < 0)
         return rc;
     if (!d->jobs)
         return GA_ESHUTDOWN;
     if (ga_jobs_info(d->jobs, id, &info) < 0)
         return not_found(d, id, err, errlen);
-    ctlj_pack_info(pk, &info);
+    control_ops_jobs_pack_info(pk, &info);
     return 0;
 }
 
@@ -383,7 +383,7 @@ int ga_ctl_op_job_cancel(struct ga_daemon *d, const msgpack_object *args, struct
 {
     uint64_t id;
     struct ga_job_info info;
-    int rc = ctlj_get_id(args, &id, err, errlen);
+    int rc = control_ops_jobs_get_id(args, &id, err, errlen);
     if (rc < 0)
         return rc;
     if (!d->jobs)
@@ -432,8 +432,8 @@ int ga_ctl_op_job_list(struct ga_daemon *d, const msgpack_object *args, struct g
         if ((state && (strlen(st) != slen || memcmp(st, state, slen))) ||
             (kind && (strlen(all[i].kind) != klen || memcmp(all[i].kind, kind, klen))))
             continue;
-        ctlj_pack_info(&epk, &all[i]);
-        if (sb.size > CTLJ_LIST_BUDGET)
+        control_ops_jobs_pack_info(&epk, &all[i]);
+        if (sb.size > CONTROL_OPS_JOBS_LIST_BUDGET)
             break;                       /* the oldest are left out (documented) */
         kept = sb.size;
         k++;

@@ -34,7 +34,7 @@ static void pack_ns(msgpack_packer *pk, const char *key, int64_t ns)
         msgpack_pack_int64(pk, ns);
 }
 
-void ctlj_pack_info(msgpack_packer *pk, const struct ga_job_info *i)
+void control_ops_jobs_pack_info(msgpack_packer *pk, const struct ga_job_info *i)
 {
     msgpack_pack_map(pk, 14);
     mp_pack_kv_uint(pk, "id", i->id);
@@ -62,8 +62,8 @@ void ctlj_pack_info(msgpack_packer *pk, const struct ga_job_info *i)
     mp_pack_kv_uint(pk, "result_bytes", i->result_len);
 }
 
-void ctlj_pack_chunk(msgpack_packer *pk, const uint8_t *res, size_t len, uint64_t offset,
-                     size_t max)
+void control_ops_jobs_pack_chunk(msgpack_packer *pk, const uint8_t *res, size_t len, uint64_t offset,
+                                 size_t max)
 {
     size_t n = offset < len ? len - (size_t)offset : 0;
     if (n > max)
@@ -110,8 +110,8 @@ static int value_text(const msgpack_object *v, char *buf, size_t cap)
     }
 }
 
-int ctlj_parse_params(const msgpack_object *args, struct ga_job_params *p, char *err,
-                      size_t errlen)
+int control_ops_jobs_parse_params(const msgpack_object *args, struct ga_job_params *p, char *err,
+                                  size_t errlen)
 {
     memset(p, 0, sizeof *p);
     const msgpack_object *o = mp_map_get(args, "params");
@@ -137,7 +137,7 @@ int ctlj_parse_params(const msgpack_object *args, struct ga_job_params *p, char 
         char *key = p->kv[p->n].key;
         memcpy(key, k->via.str.ptr, k->via.str.size);
         key[k->via.str.size] = '\0';
-        if (strcmp(key, JK_INPUT_PATH) == 0) {
+        if (strcmp(key, JOB_KIND_INPUT_PATH) == 0) {
             snprintf(err, errlen, "param '%s' is reserved: give the file as job.submit's "
                      "input_path argument", key);
             return GA_EBADARG;
@@ -157,7 +157,7 @@ int ctlj_parse_params(const msgpack_object *args, struct ga_job_params *p, char 
     return 0;
 }
 
-int ctlj_get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errlen)
+int control_ops_jobs_get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errlen)
 {
     int rc = mp_get_uint(args, "id", id);
     if (rc < 0 || *id == 0) {
@@ -170,7 +170,7 @@ int ctlj_get_id(const msgpack_object *args, uint64_t *id, char *err, size_t errl
 
 /* ---- status and stats ------------------------------------------------------- */
 
-void ctlj_pack_status(struct ga_daemon *d, msgpack_packer *pk)
+void control_ops_jobs_pack_status(struct ga_daemon *d, msgpack_packer *pk)
 {
     struct ga_jobs_stats st = { 0 };
     if (d->jobs)

@@ -43,8 +43,8 @@ static int fetch_result(struct ga_jobs *jobs, uint64_t id, int chunked, uint64_t
         snprintf(err, errlen, "'offset' %" PRIu64 " is past the result's %zu bytes", offset, len);
         rc = GA_EBADARG;
     } else if (chunked)
-        ctlj_pack_chunk(pk, bytes, len, offset, CTLJ_CHUNK);
-    else if (len > CTLJ_CHUNK) {
+        control_ops_jobs_pack_chunk(pk, bytes, len, offset, CONTROL_OPS_JOBS_CHUNK);
+    else if (len > CONTROL_OPS_JOBS_CHUNK) {
         snprintf(err, errlen, "the result of job %" PRIu64 " is %zu bytes, over one response: "
                  "read it in chunks with {\"id\": %" PRIu64 ", \"offset\": 0}", id, len, id);
         rc = GA_ETOOBIG;
@@ -73,7 +73,7 @@ int ga_ctl_op_job_result(struct ga_daemon *d, const msgpack_object *args, struct
 {
     uint64_t id, offset = 0;
     struct ga_job_info info;
-    int rc = ctlj_get_id(args, &id, err, errlen);
+    int rc = control_ops_jobs_get_id(args, &id, err, errlen);
     if (rc < 0)
         return rc;
     rc = mp_get_uint(args, "offset", &offset);

@@ -202,8 +202,9 @@ struct query_job {
     int loading;                      /* the engine had not loaded its state yet */
 };
 
-void ctlq_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
-                    int64_t granularity_ns, const struct pg_query_point *p, size_t n, size_t limit)
+void control_ops_query_pack_rows(msgpack_packer *pk, const char *metric, const char *method,
+                                 int64_t granularity_ns, const struct pg_query_point *p, size_t n,
+                                 size_t limit)
 {
     size_t k = n < limit ? n : limit;
     msgpack_pack_map(pk, 5);
@@ -248,7 +249,7 @@ static void query_run(void *arg)
         msgpack_packer pk;
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        ctlq_pack_rows(&pk, j->metric, j->method, j->granularity_ns, p, n, (size_t)j->limit);
+        control_ops_query_pack_rows(&pk, j->metric, j->method, j->granularity_ns, p, n, (size_t)j->limit);
         ga_ctl_reply(j->req, sb.data ? 0 : GA_ENOMEM, &sb, NULL);
         msgpack_sbuffer_destroy(&sb);
     }
@@ -316,7 +317,7 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
     if (rc == 0)
         rc = get_time(args, "stop", INT64_MAX, &j->stop_ns, err, errlen);
     if (rc == 0)
-        rc = get_limit(args, CTLQ_MAX_ROWS, CTLQ_MAX_ROWS, &j->limit, err, errlen);
+        rc = get_limit(args, CONTROL_OPS_QUERY_MAX_ROWS, CONTROL_OPS_QUERY_MAX_ROWS, &j->limit, err, errlen);
     if (rc == 0) {
         j->req = req;
         j->q = d->query;
@@ -348,8 +349,8 @@ static void pack_metric(msgpack_packer *pk, const struct pg_query_metric *m)
     mp_pack_kv_uint(pk, "points", m->points);
 }
 
-size_t ctlq_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
-                         size_t limit, size_t budget)
+size_t control_ops_query_pack_metrics(msgpack_packer *pk, const struct pg_query_metric *const *m, size_t n,
+                                      size_t limit, size_t budget)
 {
     msgpack_sbuffer sb;
     msgpack_packer epk;
@@ -401,7 +402,7 @@ static void metrics_run(void *arg)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    ctlq_pack_metrics(&pk, sel, ns, (size_t)j->limit, CTLQ_METRICS_BUDGET);
+    control_ops_query_pack_metrics(&pk, sel, ns, (size_t)j->limit, CONTROL_OPS_QUERY_METRICS_BUDGET);
     ga_ctl_reply(j->req, sb.data ? 0 : GA_ENOMEM, &sb, NULL);
     msgpack_sbuffer_destroy(&sb);
 out:
@@ -426,7 +427,7 @@ int ga_ctl_op_metrics(struct ga_daemon *d, const msgpack_object *args, struct ga
         j->has_after = rc == 0;
     }
     if (rc == 0 || rc == GA_ENOENT)
-        rc = get_limit(args, CTLQ_MAX_METRICS, CTLQ_MAX_METRICS, &j->limit, err, errlen);
+        rc = get_limit(args, CONTROL_OPS_QUERY_MAX_METRICS, CONTROL_OPS_QUERY_MAX_METRICS, &j->limit, err, errlen);
     if (rc == 0) {
         j->req = req;
         j->q = d->query;

@@ -30,14 +30,14 @@ struct entry {
     uint64_t hash;
 };
 
-struct cres {
+struct ceilo_resources {
     char *conninfo;
     char creator[256];
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
-    struct entry *q[CRES_QUEUE];
+    struct entry *q[CEILO_RESOURCES_QUEUE];
     size_t head, len;
     uint64_t cache[CACHE_SLOTS];          /* guarded by mu */
     _Atomic uint64_t seen, recorded, dropped, errors;
@@ -140,9 +140,9 @@ static json_t *attributes(const msgpack_object *md)
     return a;
 }
 
-void cres_sample(void *ctx, const void *dgram, size_t len)
+void ceilo_resources_sample(void *ctx, const void *dgram, size_t len)
 {
-    struct cres *c = ctx;
+    struct ceilo_resources *c = ctx;
     c->seen++;
     msgpack_unpacked up;
     msgpack_unpacked_init(&up);
@@ -201,21 +201,21 @@ void cres_sample(void *ctx, const void *dgram, size_t len)
         free(e);
         return;
     }
-    if (c->len == CRES_QUEUE) {
+    if (c->len == CEILO_RESOURCES_QUEUE) {
         pthread_mutex_unlock(&c->mu);
         c->dropped++;
         free(e->attrs);
         free(e);
         return;
     }
-    c->q[(c->head + c->len++) % CRES_QUEUE] = e;
+    c->q[(c->head + c->len++) % CEILO_RESOURCES_QUEUE] = e;
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
 
 static void *run(void *arg)
 {
-    struct cres *c = arg;
+    struct ceilo_resources *c = arg;
     PGconn *pg = NULL;
     struct ga_ratelimit rl = GA_RATELIMIT_INIT(60LL * 1000000000);
     for (;;) {
@@ -249,7 +249,7 @@ static void *run(void *arg)
                    err, (unsigned long long)sup);
         pthread_mutex_lock(&c->mu);
         if (ok) {
-            c->head = (c->head + 1) % CRES_QUEUE;
+            c->head = (c->head + 1) % CEILO_RESOURCES_QUEUE;
             c->len--;
             c->cache[e->hash % CACHE_SLOTS] = e->hash;
         }
@@ -276,9 +276,9 @@ static void *run(void *arg)
     return NULL;
 }
 
-int cres_start(struct cres **out, const char *conninfo, const char *creator)
+int ceilo_resources_start(struct ceilo_resources **out, const char *conninfo, const char *creator)
 {
-    struct cres *c = calloc(1, sizeof *c);
+    struct ceilo_resources *c = calloc(1, sizeof *c);
     if (!c || !(c->conninfo = strdup(conninfo))) {
         free(c);
         return GA_ENOMEM;
@@ -297,7 +297,7 @@ int cres_start(struct cres **out, const char *conninfo, const char *creator)
     return 0;
 }
 
-void cres_stop(struct cres *c)
+void ceilo_resources_stop(struct ceilo_resources *c)
 {
     if (!c)
         return;
@@ -307,7 +307,7 @@ void cres_stop(struct cres *c)
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->thread, NULL);
     for (size_t i = 0; i < c->len; i++) {
-        struct entry *e = c->q[(c->head + i) % CRES_QUEUE];
+        struct entry *e = c->q[(c->head + i) % CEILO_RESOURCES_QUEUE];
         free(e->attrs);
         free(e);
     }
@@ -317,7 +317,7 @@ void cres_stop(struct cres *c)
     free(c);
 }
 
-void cres_get_stats(struct cres *c, struct cres_stats *o)
+void ceilo_resources_get_stats(struct ceilo_resources *c, struct ceilo_resources_stats *o)
 {
     o->seen = c->seen;
     o->recorded = c->recorded;

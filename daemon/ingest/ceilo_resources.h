@@ -1,11 +1,11 @@
 /* ceilo_resources.h — the resource recorder: Gnocchi resources learnt from
  * Ceilometer samples (docs/API.md "Resources").
  *
- * Every Ceilometer datagram the ingest accepts is shown to cres_sample()
+ * Every Ceilometer datagram the ingest accepts is shown to ceilo_resources_sample()
  * (from the pipeline's decode workers).  It reads resource_id, project_id,
  * user_id, counter_name, counter_unit and resource_metadata; what it has
  * seen unchanged recently (a direct-mapped cache of 65536 hashes) stops
- * there.  The rest goes on a bounded queue (CRES_QUEUE entries; a full
+ * there.  The rest goes on a bounded queue (CEILO_RESOURCES_QUEUE entries; a full
  * queue drops the sample's resource update, counted, and the next sample
  * of that resource tries again) to one thread that upserts the resources
  * and resource_metrics rows (storage/pg_resources.h) on its own
@@ -27,22 +27,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CRES_QUEUE 4096
+#define CEILO_RESOURCES_QUEUE 4096
 
-struct cres;
+struct ceilo_resources;
 
-struct cres_stats {
+struct ceilo_resources_stats {
     uint64_t seen, recorded, dropped, errors;
 };
 
 /* Start the recorder thread.  conninfo copied; creator ("" = per sample)
  * copied.  Returns 0, GA_ENOMEM or GA_EIO. */
-int cres_start(struct cres **out, const char *conninfo, const char *creator);
+int ceilo_resources_start(struct ceilo_resources **out, const char *conninfo, const char *creator);
 /* Stop the thread (what is queued and not written is dropped: it is
  * learnt again from the next samples) and free.  NULL ok. */
-void cres_stop(struct cres *c);
-/* The pipeline's UDP sink (pl_set_udp_sink): ctx is the struct cres. */
-void cres_sample(void *ctx, const void *dgram, size_t len);
-void cres_get_stats(struct cres *c, struct cres_stats *out);
+void ceilo_resources_stop(struct ceilo_resources *c);
+/* The pipeline's UDP sink (pl_set_udp_sink): ctx is the struct ceilo_resources. */
+void ceilo_resources_sample(void *ctx, const void *dgram, size_t len);
+void ceilo_resources_get_stats(struct ceilo_resources *c, struct ceilo_resources_stats *out);
 
 #endif

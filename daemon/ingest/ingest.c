@@ -17,9 +17,9 @@
 #include "proto/ga_err.h"
 #include "proto/mp_frame.h"
 
-#define IC_READ_CHUNK 65536
+#define INGEST_READ_CHUNK 65536
 
-struct ic_conn {
+struct ingest_conn {
     union {
         uv_handle_t h;
         uv_stream_t s;
@@ -41,12 +41,12 @@ struct ic_conn {
     struct pl_item *head, *tail;
     int64_t last_rx_ns, partial_since_ns;
     struct mp_scan scan;               /* progress through the frame at buf[0] */
-    struct ic_conn *prev, *next;
+    struct ingest_conn *prev, *next;
 };
 
 /* A protocol v1 server socket (listen.unix, listen.tcp); its connections
  * are the core's (g->conns).  Freed with the ingest. */
-struct ic_srv {
+struct ingest_srv {
     union {
         uv_handle_t h;
         uv_stream_t s;
@@ -57,28 +57,28 @@ struct ic_srv {
     int tcp, port, closed;
 };
 
-struct ic_write {
+struct ingest_write {
     uv_write_t req;
     uv_buf_t buf;
 };
 
-static void conn_pump(struct ic_conn *c);
-static void conn_maybe_free(struct ic_conn *c);
-static void conn_parse(struct ic_conn *c);
+static void conn_pump(struct ingest_conn *c);
+static void conn_maybe_free(struct ingest_conn *c);
+static void conn_parse(struct ingest_conn *c);
 
 /* ---- writes ------------------------------------------------------------ */
 
 static void on_written(uv_write_t *req, int status)
 {
-    struct ic_write *w = (struct ic_write *)req;
+    struct ingest_write *w = (struct ingest_write *)req;
     free(w->buf.base);
     free(w);
 }
 
 /* Send what sb holds (taken over). */
-static void conn_send(struct ic_conn *c, msgpack_sbuffer *sb)
+static void conn_send(struct ingest_conn *c, msgpack_sbuffer *sb)
 {
-    struct ic_write *w = malloc(sizeof *w);
+    struct ingest_write *w = malloc(sizeof *w);
     if (!w || c->closing) {
         free(w);
         msgpack_sbuffer_destroy(sb);
@@ -92,7 +92,7 @@ static void conn_send(struct ic_conn *c, msgpack_sbuffer *sb)
     }
 }
 
-static void send_error(struct ic_conn *c, int code, const char *msg, int has_seq, uint64_t seq)
+static void send_error(struct ingest_conn *c, int code, const char *msg, int has_seq, uint64_t seq)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -102,7 +102,7 @@ static void send_error(struct ic_conn *c, int code, const char *msg, int has_seq
     conn_send(c, &sb);
 }
 
-static void send_ack(struct ic_conn *c, const struct pl_item *it)
+static void send_ack(struct ingest_conn *c, const struct pl_item *it)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -116,14 +116,14 @@ static void send_ack(struct ic_conn *c, const struct pl_item *it)
 
 static void on_closed(uv_handle_t *h)
 {
-    struct ic_conn *c = h->data;
+    struct ingest_conn *c = h->data;
     c->closing = 2;                    /* handle gone */
     conn_maybe_free(c);
 }
 
 /* Free the connection once its handle is closed and no item of it is with
  * a worker or the sequencer. */
-static void conn_maybe_free(struct ic_conn *c)
+static void conn_maybe_free(struct ingest_conn *c)
 {
     struct ga_ingest *g = c->g;
     if (c->closing != 2)
@@ -148,10 +148,10 @@ static void conn_maybe_free(struct ic_conn *c)
     g->st.conns_open--;
     free(c->buf);
     free(c);
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
-static void conn_close(struct ic_conn *c)
+static void conn_close(struct ingest_conn *c)
 {
     if (c->closing)
         return;
@@ -163,7 +163,7 @@ static void conn_close(struct ic_conn *c)
 /* Close without a reset: end our side, discard what the peer sent and we
  * will not read (unread input makes close(2) send RST, and the peer could
  * lose the error just written), then close. */
-static void conn_close_gently(struct ic_conn *c)
+static void conn_close_gently(struct ingest_conn *c)
 {
     uv_os_fd_t fd;
     if (!c->closing && uv_fileno(&c->u.h, &fd) == 0) {
@@ -177,13 +177,13 @@ static void conn_close_gently(struct ic_conn *c)
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-    struct ic_conn *c = req->data;
+    struct ingest_conn *c = req->data;
     free(req);
     conn_close(c);
 }
 
 /* Stop reading; close once queued writes are out. */
-static void conn_finish(struct ic_conn *c)
+static void conn_finish(struct ingest_conn *c)
 {
     if (c->closing || c->finishing)
         return;
@@ -202,7 +202,7 @@ static void conn_finish(struct ic_conn *c)
 }
 
 /* A frame-level error: queued behind the acks before it. */
-static void conn_fail(struct ic_conn *c, int code, const char *msg, int has_seq, uint64_t seq)
+static void conn_fail(struct ingest_conn *c, int code, const char *msg, int has_seq, uint64_t seq)
 {
     struct pl_item *it = calloc(1, sizeof *it);
     c->g->st.protocol_errors++;
@@ -235,13 +235,13 @@ static void conn_fail(struct ic_conn *c, int code, const char *msg, int has_seq,
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-static int conn_wants_read(const struct ic_conn *c)
+static int conn_wants_read(const struct ingest_conn *c)
 {
     return !c->closing && !c->failed && !c->eof && !c->g->paused && !c->g->stopping &&
            c->inflight < c->g->max_inflight;
 }
 
-static void conn_update_reading(struct ic_conn *c)
+static void conn_update_reading(struct ingest_conn *c)
 {
     int want = conn_wants_read(c);
     if (want && !c->reading) {
@@ -253,7 +253,7 @@ static void conn_update_reading(struct ic_conn *c)
     }
 }
 
-int ic_overloaded(struct ga_ingest *g)
+int ingest_overloaded(struct ga_ingest *g)
 {
     const struct ga_config *cfg = g->d->cfg;
     return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches || pl_journal_full(g->pl) ||
@@ -262,7 +262,7 @@ int ic_overloaded(struct ga_ingest *g)
 
 static void update_backpressure(struct ga_ingest *g)
 {
-    int over = ic_overloaded(g);
+    int over = ingest_overloaded(g);
     if (over != g->paused) {
         g->paused = over;
         if (over) {
@@ -270,7 +270,7 @@ static void update_backpressure(struct ga_ingest *g)
             ga_log(GA_LOG_DEBUG, "ingest_paused", "backlog=%zu decoding_bytes=%llu",
                    pl_backlog(g->pl), (unsigned long long)g->st.decode_bytes_inflight);
         }
-        for (struct ic_conn *c = g->conns; c; c = c->next)
+        for (struct ingest_conn *c = g->conns; c; c = c->next)
             conn_update_reading(c);
     }
     g->st.paused = (uint64_t)g->paused;
@@ -278,7 +278,7 @@ static void update_backpressure(struct ga_ingest *g)
 
 /* ---- the FIFO: submit in order, ack in order ------------------------------ */
 
-static void conn_pump(struct ic_conn *c)
+static void conn_pump(struct ingest_conn *c)
 {
     struct ga_ingest *g = c->g;
     for (struct pl_item *it = c->head; it; it = it->next) {
@@ -332,20 +332,20 @@ static void conn_pump(struct ic_conn *c)
 
 void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn)
 {
-    for (struct ic_conn *c = g->conns, *next; c; c = next) {
+    for (struct ingest_conn *c = g->conns, *next; c; c = next) {
         next = c->next;                /* pump may free c */
         conn_pump(c);
     }
     for (int i = 0; i < g->nls; i++)
-        if (g->ls[i] && ic_listeners[i]->pump)
-            ic_listeners[i]->pump(g->ls[i]);
+        if (g->ls[i] && listeners[i]->pump)
+            listeners[i]->pump(g->ls[i]);
     update_backpressure(g);
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
 static void on_decoded(struct pl_item *it)
 {
-    struct ic_conn *c = it->owner;
+    struct ingest_conn *c = it->owner;
     struct ga_ingest *g = c->g;
     g->st.decode_bytes_inflight -= it->len;
     if (it->state == PL_FAILED)
@@ -363,7 +363,7 @@ static int token_ok(const char *want, const char *got)
     return n == strlen(got) && memeql_sec(want, got, n);
 }
 
-static void handle_hello(struct ic_conn *c, const uint8_t *frame, size_t len)
+static void handle_hello(struct ingest_conn *c, const uint8_t *frame, size_t len)
 {
     struct ga_ingest *g = c->g;
     const struct ga_config *cfg = g->d->cfg;
@@ -405,7 +405,7 @@ static void handle_hello(struct ic_conn *c, const uint8_t *frame, size_t len)
     conn_send(c, &sb);
 }
 
-struct ing_limits ic_item_limits(const struct ga_ingest *g)
+struct ing_limits ingest_item_limits(const struct ga_ingest *g)
 {
     struct ing_limits lim = g->lim;
     lim.now_ns = ga_now_real_ns();
@@ -413,7 +413,7 @@ struct ing_limits ic_item_limits(const struct ga_ingest *g)
     return lim;
 }
 
-static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
+static void handle_points(struct ingest_conn *c, const uint8_t *frame, size_t len)
 {
     struct ga_ingest *g = c->g;
     struct pl_item *it = calloc(1, sizeof *it);
@@ -430,7 +430,7 @@ static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
         return;
     }
     memcpy(copy, frame, len);
-    *lim = ic_item_limits(g);
+    *lim = ingest_item_limits(g);
     it->dctx = lim;
     it->frame = copy;
     it->len = len;
@@ -451,7 +451,7 @@ static void handle_points(struct ic_conn *c, const uint8_t *frame, size_t len)
     }
 }
 
-void ic_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out)
+void ingest_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out)
 {
     if (*cap - len < chunk && *cap < max) {
         size_t ncap = *cap ? *cap * 2 : chunk;
@@ -468,13 +468,13 @@ void ic_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max,
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct ic_conn *c = h->data;
-    ic_read_buf(&c->buf, &c->cap, c->len, IC_READ_CHUNK, c->g->lim.max_frame + IC_READ_CHUNK, buf);
+    struct ingest_conn *c = h->data;
+    ingest_read_buf(&c->buf, &c->cap, c->len, INGEST_READ_CHUNK, c->g->lim.max_frame + INGEST_READ_CHUNK, buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct ic_conn *c = s->data;
+    struct ingest_conn *c = s->data;
     struct ga_ingest *g = c->g;
     if (nread < 0) {
         /* EOF: answer what is in flight, then close (the peer may have
@@ -499,7 +499,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 /* Take the whole frames in c->buf, but no more than max_inflight batches
  * unacknowledged: the rest stays buffered (and reading stops) until acks
  * make room (conn_pump calls again). */
-static void conn_parse(struct ic_conn *c)
+static void conn_parse(struct ingest_conn *c)
 {
     struct ga_ingest *g = c->g;
     size_t pos = 0;
@@ -561,7 +561,7 @@ static void conn_parse(struct ic_conn *c)
 
 /* Who is at the other end: the uid on the unix socket, the address over
  * TCP (peer[0] stays 0 when it cannot be told: not limited). */
-static void peer_key(struct ic_conn *c)
+static void peer_key(struct ingest_conn *c)
 {
     memset(c->peer, 0, sizeof c->peer);
     if (!c->tcp) {
@@ -588,21 +588,21 @@ static void peer_key(struct ic_conn *c)
 }
 
 /* Open connections (c among them) from c's peer. */
-static int peer_conns(struct ga_ingest *g, const struct ic_conn *c)
+static int peer_conns(struct ga_ingest *g, const struct ingest_conn *c)
 {
     int n = 0;
-    for (const struct ic_conn *o = g->conns; o; o = o->next)
+    for (const struct ingest_conn *o = g->conns; o; o = o->next)
         n += !o->closing && !o->finishing && memcmp(o->peer, c->peer, sizeof c->peer) == 0;
     return n;
 }
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-    struct ic_srv *sv = srv->data;
+    struct ingest_srv *sv = srv->data;
     struct ga_ingest *g = sv->g;
     if (status < 0 || g->stopping)
         return;
-    struct ic_conn *c = calloc(1, sizeof *c);
+    struct ingest_conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
     c->g = g;
@@ -651,7 +651,7 @@ static void on_sweep(uv_timer_t *t)
     int64_t now = ga_now_mono_ns();
     int64_t idle = (int64_t)cfg->limits.idle_timeout_s * 1000000000;
     int64_t slow = (int64_t)cfg->limits.slow_client_timeout_s * 1000000000;
-    for (struct ic_conn *c = g->conns, *next; c; c = next) {
+    for (struct ingest_conn *c = g->conns, *next; c; c = next) {
         next = c->next;
         if (c->closing || c->failed)
             continue;
@@ -671,12 +671,12 @@ static void on_sweep(uv_timer_t *t)
         }
     }
     update_backpressure(g);
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
-static struct ic_srv *srv_new(struct ga_ingest *g, int tcp, void **slot)
+static struct ingest_srv *srv_new(struct ga_ingest *g, int tcp, void **slot)
 {
-    struct ic_srv *sv = calloc(1, sizeof *sv);
+    struct ingest_srv *sv = calloc(1, sizeof *sv);
     if (!sv)
         return NULL;
     sv->g = g;
@@ -695,7 +695,7 @@ static int unix_start(struct ga_ingest *g, const char *path, void **slot, uint64
                       char *err, size_t errlen)
 {
     unlink(path);
-    struct ic_srv *sv = srv_new(g, 0, slot);
+    struct ingest_srv *sv = srv_new(g, 0, slot);
     if (!sv)
         return GA_ENOMEM;
     int rc = uv_pipe_bind(&sv->u.pipe, path);
@@ -721,7 +721,7 @@ static int tcp_start(struct ga_ingest *g, const char *hostport, void **slot, uin
     int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
     if (rc < 0)
         rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss);
-    struct ic_srv *sv = srv_new(g, 1, slot);
+    struct ingest_srv *sv = srv_new(g, 1, slot);
     if (!sv)
         return GA_ENOMEM;
     if (rc == 0)
@@ -741,15 +741,15 @@ static int tcp_start(struct ga_ingest *g, const char *hostport, void **slot, uin
 
 static void on_srv_closed(uv_handle_t *h)
 {
-    struct ic_srv *sv = h->data;
+    struct ingest_srv *sv = h->data;
     sv->g->open_handles--;
-    ic_check_stopped(sv->g);
+    ingest_check_stopped(sv->g);
 }
 
 /* The drain begins: accept no more (the connections drain in the core). */
 static int srv_drain(void *state)
 {
-    struct ic_srv *sv = state;
+    struct ingest_srv *sv = state;
     if (!sv->closed) {
         sv->closed = 1;
         uv_close(&sv->u.h, on_srv_closed);
@@ -761,7 +761,7 @@ static int srv_drain(void *state)
 
 static int srv_port(const void *state)
 {
-    return ((const struct ic_srv *)state)->port;
+    return ((const struct ingest_srv *)state)->port;
 }
 
 static const char *unix_addr(const struct ga_config *cfg)
@@ -774,11 +774,11 @@ static const char *tcp_addr(const struct ga_config *cfg)
     return cfg->listen.tcp;
 }
 
-const struct ic_listener_kind ic_listener_unix = {
+const struct listener_kind ingest_unix_listener = {
     .key = "unix", .addr = unix_addr, .start = unix_start, .drain = srv_drain,
 };
 
-const struct ic_listener_kind ic_listener_tcp = {
+const struct listener_kind ingest_tcp_listener = {
     .key = "tcp", .addr = tcp_addr, .start = tcp_start, .drain = srv_drain, .port = srv_port,
 };
 
@@ -801,12 +801,12 @@ int ga_ingest_start(struct ga_daemon *d, struct ga_pipeline *pl, struct ga_inges
     uv_timer_start(&g->sweep, on_sweep, 1000, 1000);
     *out = g;
     int rc = 0;
-    while (g->nls < IC_MAX_LISTENERS && ic_listeners[g->nls])
+    while (g->nls < INGEST_MAX_LISTENERS && listeners[g->nls])
         g->nls++;
     for (int i = 0; rc == 0 && i < g->nls; i++) {
-        const char *addr = ic_listeners[i]->addr(cfg);
+        const char *addr = listeners[i]->addr(cfg);
         if (addr[0])
-            rc = ic_listeners[i]->start(g, addr, &g->ls[i], g->st.listener[i], err, errlen);
+            rc = listeners[i]->start(g, addr, &g->ls[i], g->st.listener[i], err, errlen);
     }
     return rc;
 }
@@ -815,25 +815,25 @@ static void on_server_closed(uv_handle_t *h)
 {
     struct ga_ingest *g = h->data;
     g->open_handles--;
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
-void ic_check_stopped(struct ga_ingest *g)
+void ingest_check_stopped(struct ga_ingest *g)
 {
     if (!g->stopping || g->stopping == 3)
         return;
     int64_t now = ga_now_mono_ns();
     int busy = 0;
-    for (struct ic_conn *c = g->conns; c; c = c->next)
+    for (struct ingest_conn *c = g->conns; c; c = c->next)
         busy |= c->head != NULL;
     for (int i = 0; i < g->nls; i++)
-        if (g->ls[i] && ic_listeners[i]->drain)
-            busy |= !ic_listeners[i]->drain(g->ls[i]);
+        if (g->ls[i] && listeners[i]->drain)
+            busy |= !listeners[i]->drain(g->ls[i]);
     if (g->stopping == 1 && (!busy || now > g->stop_deadline_ns)) {
         g->stopping = 2;               /* close everything */
         if (busy)                      /* items waiting for journal space give up */
             pl_drain(g->pl);
-        for (struct ic_conn *c = g->conns, *next; c; c = next) {
+        for (struct ingest_conn *c = g->conns, *next; c; c = next) {
             next = c->next;
             if (!c->closing && !c->finishing)
                 send_error(c, GA_ESHUTDOWN, "daemon shutting down: batches not acknowledged "
@@ -842,8 +842,8 @@ void ic_check_stopped(struct ga_ingest *g)
         }
         uv_close((uv_handle_t *)&g->sweep, on_server_closed);
         for (int i = 0; i < g->nls; i++)
-            if (g->ls[i] && ic_listeners[i]->close)
-                ic_listeners[i]->close(g->ls[i]);
+            if (g->ls[i] && listeners[i]->close)
+                listeners[i]->close(g->ls[i]);
     }
     if (g->stopping == 2 && !g->conns && g->open_handles == 0) {
         g->stopping = 3;
@@ -859,9 +859,9 @@ void ga_ingest_stop(struct ga_ingest *g, int deadline_ms, void (*done)(void *ctx
     g->stop_done = done;
     g->stop_ctx = ctx;
     g->stop_deadline_ns = ga_now_mono_ns() + (int64_t)deadline_ms * 1000000;
-    for (struct ic_conn *c = g->conns; c; c = c->next)
+    for (struct ingest_conn *c = g->conns; c; c = c->next)
         conn_update_reading(c);
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
 void ga_ingest_free(struct ga_ingest *g)
@@ -869,7 +869,7 @@ void ga_ingest_free(struct ga_ingest *g)
     if (!g)
         return;
     for (int i = 0; i < g->nls; i++)
-        if (g->ls[i] && ic_listeners[i]->drain == srv_drain)
+        if (g->ls[i] && listeners[i]->drain == srv_drain)
             free(g->ls[i]);            /* server sockets: closed, kept for their port */
     free(g);
 }
@@ -879,10 +879,10 @@ void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st)
     *st = g->st;
 }
 
-int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k)
+int ga_ingest_port(const struct ga_ingest *g, const struct listener_kind *k)
 {
     for (int i = 0; g && i < g->nls; i++)
-        if (ic_listeners[i] == k && g->ls[i] && k->port)
+        if (listeners[i] == k && g->ls[i] && k->port)
             return k->port(g->ls[i]);
     return 0;
 }

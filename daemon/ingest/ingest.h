@@ -1,6 +1,6 @@
 /* ingest.h — the ingest listeners: protocol v1 on Unix and TCP streams
  * (proto/INGEST.md) and Ceilometer's udp:// and tcp:// publishers; each
- * is a row of ic_listeners[] (listener.h).
+ * is a row of listeners[] (listener.h).
  *
  * The loop thread accepts, reads, frames (mp_frame_scan) and answers the
  * hello; every points frame becomes a pl_item decoded on the thread pool
@@ -24,8 +24,8 @@ struct ga_daemon;
 struct ga_pipeline;
 struct ga_ingest;
 
-#define IC_MAX_LISTENERS 16             /* rows of ic_listeners[] (listener.h) */
-#define IC_MAX_COUNTERS 32              /* counter slots of one listener */
+#define INGEST_MAX_LISTENERS 16         /* rows of listeners[] (listener.h) */
+#define INGEST_MAX_COUNTERS 32          /* counter slots of one listener */
 
 /* The core's counters (protocol v1 on Unix and TCP) and each listener's own. */
 struct ga_ingest_stats {
@@ -36,8 +36,8 @@ struct ga_ingest_stats {
     uint64_t conns_refused_peer;        /* refused at limits.max_connections_per_peer */
     uint64_t points_rejected_future;    /* of points_rejected: limits.max_future_s */
     uint64_t points_late_noticed;       /* accepted, listed in the ack's late */
-    /* by row of ic_listeners[]: the slots its struct ic_counter table names */
-    uint64_t listener[IC_MAX_LISTENERS][IC_MAX_COUNTERS];
+    /* by row of listeners[]: the slots its struct listener_counter table names */
+    uint64_t listener[INGEST_MAX_LISTENERS][INGEST_MAX_COUNTERS];
 };
 
 /* Start the configured listeners.  Returns 0 or GA_E* with err. */
@@ -53,7 +53,7 @@ void ga_ingest_free(struct ga_ingest *g);
 void ga_ingest_get_stats(struct ga_ingest *g, struct ga_ingest_stats *st);
 /* A listener's bound port (for "port 0" configs), 0 when it is off or has
  * no port. */
-struct ic_listener_kind;
-int ga_ingest_port(const struct ga_ingest *g, const struct ic_listener_kind *k);
+struct listener_kind;
+int ga_ingest_port(const struct ga_ingest *g, const struct listener_kind *k);
 
 #endif

@@ -18,7 +18,7 @@ struct ceilo_dctx {
     char *secret;                      /* NULL = unsigned accepted */
     uint32_t n;                        /* samples in the frame */
     struct ing_limits lim;             /* the clock as they were gathered, max_future_s */
-    struct cres *resources;            /* every accepted sample, NULL = none */
+    struct ceilo_resources *resources; /* every accepted sample, NULL = none */
     uint64_t rejects[16];              /* per ceilo_reject reason */
 };
 
@@ -47,7 +47,7 @@ static int decode(struct pl_item *it, struct ing_batch *b)
         if (r == CEILO_OK && ing_ts_too_far_ahead(&x->lim, s[k].ts_ns))
             r = CEILO_FUTURE;
         if (r == CEILO_OK && x->resources)
-            cres_sample(x->resources, it->frame + off + 4, len);
+            ceilo_resources_sample(x->resources, it->frame + off + 4, len);
         off += 4 + (size_t)len;
         if (r != CEILO_OK) {
             x->rejects[r < 16 ? r : 15]++;
@@ -69,7 +69,7 @@ static int decode(struct pl_item *it, struct ing_batch *b)
     return rc;
 }
 
-struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n)
+struct pl_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n)
 {
     struct pl_item *it = calloc(1, sizeof *it);
     struct ceilo_dctx *x = calloc(1, sizeof *x);
@@ -80,7 +80,7 @@ struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uin
         return NULL;
     }
     x->n = n;
-    x->lim = ic_item_limits(g);
+    x->lim = ingest_item_limits(g);
     x->resources = g->d->resources;
     it->decode = decode;
     it->dctx = x;
@@ -90,12 +90,12 @@ struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uin
     return it;
 }
 
-uint32_t ic_ceilo_samples(const struct pl_item *it)
+uint32_t ingest_ceilo_samples(const struct pl_item *it)
 {
     return ((const struct ceilo_dctx *)it->dctx)->n;
 }
 
-void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected)
+void ingest_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected)
 {
     const struct ceilo_dctx *x = it->dctx;
     for (int r = 1; r < CEILO_NREASONS && r < 16; r++)

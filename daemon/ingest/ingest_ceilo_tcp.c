@@ -44,11 +44,11 @@ enum {
     C_BAD_FRAMES = C_REJECTED + CEILO_NREASONS,  /* + BAD_* */
     C_N = C_BAD_FRAMES + BAD_N
 };
-_Static_assert(C_N <= IC_MAX_COUNTERS, "listen.ceilometer_tcp's counters need more slots");
+_Static_assert(C_N <= INGEST_MAX_COUNTERS, "listen.ceilometer_tcp's counters need more slots");
 
 struct ct_conn {
     uv_tcp_t h;
-    struct ic_ctcp *l;
+    struct ingest_ceilo_tcp *l;
     uint64_t id;
     uint8_t *buf;
     size_t len, cap;
@@ -57,7 +57,7 @@ struct ct_conn {
     struct ct_conn *prev, *next;
 };
 
-struct ic_ctcp {
+struct ingest_ceilo_tcp {
     uv_tcp_t srv;
     uv_timer_t timer;
     struct ga_ingest *g;
@@ -77,21 +77,21 @@ static void ctcp_pump(void *state);
 
 static void on_decoded(struct pl_item *it)
 {
-    struct ic_ctcp *l = it->owner;
+    struct ingest_ceilo_tcp *l = it->owner;
     struct ga_ingest *g = l->g;
     g->st.decode_bytes_inflight -= it->len;
-    ic_ceilo_count_rejects(it, &l->c[C_REJECTED]);
+    ingest_ceilo_count_rejects(it, &l->c[C_REJECTED]);
     l->c[C_ACCEPTED] += it->accepted;
     ctcp_pump(*l->slot);
 }
 
 /* Hand the gathered bodies to a decode worker. */
-static int flush(struct ic_ctcp *l)
+static int flush(struct ingest_ceilo_tcp *l)
 {
     struct ga_ingest *g = l->g;
     if (!l->n)
         return 0;
-    struct pl_item *it = ic_ceilo_item(g, l->buf, l->len, l->n);
+    struct pl_item *it = ingest_ceilo_item(g, l->buf, l->len, l->n);
     if (!it)
         return GA_ENOMEM;              /* kept: tried again on the next tick */
     it->owner = l;
@@ -107,12 +107,12 @@ static int flush(struct ic_ctcp *l)
     if (pl_decode(g->pl, it, NULL, on_decoded) < 0) {
         it->state = PL_FAILED;
         g->st.decode_bytes_inflight -= it->len;
-        ga_log(GA_LOG_ERROR, "ceilometer_tcp_decode_failed", "samples=%u", ic_ceilo_samples(it));
+        ga_log(GA_LOG_ERROR, "ceilometer_tcp_decode_failed", "samples=%u", ingest_ceilo_samples(it));
     }
     return 0;
 }
 
-static int gather(struct ic_ctcp *l, const uint8_t *body, size_t n)
+static int gather(struct ingest_ceilo_tcp *l, const uint8_t *body, size_t n)
 {
     size_t need = l->len + 4 + n;
     if (need > l->cap) {
@@ -164,7 +164,7 @@ static void conn_bad(struct ct_conn *c, int reason, const char *what)
 static int conn_wants_read(const struct ct_conn *c)
 {
     struct ga_ingest *g = c->l->g;
-    return !c->closing && !c->l->quiesced && !g->paused && !ic_overloaded(g);
+    return !c->closing && !c->l->quiesced && !g->paused && !ingest_overloaded(g);
 }
 
 static void conn_update_reading(struct ct_conn *c)
@@ -179,7 +179,7 @@ static void conn_update_reading(struct ct_conn *c)
     }
 }
 
-static void update_reading(struct ic_ctcp *l)
+static void update_reading(struct ingest_ceilo_tcp *l)
 {
     for (struct ct_conn *c = l->conns; c; c = c->next)
         conn_update_reading(c);
@@ -188,8 +188,8 @@ static void update_reading(struct ic_ctcp *l)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct ct_conn *c = h->data;
-    ic_read_buf(&c->buf, &c->cap, c->len, CT_READ_CHUNK,
-                c->l->g->lim.max_frame + CEILO_TCP_HDR + CT_READ_CHUNK, buf);
+    ingest_read_buf(&c->buf, &c->cap, c->len, CT_READ_CHUNK,
+                    c->l->g->lim.max_frame + CEILO_TCP_HDR + CT_READ_CHUNK, buf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -241,7 +241,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-    struct ic_ctcp *l = srv->data;
+    struct ingest_ceilo_tcp *l = srv->data;
     struct ga_ingest *g = l->g;
     if (status < 0 || l->quiesced)
         return;
@@ -277,7 +277,7 @@ static void on_connection(uv_stream_t *srv, int status)
  * has been incomplete for too long. */
 static void on_timer(uv_timer_t *t)
 {
-    struct ic_ctcp *l = t->data;
+    struct ingest_ceilo_tcp *l = t->data;
     flush(l);
     update_reading(l);
     if (++l->ticks < CT_SWEEP_TICKS)
@@ -292,7 +292,7 @@ static void on_timer(uv_timer_t *t)
     }
 }
 
-static void handle_gone(struct ic_ctcp *l)
+static void handle_gone(struct ingest_ceilo_tcp *l)
 {
     struct ga_ingest *g = l->g;
     g->open_handles--;
@@ -301,13 +301,13 @@ static void handle_gone(struct ic_ctcp *l)
         free(l->buf);
         free(l);
     }
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
 static void on_conn_closed(uv_handle_t *h)
 {
     struct ct_conn *c = h->data;
-    struct ic_ctcp *l = c->l;
+    struct ingest_ceilo_tcp *l = c->l;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -329,7 +329,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void ctcp_pump(void *state)
 {
-    struct ic_ctcp *l = state;
+    struct ingest_ceilo_tcp *l = state;
     if (!l)
         return;
     struct ga_ingest *g = l->g;
@@ -355,7 +355,7 @@ static void ctcp_pump(void *state)
 
 static int ctcp_drain(void *state)
 {
-    struct ic_ctcp *l = state;
+    struct ingest_ceilo_tcp *l = state;
     if (!l->quiesced) {                /* the drain begins: accept and read no more */
         l->quiesced = 1;
         if (l->srv_open) {
@@ -370,7 +370,7 @@ static int ctcp_drain(void *state)
 
 static void ctcp_close(void *state)
 {
-    struct ic_ctcp *l = state;
+    struct ingest_ceilo_tcp *l = state;
     if (l->stopping)
         return;
     l->stopping = 1;
@@ -385,7 +385,7 @@ static void ctcp_close(void *state)
 
 static int ctcp_port(const void *state)
 {
-    return ((const struct ic_ctcp *)state)->port;
+    return ((const struct ingest_ceilo_tcp *)state)->port;
 }
 
 static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, uint64_t *counters,
@@ -398,7 +398,7 @@ static int ctcp_start(struct ga_ingest *g, const char *hostport, void **slot, ui
         snprintf(err, errlen, "listen.ceilometer_tcp: cannot parse '%s'", hostport);
         return GA_EINVAL;
     }
-    struct ic_ctcp *l = calloc(1, sizeof *l);
+    struct ingest_ceilo_tcp *l = calloc(1, sizeof *l);
     if (!l)
         return GA_ENOMEM;
     l->g = g;
@@ -437,7 +437,7 @@ static const char *bad_name(int i)
     return bad_names[i];
 }
 
-static const struct ic_counter ctcp_counters[] = {
+static const struct listener_counter ctcp_counters[] = {
     { .name = "connections_open", .slot = C_CONNS_OPEN },
     { .name = "connections_total", .slot = C_CONNS_TOTAL },
     { .name = "connections_refused", .slot = C_CONNS_REFUSED },
@@ -455,7 +455,7 @@ static const char *ctcp_addr(const struct ga_config *cfg)
     return cfg->listen.ceilometer_tcp;
 }
 
-const struct ic_listener_kind ic_listener_ceilometer_tcp = {
+const struct listener_kind ingest_ceilo_tcp_listener = {
     .key = "ceilometer_tcp",
     .addr = ctcp_addr,
     .start = ctcp_start,

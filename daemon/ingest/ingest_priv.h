@@ -8,16 +8,16 @@
 #include "daemon/pipeline.h"
 #include "proto/ingest_proto.h"
 
-struct ic_conn;
+struct ingest_conn;
 
 struct ga_ingest {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     uv_loop_t *loop;
-    void *ls[IC_MAX_LISTENERS];         /* each started listener's state, by row */
+    void *ls[INGEST_MAX_LISTENERS];     /* each started listener's state, by row */
     int nls;
     uv_timer_t sweep;
-    struct ic_conn *conns;
+    struct ingest_conn *conns;
     struct ing_limits lim;
     size_t max_inflight;
     int paused;                        /* global backpressure */
@@ -31,24 +31,24 @@ struct ga_ingest {
 
 /* The decode limits of an item arriving now: g->lim with the daemon's
  * clock and the running config's limits.max_future_s (loop thread). */
-struct ing_limits ic_item_limits(const struct ga_ingest *g);
+struct ing_limits ingest_item_limits(const struct ga_ingest *g);
 /* 1 while the pipeline is too far behind to take more input. */
-int ic_overloaded(struct ga_ingest *g);
+int ingest_overloaded(struct ga_ingest *g);
 /* Ceilometer samples gathered as [u32 len][body]... (ingest_ceilo.c): an
  * item owning buf whose decoder checks and decodes them as Ceilometer
  * samples (listen.telemetry_secret; the HTTP API's resource recorder sees
  * each accepted one).  NULL when out of memory (buf stays the caller's). */
-struct pl_item *ic_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n);
-uint32_t ic_ceilo_samples(const struct pl_item *it);
+struct pl_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n);
+uint32_t ingest_ceilo_samples(const struct pl_item *it);
 /* Add a decoded item's rejections to rejected[r], r a ceilo_reject reason
  * (1 to CEILO_NREASONS - 1). */
-void ic_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected);
+void ingest_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected);
 /* A stream listener's read buffer for libuv's alloc callback: when less
  * than chunk is free, grow *b (doubling from chunk) up to max bytes; *out
  * is the free space after len (empty when max is reached: the frame is too
  * big and the reader says so). */
-void ic_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out);
+void ingest_read_buf(uint8_t **b, size_t *cap, size_t len, size_t chunk, size_t max, uv_buf_t *out);
 /* Check whether a stopping ingest has finished (closes and calls done). */
-void ic_check_stopped(struct ga_ingest *g);
+void ingest_check_stopped(struct ga_ingest *g);
 
 #endif

@@ -24,9 +24,9 @@ enum {
     C_REJECTED,                        /* + reason, CEILO_NREASONS slots (0 unused) */
     C_N = C_REJECTED + CEILO_NREASONS
 };
-_Static_assert(C_N <= IC_MAX_COUNTERS, "listen.udp's counters need more slots");
+_Static_assert(C_N <= INGEST_MAX_COUNTERS, "listen.udp's counters need more slots");
 
-struct ic_udp {
+struct ingest_udp {
     uv_udp_t h;
     uv_timer_t timer;
     struct ga_ingest *g;
@@ -45,21 +45,21 @@ static void udp_pump(void *state);
 
 static void on_udp_decoded(struct pl_item *it)
 {
-    struct ic_udp *u = it->owner;
+    struct ingest_udp *u = it->owner;
     struct ga_ingest *g = u->g;
     g->st.decode_bytes_inflight -= it->len;
-    ic_ceilo_count_rejects(it, &u->c[C_REJECTED]);
+    ingest_ceilo_count_rejects(it, &u->c[C_REJECTED]);
     u->c[C_ACCEPTED] += it->accepted;
     udp_pump(*u->slot);
 }
 
 /* Hand the gathered datagrams to a decode worker. */
-static void flush(struct ic_udp *u)
+static void flush(struct ingest_udp *u)
 {
     struct ga_ingest *g = u->g;
     if (!u->n)
         return;
-    struct pl_item *it = ic_ceilo_item(g, u->buf, u->len, u->n);
+    struct pl_item *it = ingest_ceilo_item(g, u->buf, u->len, u->n);
     if (!it) {
         u->c[C_DROPPED_BACKPRESSURE] += u->n;
         u->len = u->n = 0;
@@ -83,19 +83,19 @@ static void flush(struct ic_udp *u)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct ic_udp *u = h->data;
+    struct ingest_udp *u = h->data;
     *buf = uv_buf_init(u->recvbuf, sizeof u->recvbuf);
 }
 
 static void on_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct sockaddr *addr,
                     unsigned flags)
 {
-    struct ic_udp *u = h->data;
+    struct ingest_udp *u = h->data;
     struct ga_ingest *g = u->g;
     if (nread <= 0 || !addr)
         return;
     u->c[C_DATAGRAMS]++;
-    if ((flags & UV_UDP_PARTIAL) || g->paused || ic_overloaded(g)) {
+    if ((flags & UV_UDP_PARTIAL) || g->paused || ingest_overloaded(g)) {
         if (flags & UV_UDP_PARTIAL)
             u->c[C_REJECTED + CEILO_NOT_MSGPACK]++;
         else
@@ -130,7 +130,7 @@ static void on_timer(uv_timer_t *t)
 
 static void udp_pump(void *state)
 {
-    struct ic_udp *u = state;
+    struct ingest_udp *u = state;
     if (!u)
         return;
     struct ga_ingest *g = u->g;
@@ -155,7 +155,7 @@ static void udp_pump(void *state)
 
 static int udp_drain(void *state)
 {
-    struct ic_udp *u = state;
+    struct ingest_udp *u = state;
     if (!u->quiesced) {               /* the drain begins: take no more, flush the rest */
         u->quiesced = 1;
         uv_udp_recv_stop(&u->h);
@@ -166,12 +166,12 @@ static int udp_drain(void *state)
 
 static int udp_port(const void *state)
 {
-    return ((const struct ic_udp *)state)->port;
+    return ((const struct ingest_udp *)state)->port;
 }
 
 static void on_closed(uv_handle_t *h)
 {
-    struct ic_udp *u = h->data;
+    struct ingest_udp *u = h->data;
     struct ga_ingest *g = u->g;
     g->open_handles--;
     if (++u->closing == 3) {          /* both handles closed */
@@ -179,12 +179,12 @@ static void on_closed(uv_handle_t *h)
         *u->slot = NULL;
         free(u);
     }
-    ic_check_stopped(g);
+    ingest_check_stopped(g);
 }
 
 static void udp_close(void *state)
 {
-    struct ic_udp *u = state;
+    struct ingest_udp *u = state;
     if (u->closing)
         return;
     u->closing = 1;
@@ -202,7 +202,7 @@ static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, uin
         snprintf(err, errlen, "listen.udp: cannot parse '%s'", hostport);
         return GA_EINVAL;
     }
-    struct ic_udp *u = calloc(1, sizeof *u);
+    struct ingest_udp *u = calloc(1, sizeof *u);
     if (!u)
         return GA_ENOMEM;
     u->g = g;
@@ -235,7 +235,7 @@ static int udp_start(struct ga_ingest *g, const char *hostport, void **slot, uin
     return 0;
 }
 
-static const struct ic_counter udp_counters[] = {
+static const struct listener_counter udp_counters[] = {
     { .name = "datagrams", .slot = C_DATAGRAMS },
     { .name = "accepted", .slot = C_ACCEPTED, .status = 1 },
     { .name = "dropped_backpressure", .slot = C_DROPPED_BACKPRESSURE },
@@ -249,7 +249,7 @@ static const char *udp_addr(const struct ga_config *cfg)
     return cfg->listen.udp;
 }
 
-const struct ic_listener_kind ic_listener_udp = {
+const struct listener_kind ingest_udp_listener = {
     .key = "udp",
     .addr = udp_addr,
     .start = udp_start,

@@ -1,5 +1,5 @@
 /* listeners.c — the table of ingest listeners (listener.h): at most
- * IC_MAX_LISTENERS rows, started in this order; and the rendering of
+ * INGEST_MAX_LISTENERS rows, started in this order; and the rendering of
  * their counters for the stats op and `status`. */
 #include "daemon/ingest/listener.h"
 
@@ -9,20 +9,20 @@
 #include "daemon/config/config.h"
 #include "proto/mp_util.h"
 
-const struct ic_listener_kind *const ic_listeners[] = {
-    &ic_listener_unix,             /* protocol v1, Unix stream (ingest.c) */
-    &ic_listener_tcp,              /* protocol v1, TCP (ingest.c) */
-    &ic_listener_udp,              /* Ceilometer udp:// (ingest_udp.c) */
-    &ic_listener_ceilometer_tcp,   /* Ceilometer tcp:// (ingest_ceilo_tcp.c) */
+const struct listener_kind *const listeners[] = {
+    &ingest_unix_listener,         /* protocol v1, Unix stream (ingest.c) */
+    &ingest_tcp_listener,          /* protocol v1, TCP (ingest.c) */
+    &ingest_udp_listener,          /* Ceilometer udp:// (ingest_udp.c) */
+    &ingest_ceilo_tcp_listener,    /* Ceilometer tcp:// (ingest_ceilo_tcp.c) */
     NULL,
 };
 
-int ic_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
-                   const struct ga_ingest_stats *st, msgpack_packer *pk)
+int listeners_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
+                          const struct ga_ingest_stats *st, msgpack_packer *pk)
 {
     int n = 0;
-    for (int i = 0; i < IC_MAX_LISTENERS && ic_listeners[i]; i++) {
-        const struct ic_listener_kind *k = ic_listeners[i];
+    for (int i = 0; i < INGEST_MAX_LISTENERS && listeners[i]; i++) {
+        const struct listener_kind *k = listeners[i];
         char name[160];
         n++;
         if (pk && k->port) {
@@ -31,7 +31,7 @@ int ic_pack_status(const struct ga_ingest *g, const struct ga_config *cfg,
         } else if (pk) {
             mp_pack_kv_str(pk, k->key, k->addr(cfg));
         }
-        for (const struct ic_counter *ct = k->counters; ct && ct->name; ct++) {
+        for (const struct listener_counter *ct = k->counters; ct && ct->name; ct++) {
             if (!ct->status || ct->n)
                 continue;
             n++;

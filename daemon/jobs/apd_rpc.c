@@ -26,7 +26,7 @@
 #define INPUT_MAX ((size_t)1 << 30)
 
 static const char *const known[] = { "window", "stride", "lambdas", "lambda_lo", "lambda_hi",
-                                     "quantiles", "n", "seed", "threads", JK_INPUT_PATH, NULL };
+                                     "quantiles", "n", "seed", "threads", JOB_KIND_INPUT_PATH, NULL };
 
 static int parse_quantiles(const char *s, struct apd_params *ap, char *err, size_t errlen)
 {
@@ -77,11 +77,11 @@ static int parse(const struct ga_job_params *p, size_t input_len, struct apd_par
     ap->window = (size_t)w;
     ap->stride = (size_t)st;
     ap->n_lambda = (int)L;
-    if (*n && jk_has_input(p, input_len)) {
+    if (*n && job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "give either an input series or the generator param 'n', not both");
         return GA_EBADARG;
     }
-    if (!*n && !jk_has_input(p, input_len)) {
+    if (!*n && !job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "apd-fit needs a series: an input (CSV of one column) or the "
                  "generator param n (and seed)");
         return GA_EBADARG;
@@ -126,21 +126,21 @@ static int load_series(struct ga_job_ctx *ctx, const struct ga_job_params *p, in
         *len = (size_t)n;
         return 0;
     }
-    struct jk_matrix m;
-    int rc = jk_matrix_load(ctx, p, INPUT_MAX, &m);
+    struct matrix m;
+    int rc = matrix_load(ctx, p, INPUT_MAX, &m);
     if (rc)
         return rc;
     if (m.rows != 1 && m.cols != 1) {
         snprintf(ctx->err, sizeof ctx->err, "input: apd-fit needs one series (one column or one "
                  "row), got %lld x %lld", (long long)m.rows, (long long)m.cols);
-        jk_matrix_free(&m);
+        matrix_free(&m);
         return GA_EINVAL;
     }
     *len = (size_t)(m.rows * m.cols);
     if ((*x = malloc(*len * sizeof **x)))
         for (size_t i = 0; i < *len; i++)
-            (*x)[i] = m.rows == 1 ? jk_matrix_at(&m, 0, (int64_t)i) : jk_matrix_at(&m, (int64_t)i, 0);
-    jk_matrix_free(&m);
+            (*x)[i] = m.rows == 1 ? matrix_at(&m, 0, (int64_t)i) : matrix_at(&m, (int64_t)i, 0);
+    matrix_free(&m);
     return *x ? 0 : GA_ENOMEM;
 }
 
@@ -160,7 +160,7 @@ static void pack_result(msgpack_packer *pk, const struct apd_params *ap, const s
     msgpack_pack_map(pk, 10);
     mp_pack_kv_uint(pk, "windows", nw);
     mp_pack_cstr(pk, "quantiles");
-    jk_pack_doubles(pk, ap->quantiles, (size_t)ap->n_quantiles);
+    job_kind_pack_doubles(pk, ap->quantiles, (size_t)ap->n_quantiles);
     FIELD("theta", f[i].theta);
     FIELD("phi", f[i].phi);
     FIELD("alpha", f[i].alpha);
@@ -203,14 +203,14 @@ static int apd_job_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         snprintf(ctx->err, sizeof ctx->err, "out of memory for a series of %zu values", len);
     if (rc)
         goto out;
-    double load_s = jk_elapsed_s(t0);
+    double load_s = job_kind_elapsed_s(t0);
     if (device >= 0 && (rc = apd_fit_gpu(device, &ap, x, len, fits, on_progress, ctx, ctx->err,
                                          sizeof ctx->err)) == GA_ENOGPU) {
         ga_log(GA_LOG_WARN, "job_gpu_fallback", "kind=apd-fit device=%d error=\"%s\"", device,
                ctx->err);
         device = -1;
     }
-    int threads = jk_cpu_threads(p);
+    int threads = job_kind_cpu_threads(p);
     if (device < 0)
         rc = apd_fit_cpu(&ap, x, len, fits, threads, on_progress, ctx, ctx->err, sizeof ctx->err);
     if (rc)
@@ -219,8 +219,8 @@ static int apd_job_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_result(&pk, &ap, fits, nw, device, load_s, jk_elapsed_s(t0) - load_s);
-    rc = jk_set_result(ctx, &sb);
+    pack_result(&pk, &ap, fits, nw, device, load_s, job_kind_elapsed_s(t0) - load_s);
+    rc = job_kind_set_result(ctx, &sb);
     msgpack_sbuffer_destroy(&sb);
 out:
     free(x);
@@ -228,4 +228,4 @@ out:
     return rc;
 }
 
-const struct ga_job_kind jk_apd = { "apd-fit", apd_job_validate, apd_job_run, 1 };
+const struct ga_job_kind job_kind_apd = { "apd-fit", apd_job_validate, apd_job_run, 1 };

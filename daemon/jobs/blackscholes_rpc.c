@@ -27,7 +27,7 @@
 /* ---- blackscholes ------------------------------------------------------------- */
 
 static const char *const bs_known[] = { "n", "seed", "riskfree", "volatility", "return", "check",
-                                        "threads", JK_INPUT_PATH, NULL };
+                                        "threads", JOB_KIND_INPUT_PATH, NULL };
 
 static int bs_parse(const struct ga_job_params *p, size_t input_len, struct ga_bs_params *bp,
                     int64_t *ret, int64_t *check, char *err, size_t errlen)
@@ -36,7 +36,7 @@ static int bs_parse(const struct ga_job_params *p, size_t input_len, struct ga_b
     ga_bs_params_default(bp);
     int rc = ga_job_params_check_known(p, bs_known, err, errlen);
     if (!rc)
-        rc = jk_no_input_and_generator(p, input_len, "n", err, errlen);
+        rc = job_kind_no_input_and_generator(p, input_len, "n", err, errlen);
     if (!rc)
         rc = ga_job_param_int(p, "n", GA_BS_N_DEFAULT, 1, GA_BS_N_MAX, &bp->n, err, errlen);
     if (!rc)
@@ -57,7 +57,7 @@ static int bs_parse(const struct ga_job_params *p, size_t input_len, struct ga_b
     bp->seed = (uint64_t)seed;
     /* from the generator; an input's n is bounded by the input's size */
     uint64_t need = (uint64_t)bp->n * BS_BYTES_PER_OPTION;
-    int gen = ga_job_param(p, "n") || !jk_has_input(p, input_len);
+    int gen = ga_job_param(p, "n") || !job_kind_has_input(p, input_len);
     if (gen && p->max_bytes && need > p->max_bytes) {
         snprintf(err, errlen, "param 'n': %lld options need %llu bytes, over jobs.max_job_bytes "
                  "(%llu)", (long long)bp->n, (unsigned long long)need,
@@ -78,8 +78,8 @@ static int bs_validate(const struct ga_job_params *p, size_t input_len, char *er
 static int bs_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, struct ga_bs_params *bp,
                    float **sxt)
 {
-    struct jk_matrix m;
-    int rc = jk_matrix_load(ctx, p, INPUT_MAX, &m);
+    struct matrix m;
+    int rc = matrix_load(ctx, p, INPUT_MAX, &m);
     if (rc)
         return rc;
     int rows = !m.csv;                       /* binary: 3 rows; CSV: 3 columns */
@@ -87,19 +87,19 @@ static int bs_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, struct
         snprintf(ctx->err, sizeof ctx->err, "input: blackscholes needs %s, got %lld x %lld",
                  rows ? "a binary matrix of 3 rows (S, X, T)" : "a CSV of 3 columns S,X,T",
                  (long long)m.rows, (long long)m.cols);
-        jk_matrix_free(&m);
+        matrix_free(&m);
         return GA_EINVAL;
     }
     bp->n = rows ? m.cols : m.rows;
     if (!(*sxt = malloc(3 * (size_t)bp->n * sizeof **sxt))) {
-        jk_matrix_free(&m);
+        matrix_free(&m);
         snprintf(ctx->err, sizeof ctx->err, "out of memory for %lld options", (long long)bp->n);
         return GA_ENOMEM;
     }
     for (int64_t i = 0; i < bp->n; i++)
         for (int v = 0; v < 3; v++)
-            (*sxt)[v * bp->n + i] = (float)(rows ? jk_matrix_at(&m, v, i) : jk_matrix_at(&m, i, v));
-    jk_matrix_free(&m);
+            (*sxt)[v * bp->n + i] = (float)(rows ? matrix_at(&m, v, i) : matrix_at(&m, i, v));
+    matrix_free(&m);
     return ga_bs_validate_inputs(*sxt, *sxt + bp->n, *sxt + 2 * bp->n, bp->n, ctx->err,
                                  sizeof ctx->err);
 }
@@ -116,7 +116,7 @@ static void bs_pack(msgpack_packer *pk, const struct ga_bs_params *bp, const dou
     if (ret > bp->n)
         ret = bp->n;
     char dev[16];
-    jk_device_name(device, dev, sizeof dev);
+    job_kind_device_name(device, dev, sizeof dev);
     msgpack_pack_map(pk, 9 + have_l1);
     mp_pack_kv_int(pk, "n", bp->n);
     mp_pack_kv_double(pk, "riskfree", bp->riskfree);
@@ -124,13 +124,13 @@ static void bs_pack(msgpack_packer *pk, const struct ga_bs_params *bp, const dou
     mp_pack_kv_double(pk, "call_mean", cs / (double)bp->n);
     mp_pack_kv_double(pk, "put_mean", ps / (double)bp->n);
     mp_pack_cstr(pk, "call");
-    jk_pack_doubles(pk, call, (size_t)ret);
+    job_kind_pack_doubles(pk, call, (size_t)ret);
     mp_pack_cstr(pk, "put");
-    jk_pack_doubles(pk, put, (size_t)ret);
+    job_kind_pack_doubles(pk, put, (size_t)ret);
     if (have_l1)
         mp_pack_kv_double(pk, "l1_error", l1);
     mp_pack_kv_str(pk, "device", dev);
-    jk_pack_timings(pk, load_s, compute_s);
+    job_kind_pack_timings(pk, load_s, compute_s);
 }
 
 static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
@@ -139,7 +139,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     struct ga_bs_params bp;
     float *sxt = NULL, *fout = NULL;
     double *dout = NULL, *rout = NULL, l1 = 0;
-    int device = ctx->device, gen = ga_job_param(p, "n") || !jk_has_input(p, ctx->input_len);
+    int device = ctx->device, gen = ga_job_param(p, "n") || !job_kind_has_input(p, ctx->input_len);
     int rc = bs_parse(p, ctx->input_len, &bp, &ret, &check, ctx->err, sizeof ctx->err);
     if (!rc && !gen)
         rc = bs_load(ctx, p, &bp, &sxt);
@@ -156,7 +156,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         snprintf(ctx->err, sizeof ctx->err, "out of memory for %zu options", n);
     if (rc)
         goto out;
-    double load_s = jk_elapsed_s(t0);
+    double load_s = job_kind_elapsed_s(t0);
     if (device >= 0) {
         if (!(fout = malloc(2 * n * sizeof *fout))) {
             rc = GA_ENOMEM;
@@ -179,7 +179,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         }
     }
     if (device < 0)
-        rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, dout, dout + n, jk_cpu_threads(p), ctx->err,
+        rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, dout, dout + n, job_kind_cpu_threads(p), ctx->err,
                        sizeof ctx->err);
     int have_l1 = 0;
     if (rc == 0 && device >= 0 && check) {
@@ -188,7 +188,7 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         rout = malloc(2 * n * sizeof *rout);
         if (!sxt || !rout)
             rc = GA_ENOMEM;
-        else if ((rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, rout, rout + n, jk_cpu_threads(p),
+        else if ((rc = ga_bs_cpu(&bp, sxt, sxt + n, sxt + 2 * n, rout, rout + n, job_kind_cpu_threads(p),
                                  ctx->err, sizeof ctx->err)) == 0) {
             l1 = ga_bs_l1_error(fout, fout + n, rout, rout + n, bp.n);
             have_l1 = 1;
@@ -200,8 +200,8 @@ static int bs_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    bs_pack(&pk, &bp, dout, dout + n, ret, have_l1, l1, device, load_s, jk_elapsed_s(t0) - load_s);
-    rc = jk_set_result(ctx, &sb);
+    bs_pack(&pk, &bp, dout, dout + n, ret, have_l1, l1, device, load_s, job_kind_elapsed_s(t0) - load_s);
+    rc = job_kind_set_result(ctx, &sb);
     msgpack_sbuffer_destroy(&sb);
 out:
     if (rc == GA_ENOMEM && !ctx->err[0])
@@ -213,4 +213,4 @@ out:
     return rc;
 }
 
-const struct ga_job_kind jk_blackscholes = { "blackscholes", bs_validate, bs_run, 1 };
+const struct ga_job_kind job_kind_blackscholes = { "blackscholes", bs_validate, bs_run, 1 };

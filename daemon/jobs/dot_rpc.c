@@ -30,7 +30,7 @@ static uint64_t splitmix64(uint64_t *s)
 /* ---- dot ------------------------------------------------------------------------ */
 
 static const char *const dot_known[] = { "n", "seed", "dtype", "check", "threads",
-                                         JK_INPUT_PATH, NULL };
+                                         JOB_KIND_INPUT_PATH, NULL };
 
 static int dot_parse(const struct ga_job_params *p, size_t input_len, struct ga_dot_params *dp,
                      int64_t *seed, int64_t *check, char *err, size_t errlen)
@@ -39,7 +39,7 @@ static int dot_parse(const struct ga_job_params *p, size_t input_len, struct ga_
     const char *dt = ga_job_param(p, "dtype");
     int rc = ga_job_params_check_known(p, dot_known, err, errlen);
     if (!rc)
-        rc = jk_no_input_and_generator(p, input_len, "n", err, errlen);
+        rc = job_kind_no_input_and_generator(p, input_len, "n", err, errlen);
     if (!rc)
         rc = ga_job_param_int(p, "n", 0, 1, GEN_N_MAX, &dp->n, err, errlen);
     if (!rc)
@@ -62,7 +62,7 @@ static int dot_parse(const struct ga_job_params *p, size_t input_len, struct ga_
                  (unsigned long long)p->max_bytes);
         return GA_EBADARG;
     }
-    if (!dp->n && !jk_has_input(p, input_len)) {
+    if (!dp->n && !job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "dot needs vectors: an input (2-row matrix or x,y CSV), or the "
                  "generator param n (and seed, dtype)");
         return GA_EBADARG;
@@ -96,8 +96,8 @@ static int dot_load(struct ga_job_ctx *ctx, const struct ga_job_params *p,
         }
         return 0;
     }
-    struct jk_matrix m;
-    int rc = jk_matrix_load(ctx, p, INPUT_MAX, &m);
+    struct matrix m;
+    int rc = matrix_load(ctx, p, INPUT_MAX, &m);
     if (rc)
         return rc;
     int rows = !m.csv;                       /* binary: 2 rows; CSV: 2 columns */
@@ -105,7 +105,7 @@ static int dot_load(struct ga_job_ctx *ctx, const struct ga_job_params *p,
         snprintf(ctx->err, sizeof ctx->err, "input: dot needs %s, got %lld x %lld",
                  rows ? "a binary matrix of 2 rows (x, y)" : "a CSV of 2 columns x,y",
                  (long long)m.rows, (long long)m.cols);
-        jk_matrix_free(&m);
+        matrix_free(&m);
         return GA_EINVAL;
     }
     if (!ga_job_param(p, "dtype") && !m.csv)
@@ -113,18 +113,18 @@ static int dot_load(struct ga_job_ctx *ctx, const struct ga_job_params *p,
     dp->n = rows ? m.cols : m.rows;
     es = ga_dot_elem_size(dp->dtype);
     if (!(*xy = malloc(2 * (size_t)dp->n * es))) {
-        jk_matrix_free(&m);
+        matrix_free(&m);
         goto nomem;
     }
     for (int64_t i = 0; i < dp->n; i++)
         for (int v = 0; v < 2; v++) {
-            double x = rows ? jk_matrix_at(&m, v, i) : jk_matrix_at(&m, i, v);
+            double x = rows ? matrix_at(&m, v, i) : matrix_at(&m, i, v);
             if (dp->dtype == GA_DOT_F32)
                 ((float *)*xy)[v * dp->n + i] = (float)x;
             else
                 ((double *)*xy)[v * dp->n + i] = x;
         }
-    jk_matrix_free(&m);
+    matrix_free(&m);
     return ga_dot_validate(dp, ctx->err, sizeof ctx->err);
 nomem:
     snprintf(ctx->err, sizeof ctx->err, "out of memory for 2 x %lld elements", (long long)dp->n);
@@ -145,7 +145,7 @@ static int dot_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         rc = GA_ECANCELED;
     if (rc)
         goto out;
-    load_s = jk_elapsed_s(t0);
+    load_s = job_kind_elapsed_s(t0);
     const char *y = (const char *)xy + (size_t)dp.n * ga_dot_elem_size(dp.dtype);
     if (device >= 0 && (rc = ga_dot_gpu(device, &dp, xy, y, &dot, ctx->err,
                                         sizeof ctx->err)) == GA_ENOGPU) {
@@ -153,15 +153,15 @@ static int dot_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         device = -1;
     }
     if (device < 0 || (rc == 0 && check)) {
-        rc = ga_dot_cpu(&dp, xy, y, device < 0 ? &dot : &ref, &abs_sum, jk_cpu_threads(p), ctx->err,
+        rc = ga_dot_cpu(&dp, xy, y, device < 0 ? &dot : &ref, &abs_sum, job_kind_cpu_threads(p), ctx->err,
                         sizeof ctx->err);
         have_ref = device >= 0;
     }
     if (rc)
         goto out;
-    double compute_s = jk_elapsed_s(t0) - load_s;
+    double compute_s = job_kind_elapsed_s(t0) - load_s;
     char dev[16];
-    jk_device_name(device, dev, sizeof dev);
+    job_kind_device_name(device, dev, sizeof dev);
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
@@ -175,12 +175,12 @@ static int dot_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     if (have_ref)
         mp_pack_kv_double(&pk, "reference", ref);
     mp_pack_kv_str(&pk, "device", dev);
-    jk_pack_timings(&pk, load_s, compute_s);
-    rc = jk_set_result(ctx, &sb);
+    job_kind_pack_timings(&pk, load_s, compute_s);
+    rc = job_kind_set_result(ctx, &sb);
     msgpack_sbuffer_destroy(&sb);
 out:
     free(xy);
     return rc;
 }
 
-const struct ga_job_kind jk_dot = { "dot", dot_validate, dot_run, 1 };
+const struct ga_job_kind job_kind_dot = { "dot", dot_validate, dot_run, 1 };

@@ -22,7 +22,7 @@
 #define TABLES_MAX 10000
 #define INPUT_MAX ((size_t)64 << 20)
 
-static const char *const known[] = { "g", "r", "x", "steps", "table", "threads", JK_INPUT_PATH,
+static const char *const known[] = { "g", "r", "x", "steps", "table", "threads", JOB_KIND_INPUT_PATH,
                                      NULL };
 
 /* The one contract of the params (when there is no input). */
@@ -61,7 +61,7 @@ static int gf_validate(const struct ga_job_params *p, size_t input_len, char *er
         rc = ga_job_param_int(p, "threads", 0, 1, 1024, &th, err, errlen);
     if (rc)
         return rc;
-    if (!jk_has_input(p, input_len))
+    if (!job_kind_has_input(p, input_len))
         return one_contract(p, &c, err, errlen);
     for (const char *const *k = known; k < known + 4; k++)
         if (ga_job_param(p, *k)) {
@@ -75,37 +75,37 @@ static int gf_validate(const struct ga_job_params *p, size_t input_len, char *er
 static int load_contracts(struct ga_job_ctx *ctx, const struct ga_job_params *p,
                           struct gf820_contract **c, size_t *n)
 {
-    struct jk_matrix m;
-    int rc = jk_matrix_load(ctx, p, INPUT_MAX, &m);
+    struct matrix m;
+    int rc = matrix_load(ctx, p, INPUT_MAX, &m);
     if (rc)
         return rc;
     if (m.cols != 4 || m.rows > GF820_MAX_CONTRACTS) {
         snprintf(ctx->err, sizeof ctx->err, "input: gf820 needs rows of 4 columns g,r,x,steps "
                  "(at most %d rows), got %lld x %lld", GF820_MAX_CONTRACTS, (long long)m.rows,
                  (long long)m.cols);
-        jk_matrix_free(&m);
+        matrix_free(&m);
         return GA_EINVAL;
     }
     *n = (size_t)m.rows;
     if (!(*c = malloc(*n * sizeof **c))) {
-        jk_matrix_free(&m);
+        matrix_free(&m);
         return GA_ENOMEM;
     }
     for (size_t i = 0; i < *n; i++) {
         int v[4];
         for (int k = 0; k < 4; k++) {
-            double d = jk_matrix_at(&m, (int64_t)i, k);
+            double d = matrix_at(&m, (int64_t)i, k);
             if (!(d == floor(d) && fabs(d) < 1e6)) {
                 snprintf(ctx->err, sizeof ctx->err, "input: contract %zu, column %d: %g is not a "
                          "whole number", i, k + 1, d);
-                jk_matrix_free(&m);
+                matrix_free(&m);
                 return GA_EINVAL;
             }
             v[k] = (int)d;
         }
         (*c)[i] = (struct gf820_contract){ v[0], v[1], v[2], v[3] };
     }
-    jk_matrix_free(&m);
+    matrix_free(&m);
     return gf820_validate(*c, *n, ctx->err, sizeof ctx->err);
 }
 
@@ -122,12 +122,12 @@ static void pack_result(msgpack_packer *pk, size_t n, const double *v0, const do
     msgpack_pack_map(pk, 4 + (table != NULL));
     mp_pack_kv_uint(pk, "contracts", n);
     mp_pack_cstr(pk, "v0");
-    jk_pack_doubles(pk, v0, n);
+    job_kind_pack_doubles(pk, v0, n);
     if (table) {
         mp_pack_cstr(pk, "tables");
         msgpack_pack_array(pk, n);
         for (size_t i = 0; i < n; i++)
-            jk_pack_doubles(pk, table + i * GF820_TABLE_LEN, GF820_TABLE_LEN);
+            job_kind_pack_doubles(pk, table + i * GF820_TABLE_LEN, GF820_TABLE_LEN);
     }
     mp_pack_kv_str(pk, "device", dev);
     mp_pack_cstr(pk, "timings");
@@ -144,7 +144,7 @@ static int gf_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     double *v0 = NULL, *table = NULL;
     int device = ctx->device, rc = 0;
     ga_job_param_int(p, "table", 0, 0, 1, &want_table, ctx->err, sizeof ctx->err);
-    if (jk_has_input(p, ctx->input_len))
+    if (job_kind_has_input(p, ctx->input_len))
         rc = load_contracts(ctx, p, &c, &n);
     else
         rc = one_contract(p, &one, ctx->err, sizeof ctx->err);
@@ -162,14 +162,14 @@ static int gf_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         snprintf(ctx->err, sizeof ctx->err, "out of memory for %zu contracts", n);
         goto out;
     }
-    double load_s = jk_elapsed_s(t0);
+    double load_s = job_kind_elapsed_s(t0);
     if (device >= 0 && (rc = gf820_gpu(device, c, n, v0, table, on_progress, ctx, ctx->err,
                                        sizeof ctx->err)) == GA_ENOGPU) {
         ga_log(GA_LOG_WARN, "job_gpu_fallback", "kind=gf820 device=%d error=\"%s\"", device,
                ctx->err);
         device = -1;
     }
-    int threads = jk_cpu_threads(p);
+    int threads = job_kind_cpu_threads(p);
     if (device < 0)
         rc = gf820_cpu(c, n, v0, table, threads, on_progress, ctx, ctx->err, sizeof ctx->err);
     if (rc)
@@ -178,8 +178,8 @@ static int gf_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_result(&pk, n, v0, table, device, load_s, jk_elapsed_s(t0) - load_s);
-    rc = jk_set_result(ctx, &sb);
+    pack_result(&pk, n, v0, table, device, load_s, job_kind_elapsed_s(t0) - load_s);
+    rc = job_kind_set_result(ctx, &sb);
     msgpack_sbuffer_destroy(&sb);
 out:
     if (c != &one)
@@ -189,4 +189,4 @@ out:
     return rc;
 }
 
-const struct ga_job_kind jk_gf820 = { "gf820", gf_validate, gf_run, 1 };
+const struct ga_job_kind job_kind_gf820 = { "gf820", gf_validate, gf_run, 1 };

@@ -60,7 +60,7 @@ void ga_job_service_reload(struct ga_daemon *d)
 
 void ga_job_service_drain(struct ga_daemon *d)
 {
-    ctlj_waiters_close(d);
+    control_ops_jobs_waiters_close(d);
     if (!d->jobs)
         return;
     struct ga_job_info *all;

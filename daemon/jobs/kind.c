@@ -85,9 +85,9 @@ int ga_job_params_check_known(const struct ga_job_params *p, const char *const *
 
 /* ---- inputs ------------------------------------------------------------------ */
 
-int jk_has_input(const struct ga_job_params *p, size_t input_len)
+int job_kind_has_input(const struct ga_job_params *p, size_t input_len)
 {
-    return input_len > 0 || ga_job_param(p, JK_INPUT_PATH) != NULL;
+    return input_len > 0 || ga_job_param(p, JOB_KIND_INPUT_PATH) != NULL;
 }
 
 /* Open the resolved input path and make sure the file opened is that path. */
@@ -125,9 +125,9 @@ static int open_checked(struct ga_job_ctx *ctx, const char *path, int *fd_out, i
     return 0;
 }
 
-int jk_input_open(struct ga_job_ctx *ctx, const struct ga_job_params *p, FILE **f)
+int job_kind_input_open(struct ga_job_ctx *ctx, const struct ga_job_params *p, FILE **f)
 {
-    const char *path = ga_job_param(p, JK_INPUT_PATH);
+    const char *path = ga_job_param(p, JOB_KIND_INPUT_PATH);
     if (!path) {
         *f = ctx->input_len ? fmemopen((void *)ctx->input, ctx->input_len, "r")
                             : fopen("/dev/null", "r");
@@ -150,10 +150,10 @@ int jk_input_open(struct ga_job_ctx *ctx, const struct ga_job_params *p, FILE **
     return 0;
 }
 
-int jk_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
-                  const uint8_t **buf, size_t *len, int *owned)
+int job_kind_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                        const uint8_t **buf, size_t *len, int *owned)
 {
-    const char *path = ga_job_param(p, JK_INPUT_PATH);
+    const char *path = ga_job_param(p, JOB_KIND_INPUT_PATH);
     *owned = 0;
     if (!path) {
         if (ctx->input_len > max) {
@@ -212,15 +212,15 @@ int jk_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t 
 
 /* ---- results ------------------------------------------------------------------- */
 
-int jk_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb)
+int job_kind_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb)
 {
     if (!sb->data) {
         snprintf(ctx->err, sizeof ctx->err, "out of memory packing the result");
         return GA_ENOMEM;
     }
-    if (sb->size > JK_RESULT_MAX) {
+    if (sb->size > JOB_KIND_RESULT_MAX) {
         snprintf(ctx->err, sizeof ctx->err, "result of %zu bytes is over the limit of %zu MiB "
-                 "kept per job", sb->size, JK_RESULT_MAX >> 20);
+                 "kept per job", sb->size, JOB_KIND_RESULT_MAX >> 20);
         return GA_ETOOBIG;
     }
     int rc = ga_job_set_result(ctx, sb->data, sb->size);
@@ -229,12 +229,12 @@ int jk_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb)
     return rc;
 }
 
-int jk_cpu_threads(const struct ga_job_params *p)
+int job_kind_cpu_threads(const struct ga_job_params *p)
 {
     static _Thread_local int lowered;
     if (!lowered) {
         lowered = 1;
-        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), JK_NICE) < 0)
+        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), JOB_KIND_NICE) < 0)
             ga_log(GA_LOG_WARN, "job_nice", "error=\"%s\"", strerror(errno));
     }
     const char *s = ga_job_param(p, "threads");
@@ -242,12 +242,12 @@ int jk_cpu_threads(const struct ga_job_params *p)
     return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
-double jk_elapsed_s(int64_t t0_ns)
+double job_kind_elapsed_s(int64_t t0_ns)
 {
     return (double)(ga_now_mono_ns() - t0_ns) / 1e9;
 }
 
-void jk_pack_doubles(msgpack_packer *pk, const double *v, size_t n)
+void job_kind_pack_doubles(msgpack_packer *pk, const double *v, size_t n)
 {
     msgpack_pack_array(pk, n);
     for (size_t i = 0; i < n; i++)
@@ -256,12 +256,12 @@ void jk_pack_doubles(msgpack_packer *pk, const double *v, size_t n)
 
 /* ---- shared by the kinds' results ------------------------------------------- */
 
-void jk_device_name(int device, char *buf, size_t cap)
+void job_kind_device_name(int device, char *buf, size_t cap)
 {
     snprintf(buf, cap, device < 0 ? "cpu" : "cuda:%d", device);
 }
 
-void jk_pack_timings(msgpack_packer *pk, double load_s, double compute_s)
+void job_kind_pack_timings(msgpack_packer *pk, double load_s, double compute_s)
 {
     mp_pack_cstr(pk, "timings");
     msgpack_pack_map(pk, 2);
@@ -269,10 +269,10 @@ void jk_pack_timings(msgpack_packer *pk, double load_s, double compute_s)
     mp_pack_kv_double(pk, "compute_s", compute_s);
 }
 
-int jk_no_input_and_generator(const struct ga_job_params *p, size_t input_len,
-                              const char *gen, char *err, size_t errlen)
+int job_kind_no_input_and_generator(const struct ga_job_params *p, size_t input_len,
+                                    const char *gen, char *err, size_t errlen)
 {
-    if (jk_has_input(p, input_len) && ga_job_param(p, gen)) {
+    if (job_kind_has_input(p, input_len) && ga_job_param(p, gen)) {
         snprintf(err, errlen, "give either an input or the generator param '%s', not both", gen);
         return GA_EBADARG;
     }

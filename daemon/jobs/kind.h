@@ -5,12 +5,12 @@
  * daemon/jobs/X_rpc.c, defines its struct ga_job_kind.  A kind validates its
  * parameters before the job is queued (clear errors naming the parameter),
  * reads its input on the job worker (inline bytes, or the file named by the
- * reserved parameter JK_INPUT_PATH), and packs one msgpack result object.
+ * reserved parameter JOB_KIND_INPUT_PATH), and packs one msgpack result object.
  * The table of kinds is ga_job_kinds[] (daemon/jobs/kinds.c).
  *
  * Input files.  job.submit resolves a client's input_path with realpath and
  * accepts it only inside one of jobs.input_dirs; the resolved path travels
- * in the JK_INPUT_PATH parameter.  The worker opens it and checks, through
+ * in the JOB_KIND_INPUT_PATH parameter.  The worker opens it and checks, through
  * /proc/self/fd, that the file it opened still is that path (a directory
  * swapped for a symlink in between is refused).
  *
@@ -78,59 +78,59 @@ struct ga_job_kind {
     int wants_gpu;                     /* 1: runs on a GPU when one is usable */
 };
 
-#define JK_INPUT_PATH "input_path"          /* reserved parameter, set by job.submit */
-#define JK_RESULT_MAX ((size_t)64 << 20)    /* a job's packed result, at most */
-#define JK_NICE 10                          /* CPU priority of job workers running references */
+#define JOB_KIND_INPUT_PATH "input_path"          /* reserved parameter, set by job.submit */
+#define JOB_KIND_RESULT_MAX ((size_t)64 << 20)    /* a job's packed result, at most */
+#define JOB_KIND_NICE 10                          /* CPU priority of job workers running references */
 
 /* The kinds, NULL-terminated (static storage). */
 extern const struct ga_job_kind *const ga_job_kinds[];
 
 /* ---- helpers for the kinds --------------------------------------------- */
 
-/* 1 when the job has an input: inline bytes or JK_INPUT_PATH. */
-int jk_has_input(const struct ga_job_params *p, size_t input_len);
+/* 1 when the job has an input: inline bytes or JOB_KIND_INPUT_PATH. */
+int job_kind_has_input(const struct ga_job_params *p, size_t input_len);
 
 /* The job's input as a stream (fclose it): the inline bytes, or the file.
  * 0, or a GA_E* with ctx->err set ("input_path '/x': No such file ..."). */
-int jk_input_open(struct ga_job_ctx *ctx, const struct ga_job_params *p, FILE **f);
+int job_kind_input_open(struct ga_job_ctx *ctx, const struct ga_job_params *p, FILE **f);
 
 /* The job's whole input in memory: *buf points to the inline bytes (*owned
  * = 0) or to a malloc'ed copy of the file (*owned = 1: free() it).  Inputs
  * over max bytes are refused (GA_ETOOBIG).  0 or GA_E* with ctx->err. */
-int jk_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
-                  const uint8_t **buf, size_t *len, int *owned);
+int job_kind_input_read(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                        const uint8_t **buf, size_t *len, int *owned);
 
-/* Set the result from a packed sbuffer (checks JK_RESULT_MAX).  0 or GA_E*
+/* Set the result from a packed sbuffer (checks JOB_KIND_RESULT_MAX).  0 or GA_E*
  * with ctx->err. */
-int jk_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb);
+int job_kind_set_result(struct ga_job_ctx *ctx, const msgpack_sbuffer *sb);
 
 /* Before a CPU reference runs: the threads it may use (the "threads"
  * parameter, validated 1..1024 by the kind, else one per online core), and
- * the calling job worker's nice value raised to JK_NICE (once per worker;
+ * the calling job worker's nice value raised to JOB_KIND_NICE (once per worker;
  * the threads the reference starts inherit it), so that CPU-heavy jobs
  * yield the cores to the loop, ingest and the engine. */
-int jk_cpu_threads(const struct ga_job_params *p);
+int job_kind_cpu_threads(const struct ga_job_params *p);
 
 /* Seconds between two CLOCK_MONOTONIC readings. */
-double jk_elapsed_s(int64_t t0_ns);
+double job_kind_elapsed_s(int64_t t0_ns);
 
 /* Pack an array of n doubles. */
-void jk_pack_doubles(msgpack_packer *pk, const double *v, size_t n);
+void job_kind_pack_doubles(msgpack_packer *pk, const double *v, size_t n);
 
 /* The kinds (one file each). */
-extern const struct ga_job_kind jk_resample;
-extern const struct ga_job_kind jk_kmeans;
-extern const struct ga_job_kind jk_dot;
-extern const struct ga_job_kind jk_blackscholes;
-extern const struct ga_job_kind jk_gf820;
-extern const struct ga_job_kind jk_apd;
+extern const struct ga_job_kind job_kind_resample;
+extern const struct ga_job_kind job_kind_kmeans;
+extern const struct ga_job_kind job_kind_dot;
+extern const struct ga_job_kind job_kind_blackscholes;
+extern const struct ga_job_kind job_kind_gf820;
+extern const struct ga_job_kind job_kind_apd;
 
 /* "cpu" or "cuda:N", the device a result names. */
-void jk_device_name(int device, char *buf, size_t cap);
+void job_kind_device_name(int device, char *buf, size_t cap);
 /* Pack "timings": {"load_s", "compute_s"}. */
-void jk_pack_timings(msgpack_packer *pk, double load_s, double compute_s);
+void job_kind_pack_timings(msgpack_packer *pk, double load_s, double compute_s);
 /* GA_EBADARG when both an input and the generator parameter gen are given. */
-int jk_no_input_and_generator(const struct ga_job_params *p, size_t input_len, const char *gen,
-                              char *err, size_t errlen);
+int job_kind_no_input_and_generator(const struct ga_job_params *p, size_t input_len, const char *gen,
+                                    char *err, size_t errlen);
 
 #endif

@@ -5,11 +5,11 @@
 #include <stddef.h>
 
 const struct ga_job_kind *const ga_job_kinds[] = {
-    &jk_resample,
-    &jk_kmeans,
-    &jk_dot,
-    &jk_blackscholes,
-    &jk_gf820,
-    &jk_apd,
+    &job_kind_resample,
+    &job_kind_kmeans,
+    &job_kind_dot,
+    &job_kind_blackscholes,
+    &job_kind_gf820,
+    &job_kind_apd,
     NULL,
 };

@@ -21,11 +21,11 @@
 #include "proto/mp_util.h"
 
 #define KM_MB_MAX 65536
-#define KM_MEMBERSHIPS_MAX 8000000          /* 5 bytes each at most: fits JK_RESULT_MAX */
+#define KM_MEMBERSHIPS_MAX 8000000          /* 5 bytes each at most: fits JOB_KIND_RESULT_MAX */
 #define KM_INPUT_MAX ((size_t)16 << 30)
 
 static const char *const known[] = { "k", "loops", "threshold", "coords", "mb", "nobjs",
-                                     "memberships", "threads", JK_INPUT_PATH, NULL };
+                                     "memberships", "threads", JOB_KIND_INPUT_PATH, NULL };
 
 struct km_args {
     struct ga_kmeans_params kp;
@@ -66,7 +66,7 @@ static int parse(const struct ga_job_params *p, size_t input_len, struct km_args
     a->kp.max_loops = (int)loops;
     a->memberships = (int)mem;
     a->generate = a->mb > 0 || a->nobjs > 0;
-    if (a->generate && jk_has_input(p, input_len)) {
+    if (a->generate && job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "give either an input matrix or the generator params mb/nobjs, "
                  "not both");
         return GA_EBADARG;
@@ -75,7 +75,7 @@ static int parse(const struct ga_job_params *p, size_t input_len, struct km_args
         snprintf(err, errlen, "params 'mb' and 'nobjs' both size the generated dataset: give one");
         return GA_EBADARG;
     }
-    if (!a->generate && !jk_has_input(p, input_len)) {
+    if (!a->generate && !job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "kmeans needs objects: an input matrix (inline or input_path), or "
                  "the generator params coords and mb (or nobjs)");
         return GA_EBADARG;
@@ -123,9 +123,9 @@ static int kmeans_validate(const struct ga_job_params *p, size_t input_len, char
 
 /* The objects from the input matrix into *objs (kp.nobjs/coords set). */
 static int load_objects(struct ga_job_ctx *ctx, const struct ga_job_params *p, struct km_args *a,
-                        struct jk_matrix *m)
+                        struct matrix *m)
 {
-    int rc = jk_matrix_load(ctx, p, KM_INPUT_MAX, m);
+    int rc = matrix_load(ctx, p, KM_INPUT_MAX, m);
     if (rc)
         return rc;
     if (m->elem != 8) {
@@ -164,7 +164,7 @@ static void pack_result(msgpack_packer *pk, const struct km_args *a,
     mp_pack_cstr(pk, "centres");
     msgpack_pack_array(pk, (size_t)a->kp.k);
     for (int c = 0; c < a->kp.k; c++)
-        jk_pack_doubles(pk, r->centres + (size_t)c * a->kp.coords, (size_t)a->kp.coords);
+        job_kind_pack_doubles(pk, r->centres + (size_t)c * a->kp.coords, (size_t)a->kp.coords);
     if (a->memberships) {
         mp_pack_cstr(pk, "memberships");
         msgpack_pack_array(pk, (size_t)a->kp.nobjs);
@@ -194,7 +194,7 @@ static int kmeans_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
 {
     int64_t t0 = ga_now_mono_ns();
     struct km_args a;
-    struct jk_matrix m = { 0 };
+    struct matrix m = { 0 };
     struct ga_kmeans_result r = { 0 };
     double *gen = NULL, t[3];
     int rc = parse(p, ctx->input_len, &a, ctx->err, sizeof ctx->err);
@@ -224,7 +224,7 @@ static int kmeans_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         ga_kmeans_generate(gen, a.kp.nobjs, a.kp.coords);
         objs = gen;
     }
-    t[0] = jk_elapsed_s(t0);
+    t[0] = job_kind_elapsed_s(t0);
     struct km_progress pr = { ctx, a.kp.max_loops };
     if (device >= 0) {
         rc = ga_kmeans_gpu(device, &a.kp, objs, &r, progress, &pr, ctx->err, sizeof ctx->err);
@@ -243,25 +243,25 @@ static int kmeans_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         }
     }
     if (device < 0)
-        rc = ga_kmeans_cpu(&a.kp, objs, &r, jk_cpu_threads(p), progress, &pr, ctx->err,
+        rc = ga_kmeans_cpu(&a.kp, objs, &r, job_kind_cpu_threads(p), progress, &pr, ctx->err,
                            sizeof ctx->err);
     if (rc)
         goto out;
-    t[1] = jk_elapsed_s(t0) - t[0];
-    t[2] = jk_elapsed_s(t0);
+    t[1] = job_kind_elapsed_s(t0) - t[0];
+    t[2] = job_kind_elapsed_s(t0);
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     pack_result(&pk, &a, &r, device, t);
-    rc = jk_set_result(ctx, &sb);
+    rc = job_kind_set_result(ctx, &sb);
     msgpack_sbuffer_destroy(&sb);
 out:
     free(gen);
     free(r.centres);
     free(r.membership);
-    jk_matrix_free(&m);
+    matrix_free(&m);
     return rc;
 }
 
-const struct ga_job_kind jk_kmeans = { "kmeans", kmeans_validate, kmeans_run, 1 };
+const struct ga_job_kind job_kind_kmeans = { "kmeans", kmeans_validate, kmeans_run, 1 };

@@ -22,12 +22,12 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int parse_binary(const uint8_t *buf, size_t len, struct jk_matrix *m, char *err,
+static int parse_binary(const uint8_t *buf, size_t len, struct matrix *m, char *err,
                         size_t errlen)
 {
-    if (len < JK_MATRIX_HEADER) {
+    if (len < MATRIX_HEADER) {
         snprintf(err, errlen, "input: binary matrix header is %d bytes, got %zu",
-                 JK_MATRIX_HEADER, len);
+                 MATRIX_HEADER, len);
         return GA_EINVAL;
     }
     uint32_t elem = le32(buf + 4);
@@ -44,16 +44,16 @@ static int parse_binary(const uint8_t *buf, size_t len, struct jk_matrix *m, cha
         return GA_EINVAL;
     }
     uint64_t need = rows * cols * elem;
-    if (len - JK_MATRIX_HEADER != need) {
+    if (len - MATRIX_HEADER != need) {
         snprintf(err, errlen, "input: binary matrix of %llu x %llu float%u needs %llu bytes after "
                  "the header, got %zu", (unsigned long long)rows, (unsigned long long)cols,
-                 elem * 8, (unsigned long long)need, len - JK_MATRIX_HEADER);
+                 elem * 8, (unsigned long long)need, len - MATRIX_HEADER);
         return GA_EINVAL;
     }
     m->rows = (int64_t)rows;
     m->cols = (int64_t)cols;
     m->elem = (int)elem;
-    const uint8_t *d = buf + JK_MATRIX_HEADER;
+    const uint8_t *d = buf + MATRIX_HEADER;
     if (((uintptr_t)d % 8) == 0) {        /* little-endian host: use it in place */
         m->data = (void *)d;
         return 0;
@@ -134,7 +134,7 @@ static int64_t parse_fields(const char *s, size_t n, double **v, size_t *nv, siz
     }
 }
 
-static int parse_csv(const uint8_t *buf, size_t len, struct jk_matrix *m, char *err,
+static int parse_csv(const uint8_t *buf, size_t len, struct matrix *m, char *err,
                      size_t errlen)
 {
     double *v = NULL;
@@ -186,36 +186,36 @@ static int parse_csv(const uint8_t *buf, size_t len, struct jk_matrix *m, char *
     return 0;
 }
 
-int jk_matrix_parse(const uint8_t *buf, size_t len, struct jk_matrix *m, char *err, size_t errlen)
+int matrix_parse(const uint8_t *buf, size_t len, struct matrix *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    if (len >= 4 && memcmp(buf, JK_MATRIX_MAGIC, 4) == 0)
+    if (len >= 4 && memcmp(buf, MATRIX_MAGIC, 4) == 0)
         return parse_binary(buf, len, m, err, errlen);
     return parse_csv(buf, len, m, err, errlen);
 }
 
-void jk_matrix_free(struct jk_matrix *m)
+void matrix_free(struct matrix *m)
 {
     if (m->owned)
         free(m->data);
     memset(m, 0, sizeof *m);
 }
 
-double jk_matrix_at(const struct jk_matrix *m, int64_t r, int64_t c)
+double matrix_at(const struct matrix *m, int64_t r, int64_t c)
 {
     int64_t i = r * m->cols + c;
     return m->elem == 8 ? ((const double *)m->data)[i] : (double)((const float *)m->data)[i];
 }
 
-int jk_matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
-                   struct jk_matrix *m)
+int matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                struct matrix *m)
 {
     const uint8_t *buf;
     size_t len;
-    int owned, rc = jk_input_read(ctx, p, max, &buf, &len, &owned);
+    int owned, rc = job_kind_input_read(ctx, p, max, &buf, &len, &owned);
     if (rc)
         return rc;
-    rc = jk_matrix_parse(buf, len, m, ctx->err, sizeof ctx->err);
+    rc = matrix_parse(buf, len, m, ctx->err, sizeof ctx->err);
     if (!rc && owned && !m->owned) {        /* binary data in place: keep it past buf */
         size_t bytes = (size_t)(m->rows * m->cols * m->elem);
         void *copy = malloc(bytes);

@@ -17,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JK_MATRIX_MAGIC "GAMX"
-#define JK_MATRIX_HEADER 24
+#define MATRIX_MAGIC "GAMX"
+#define MATRIX_HEADER 24
 
-struct jk_matrix {
+struct matrix {
     int64_t rows, cols;
     int elem;                   /* 8: double, 4: float */
     void *data;                 /* rows * cols elements, row-major, aligned */
-    int owned;                  /* 1: data is malloc'ed here (jk_matrix_free frees it) */
+    int owned;                  /* 1: data is malloc'ed here (matrix_free frees it) */
     int csv;                    /* 1: it came from CSV (one object a line) */
 };
 
@@ -32,17 +32,17 @@ struct jk_matrix {
  * in place, so buf must outlive m).  Returns 0, or GA_EINVAL with
  * "input: line 3: 2 fields, expected 3" / "input: binary matrix of 2 x 3
  * float64 needs 72 bytes after the header, got 40" in err, or GA_ENOMEM. */
-int jk_matrix_parse(const uint8_t *buf, size_t len, struct jk_matrix *m, char *err, size_t errlen);
-void jk_matrix_free(struct jk_matrix *m);
+int matrix_parse(const uint8_t *buf, size_t len, struct matrix *m, char *err, size_t errlen);
+void matrix_free(struct matrix *m);
 
 struct ga_job_ctx;
 struct ga_job_params;
 /* The job's input (inline or input_path, at most max bytes) parsed into m,
  * which then owns its data.  0 or GA_E* with ctx->err set. */
-int jk_matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
-                   struct jk_matrix *m);
+int matrix_load(struct ga_job_ctx *ctx, const struct ga_job_params *p, size_t max,
+                struct matrix *m);
 
 /* Element (r, c) as a double, whatever the element size. */
-double jk_matrix_at(const struct jk_matrix *m, int64_t r, int64_t c);
+double matrix_at(const struct matrix *m, int64_t r, int64_t c);
 
 #endif

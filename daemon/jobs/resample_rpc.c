@@ -20,7 +20,7 @@
 #include "proto/mp_util.h"
 
 static const char *const known[] = { "granularity", "method", "timespan", "back-window", "json",
-                                     "threads", JK_INPUT_PATH, NULL };
+                                     "threads", JOB_KIND_INPUT_PATH, NULL };
 
 static int spec_of(const struct ga_job_params *p, struct ga_resample_spec *s, int *json,
                    char *err, size_t errlen)
@@ -50,7 +50,7 @@ static int resample_validate(const struct ga_job_params *p, size_t input_len, ch
     int rc = spec_of(p, &s, &json, err, errlen);
     if (!rc)
         rc = ga_resample_policy(&s, "param ", &pol, err, errlen);
-    if (!rc && !jk_has_input(p, input_len)) {
+    if (!rc && !job_kind_has_input(p, input_len)) {
         snprintf(err, errlen, "resample needs an input: the CSV of points "
                  "(header metric,timestamp,value), inline or input_path");
         rc = GA_EBADARG;
@@ -131,7 +131,7 @@ static int resample_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     if (!rc)
         rc = ga_resample_policy(&spec, "param ", &pol, ctx->err, sizeof ctx->err);
     if (!rc)
-        rc = jk_input_open(ctx, p, &in);
+        rc = job_kind_input_open(ctx, p, &in);
     if (rc)
         goto out;
     s.fout = open_memstream(&s.out, &s.nout);
@@ -145,7 +145,7 @@ static int resample_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
     struct ga_resample_io io = { .in = in, .out = s.fout, .rejected = s.frej, .late = s.flate,
                                  .json = json, .progress = on_progress, .progress_arg = ctx };
     struct ga_backend *b = gpu_backend(ctx->device, label, sizeof label);
-    rc = ga_resample_run(&pol, b, jk_cpu_threads(p), &io, &st, ctx->err, sizeof ctx->err);
+    rc = ga_resample_run(&pol, b, job_kind_cpu_threads(p), &io, &st, ctx->err, sizeof ctx->err);
     if (!rc && (rc = close_streams(&s)) < 0)
         snprintf(ctx->err, sizeof ctx->err, "out of memory");
     if (!rc) {
@@ -153,8 +153,8 @@ static int resample_run(struct ga_job_ctx *ctx, const struct ga_job_params *p)
         msgpack_packer pk;
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        pack_result(&pk, &s, json, &st, label, jk_elapsed_s(t0));
-        rc = jk_set_result(ctx, &sb);
+        pack_result(&pk, &s, json, &st, label, job_kind_elapsed_s(t0));
+        rc = job_kind_set_result(ctx, &sb);
         msgpack_sbuffer_destroy(&sb);
     }
 out:
@@ -167,4 +167,4 @@ out:
     return rc;
 }
 
-const struct ga_job_kind jk_resample = { "resample", resample_validate, resample_run, 1 };
+const struct ga_job_kind job_kind_resample = { "resample", resample_validate, resample_run, 1 };

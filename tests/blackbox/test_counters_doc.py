@@ -8,7 +8,7 @@ The names come from a running gpuaggd (`gpuaggctl --json stats`, storage
 down: the names do not depend on it) and from the table, which the stats op
 packs row by row (daemon/control/control_ops.c ga_ctl_pack_stats).  The
 table's rows that read an ingest listener's own counter (source L) are the
-names of the listeners' struct ic_counter tables in daemon/ingest/, their
+names of the listeners' struct listener_counter tables in daemon/ingest/, their
 families named by proto/ceilometer.c's reject names or the bad-frame names
 of ingest_ceilo_tcp.c: no more, no fewer.  The doc's names are the first
 cells of the tables in its section "## `gpuaggctl stats`".  Also: every
@@ -65,7 +65,7 @@ def function_body(src, name):
     return m.group(0)
 
 
-KIND = re.compile(r"^const struct ic_listener_kind \w+ = \{(.*?)^\};", re.S | re.M)
+KIND = re.compile(r"^const struct listener_kind \w+ = \{(.*?)^\};", re.S | re.M)
 
 
 def listener_kinds():
@@ -84,7 +84,7 @@ def listener_kinds():
 
 def listener_tables():
     """[(key, [counter rows])] of every ingest listener: the rows of its
-    struct ic_counter table (daemon/ingest/listener.h), each a dict of the
+    struct listener_counter table (daemon/ingest/listener.h), each a dict of the
     row's designated fields."""
     out = []
     for lsrc, key, body in listener_kinds():
@@ -92,7 +92,7 @@ def listener_tables():
         if not m:
             out.append((key, []))
             continue
-        table = re.search(r"static const struct ic_counter %s\[\] = \{(.*?)^\};" % m.group(1),
+        table = re.search(r"static const struct listener_counter %s\[\] = \{(.*?)^\};" % m.group(1),
                           lsrc, re.S | re.M)
         assert table, "listener %s: counters table %s not found" % (key, m.group(1))
         rows = []
@@ -120,7 +120,7 @@ def family_names(sub):
 
 def listener_counter_names():
     """"<key>.<name>[.<sub>]" of every ingest listener's own counters: its
-    struct ic_counter table (listener.h)."""
+    struct listener_counter table (listener.h)."""
     names = set()
     for key, rows in listener_tables():
         for r in rows:
@@ -136,7 +136,7 @@ def listener_counter_names():
 
 
 def listener_status_fields():
-    """The fields ic_pack_status puts under `status` → ingest: each
+    """The fields listeners_pack_status puts under `status` → ingest: each
     listener's <key>_port (or <key>, its path, without a port hook) and
     <key>_<name> for its counters marked status."""
     out = {key + "_port" if ".port = " in body else key for _, key, body in listener_kinds()}

@@ -5,10 +5,14 @@
  * read as a request (ctl_parse_request) and as a response
  * (ctl_parse_response, ctl_response_error_name); a request's args are read
  * with the mp_util getters the op handlers use, and printed as JSON as
- * gpuaggctl does.  Besides the sanitizers' findings, a broken promise
- * aborts: a return code outside the documented ones, an error text not
- * NUL-terminated within its buffer, an op of length 0 accepted, args that
- * are not a map, a response error code that is not negative. */
+ * gpuaggctl does (tools/gpuaggctl/mp_json.c, through jansson).  Besides
+ * the sanitizers' findings, a broken promise aborts: a return code outside
+ * the documented ones, an error text not NUL-terminated within its buffer,
+ * an op of length 0 accepted, args that are not a map, a response error
+ * code that is not negative.
+ * fuzz-sources: tools/gpuaggctl/mp_json.c
+ * fuzz-libs: -ljansson
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 #include "proto/ga_err.h"
 #include "proto/mp_frame.h"
 #include "proto/mp_util.h"
+#include "tools/gpuaggctl/mp_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,7 +60,7 @@ static void read_args(const msgpack_object *args)
         if (v)
             (void)mp_str_eq(v, keys[i]);
     }
-    mp_to_json(args, devnull, 1);
+    mp_json_write(args, devnull, 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -114,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
             }
             if (rc == 0 && ok == 1)
-                mp_to_json(result, devnull, 0);
+                mp_json_write(result, devnull, 0);
         }
         msgpack_unpacked_destroy(&msg);
         pos += fl;

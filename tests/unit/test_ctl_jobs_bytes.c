@@ -137,7 +137,7 @@ static void test_submit_bytes(void)
     CHECK_INT(ctl_parse_request(&o, &id, &op, &oplen, &args, err, sizeof err), 0);
     CHECK_INT(id, 10);
     struct ga_job_params prm;
-    CHECK_INT(ctlj_parse_params(args, &prm, err, sizeof err), 0);
+    CHECK_INT(control_ops_jobs_parse_params(args, &prm, err, sizeof err), 0);
     CHECK_INT(prm.n, 3);
     CHECK_STR(ga_job_param(&prm, "k"), "4");
     CHECK_STR(ga_job_param(&prm, "coords"), "2");
@@ -169,7 +169,7 @@ static void test_status_bytes(void)
     struct ga_job_info i = { .id = 1, .kind = "kmeans", .priority = 5, .state = GA_JOB_RUNNING,
                              .progress = 40, .submitted_ns = T0, .started_ns = T0 + 250000000,
                              .device = -1 };
-    ctlj_pack_info(begin(&b), &i);
+    control_ops_jobs_pack_info(begin(&b), &i);
     CHECK(response_is(11, &b, status_resp, sizeof status_resp));
 }
 
@@ -184,7 +184,7 @@ static void test_result_bytes(void)
     CHECK(same(b.sb.data, b.sb.size, chunk_req, sizeof chunk_req));
     msgpack_sbuffer_destroy(&b.sb);
 
-    ctlj_pack_chunk(begin(&b), result_obj, sizeof result_obj, 0, CTLJ_CHUNK);
+    control_ops_jobs_pack_chunk(begin(&b), result_obj, sizeof result_obj, 0, CONTROL_OPS_JOBS_CHUNK);
     CHECK(response_is(12, &b, chunk_resp, sizeof chunk_resp));
 
     size_t len = 0;
@@ -208,7 +208,7 @@ static void test_chunks_reassemble(void)
             struct buf b;
             msgpack_zone z;
             msgpack_object o;
-            ctlj_pack_chunk(begin(&b), res, len, off, max);
+            control_ops_jobs_pack_chunk(begin(&b), res, len, off, max);
             decode(b.sb.data, b.sb.size, &z, &o);
             uint64_t total = 0, offset = 9, next = 0;
             CHECK_INT(mp_get_uint(&o, "total", &total), 0);
@@ -244,7 +244,7 @@ static void test_chunks_reassemble(void)
     msgpack_zone z;
     msgpack_object o;
     uint64_t next;
-    ctlj_pack_chunk(begin(&b), result_obj, sizeof result_obj, sizeof result_obj, 4);
+    control_ops_jobs_pack_chunk(begin(&b), result_obj, sizeof result_obj, sizeof result_obj, 4);
     decode(b.sb.data, b.sb.size, &z, &o);
     CHECK(mp_map_get(&o, "data")->via.bin.size == 0);
     CHECK_INT(mp_get_uint(&o, "next", &next), GA_ENOENT);
@@ -258,7 +258,7 @@ static int parse_params(struct buf *b, struct ga_job_params *prm, char *err, siz
     msgpack_zone z;
     msgpack_object o;
     decode(b->sb.data, b->sb.size, &z, &o);
-    int rc = ctlj_parse_params(&o, prm, err, errlen);
+    int rc = control_ops_jobs_parse_params(&o, prm, err, errlen);
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&b->sb);
     return rc;
@@ -299,7 +299,7 @@ static void test_params_text(void)
 
     /* refusals, each naming what was wrong */
     struct { const char *key; int what; const char *needle; } bad[] = {
-        { JK_INPUT_PATH, 0, "reserved" },
+        { JOB_KIND_INPUT_PATH, 0, "reserved" },
         { "arr", 1, "param 'arr': the value must be" },
         { "dup", 2, "given twice" },
         { "", 0, "non-empty strings" },
@@ -346,7 +346,7 @@ static void test_info_states(void)
     struct buf b;
     msgpack_zone z;
     msgpack_object o;
-    ctlj_pack_info(begin(&b), &i);
+    control_ops_jobs_pack_info(begin(&b), &i);
     decode(b.sb.data, b.sb.size, &z, &o);
     CHECK(mp_map_get(&o, "device")->type == MSGPACK_OBJECT_NIL);
     CHECK(mp_map_get(&o, "started")->type == MSGPACK_OBJECT_NIL);
@@ -357,7 +357,7 @@ static void test_info_states(void)
     i.started_ns = T0 + 1;
     i.finished_ns = T0 + 1500000001;
     snprintf(i.error, sizeof i.error, "input: line 2: 1 fields, expected 2");
-    ctlj_pack_info(begin(&b), &i);
+    control_ops_jobs_pack_info(begin(&b), &i);
     decode(b.sb.data, b.sb.size, &z, &o);
     const char *s;
     size_t n;

@@ -43,13 +43,13 @@ static void put_le(uint8_t *p, uint64_t v, int n)
 /* A GAMX buffer of rows x cols doubles at offset `shift` of a malloc'ed block. */
 static uint8_t *gamx(int64_t rows, int64_t cols, const double *v, size_t shift, size_t *len)
 {
-    *len = JK_MATRIX_HEADER + (size_t)(rows * cols) * 8;
+    *len = MATRIX_HEADER + (size_t)(rows * cols) * 8;
     uint8_t *b = malloc(*len + shift), *p = b + shift;
     memcpy(p, "GAMX", 4);
     put_le(p + 4, 8, 4);
     put_le(p + 8, (uint64_t)rows, 8);
     put_le(p + 16, (uint64_t)cols, 8);
-    memcpy(p + JK_MATRIX_HEADER, v, (size_t)(rows * cols) * 8);
+    memcpy(p + MATRIX_HEADER, v, (size_t)(rows * cols) * 8);
     return b;
 }
 
@@ -61,25 +61,25 @@ static void test_matrix_binary(void)
     for (size_t shift = 0; shift < 2; shift++) {          /* aligned: in place; not: copied */
         size_t len;
         uint8_t *b = gamx(3, 4, v, shift, &len);
-        struct jk_matrix m;
+        struct matrix m;
         char err[256];
-        CHECK_INT(jk_matrix_parse(b + shift, len, &m, err, sizeof err), 0);
+        CHECK_INT(matrix_parse(b + shift, len, &m, err, sizeof err), 0);
         CHECK(m.rows == 3 && m.cols == 4 && m.elem == 8 && !m.csv);
         CHECK_INT(m.owned, (int)shift);
         for (int i = 0; i < 12; i++)
-            CHECK(jk_matrix_at(&m, i / 4, i % 4) == v[i]);
-        jk_matrix_free(&m);
+            CHECK(matrix_at(&m, i / 4, i % 4) == v[i]);
+        matrix_free(&m);
         /* one byte short, a bad element size, an empty matrix */
-        CHECK_INT(jk_matrix_parse(b + shift, len - 1, &m, err, sizeof err), GA_EINVAL);
+        CHECK_INT(matrix_parse(b + shift, len - 1, &m, err, sizeof err), GA_EINVAL);
         CHECK_CONTAINS(err, "needs 96 bytes after the header, got 95");
         b[shift + 4] = 2;
-        CHECK_INT(jk_matrix_parse(b + shift, len, &m, err, sizeof err), GA_EINVAL);
+        CHECK_INT(matrix_parse(b + shift, len, &m, err, sizeof err), GA_EINVAL);
         CHECK_CONTAINS(err, "element size");
         b[shift + 4] = 8;
         put_le(b + shift + 8, 0, 8);
-        CHECK_INT(jk_matrix_parse(b + shift, len, &m, err, sizeof err), GA_EINVAL);
+        CHECK_INT(matrix_parse(b + shift, len, &m, err, sizeof err), GA_EINVAL);
         CHECK_CONTAINS(err, "empty or too large");
-        CHECK_INT(jk_matrix_parse(b + shift, 10, &m, err, sizeof err), GA_EINVAL);
+        CHECK_INT(matrix_parse(b + shift, 10, &m, err, sizeof err), GA_EINVAL);
         CHECK_CONTAINS(err, "header is 24 bytes");
         free(b);
     }
@@ -96,13 +96,13 @@ static void test_matrix_csv(void)
         n += (size_t)snprintf(text + n, sizeof text - n, "%.17g, %.17g,%.17g\n", v[r * 3],
                               v[r * 3 + 1], v[r * 3 + 2]);
     }
-    struct jk_matrix m;
+    struct matrix m;
     char err[256];
-    CHECK_INT(jk_matrix_parse((const uint8_t *)text, n, &m, err, sizeof err), 0);
+    CHECK_INT(matrix_parse((const uint8_t *)text, n, &m, err, sizeof err), 0);
     CHECK(m.rows == 10 && m.cols == 3 && m.csv && m.elem == 8);
     for (int i = 0; i < 30; i++)
-        CHECK(jk_matrix_at(&m, i / 3, i % 3) == v[i]);
-    jk_matrix_free(&m);
+        CHECK(matrix_at(&m, i / 3, i % 3) == v[i]);
+    matrix_free(&m);
     const char *bad[][2] = {
         { "1,2\n3\n", "line 2: 1 fields, expected 2" },
         { "1,2\n3,x\n", "line 2, field 2 is not a number (1 bytes)" },
@@ -111,8 +111,8 @@ static void test_matrix_csv(void)
         { "1,,2\n", "field 2" },
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        CHECK_INT(jk_matrix_parse((const uint8_t *)bad[k][0], strlen(bad[k][0]), &m, err,
-                                  sizeof err), GA_EINVAL);
+        CHECK_INT(matrix_parse((const uint8_t *)bad[k][0], strlen(bad[k][0]), &m, err,
+                               sizeof err), GA_EINVAL);
         CHECK_CONTAINS(err, bad[k][1]);
     }
 }
@@ -200,7 +200,7 @@ static void test_resample_kind_and_input_path(void)
         param(&p, "granularity", "60,300");
         param(&p, "method", "mean,max,90pct");
         if (by_path)
-            param(&p, JK_INPUT_PATH, path);
+            param(&p, JOB_KIND_INPUT_PATH, path);
         uint8_t *res = NULL;
         size_t rlen = 0;
         struct ga_job_info info;
@@ -231,7 +231,7 @@ static void test_resample_kind_and_input_path(void)
     struct ga_job_params p = { 0 };
     param(&p, "granularity", "60");
     param(&p, "method", "mean");
-    param(&p, JK_INPUT_PATH, path);
+    param(&p, JOB_KIND_INPUT_PATH, path);
     uint8_t *res = NULL;
     size_t rlen;
     struct ga_job_info info;

@@ -95,7 +95,7 @@ static void test_query_bytes(void)
     msgpack_sbuffer_destroy(&b.sb);
 
     const struct pg_query_point rows[] = { { T0, 12.5 }, { T0 + 60000000000LL, 13.25 } };
-    ctlq_pack_rows(begin(&b), "vm1/cpu", "mean", 60000000000LL, rows, 2, CTLQ_MAX_ROWS);
+    control_ops_query_pack_rows(begin(&b), "vm1/cpu", "mean", 60000000000LL, rows, 2, CONTROL_OPS_QUERY_MAX_ROWS);
     CHECK(response_is(5, &b, query_resp, sizeof query_resp));
 }
 
@@ -111,7 +111,8 @@ static void test_metrics_bytes(void)
 
     struct pg_query_metric m = { .id = 0, .name = "vm1/cpu", .policy = "low", .points = 1440 };
     const struct pg_query_metric *sel[] = { &m };
-    CHECK_INT(ctlq_pack_metrics(begin(&b), sel, 1, CTLQ_MAX_METRICS, CTLQ_METRICS_BUDGET), 1);
+    CHECK_INT(control_ops_query_pack_metrics(begin(&b), sel, 1, CONTROL_OPS_QUERY_MAX_METRICS,
+                                             CONTROL_OPS_QUERY_METRICS_BUDGET), 1);
     CHECK(response_is(6, &b, metrics_resp, sizeof metrics_resp));
 }
 
@@ -133,7 +134,7 @@ static void test_query_paging(void)
         rows[i] = (struct pg_query_point){ T0 + i * 60000000000LL, i + 0.5 };
     struct buf b;
     msgpack_zone z;
-    ctlq_pack_rows(begin(&b), "m", "max", 60000000000LL, rows, 5, 3);
+    control_ops_query_pack_rows(begin(&b), "m", "max", 60000000000LL, rows, 5, 3);
     msgpack_object o = decode(&b, &z);
     const msgpack_object *r = mp_map_get(&o, "rows");
     CHECK(r && r->type == MSGPACK_OBJECT_ARRAY && r->via.array.size == 3);
@@ -143,13 +144,13 @@ static void test_query_paging(void)
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&b.sb);
 
-    ctlq_pack_rows(begin(&b), "m", "max", 60000000000LL, rows, 3, 3);   /* exactly limit: done */
+    control_ops_query_pack_rows(begin(&b), "m", "max", 60000000000LL, rows, 3, 3);   /* exactly limit: done */
     o = decode(&b, &z);
     CHECK_INT(mp_get_int(&o, "next", &next), GA_ENOENT);
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&b.sb);
 
-    ctlq_pack_rows(begin(&b), "m", "max", 60000000000LL, NULL, 0, 10);   /* empty */
+    control_ops_query_pack_rows(begin(&b), "m", "max", 60000000000LL, NULL, 0, 10);   /* empty */
     o = decode(&b, &z);
     r = mp_map_get(&o, "rows");
     CHECK(r && r->type == MSGPACK_OBJECT_ARRAY && r->via.array.size == 0);
@@ -169,7 +170,7 @@ static void test_metrics_paging(void)
     }
     struct buf b;
     msgpack_zone z;
-    CHECK_INT(ctlq_pack_metrics(begin(&b), sel, 4, 2, CTLQ_METRICS_BUDGET), 2);   /* by limit */
+    CHECK_INT(control_ops_query_pack_metrics(begin(&b), sel, 4, 2, CONTROL_OPS_QUERY_METRICS_BUDGET), 2);   /* by limit */
     msgpack_object o = decode(&b, &z);
     const char *s;
     size_t n;
@@ -179,7 +180,7 @@ static void test_metrics_paging(void)
     msgpack_sbuffer_destroy(&b.sb);
 
     /* By bytes: one entry is 33 bytes here, a budget of 70 takes two. */
-    CHECK_INT(ctlq_pack_metrics(begin(&b), sel, 4, 100, 70), 2);
+    CHECK_INT(control_ops_query_pack_metrics(begin(&b), sel, 4, 100, 70), 2);
     o = decode(&b, &z);
     const msgpack_object *list = mp_map_get(&o, "metrics");
     CHECK(list && list->via.array.size == 2);
@@ -188,7 +189,7 @@ static void test_metrics_paging(void)
     msgpack_zone_destroy(&z);
     msgpack_sbuffer_destroy(&b.sb);
 
-    CHECK_INT(ctlq_pack_metrics(begin(&b), sel, 4, 4, CTLQ_METRICS_BUDGET), 4);
+    CHECK_INT(control_ops_query_pack_metrics(begin(&b), sel, 4, 4, CONTROL_OPS_QUERY_METRICS_BUDGET), 4);
     o = decode(&b, &z);
     CHECK_INT(mp_get_str(&o, "next", &s, &n), GA_ENOENT);
     msgpack_zone_destroy(&z);

@@ -200,8 +200,8 @@ static void test_stat_table(void)
 static void test_stat_values(void)
 {
     static struct stat_snapshot s;
-    for (int i = 0; i < IC_MAX_LISTENERS; i++)
-        for (int j = 0; j < IC_MAX_COUNTERS; j++)
+    for (int i = 0; i < INGEST_MAX_LISTENERS; i++)
+        for (int j = 0; j < INGEST_MAX_COUNTERS; j++)
             s.in.listener[i][j] = 1000 * (uint64_t)i + (uint64_t)j + 1;
     s.uptime_s = 2.5;
     s.in.conns_refused_peer = 4;

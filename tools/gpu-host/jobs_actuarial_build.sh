@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build, on this machine, self-contained binaries of the apd / gf820 job
 # kernels for a GPU host that lacks the daemon's libraries (libuv, msgpack,
-# libpq, yaml): each links only gpu/jobs/{apd,gf820,special_fn,jb_par}
+# libpq, yaml): each links only gpu/jobs/{apd,gf820,special_fn,job_par}
 # objects, proto/ga_err.o, proto/base/log.o and the static CUDA runtime.
 # Output: build/jobs_actuarial/{test_special_fn,test_apd,test_gf820,bench_jobs_actuarial}.
 #   tools/gpu-host/jobs_actuarial_build.sh          (CUDA=1 when nvcc is found)
@@ -14,7 +14,7 @@ NVCC=$(command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null ||
 [ -n "$NVCC" ] || { echo "jobs_actuarial_build: no nvcc" >&2; exit 1; }
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 objs="gpu/jobs/apd/apd.o gpu/jobs/apd/apd_gpu.o gpu/jobs/gf820/gf820.o gpu/jobs/gf820/gf820_gpu.o gpu/jobs/special_fn.o
-      gpu/jobs/jb_par.o proto/ga_err.o proto/base/log.o"
+      gpu/jobs/job_par.o proto/ga_err.o proto/base/log.o"
 mains="tests/unit/harness.o tests/unit/test_special_fn.o tests/unit/test_apd.o tests/unit/test_gf820.o tools/bench/bench_jobs_actuarial.o"
 targets=""
 for o in $objs $mains; do targets="$targets $B/obj/$o"; done

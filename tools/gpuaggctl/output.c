@@ -7,6 +7,7 @@
 
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
+#include "tools/gpuaggctl/mp_json.h"
 
 static void out_text(FILE *f, const char *s, size_t n)
 {
@@ -248,7 +249,7 @@ void out_table(FILE *f, const msgpack_object *o)
 
 int out_json(FILE *f, const msgpack_object *o)
 {
-    int rc = mp_to_json(o, f, 1);
+    int rc = mp_json_write(o, f, 1);
     fputc('\n', f);
     if (rc == 0 && ferror(f))
         rc = GA_EIO;

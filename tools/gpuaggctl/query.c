@@ -16,6 +16,7 @@
 #include "proto/mp_util.h"
 #include "proto/ts_parse.h"
 #include "tools/gpuaggctl/client.h"
+#include "tools/gpuaggctl/mp_json.h"
 #include "tools/gpuaggctl/opts.h"
 
 struct row {
@@ -103,15 +104,15 @@ static void print_json_str(const char *s)
     msgpack_object o = { .type = MSGPACK_OBJECT_STR };
     o.via.str.ptr = s;
     o.via.str.size = (uint32_t)strlen(s);
-    mp_to_json(&o, stdout, 0);
+    mp_json_write(&o, stdout, 0);
 }
 
-/* Shortest text that reads back to v (null for NaN/inf), as --json does. */
+/* v as --json writes a real (null for NaN/inf; mp_json.h). */
 static void print_number(double v)
 {
     msgpack_object o = { .type = MSGPACK_OBJECT_FLOAT64 };
     o.via.f64 = v;
-    mp_to_json(&o, stdout, 0);
+    mp_json_write(&o, stdout, 0);
 }
 
 /* One call; returns EXIT_OK with r filled, or prints the failure and
@@ -234,7 +235,7 @@ static int cmd_flush(int argc, char **argv, struct ctl_opts *o)
         pthread_mutex_destroy(&fp.mu);
         msgpack_sbuffer_destroy(&sb);
         if (code == EXIT_OK && o->json) {
-            mp_to_json(r.result, stdout, 1);
+            mp_json_write(r.result, stdout, 1);
             printf("\n");
         } else if (code == EXIT_OK) {
             uint64_t lsn = 0;

@@ -167,7 +167,7 @@ static void fit_window(void *ctx, size_t w, int worker)
 }
 
 int apd_fit_cpu(const struct apd_params *p, const double *series, size_t n, struct apd_fit *out, int threads,
-                jb_progress_fn cb, void *ud, char *err, size_t errlen)
+                job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = apd_check_input(p, series, n, err, errlen);
     if (rc)
@@ -184,7 +184,7 @@ int apd_fit_cpu(const struct apd_params *p, const double *series, size_t n, stru
         apd_lambda_table(p, tab);
         struct apd_job jb = { .p = p, .series = series, .tab = tab, .out = out, .scratch = scratch };
         size_t round = (size_t)threads * 4;
-        rc = jb_parallel_for(nw, threads, round, fit_window, &jb, cb, ud);
+        rc = job_par_for(nw, threads, round, fit_window, &jb, cb, ud);
     }
     free(tab);
     free(scratch);

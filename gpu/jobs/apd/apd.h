@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/jobs/jb_par.h"
+#include "gpu/jobs/job_par.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,13 +73,13 @@ double apd_lambda(const struct apd_params *p, int j);
  * 0, GA_EBADARG (bad parameter or a non-finite series value; message in
  * err), GA_ENOMEM, GA_ECANCELED.  The caller owns every buffer. */
 int apd_fit_cpu(const struct apd_params *p, const double *series, size_t n, struct apd_fit *out, int threads,
-                jb_progress_fn cb, void *ud, char *err, size_t errlen);
+                job_par_progress_fn cb, void *ud, char *err, size_t errlen);
 
 /* The same on GPU `device` (allocate, copy, compute, copy back, free).
  * Also GA_ENOGPU (built without CUDA, no device, no such ordinal) and
  * GA_ECUDA. */
 int apd_fit_gpu(int device, const struct apd_params *p, const double *series, size_t n, struct apd_fit *out,
-                jb_progress_fn cb, void *ud, char *err, size_t errlen);
+                job_par_progress_fn cb, void *ud, char *err, size_t errlen);
 
 /* The fitted distribution: CDF F(y), log density, quantile Q(p). */
 double apd_cdf(const struct apd_fit *f, double y);

@@ -16,7 +16,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/apd/apd.cuh"
-#include "gpu/jobs/jb_cuda.cuh"
+#include "gpu/jobs/job_cuda.cuh"
 #include "gpu/jobs/apd/apd_priv.h"
 
 #define APD_THREADS 256
@@ -163,7 +163,7 @@ int apd_fit_launch(const struct apd_params *p, const double *d_series, const str
 }
 
 static int apd_run(int device, const struct apd_params *p, const double *series, size_t n, struct apd_fit *out,
-                   size_t nw, const struct apd_lam *htab, jb_progress_fn cb, void *ud)
+                   size_t nw, const struct apd_lam *htab, job_par_progress_fn cb, void *ud)
 {
     int rc = 0;
     cudaStream_t stream = NULL;
@@ -208,12 +208,12 @@ out:
 }
 
 extern "C" int apd_fit_gpu(int device, const struct apd_params *p, const double *series, size_t n,
-                           struct apd_fit *out, jb_progress_fn cb, void *ud, char *err, size_t errlen)
+                           struct apd_fit *out, job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = apd_check_input(p, series, n, err, errlen);
     if (rc)
         return rc;
-    if ((rc = jb_device_check(device, err, errlen)))
+    if ((rc = job_cuda_device_check(device, err, errlen)))
         return rc;
     struct apd_lam *tab = (struct apd_lam *)malloc((size_t)p->n_lambda * sizeof *tab);
     if (!tab)

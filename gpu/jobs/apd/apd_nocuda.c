@@ -5,7 +5,7 @@
 #include "proto/ga_err.h"
 
 int apd_fit_gpu(int device, const struct apd_params *p, const double *series, size_t n, struct apd_fit *out,
-                jb_progress_fn cb, void *ud, char *err, size_t errlen)
+                job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = apd_check_input(p, series, n, err, errlen);
     if (rc)

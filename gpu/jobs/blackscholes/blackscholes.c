@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "gpu/jobs/blackscholes/blackscholes_model.h"
-#include "gpu/jobs/jb_par.h"
+#include "gpu/jobs/job_par.h"
 #include "proto/ga_err.h"
 
 void ga_bs_params_default(struct ga_bs_params *p)
@@ -80,7 +80,7 @@ struct bs_job {
     int64_t lo, hi;
 };
 
-/* Range `job` of the contracts, on a worker of jb_parallel_for. */
+/* Range `job` of the contracts, on a worker of job_par_for. */
 static void bs_item(void *arg, size_t job, int worker)
 {
     const struct bs_job *j = (const struct bs_job *)arg + job;
@@ -119,7 +119,7 @@ int ga_bs_cpu(const struct ga_bs_params *p, const float *S, const float *X, cons
     for (int t = 0; t < nthreads; t++)
         jobs[t] = (struct bs_job){ S, X, T, call, put, p->riskfree, p->volatility,
                                    p->n * t / nthreads, p->n * (t + 1) / nthreads };
-    jb_parallel_for((size_t)nthreads, nthreads, 0, bs_item, jobs, NULL, NULL);   /* a range each */
+    job_par_for((size_t)nthreads, nthreads, 0, bs_item, jobs, NULL, NULL);   /* a range each */
     return 0;
 }
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/jb_cuda.cuh"
+#include "gpu/jobs/job_cuda.cuh"
 #include "gpu/jobs/blackscholes/blackscholes.cuh"
 #include "gpu/jobs/blackscholes/blackscholes_body.cuh"
 
@@ -81,7 +81,7 @@ int run_bs(Run *r, int device, const ga_bs_params *p, const float *const host_in
             return rc;
     } else {
         for (int k = 0; k < 3; k++) {
-            if ((rc = jb_is_device_ptr(host_in[k], &isdev)))
+            if ((rc = job_cuda_is_device_ptr(host_in[k], &isdev)))
                 return rc;
             din[k] = host_in[k];
             if (!isdev) {
@@ -92,7 +92,7 @@ int run_bs(Run *r, int device, const ga_bs_params *p, const float *const host_in
         }
     }
     for (int k = 0; k < 2; k++) {
-        if ((rc = jb_is_device_ptr(host_out[k], &isdev)))
+        if ((rc = job_cuda_is_device_ptr(host_out[k], &isdev)))
             return rc;
         dout[k] = host_out[k];
         if (!isdev) {
@@ -161,7 +161,7 @@ extern "C" int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *
         snprintf(err, errlen, "blackscholes: call and put must be given, and S, X, T all or none");
         return GA_EBADARG;
     }
-    if ((rc = jb_device_check(device, err, errlen)))
+    if ((rc = job_cuda_device_check(device, err, errlen)))
         return rc;
     Run r;
     const float *in[3] = { S, X, T };
@@ -169,9 +169,9 @@ extern "C" int ga_bs_gpu(int device, const struct ga_bs_params *p, const float *
     rc = run_bs(&r, device, p, in, out);
     int frc = 0;
     for (int k = 0; k < 3; k++)
-        frc |= jb_dfree(r.in[k]);
+        frc |= job_cuda_dfree(r.in[k]);
     for (int k = 0; k < 2; k++)
-        frc |= jb_dfree(r.out[k]);
+        frc |= job_cuda_dfree(r.out[k]);
     if (r.s && cudaStreamDestroy(r.s) != cudaSuccess)
         frc = GA_ECUDA;
     if (!rc && frc)

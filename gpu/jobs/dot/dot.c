@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gpu/jobs/jb_par.h"
+#include "gpu/jobs/job_par.h"
 #include "proto/ga_err.h"
 
 size_t ga_dot_elem_size(int dtype)
@@ -104,7 +104,7 @@ static struct pw join(const struct job *j, int64_t lo, int64_t hi, int depth, in
     return (struct pw){ l.s + r.s, l.a + r.a };
 }
 
-/* Subtree k, on a worker of jb_parallel_for. */
+/* Subtree k, on a worker of job_par_for. */
 static void sub_item(void *arg, size_t k, int worker)
 {
     struct job *j = arg;
@@ -138,7 +138,7 @@ int ga_dot_cpu(const struct ga_dot_params *p, const void *x, const void *y, doub
         nthreads = k;
     if (p->n < 65536)
         nthreads = 1;
-    jb_parallel_for((size_t)k, nthreads, 0, sub_item, j, NULL, NULL);   /* threads: same answer */
+    job_par_for((size_t)k, nthreads, 0, sub_item, j, NULL, NULL);   /* threads: same answer */
     k = 0;
     struct pw r = join(j, 0, p->n, DEPTH, &k);
     *out = r.s;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/jb_cuda.cuh"
+#include "gpu/jobs/job_cuda.cuh"
 #include "gpu/jobs/dot/dot.cuh"
 
 namespace {
@@ -173,7 +173,7 @@ int run_dot(Run *r, int device, const ga_dot_params *p, const void *x, const voi
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking));
     int xdev = 0, ydev = 0, rc;
-    if ((rc = jb_is_device_ptr(x, &xdev)) || (rc = jb_is_device_ptr(y, &ydev)))
+    if ((rc = job_cuda_is_device_ptr(x, &xdev)) || (rc = job_cuda_is_device_ptr(y, &ydev)))
         return rc;
     const void *ux = x, *uy = y;
     if (!xdev) {
@@ -230,11 +230,11 @@ extern "C" int ga_dot_gpu(int device, const struct ga_dot_params *p, const void 
         snprintf(err, errlen, "dot: x, y and out must not be NULL");
         return GA_EBADARG;
     }
-    if ((rc = jb_device_check(device, err, errlen)))
+    if ((rc = job_cuda_device_check(device, err, errlen)))
         return rc;
     Run r;
     rc = run_dot(&r, device, p, x, y, out);
-    int frc = jb_dfree(r.dx) | jb_dfree(r.dy) | jb_dfree(r.ws) | jb_dfree(r.dout);
+    int frc = job_cuda_dfree(r.dx) | job_cuda_dfree(r.dy) | job_cuda_dfree(r.ws) | job_cuda_dfree(r.dout);
     if (r.s && cudaStreamDestroy(r.s) != cudaSuccess)
         frc = GA_ECUDA;
     if (!rc && frc)

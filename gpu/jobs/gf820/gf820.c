@@ -83,7 +83,7 @@ static void middle_item(void *ctx, size_t i, int worker)
 }
 
 int gf820_cpu(const struct gf820_contract *c, size_t n, double *v0, double *table, int threads,
-              jb_progress_fn cb, void *ud, char *err, size_t errlen)
+              job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = gf820_validate(c, n, err, errlen);
     if (rc)
@@ -117,7 +117,7 @@ int gf820_cpu(const struct gf820_contract *c, size_t n, double *v0, double *tabl
     j.m = m;
     j.scratch = scratch;
     size_t round = (size_t)threads * 16;
-    rc = jb_parallel_for(nt, threads, round, middle_item, &j, cb, ud);
+    rc = job_par_for(nt, threads, round, middle_item, &j, cb, ud);
     if (rc)
         goto out;
     off = 0;

@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "gpu/jobs/jb_par.h"
+#include "gpu/jobs/job_par.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,7 +58,7 @@ void gf820_outer_times(const struct gf820_contract *c, double *t);
  * cancels.  Returns 0, GA_EBADARG (message in err when err != NULL),
  * GA_ENOMEM, GA_ECANCELED.  The caller owns every buffer. */
 int gf820_cpu(const struct gf820_contract *c, size_t n, double *v0, double *table, int threads,
-              jb_progress_fn cb, void *ud, char *err, size_t errlen);
+              job_par_progress_fn cb, void *ud, char *err, size_t errlen);
 
 /* The same on GPU `device`: allocates, copies, computes, copies back and
  * frees.  Same arguments and results (to about 1e-15: the GPU's pow/exp
@@ -67,7 +67,7 @@ int gf820_cpu(const struct gf820_contract *c, size_t n, double *v0, double *tabl
  * GA_ECANCELED, GA_ENOGPU (built without CUDA, no device, or no such
  * ordinal), GA_ECUDA. */
 int gf820_gpu(int device, const struct gf820_contract *c, size_t n, double *v0, double *table,
-              jb_progress_fn cb, void *ud, char *err, size_t errlen);
+              job_par_progress_fn cb, void *ud, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
 
 #include "gpu/cuda/cuda_check.cuh"
 #include "gpu/jobs/gf820/gf820.cuh"
-#include "gpu/jobs/jb_cuda.cuh"
+#include "gpu/jobs/job_cuda.cuh"
 #include "gpu/jobs/gf820/gf820_impl.h"
 
 #define GF_INNER_THREADS 128
@@ -73,7 +73,8 @@ int gf820_launch(const struct gf820_dev *d, size_t t_first, size_t t_count, int 
 
 // The body of gf820_gpu once the host arrays exist; frees nothing of the caller's.
 static int gf820_run(int device, const struct gf820_contract *c, size_t n, const double *ht, const int *htc,
-                     const size_t *hoff, size_t nt, double *v0, double *table, jb_progress_fn cb, void *ud)
+                     const size_t *hoff, size_t nt, double *v0, double *table, job_par_progress_fn cb,
+                     void *ud)
 {
     int rc = 0;
     cudaStream_t stream = NULL;
@@ -154,12 +155,12 @@ out:
 }
 
 extern "C" int gf820_gpu(int device, const struct gf820_contract *c, size_t n, double *v0, double *table,
-                         jb_progress_fn cb, void *ud, char *err, size_t errlen)
+                         job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = gf820_validate(c, n, err, errlen);
     if (rc)
         return rc;
-    if ((rc = jb_device_check(device, err, errlen)))
+    if ((rc = job_cuda_device_check(device, err, errlen)))
         return rc;
     size_t nt = 0;
     for (size_t i = 0; i < n; i++)

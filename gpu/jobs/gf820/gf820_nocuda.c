@@ -5,7 +5,7 @@
 #include "proto/ga_err.h"
 
 int gf820_gpu(int device, const struct gf820_contract *c, size_t n, double *v0, double *table,
-              jb_progress_fn cb, void *ud, char *err, size_t errlen)
+              job_par_progress_fn cb, void *ud, char *err, size_t errlen)
 {
     int rc = gf820_validate(c, n, err, errlen);
     if (rc)

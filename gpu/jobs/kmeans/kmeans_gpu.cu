@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_check.cuh"
-#include "gpu/jobs/jb_cuda.cuh"
+#include "gpu/jobs/job_cuda.cuh"
 #include "gpu/jobs/kmeans/kmeans.cuh"
 #include "gpu/jobs/kmeans/kmeans_model.h"
 
@@ -604,8 +604,9 @@ extern "C" int ga_kmeans_dev_destroy(struct ga_kmeans_dev *d)
 {
     if (!d)
         return 0;
-    int rc = jb_dfree(d->X) | jb_dfree(d->member) | jb_dfree(d->centres) | jb_dfree(d->psum) |
-             jb_dfree(d->pcount) | jb_dfree(d->st) | jb_dfree(d->hist);
+    int rc = job_cuda_dfree(d->X) | job_cuda_dfree(d->member) | job_cuda_dfree(d->centres) |
+             job_cuda_dfree(d->psum) | job_cuda_dfree(d->pcount) | job_cuda_dfree(d->st) |
+             job_cuda_dfree(d->hist);
     free(d);
     return rc ? GA_ECUDA : 0;
 }
@@ -775,7 +776,7 @@ extern "C" int ga_kmeans_gpu(int device, const struct ga_kmeans_params *p, const
         snprintf(err, errlen, "kmeans: result centres must not be NULL");
         return GA_EBADARG;
     }
-    if ((rc = jb_device_check(device, err, errlen)))
+    if ((rc = job_cuda_device_check(device, err, errlen)))
         return rc;
     ga_kmeans_dev *d = nullptr;
     cudaStream_t s = nullptr;

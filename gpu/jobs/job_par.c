@@ -1,5 +1,5 @@
-/* jb_par.c — see jb_par.h. */
-#include "gpu/jobs/jb_par.h"
+/* job_par.c — see job_par.h. */
+#include "gpu/jobs/job_par.h"
 
 #include <stdlib.h>
 
@@ -7,7 +7,7 @@
 #include "proto/ga_err.h"
 
 /* One round: items [begin, end) of the loop. */
-struct jb_round {
+struct job_par_round {
     void (*body)(void *ctx, size_t i, int worker);
     void *ctx;
     size_t begin;
@@ -15,12 +15,12 @@ struct jb_round {
 
 static void round_item(void *arg, size_t i, int worker)
 {
-    struct jb_round *r = arg;
+    struct job_par_round *r = arg;
     r->body(r->ctx, r->begin + i, worker);
 }
 
-int jb_parallel_for(size_t n, int threads, size_t round, void (*body)(void *ctx, size_t i, int worker),
-                    void *ctx, jb_progress_fn cb, void *ud)
+int job_par_for(size_t n, int threads, size_t round, void (*body)(void *ctx, size_t i, int worker),
+                void *ctx, job_par_progress_fn cb, void *ud)
 {
     if (threads < 1)
         return GA_EINVAL;
@@ -32,7 +32,7 @@ int jb_parallel_for(size_t n, int threads, size_t round, void (*body)(void *ctx,
     int rc = 0;
     for (size_t begin = 0; begin < n; begin += round) {
         size_t end = begin + round < n ? begin + round : n;
-        struct jb_round r = { body, ctx, begin };
+        struct job_par_round r = { body, ctx, begin };
         if (p) {
             pool_run(p, end - begin, round_item, &r);
         } else {

@@ -1,4 +1,4 @@
-// jb_cuda.cuh — small CUDA helpers the job kernels' hosts share.
+// job_cuda.cuh — small CUDA helpers the job kernels' hosts share.
 #pragma once
 
 #include <stdio.h>
@@ -10,7 +10,7 @@
 // parameters: CUDA device `device` exists on this host.  0, or GA_ENOGPU
 // with err saying why (no CUDA device at all, or none of that number), on
 // which the daemon runs the kind's CPU reference (docs/JOBS.md).
-static inline int jb_device_check(int device, char *err, size_t errlen)
+static inline int job_cuda_device_check(int device, char *err, size_t errlen)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -29,7 +29,7 @@ static inline int jb_device_check(int device, char *err, size_t errlen)
 }
 
 // *dev = 1 when p is device (or managed) memory, 0 for host memory.  0 or GA_ECUDA.
-static inline int jb_is_device_ptr(const void *p, int *dev)
+static inline int job_cuda_is_device_ptr(const void *p, int *dev)
 {
     cudaPointerAttributes a;
     CUDA_CHECK(cudaPointerGetAttributes(&a, p));
@@ -38,7 +38,7 @@ static inline int jb_is_device_ptr(const void *p, int *dev)
 }
 
 // cudaFree that accepts NULL.  0 or GA_ECUDA.
-static inline int jb_dfree(void *p)
+static inline int job_cuda_dfree(void *p)
 {
     if (p)
         CUDA_CHECK(cudaFree(p));

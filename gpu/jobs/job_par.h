@@ -1,9 +1,9 @@
-/* jb_par.h — the CPU references' parallel loop (apd, gf820, dot,
+/* job_par.h — the CPU references' parallel loop (apd, gf820, dot,
  * blackscholes; kmeans runs its loops on a pool of its own): threads over
  * independent items, dynamic scheduling, a progress/cancel callback between
  * rounds. */
-#ifndef GA_JB_PAR_H
-#define GA_JB_PAR_H
+#ifndef GA_JOB_PAR_H
+#define GA_JOB_PAR_H
 
 #include <stddef.h>
 
@@ -14,7 +14,7 @@ extern "C" {
 /* Progress/cancel callback of the job kernels: called between chunks of
  * work with the items done so far and the total; return nonzero to cancel
  * (the job then returns GA_ECANCELED). */
-typedef int (*jb_progress_fn)(void *ud, size_t done, size_t total);
+typedef int (*job_par_progress_fn)(void *ud, size_t done, size_t total);
 
 /* Calls body(ctx, i, worker) once for every i in [0, n), on `threads`
  * workers (the calling thread is worker 0; worker < threads) of one
@@ -24,8 +24,8 @@ typedef int (*jb_progress_fn)(void *ud, size_t done, size_t total);
  * Returns 0, GA_ECANCELED when cb asked to stop (the rest is not run), or
  * GA_EINVAL for threads < 1.  If a thread cannot be started the round runs
  * on fewer workers. */
-int jb_parallel_for(size_t n, int threads, size_t round, void (*body)(void *ctx, size_t i, int worker),
-                    void *ctx, jb_progress_fn cb, void *ud);
+int job_par_for(size_t n, int threads, size_t round, void (*body)(void *ctx, size_t i, int worker),
+                void *ctx, job_par_progress_fn cb, void *ud);
 
 #ifdef __cplusplus
 }
