@@ -243,13 +243,13 @@ static void swap_work(uv_work_t *w)
     struct ga_cluster *c = w->data;
     if (c->old_w)                      /* window sets committed, locks released; a fenced
                                           writer cannot commit: do not wait long for it */
-        ew_stop(c->old_w, c->stop_timeout_ms);
+        engine_worker_stop(c->old_w, c->stop_timeout_ms);
     c->old_w = NULL;
     c->new_w = NULL;
     c->swap_rc = 0;
     if (!c->swap_to)
         return;
-    c->swap_rc = ew_start_cluster(&c->new_w, c->d, c->pl, c->jsl, c->swap_to);
+    c->swap_rc = engine_worker_start_cluster(&c->new_w, c->d, c->pl, c->jsl, c->swap_to);
 }
 
 static void check(struct ga_cluster *c);
@@ -285,8 +285,8 @@ static void check(struct ga_cluster *c)
     pthread_mutex_unlock(&c->mu);
     int fenced = 0, stalled = 0;
     if (c->d->worker) {
-        struct ew_status st;
-        ew_get_status(c->d->worker, &st);
+        struct engine_worker_status st;
+        engine_worker_get_status(c->d->worker, &st);
         fenced = st.have_writer && st.writer.fenced;
         /* A worker whose stream position stays put while the stream holds
          * messages past it is stuck (seen after quick successive swaps):
@@ -295,7 +295,7 @@ static void check(struct ga_cluster *c)
         pthread_mutex_lock(&c->mu);
         uint64_t last = c->stream_last;
         pthread_mutex_unlock(&c->mu);
-        if (st.state != EW_RUNNING || st.processed_lsn != c->last_processed || last == 0 ||
+        if (st.state != ENGINE_WORKER_RUNNING || st.processed_lsn != c->last_processed || last == 0 ||
             last < st.processed_lsn) {          /* moving, or nothing due */
             c->last_processed = st.processed_lsn;
             c->last_progress_ns = now;
@@ -476,9 +476,9 @@ void ga_cluster_pack_status(struct ga_cluster *c, msgpack_packer *pk)
         mp_pack_cstr(pk, "owned");
         pack_parts(pk, m->owned);
     }
-    struct ew_status ws = { 0 };
+    struct engine_worker_status ws = { 0 };
     if (c->d->worker)
-        ew_get_status(c->d->worker, &ws);
+        engine_worker_get_status(c->d->worker, &ws);
     mp_pack_cstr(pk, "nats");
     msgpack_pack_map(pk, 12);
     mp_pack_kv_bool(pk, "connected", js.connected);

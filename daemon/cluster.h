@@ -7,7 +7,7 @@
  * changes, or a writer was fenced (its session, and so its locks, lost),
  * the loop thread replaces the engine worker: the old one stops (window
  * sets of its partitions committed, locks released with its sessions) and
- * a new one starts on the new set (ew_start_cluster), both on the libuv
+ * a new one starts on the new set (engine_worker_start_cluster), both on the libuv
  * pool so the loop keeps serving producers.  While the heartbeat cannot
  * reach PostgreSQL for longer than cluster.member_timeout_ms, the daemon
  * owns nothing (the others consider it dead and take its partitions).

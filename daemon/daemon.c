@@ -177,7 +177,7 @@ static int start_cluster_path(struct ga_daemon *d, char *err, size_t errlen)
     int rc = js_log_open(&d->jsl, &jo, err, errlen);
     if (rc < 0)
         return rc;
-    rc = pl_start_cluster(&d->pipeline, d->loop, d->jsl, (size_t)c->cluster.max_pending_bytes,
+    rc = pipeline_start_cluster(&d->pipeline, d->loop, d->jsl, (size_t)c->cluster.max_pending_bytes,
                           on_durable, d);
     if (rc < 0) {
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
@@ -209,26 +209,26 @@ static int start_data_path(struct ga_daemon *d, char *err, size_t errlen)
     }
     size_t qbytes = (size_t)c->limits.memory_budget_bytes / 2;
     int workers = c->engine.workers > 0 ? c->engine.workers : 1;
-    workers = workers < EW_MAX_WORKERS ? workers : EW_MAX_WORKERS;
-    rc = pl_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms, workers,
+    workers = workers < ENGINE_WORKER_MAX_WORKERS ? workers : ENGINE_WORKER_MAX_WORKERS;
+    rc = pipeline_start(&d->pipeline, d->loop, d->journal, c->journal.fsync_interval_ms, workers,
                   (size_t)c->limits.queue_batches, qbytes, on_durable, d);
     if (rc < 0) {
         snprintf(err, errlen, "pipeline: %s", ga_strerror(rc));
         return rc;
     }
-    pl_set_admit(d->pipeline, d->admit);
+    pipeline_set_admit(d->pipeline, d->admit);
     if ((rc = ga_late_notice_open(&d->late_notice)) < 0) {
         snprintf(err, errlen, "late notice: %s", ga_strerror(rc));
         return rc;
     }
-    pl_set_late_notice(d->pipeline, d->late_notice);
+    pipeline_set_late_notice(d->pipeline, d->late_notice);
     if (c->listen.http[0]) {
         if ((rc = ceilo_resources_start(&d->resources, c->storage.conninfo, c->http.resource_creator)) < 0) {
             snprintf(err, errlen, "resource recorder: %s", ga_strerror(rc));
             return rc;
         }
     }
-    if ((rc = ew_start(&d->worker, d, d->pipeline, d->journal, workers)) < 0) {
+    if ((rc = engine_worker_start(&d->worker, d, d->pipeline, d->journal, workers)) < 0) {
         snprintf(err, errlen, "engine: %s", ga_strerror(rc));
         return rc;
     }
@@ -262,8 +262,8 @@ static void on_housekeeping(uv_timer_t *t)
         ga_daemon_shutdown(d, "journal failed");
         return;
     }
-    struct ew_status st;
-    ew_get_status(d->worker, &st);
+    struct engine_worker_status st;
+    engine_worker_get_status(d->worker, &st);
     if (st.fatal) {
         ga_log(GA_LOG_ERROR, "engine_fatal", "reason=\"%s\" action=\"exit 1; the restart replays "
                "the journal\"", st.fatal_reason);
@@ -348,12 +348,12 @@ static void drain_rest(uv_timer_t *t)
     }
     if (d->pipeline) {
         stop_guard_stage(d->stop_guard, "journal");
-        pl_stop(d->pipeline);            /* sequence + fsync what was accepted */
+        pipeline_stop(d->pipeline);            /* sequence + fsync what was accepted */
         stop_guard_stage(d->stop_guard, "engine");
-        if (ew_stop(d->worker, stop_left_ms(d)) < 0)
+        if (engine_worker_stop(d->worker, stop_left_ms(d)) < 0)
             d->exit_code = 1;            /* storage_stop_incomplete: systemd sees a failure */
         d->worker = NULL;
-        pl_close(d->pipeline);
+        pipeline_close(d->pipeline);
         d->pipeline = NULL;
     }
     if (d->admit) {
@@ -443,7 +443,7 @@ int ga_daemon_reload(struct ga_daemon *d, char *restart_needed, size_t rlen,
         if (d->admit)
             ga_admit_set_max(d->admit, ga_config_max_metrics(d->cfg));
         if (d->worker)
-            ew_reload(d->worker);
+            engine_worker_reload(d->worker);
         ga_job_service_reload(d);
         d->counters.reloads++;
         d->last_reload_error[0] = '\0';

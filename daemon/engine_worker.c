@@ -19,14 +19,14 @@
 
 struct ga_engine_worker {
     int n;
-    struct ga_part_worker *w[EW_MAX_WORKERS];
-    uint64_t owned[EW_MAX_WORKERS];
+    struct ga_part_worker *w[ENGINE_WORKER_MAX_WORKERS];
+    uint64_t owned[ENGINE_WORKER_MAX_WORKERS];
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     struct journal *j;
     struct js_log *jsl;
     pthread_mutex_t mu;               /* guards released */
-    uint64_t released[EW_MAX_WORKERS];    /* each worker's committed window position */
+    uint64_t released[ENGINE_WORKER_MAX_WORKERS];    /* each worker's committed window position */
 };
 
 /* A worker committed a window set: the journal keeps what the lowest of
@@ -42,7 +42,7 @@ static void on_released(void *ctx, int lane, uint64_t window_lsn)
         low = g->released[i] < low ? g->released[i] : low;
     pthread_mutex_unlock(&g->mu);
     if (g->j && low && journal_release(g->j, low) == 0)
-        pl_journal_released(g->pl);
+        pipeline_journal_released(g->pl);
 }
 
 static struct ga_engine_worker *group_new(struct ga_daemon *d, struct ga_pipeline *pl,
@@ -73,10 +73,10 @@ static int start_one(struct ga_engine_worker *g, struct ga_daemon *d, int k, int
     int rc = ga_daemon_open_engine(d, n, &engine);
     if (rc < 0)
         return rc;
-    struct pw_opts o = { .d = d, .pl = g->pl, .j = g->j, .jsl = g->jsl, .engine = engine,
+    struct part_worker_opts o = { .d = d, .pl = g->pl, .j = g->j, .jsl = g->jsl, .engine = engine,
                          .lane = k, .nlanes = n, .owned = owned, .released = on_released,
                          .ctx = g };
-    if ((rc = pw_start(&g->w[k], &o)) < 0) {
+    if ((rc = part_worker_start(&g->w[k], &o)) < 0) {
         ga_engine_close(engine);
         return rc;
     }
@@ -85,10 +85,10 @@ static int start_one(struct ga_engine_worker *g, struct ga_daemon *d, int k, int
     return 0;
 }
 
-int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+int engine_worker_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
              struct journal *j, int n)
 {
-    if (n < 1 || n > EW_MAX_WORKERS || n > pl_lanes(pl))
+    if (n < 1 || n > ENGINE_WORKER_MAX_WORKERS || n > pipeline_lanes(pl))
         return GA_EINVAL;
     struct ga_engine_worker *g = group_new(d, pl, j, NULL);
     if (!g)
@@ -96,11 +96,11 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
     for (int k = 0; k < n; k++) {
         uint64_t owned = 0;
         for (int p = 0; p < GA_PARTITIONS; p++)
-            if (pl_lane_of(p, n) == k)
+            if (pipeline_lane_of(p, n) == k)
                 owned |= 1ULL << p;
         int rc = start_one(g, d, k, n, owned);
         if (rc < 0) {
-            ew_stop(g, 0);
+            engine_worker_stop(g, 0);
             return rc;
         }
     }
@@ -109,7 +109,7 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
     return 0;
 }
 
-int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+int engine_worker_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
                      struct js_log *jsl, uint64_t owned)
 {
     struct ga_engine_worker *g = group_new(d, pl, NULL, jsl);
@@ -124,7 +124,7 @@ int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct 
     return 0;
 }
 
-int ew_stop(struct ga_engine_worker *g, int timeout_ms)
+int engine_worker_stop(struct ga_engine_worker *g, int timeout_ms)
 {
     if (!g)
         return 0;
@@ -135,16 +135,16 @@ int ew_stop(struct ga_engine_worker *g, int timeout_ms)
     struct timespec until = ga_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
     int64_t cut_ns = ga_now_mono_ns() + (int64_t)timeout_ms * 1000000 / 2;
     for (int k = 0; k < g->n; k++)
-        pw_request_stop(g->w[k], cut_ns);
+        part_worker_request_stop(g->w[k], cut_ns);
     for (int k = 0; k < g->n; k++)
-        pw_join(g->w[k]);
+        part_worker_join(g->w[k]);
     int rc = 0;
     for (int k = 0; k < g->n; k++) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         int64_t left = ((int64_t)until.tv_sec - now.tv_sec) * 1000 +
                        (until.tv_nsec - now.tv_nsec) / 1000000;
-        int r = pw_stop(g->w[k], left > 0 ? (int)left : 0);
+        int r = part_worker_stop(g->w[k], left > 0 ? (int)left : 0);
         rc = rc ? rc : r;
     }
     group_free(g);
@@ -175,7 +175,7 @@ static void one_flushed(void *ctx, int rc)
     free(f);
 }
 
-int ew_flush(struct ga_engine_worker *g, void (*cb)(void *ctx, int rc), void *ctx)
+int engine_worker_flush(struct ga_engine_worker *g, void (*cb)(void *ctx, int rc), void *ctx)
 {
     uint64_t target;
     if (g->jsl) {
@@ -185,7 +185,7 @@ int ew_flush(struct ga_engine_worker *g, void (*cb)(void *ctx, int rc), void *ct
         js_log_get_stats(g->jsl, &js);
         target = js.last_acked_seq + 1;
     } else {
-        target = pl_durable_lsn(g->pl);
+        target = pipeline_durable_lsn(g->pl);
     }
     struct group_flush *f = calloc(1, sizeof *f);
     if (!f)
@@ -195,22 +195,22 @@ int ew_flush(struct ga_engine_worker *g, void (*cb)(void *ctx, int rc), void *ct
     f->cb = cb;
     f->ctx = ctx;
     for (int k = 0; k < g->n; k++)
-        if (pw_flush(g->w[k], target, one_flushed, f) < 0)
+        if (part_worker_flush(g->w[k], target, one_flushed, f) < 0)
             one_flushed(f, GA_ENOMEM);
     return 0;
 }
 
-void ew_reload(struct ga_engine_worker *g)
+void engine_worker_reload(struct ga_engine_worker *g)
 {
     for (int k = 0; k < g->n; k++)
-        pw_reload(g->w[k], g->d->cfg);
+        part_worker_reload(g->w[k], g->d->cfg);
 }
 
 /* ---- status --------------------------------------------------------------- */
 
 /* Fold worker o's status into st (counters summed, positions the lowest,
  * the least advanced state, the first error). */
-static void merge(struct ew_status *st, const struct ew_status *o)
+static void merge(struct engine_worker_status *st, const struct engine_worker_status *o)
 {
     for (int i = 0; i < st->nbackends && i < o->nbackends; i++) {
         st->backends[i].failed |= o->backends[i].failed;
@@ -259,20 +259,20 @@ static void merge(struct ew_status *st, const struct ew_status *o)
     st->owned |= o->owned;
 }
 
-void ew_get_status(struct ga_engine_worker *g, struct ew_status *st)
+void engine_worker_get_status(struct ga_engine_worker *g, struct engine_worker_status *st)
 {
-    struct ew_status *o = malloc(sizeof *o);
-    pw_get_status(g->w[0], st);
+    struct engine_worker_status *o = malloc(sizeof *o);
+    part_worker_get_status(g->w[0], st);
     st->nworkers = g->n;
     for (int k = 0; k < g->n; k++) {
-        const struct ew_status *x = st;
+        const struct engine_worker_status *x = st;
         if (k > 0) {
             if (!o)
                 break;
-            pw_get_status(g->w[k], o);
+            part_worker_get_status(g->w[k], o);
             x = o;
         }
-        st->workers[k] = (struct ew_worker_status){
+        st->workers[k] = (struct engine_worker_worker_status){
             .state = x->state, .owned = g->owned[k], .processed_lsn = x->processed_lsn,
             .points = x->points, .metrics = x->metrics, .metric_slots = x->metric_slots,
             .feeds = x->feeds,

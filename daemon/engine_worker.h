@@ -10,7 +10,7 @@
  * In cluster mode one worker owns the daemon's share of the partitions and
  * consumes the stream (docs/CLUSTER.md).
  *
- * Other threads read only the status snapshot (ew_get_status). */
+ * Other threads read only the status snapshot (engine_worker_get_status). */
 #ifndef GA_ENGINE_WORKER_H
 #define GA_ENGINE_WORKER_H
 
@@ -25,32 +25,32 @@ struct journal;
 struct js_log;
 struct ga_engine_worker;
 
-enum ew_state { EW_LOADING = 0, EW_REPLAYING, EW_RUNNING, EW_STOPPED };
+enum engine_worker_state { ENGINE_WORKER_LOADING = 0, ENGINE_WORKER_REPLAYING, ENGINE_WORKER_RUNNING, ENGINE_WORKER_STOPPED };
 
-#define EW_MAX_BACKENDS 16
-#define EW_MAX_WORKERS 64
+#define ENGINE_WORKER_MAX_BACKENDS 16
+#define ENGINE_WORKER_MAX_WORKERS 64
 
 /* One worker's share of the work, in the status. */
-struct ew_worker_status {
-    enum ew_state state;
+struct engine_worker_worker_status {
+    enum engine_worker_state state;
     uint64_t owned;                   /* its partitions (bit p) */
     uint64_t processed_lsn, points, metrics, feeds, feed_ns, submit_ns, snapshot_ns;
     uint64_t metric_slots;            /* its registry's and engine's per-metric slots */
 };
 
-struct ew_status {
+struct engine_worker_status {
     int nbackends;                    /* primaries (GPUs, or the CPU alone) */
     struct {
         char label[32];
         int failed;
         uint64_t metrics;
-    } backends[EW_MAX_BACKENDS];
+    } backends[ENGINE_WORKER_MAX_BACKENDS];
     int have_fallback;
     uint64_t fallback_metrics;        /* metrics moved to the CPU fallback */
     struct ga_engine_failover_stats failover;
     int fatal;                        /* engine state lost: the daemon must restart */
     char fatal_reason[160];
-    enum ew_state state;
+    enum engine_worker_state state;
     char load_error[256];
     uint64_t processed_lsn;           /* every record below is aggregated */
     uint64_t batches, points, aggs, late, metrics, snapshots, replayed_records;
@@ -71,12 +71,12 @@ struct ew_status {
     struct pg_writer_status writer;
     uint64_t owned;                   /* the partitions worked on */
     int nworkers;
-    struct ew_worker_status workers[EW_MAX_WORKERS];
+    struct engine_worker_worker_status workers[ENGINE_WORKER_MAX_WORKERS];
 };
 
-/* Start n workers (1..EW_MAX_WORKERS, at most the pipeline's lanes), each
+/* Start n workers (1..ENGINE_WORKER_MAX_WORKERS, at most the pipeline's lanes), each
  * with an engine of its own (ga_daemon_open_engine).  Returns 0 or GA_E*. */
-int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+int engine_worker_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
              struct journal *j, int n);
 /* Cluster mode (docs/CLUSTER.md): the worker of the partitions in owned
  * (bit p).  It starts the writers of those partitions first (each takes
@@ -85,24 +85,24 @@ int ew_start(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipel
  * metrics and windows, and consumes the stream from the lowest of their
  * window positions (messages of other partitions are skipped).  New
  * metrics get ids by partition (id % 64 = partition), so daemons owning
- * different partitions never clash.  ew_stop commits a window set of every
+ * different partitions never clash.  engine_worker_stop commits a window set of every
  * owned partition at the position reached, so the next owner starts from
- * there.  pl: the cluster pipeline (ew_flush waits for what it published). */
-int ew_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
+ * there.  pl: the cluster pipeline (engine_worker_flush waits for what it published). */
+int engine_worker_start_cluster(struct ga_engine_worker **out, struct ga_daemon *d, struct ga_pipeline *pl,
                      struct js_log *jsl, uint64_t owned);
 /* Drain: process everything the pipeline holds, commit it, stop.  Blocks
  * up to timeout_ms for the final commit (what stays uncommitted is still
- * in the journal).  Call after pl_stop.  Returns 0, or the storage
+ * in the journal).  Call after pipeline_stop.  Returns 0, or the storage
  * writers' error when the final commit did not complete (GA_ETIMEDOUT):
  * the daemon then exits non-zero. */
-int ew_stop(struct ga_engine_worker *w, int timeout_ms);
-void ew_get_status(struct ga_engine_worker *w, struct ew_status *st);
+int engine_worker_stop(struct ga_engine_worker *w, int timeout_ms);
+void engine_worker_get_status(struct ga_engine_worker *w, struct engine_worker_status *st);
 /* `gpuaggctl flush`: once every batch durable now is aggregated and
  * committed by every worker, cb(ctx, rc) runs on a worker or writer
  * thread (rc: the first error). */
-int ew_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ctx);
-const char *ew_state_name(enum ew_state s);
+int engine_worker_flush(struct ga_engine_worker *w, void (*cb)(void *ctx, int rc), void *ctx);
+const char *engine_worker_state_name(enum engine_worker_state s);
 /* The config changed (SIGHUP): new metrics get policies from it. */
-void ew_reload(struct ga_engine_worker *w);
+void engine_worker_reload(struct ga_engine_worker *w);
 
 #endif

@@ -29,7 +29,7 @@
 /* The most points one feed takes when batches wait in the queue: 64 Ki
  * points, at most ~800 k rows for Gnocchi's `medium` (12 a point) spread
  * over the writers, well inside their queues (storage.queue_max_rows). */
-#define EW_FEED_POINTS 65536
+#define ENGINE_WORKER_FEED_POINTS 65536
 /* A window save writes the points appended since the last (a tail,
  * docs/STORAGE.md "Window snapshots") while the metric has fewer tails
  * stored than its limit and its stored points stay within its bound;
@@ -55,7 +55,7 @@ struct flush_req {
  * the other workers know (cluster_id: k * 64 + partition when the
  * partitions are shared out), is gid[local], put on everything that goes
  * to the writers (to_global). */
-struct pw_metric {
+struct part_worker_metric {
     /* the window as last saved (snapshot_parts): its newest point
      * (SAVED_NONE: nothing usable stored), the points of its snapshot and
      * of the tails written since, and those tails' count */
@@ -86,13 +86,13 @@ struct ga_part_worker {
     pthread_mutex_t mu;               /* guards: stop, stop_deadline_ns, st, cfg_next, flushes */
     int64_t stop_deadline_ns;         /* monotonic: a replay still running then is cut */
     int stop;
-    struct ew_status st;
+    struct engine_worker_status st;
     struct ga_config *cfg;            /* the worker's own copy */
-    struct ga_config *cfg_next;       /* from pw_reload, taken at the next batch */
+    struct ga_config *cfg_next;       /* from part_worker_reload, taken at the next batch */
     struct flush_req *flushes;
     uint64_t live_lsn;                /* records at or above came through the pipeline */
     /* The points gathered for the next feed: several batches' when more
-     * wait in the queue (gather, feed_gathered), up to EW_FEED_POINTS. */
+     * wait in the queue (gather, feed_gathered), up to ENGINE_WORKER_FEED_POINTS. */
     uint32_t *name_ids;               /* per batch: its names' metric ids */
     size_t name_cap;
     uint32_t *g_ids;
@@ -105,7 +105,7 @@ struct ga_part_worker {
     uint32_t g_batches;
     uint32_t g_serial;                /* the gathered run's number (from 1) */
     struct ga_result res;
-    struct pw_metric *m;              /* per local id (meta_cap of them) */
+    struct part_worker_metric *m;              /* per local id (meta_cap of them) */
     uint32_t *gid;                    /* masked: per local id, its global id */
     size_t meta_cap;
     /* partition snapshots: one partition every window_snapshot_s / GA_PARTITIONS */
@@ -119,7 +119,7 @@ struct ga_part_worker {
                                          (the window sets at processed_lsn still hold) */
     struct ga_ratelimit late_rl;
     uint64_t windows_lost;            /* failover windows lost so far */
-    /* cluster mode (pw_start_cluster): the stream instead of the journal */
+    /* cluster mode (part_worker_start_cluster): the stream instead of the journal */
     struct js_log *jsl;
     uint64_t owned;                   /* the partitions this worker owns */
     int masked;                       /* owns some partitions only: global ids by partition
@@ -141,7 +141,7 @@ static void publish_backends(struct ga_part_worker *w)
     struct ga_engine_failover_stats fo;
     ga_engine_failover_stats(w->engine, &fo);
     pthread_mutex_lock(&w->mu);
-    w->st.nbackends = nb < EW_MAX_BACKENDS ? nb : EW_MAX_BACKENDS;
+    w->st.nbackends = nb < ENGINE_WORKER_MAX_BACKENDS ? nb : ENGINE_WORKER_MAX_BACKENDS;
     for (int i = 0; i < w->st.nbackends; i++) {
         const struct ga_backend *b = ga_engine_backend(w->engine, i);
         snprintf(w->st.backends[i].label, sizeof w->st.backends[i].label, "%s", b->label);
@@ -155,10 +155,10 @@ static void publish_backends(struct ga_part_worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-const char *ew_state_name(enum ew_state s)
+const char *engine_worker_state_name(enum engine_worker_state s)
 {
     static const char *const n[] = { "loading", "replaying", "running", "stopped" };
-    return s <= EW_STOPPED ? n[s] : "?";
+    return s <= ENGINE_WORKER_STOPPED ? n[s] : "?";
 }
 
 static int stopping(struct ga_part_worker *w)
@@ -169,7 +169,7 @@ static int stopping(struct ga_part_worker *w)
     return s;
 }
 
-/* Stopping, and past the time pw_request_stop gave the engine: a replay
+/* Stopping, and past the time part_worker_request_stop gave the engine: a replay
  * stops where it is (the stop's bound, docs/ARCHITECTURE.md "Stopping"). */
 static int past_stop_deadline(struct ga_part_worker *w)
 {
@@ -179,7 +179,7 @@ static int past_stop_deadline(struct ga_part_worker *w)
     return past;
 }
 
-static void set_state(struct ga_part_worker *w, enum ew_state s)
+static void set_state(struct ga_part_worker *w, enum engine_worker_state s)
 {
     pthread_mutex_lock(&w->mu);
     w->st.state = s;
@@ -205,7 +205,7 @@ static int grow_meta(struct ga_part_worker *w, size_t n)
             return GA_ENOMEM;
         w->gid = g;
     }
-    struct pw_metric *m = realloc(w->m, cap * sizeof *m);
+    struct part_worker_metric *m = realloc(w->m, cap * sizeof *m);
     if (!m)
         return GA_ENOMEM;             /* w->m stays valid at old */
     memset(m + old, 0, (cap - old) * sizeof *m);
@@ -790,7 +790,7 @@ static void feed_now(struct ga_part_worker *w)
     not_stored(w, feed_gathered(w), lsn, n);
 }
 
-/* Gather one batch; feed once EW_FEED_POINTS are gathered. */
+/* Gather one batch; feed once ENGINE_WORKER_FEED_POINTS are gathered. */
 static void process_logged(struct ga_part_worker *w, const struct ing_batch *b, uint64_t lsn,
                            uint64_t end, int mine)
 {
@@ -800,7 +800,7 @@ static void process_logged(struct ga_part_worker *w, const struct ing_batch *b, 
         not_stored(w, rc, lsn, b->n);
         return;
     }
-    if (w->g_n >= EW_FEED_POINTS)
+    if (w->g_n >= ENGINE_WORKER_FEED_POINTS)
         feed_now(w);
 }
 
@@ -1000,7 +1000,7 @@ static int load_state(struct ga_part_worker *w, struct pg_load_state *s)
             rc = GA_ENOMEM;
         if (rc == 0) {
             for (uint32_t id = 0; id < nm; id++)
-                w->m[id] = (struct pw_metric){ .saved_last = SAVED_NONE };
+                w->m[id] = (struct part_worker_metric){ .saved_last = SAVED_NONE };
             for (size_t i = 0; i < nix; i++)
                 w->m[ix[i].local].part = ix[i].part;
             w->loaded_max_lsn = 0;
@@ -1160,7 +1160,7 @@ static void serve_flushes(struct ga_part_worker *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-int pw_flush(struct ga_part_worker *w, uint64_t target, void (*cb)(void *ctx, int rc), void *ctx)
+int part_worker_flush(struct ga_part_worker *w, uint64_t target, void (*cb)(void *ctx, int rc), void *ctx)
 {
     struct flush_req *f = calloc(1, sizeof *f);
     if (!f)
@@ -1191,7 +1191,7 @@ static void take_reload(struct ga_part_worker *w)
     }
 }
 
-void pw_reload(struct ga_part_worker *w, const struct ga_config *cfg)
+void part_worker_reload(struct ga_part_worker *w, const struct ga_config *cfg)
 {
     struct ga_config *c = malloc(sizeof *c);
     if (!c)
@@ -1219,7 +1219,7 @@ static void skip_to(struct ga_part_worker *w, uint64_t end)
     pthread_mutex_unlock(&w->mu);
 }
 
-static void consume(struct ga_part_worker *w, const struct pl_entry *e)
+static void consume(struct ga_part_worker *w, const struct pipeline_entry *e)
 {
     if (e->batch) {
         process_logged(w, e->batch, e->lsn, e->end, 0);
@@ -1341,7 +1341,7 @@ static void *cluster_main(struct ga_part_worker *w)
     struct pg_load_state s = { 0 }, none = { 0 };
     struct js_log_sub *sub = NULL;
     char err[256];
-    set_state(w, EW_LOADING);
+    set_state(w, ENGINE_WORKER_LOADING);
     if (wait_parts_free(w) < 0)
         goto out;
     if (start_writer(w, &none) < 0) {
@@ -1369,7 +1369,7 @@ static void *cluster_main(struct ga_part_worker *w)
            (unsigned long long)w->owned, __builtin_popcountll(w->owned),
            (unsigned long long)from);
     w->last_tick_ns = w->coarse_tick_ns = ga_now_mono_ns();
-    set_state(w, EW_RUNNING);
+    set_state(w, ENGINE_WORKER_RUNNING);
     publish_backends(w);
     while (!stopping(w)) {
         take_reload(w);
@@ -1388,7 +1388,7 @@ static void *cluster_main(struct ga_part_worker *w)
 out:
     js_log_sub_close(sub);
     pg_load_free(&s);
-    set_state(w, EW_STOPPED);
+    set_state(w, ENGINE_WORKER_STOPPED);
     return NULL;
 }
 
@@ -1398,7 +1398,7 @@ static void *worker_main(void *arg)
     if (w->jsl)
         return cluster_main(w);
     struct pg_load_state s = { 0 }, none = { 0 };
-    set_state(w, EW_LOADING);
+    set_state(w, ENGINE_WORKER_LOADING);
     if (w->masked) {
         /* One of several workers: its writers take its partitions' locks
          * (the first worker's first writer the instance lock too) before
@@ -1419,7 +1419,7 @@ static void *worker_main(void *arg)
             goto drain;
         }
     }
-    set_state(w, EW_REPLAYING);
+    set_state(w, ENGINE_WORKER_REPLAYING);
     /* from the lowest of its partitions' window positions */
     uint64_t from = UINT64_MAX;
     for (int p = 0; p < GA_PARTITIONS; p++)
@@ -1432,13 +1432,13 @@ static void *worker_main(void *arg)
     if (!w->cut)
         w->processed_lsn = w->live_lsn > w->processed_lsn ? w->live_lsn : w->processed_lsn;
     pg_load_free(&s);
-    set_state(w, EW_RUNNING);
+    set_state(w, ENGINE_WORKER_RUNNING);
     publish_backends(w);
     while (!w->cut) {
         take_reload(w);
-        struct pl_entry e;
+        struct pipeline_entry e;
         /* batches ready one after another are gathered into one feed */
-        int rc = pl_engine_pop(w->pl, w->lane, &e, w->g_batches ? 0 : 100);
+        int rc = pipeline_engine_pop(w->pl, w->lane, &e, w->g_batches ? 0 : 100);
         if (rc == 1 && !w->st.fatal)
             consume(w, &e);
         else if (rc == 1 && e.batch) {   /* fatal: the journal keeps it for the restart */
@@ -1454,15 +1454,15 @@ static void *worker_main(void *arg)
     }
     snapshot_parts(w, 0);
     serve_flushes(w);
-    set_state(w, EW_STOPPED);
+    set_state(w, ENGINE_WORKER_STOPPED);
     return NULL;
 drain:
     /* Not loaded (stopping before PostgreSQL came back): everything stays in
      * the journal for the next start; empty the queue. */
     pg_load_free(&s);
     for (;;) {
-        struct pl_entry e;
-        int rc = pl_engine_pop(w->pl, w->lane, &e, 100);
+        struct pipeline_entry e;
+        int rc = pipeline_engine_pop(w->pl, w->lane, &e, 100);
         if (rc == 1 && e.batch) {
             ing_batch_free(e.batch);
             free(e.batch);
@@ -1470,11 +1470,11 @@ drain:
         if (rc == GA_ESHUTDOWN || (rc == 0 && stopping(w)))
             break;
     }
-    set_state(w, EW_STOPPED);
+    set_state(w, ENGINE_WORKER_STOPPED);
     return NULL;
 }
 
-int pw_start(struct ga_part_worker **out, const struct pw_opts *o)
+int part_worker_start(struct ga_part_worker **out, const struct part_worker_opts *o)
 {
     struct ga_part_worker *w = calloc(1, sizeof *w);
     if (!w)
@@ -1519,7 +1519,7 @@ fail:
     return GA_ENOMEM;
 }
 
-void pw_request_stop(struct ga_part_worker *w, int64_t deadline_ns)
+void part_worker_request_stop(struct ga_part_worker *w, int64_t deadline_ns)
 {
     pthread_mutex_lock(&w->mu);
     if (!w->stop)
@@ -1528,20 +1528,20 @@ void pw_request_stop(struct ga_part_worker *w, int64_t deadline_ns)
     pthread_mutex_unlock(&w->mu);
 }
 
-void pw_join(struct ga_part_worker *w)
+void part_worker_join(struct ga_part_worker *w)
 {
-    pw_request_stop(w, ga_now_mono_ns());
+    part_worker_request_stop(w, ga_now_mono_ns());
     if (!w->joined)
         pthread_join(w->thread, NULL);
     w->joined = 1;
 }
 
-int pw_stop(struct ga_part_worker *w, int timeout_ms)
+int part_worker_stop(struct ga_part_worker *w, int timeout_ms)
 {
     int stop_rc = 0;
     if (!w)
         return 0;
-    pw_join(w);
+    part_worker_join(w);
     if (w->writers) {
         int rc = pg_writers_stop(w->writers, timeout_ms);
         if (rc < 0)
@@ -1573,7 +1573,7 @@ int pw_stop(struct ga_part_worker *w, int timeout_ms)
     return stop_rc;
 }
 
-void pw_get_status(struct ga_part_worker *w, struct ew_status *st)
+void part_worker_get_status(struct ga_part_worker *w, struct engine_worker_status *st)
 {
     pthread_mutex_lock(&w->mu);
     *st = w->st;

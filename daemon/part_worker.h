@@ -33,7 +33,7 @@
 struct ga_config;
 struct ga_part_worker;
 
-struct pw_opts {
+struct part_worker_opts {
     struct ga_daemon *d;
     struct ga_pipeline *pl;
     struct journal *j;                    /* single node: the journal */
@@ -47,19 +47,19 @@ struct pw_opts {
     void *ctx;
 };
 
-int pw_start(struct ga_part_worker **out, const struct pw_opts *o);
+int part_worker_start(struct ga_part_worker **out, const struct part_worker_opts *o);
 /* Ask the thread to stop: it drains its lane and saves a window set of
  * every partition; a journal replay still running at deadline_ns
  * (monotonic) stops there, and nothing after it is fed (the rest stays in
- * the journal for the next start).  pw_join waits for it. */
-void pw_request_stop(struct ga_part_worker *w, int64_t deadline_ns);
-void pw_join(struct ga_part_worker *w);
+ * the journal for the next start).  part_worker_join waits for it. */
+void part_worker_request_stop(struct ga_part_worker *w, int64_t deadline_ns);
+void part_worker_join(struct ga_part_worker *w);
 /* Join, stop its writers (up to timeout_ms for the final commit) and free.
  * 0 or the writers' error. */
-int pw_stop(struct ga_part_worker *w, int timeout_ms);
-void pw_get_status(struct ga_part_worker *w, struct ew_status *st);
+int part_worker_stop(struct ga_part_worker *w, int timeout_ms);
+void part_worker_get_status(struct ga_part_worker *w, struct engine_worker_status *st);
 /* cb(ctx, rc) once every record below target is aggregated and committed. */
-int pw_flush(struct ga_part_worker *w, uint64_t target, void (*cb)(void *ctx, int rc), void *ctx);
-void pw_reload(struct ga_part_worker *w, const struct ga_config *cfg);
+int part_worker_flush(struct ga_part_worker *w, uint64_t target, void (*cb)(void *ctx, int rc), void *ctx);
+void part_worker_reload(struct ga_part_worker *w, const struct ga_config *cfg);
 
 #endif

@@ -18,14 +18,14 @@
 #include "proto/ts_parse.h"
 #include "storage/js_log.h"
 
-#define PL_PREC_MAX_BYTES (256 * 1024)   /* one message's points (estimated) */
-#define PL_GROUP_MAX_ITEMS 256
+#define PIPELINE_PREC_MAX_BYTES (256 * 1024)   /* one message's points (estimated) */
+#define PIPELINE_GROUP_MAX_ITEMS 256
 
 /* How long a batch waits for journal space before it is answered "busy". */
 #define JOURNAL_FULL_BUSY_MS 1000
 
 struct eq_node {
-    struct pl_entry e;
+    struct pipeline_entry e;
     struct eq_node *next;
 };
 
@@ -50,20 +50,20 @@ struct ga_pipeline {
     pthread_cond_t space_cv;           /* sequencer: journal released */
     pthread_t seq_thread;
     int stop;
-    int draining;                      /* pl_drain: stop waiting for journal space */
-    int stopped;                       /* pl_stop done: what is not durable now never will be */
+    int draining;                      /* pipeline_drain: stop waiting for journal space */
+    int stopped;                       /* pipeline_stop done: what is not durable now never will be */
     int journal_full;                  /* the last append found journal.max_bytes reached */
     struct ga_admit *admit;            /* limits.max_metrics, checked at decode; may be NULL */
     struct ga_late_notice *notice;     /* window floors for the ack's late; may be NULL */
     int64_t full_since_ns;             /* since when (monotonic) */
 
-    struct pl_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
+    struct pipeline_item *sq_head, *sq_tail; /* submitted, not yet sequenced */
     size_t sq_len;
-    struct lane lanes[PL_MAX_LANES];   /* engine queues, one a worker */
+    struct lane lanes[PIPELINE_MAX_LANES];   /* engine queues, one a worker */
     int nlanes;
     size_t max_entries, max_bytes;     /* per lane: the entries, a share of the bytes */
     uint64_t durable;                  /* guarded by mu */
-    struct pl_stats st;
+    struct pipeline_stats st;
     struct js_log *jsl;                   /* cluster mode: publish here instead */
     uint64_t pub_ctr;                  /* cluster mode: items published */
     size_t max_group_bytes;
@@ -74,11 +74,11 @@ struct ga_pipeline {
 struct decode_ctx {
     struct ga_pipeline *p;
     const struct ing_limits *lim;
-    void (*done)(struct pl_item *);
+    void (*done)(struct pipeline_item *);
 };
 
 /* Keep the ack's rejections on the item; the batch goes to the engine. */
-static int copy_rejections(struct pl_item *it, const struct ing_batch *b)
+static int copy_rejections(struct pipeline_item *it, const struct ing_batch *b)
 {
     size_t text = 0;
     for (size_t i = 0; i < b->nrejected; i++)
@@ -103,7 +103,7 @@ static int copy_rejections(struct pl_item *it, const struct ing_batch *b)
 /* The ack's late: the accepted points of b before their metric's floor in
  * n, each with its metric's floor in the reason.  Flat positions are the
  * rejected ones (b->rejected, ascending) or the accepted points in order. */
-static int note_late(struct pl_item *it, const struct ing_batch *b, const struct ga_late_notice *n)
+static int note_late(struct pipeline_item *it, const struct ing_batch *b, const struct ga_late_notice *n)
 {
     if (!b->n || !b->nnames || !ga_late_notice_posted(n))
         return 0;                      /* nothing posted yet: no allocation a batch */
@@ -157,7 +157,7 @@ static int note_late(struct pl_item *it, const struct ing_batch *b, const struct
 
 /* The journal payload of a batch: the columnar points message itself, so
  * replay decodes it with ing_decode like any frame. */
-static int encode_record(struct pl_item *it, const struct ing_batch *b)
+static int encode_record(struct pipeline_item *it, const struct ing_batch *b)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -175,8 +175,8 @@ static int encode_record(struct pl_item *it, const struct ing_batch *b)
 }
 
 /* Cluster mode: the batch as one columnar points message per partition
- * (more when a partition's points pass PL_PREC_MAX_BYTES), in point order. */
-static int encode_parts(struct pl_item *it, const struct ing_batch *b)
+ * (more when a partition's points pass PIPELINE_PREC_MAX_BYTES), in point order. */
+static int encode_parts(struct pipeline_item *it, const struct ing_batch *b)
 {
     int rc = GA_ENOMEM;
     uint8_t *name_part = malloc(b->nnames ? b->nnames : 1);
@@ -204,7 +204,7 @@ static int encode_parts(struct pl_item *it, const struct ing_batch *b)
             int last = i == b->n;
             if (!last && name_part[b->name_idx[i]] != p)
                 continue;
-            if (k && (last || est > PL_PREC_MAX_BYTES)) {
+            if (k && (last || est > PIPELINE_PREC_MAX_BYTES)) {
                 msgpack_sbuffer sb;
                 msgpack_packer pk;
                 msgpack_sbuffer_init(&sb);
@@ -214,7 +214,7 @@ static int encode_parts(struct pl_item *it, const struct ing_batch *b)
                     goto out;
                 if (it->nprecs == cap) {
                     size_t nc = cap ? cap * 2 : 4;
-                    struct pl_prec *np = realloc(it->precs, nc * sizeof *np);
+                    struct pipeline_prec *np = realloc(it->precs, nc * sizeof *np);
                     if (!np) {
                         msgpack_sbuffer_destroy(&sb);
                         goto out;
@@ -222,7 +222,7 @@ static int encode_parts(struct pl_item *it, const struct ing_batch *b)
                     it->precs = np;
                     cap = nc;
                 }
-                it->precs[it->nprecs++] = (struct pl_prec){ p, (uint8_t *)sb.data, sb.size };
+                it->precs[it->nprecs++] = (struct pipeline_prec){ p, (uint8_t *)sb.data, sb.size };
                 for (uint32_t j = 0; j < b->nnames; j++)
                     remap[j] = UINT32_MAX;
                 k = est = 0;
@@ -257,10 +257,10 @@ out:
  * with its names and points in the batch's order: the engine worker of a
  * lane takes only its own partitions' points, and the split runs here, on
  * the decode workers, not on a thread every point passes. */
-static int split_lanes(struct pl_item *it, const struct ing_batch *b, int nlanes)
+static int split_lanes(struct pipeline_item *it, const struct ing_batch *b, int nlanes)
 {
-    size_t npts[PL_MAX_LANES] = { 0 }, nbytes[PL_MAX_LANES] = { 0 };
-    uint32_t nnames[PL_MAX_LANES] = { 0 };
+    size_t npts[PIPELINE_MAX_LANES] = { 0 }, nbytes[PIPELINE_MAX_LANES] = { 0 };
+    uint32_t nnames[PIPELINE_MAX_LANES] = { 0 };
     uint8_t *lane = malloc(b->nnames ? b->nnames : 1);
     uint32_t *remap = malloc((b->nnames ? b->nnames : 1) * sizeof *remap);
     it->lane_batch = calloc((size_t)nlanes, sizeof *it->lane_batch);
@@ -268,7 +268,7 @@ static int split_lanes(struct pl_item *it, const struct ing_batch *b, int nlanes
     if (!lane || !remap || !it->lane_batch)
         goto out;
     for (uint32_t i = 0; i < b->nnames; i++) {
-        lane[i] = (uint8_t)pl_lane_of(ga_partition_of(b->names[i], b->name_len[i]), nlanes);
+        lane[i] = (uint8_t)pipeline_lane_of(ga_partition_of(b->names[i], b->name_len[i]), nlanes);
         nnames[lane[i]]++;
         nbytes[lane[i]] += b->name_len[i];
     }
@@ -306,7 +306,7 @@ out:
     return rc;
 }
 
-static void free_lanes(struct pl_item *it, int nlanes)
+static void free_lanes(struct pipeline_item *it, int nlanes)
 {
     if (!it->lane_batch)
         return;
@@ -321,7 +321,7 @@ static void free_lanes(struct pl_item *it, int nlanes)
 
 static void decode_work(uv_work_t *w)
 {
-    struct pl_item *it = w->data;
+    struct pipeline_item *it = w->data;
     struct decode_ctx *dc = (struct decode_ctx *)it->owner_ctx;
     struct ing_batch *b = calloc(1, sizeof *b);
     if (!b) {
@@ -405,27 +405,27 @@ static void decode_work(uv_work_t *w)
 
 static void decode_after(uv_work_t *w, int status)
 {
-    struct pl_item *it = w->data;
+    struct pipeline_item *it = w->data;
     struct decode_ctx *dc = (struct decode_ctx *)it->owner_ctx;
     it->owner_ctx = NULL;
-    it->state = it->rc < 0 ? PL_FAILED : PL_DECODED;
+    it->state = it->rc < 0 ? PIPELINE_FAILED : PIPELINE_DECODED;
     if (status == UV_ECANCELED && it->rc == 0) {
         it->rc = GA_ECANCELED;
-        it->state = PL_FAILED;
+        it->state = PIPELINE_FAILED;
     }
-    void (*done)(struct pl_item *) = dc->done;
+    void (*done)(struct pipeline_item *) = dc->done;
     free(dc);
     done(it);
 }
 
-int pl_decode(struct ga_pipeline *p, struct pl_item *item, const struct ing_limits *lim,
-              void (*done)(struct pl_item *))
+int pipeline_decode(struct ga_pipeline *p, struct pipeline_item *item, const struct ing_limits *lim,
+              void (*done)(struct pipeline_item *))
 {
     struct decode_ctx *dc = malloc(sizeof *dc);
     if (!dc)
         return GA_ENOMEM;
     *dc = (struct decode_ctx){ p, lim, done };
-    item->state = PL_DECODING;
+    item->state = PIPELINE_DECODING;
     item->owner_ctx = dc;
     item->work.data = item;
     int rc = uv_queue_work(p->loop, &item->work, decode_work, decode_after);
@@ -437,7 +437,7 @@ int pl_decode(struct ga_pipeline *p, struct pl_item *item, const struct ing_limi
     return 0;
 }
 
-void pl_item_free(struct pl_item *it)
+void pipeline_item_free(struct pipeline_item *it)
 {
     if (!it)
         return;
@@ -497,7 +497,7 @@ static void eq_push(struct ga_pipeline *p, int l, uint64_t lsn, uint64_t end,
     struct eq_node *n = malloc(sizeof *n);
     if (!n) {
         /* Out of memory for a node: the engine finds the gap by LSN and
-         * reads it from the journal (pl_engine_pop reports ranges). */
+         * reads it from the journal (pipeline_engine_pop reports ranges). */
         if (b) {
             ing_batch_free(b);
             free(b);
@@ -505,7 +505,7 @@ static void eq_push(struct ga_pipeline *p, int l, uint64_t lsn, uint64_t end,
         ga_log(GA_LOG_ERROR, "engine_queue_oom", "lsn=%llu", (unsigned long long)lsn);
         return;
     }
-    n->e = (struct pl_entry){ lsn, end, b, bytes, skip };
+    n->e = (struct pipeline_entry){ lsn, end, b, bytes, skip };
     n->next = NULL;
     if (q->tail)
         q->tail->next = n;
@@ -521,7 +521,7 @@ static void eq_push(struct ga_pipeline *p, int l, uint64_t lsn, uint64_t end,
 
 /* Append one item's record; waits while the journal is full, up to
  * JOURNAL_FULL_BUSY_MS, then refuses the item with "busy". */
-static void sequence_one(struct ga_pipeline *p, struct pl_item *it)
+static void sequence_one(struct ga_pipeline *p, struct pipeline_item *it)
 {
     if (!it->record)
         return;
@@ -594,7 +594,7 @@ static void *sequencer_main(void *arg)
             pthread_cond_wait(&p->seq_cv, &p->mu);
         if (!p->sq_head)
             break;
-        struct pl_item *it = p->sq_head;
+        struct pipeline_item *it = p->sq_head;
         pthread_mutex_unlock(&p->mu);
         sequence_one(p, it);
         pthread_mutex_lock(&p->mu);
@@ -617,7 +617,7 @@ static void *sequencer_main(void *arg)
             }
         }
         p->st.rejected += it->nrejected;
-        it->state = it->rc < 0 ? PL_FAILED : PL_SEQUENCED;
+        it->state = it->rc < 0 ? PIPELINE_FAILED : PIPELINE_SEQUENCED;
         pthread_mutex_unlock(&p->mu);
         uv_async_send(&p->notify);
         pthread_mutex_lock(&p->mu);
@@ -652,8 +652,8 @@ static void *cluster_sequencer_main(void *arg)
             break;
         /* the group: items at the head, up to the bounds (at least one) */
         size_t k = 0, n = 0, bytes = 0;
-        struct pl_item *it = p->sq_head, *grp[PL_GROUP_MAX_ITEMS];
-        for (; it && k < PL_GROUP_MAX_ITEMS; it = it->seq_next) {
+        struct pipeline_item *it = p->sq_head, *grp[PIPELINE_GROUP_MAX_ITEMS];
+        for (; it && k < PIPELINE_GROUP_MAX_ITEMS; it = it->seq_next) {
             size_t b = 0;
             for (size_t i = 0; i < it->nprecs; i++)
                 b += it->precs[i].len;
@@ -710,7 +710,7 @@ static void *cluster_sequencer_main(void *arg)
             it->precs = NULL;
             it->nprecs = 0;
             p->st.rejected += it->nrejected;
-            it->state = it->rc < 0 ? PL_FAILED : PL_SEQUENCED;
+            it->state = it->rc < 0 ? PIPELINE_FAILED : PIPELINE_SEQUENCED;
         }
         if (rc == 0)
             p->durable = p->pub_ctr;
@@ -723,10 +723,10 @@ static void *cluster_sequencer_main(void *arg)
     return NULL;
 }
 
-void pl_submit(struct ga_pipeline *p, struct pl_item *it)
+void pipeline_submit(struct ga_pipeline *p, struct pipeline_item *it)
 {
     pthread_mutex_lock(&p->mu);
-    it->state = PL_SEQUENCING;
+    it->state = PIPELINE_SEQUENCING;
     it->seq_next = NULL;
     if (p->sq_tail)
         p->sq_tail->seq_next = it;
@@ -738,7 +738,7 @@ void pl_submit(struct ga_pipeline *p, struct pl_item *it)
     pthread_mutex_unlock(&p->mu);
 }
 
-size_t pl_backlog(struct ga_pipeline *p)
+size_t pipeline_backlog(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     size_t n = p->sq_len;
@@ -746,25 +746,25 @@ size_t pl_backlog(struct ga_pipeline *p)
     return n;
 }
 
-enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *it)
+enum pipeline_item_state pipeline_item_state(struct ga_pipeline *p, const struct pipeline_item *it)
 {
     pthread_mutex_lock(&p->mu);
-    enum pl_item_state s = it->state;
+    enum pipeline_item_state s = it->state;
     pthread_mutex_unlock(&p->mu);
     return s;
 }
 
-void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a)
+void pipeline_set_admit(struct ga_pipeline *p, struct ga_admit *a)
 {
     p->admit = a;
 }
 
-void pl_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n)
+void pipeline_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n)
 {
     p->notice = n;
 }
 
-int pl_journal_full(struct ga_pipeline *p)
+int pipeline_journal_full(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     int f = p->journal_full;
@@ -772,7 +772,7 @@ int pl_journal_full(struct ga_pipeline *p)
     return f;
 }
 
-uint64_t pl_durable_lsn(struct ga_pipeline *p)
+uint64_t pipeline_durable_lsn(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     uint64_t d = p->durable;
@@ -807,10 +807,10 @@ static void on_commit(void *ctx, uint64_t durable, int err)
 static void on_notify(uv_async_t *a)
 {
     struct ga_pipeline *p = a->data;
-    p->on_durable(p->ctx, pl_durable_lsn(p));
+    p->on_durable(p->ctx, pipeline_durable_lsn(p));
 }
 
-void pl_drain(struct ga_pipeline *p)
+void pipeline_drain(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     p->draining = 1;
@@ -818,7 +818,7 @@ void pl_drain(struct ga_pipeline *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-void pl_journal_released(struct ga_pipeline *p)
+void pipeline_journal_released(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->space_cv);
@@ -827,7 +827,7 @@ void pl_journal_released(struct ga_pipeline *p)
 
 /* ---- engine side ---------------------------------------------------------- */
 
-int pl_engine_pop(struct ga_pipeline *p, int lane, struct pl_entry *e, int timeout_ms)
+int pipeline_engine_pop(struct ga_pipeline *p, int lane, struct pipeline_entry *e, int timeout_ms)
 {
     struct timespec until = ga_deadline_ms(CLOCK_REALTIME, timeout_ms);
     struct lane *q = &p->lanes[lane];
@@ -866,12 +866,12 @@ int pl_engine_pop(struct ga_pipeline *p, int lane, struct pl_entry *e, int timeo
     return rc;
 }
 
-int pl_lanes(const struct ga_pipeline *p)
+int pipeline_lanes(const struct ga_pipeline *p)
 {
     return p->nlanes;
 }
 
-void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st)
+void pipeline_get_stats(struct ga_pipeline *p, struct pipeline_stats *st)
 {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
@@ -920,11 +920,11 @@ static struct ga_pipeline *new_pipeline(uv_loop_t *loop,
     return p;
 }
 
-int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
+int pipeline_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
              int nlanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
-    if (nlanes < 1 || nlanes > PL_MAX_LANES)
+    if (nlanes < 1 || nlanes > PIPELINE_MAX_LANES)
         return GA_EINVAL;
     struct ga_pipeline *p = new_pipeline(loop, on_durable, ctx);
     if (!p)
@@ -954,7 +954,7 @@ fail:
     return rc;
 }
 
-int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
+int pipeline_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
                      size_t max_group_bytes,
                      void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx)
 {
@@ -972,7 +972,7 @@ int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *j
     return 0;
 }
 
-void pl_stop(struct ga_pipeline *p)
+void pipeline_stop(struct ga_pipeline *p)
 {
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
@@ -988,7 +988,7 @@ void pl_stop(struct ga_pipeline *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-void pl_close(struct ga_pipeline *p)
+void pipeline_close(struct ga_pipeline *p)
 {
     for (int l = 0; l < p->nlanes; l++) {
         for (struct eq_node *n = p->lanes[l].head, *next; n; n = next) {

@@ -1,9 +1,9 @@
 /* pipeline.h — from a decoded batch to the journal and the engine, in order.
  *
  *   loop thread          decode workers (uv_queue_work)     sequencer thread
- *   frame → pl_item  ──▶ ing_decode, journal record encode ─▶ (back on the loop,
+ *   frame → pipeline_item  ──▶ ing_decode, journal record encode ─▶ (back on the loop,
  *                                                             per-connection order)
- *                        pl_submit(item) ─────────────────▶ journal_append → lsn
+ *                        pipeline_submit(item) ─────────────────▶ journal_append → lsn
  *                                                             engine queue push
  *   ack when durable ◀── uv_async ◀── group commit thread (durable_lsn)
  *
@@ -12,12 +12,12 @@
  * them onto the engine queue in the same (LSN) order, so journal replay
  * reproduces exactly what the engine saw.  A full journal (journal.max_bytes
  * reached because storage is behind) blocks the sequencer, never the loop;
- * the loop sees pl_backlog() grow and stops reading sockets.
+ * the loop sees pipeline_backlog() grow and stops reading sockets.
  *
  * The engine queue holds decoded batches for the engine workers, one lane
  * a worker: with several, each batch is split on the decode workers into
  * one batch per lane (the points of the partitions p with
- * pl_lane_of(p, lanes) == lane), and a lane with no point of a record gets
+ * pipeline_lane_of(p, lanes) == lane), and a lane with no point of a record gets
  * a "skip" entry, so that every worker's position moves with the journal.
  * Each lane is bounded (limits.queue_batches entries, and half the memory
  * budget divided by the lanes); past that a batch is dropped from memory and its
@@ -36,10 +36,10 @@
 #include "storage/journal.h"
 
 /* At most one lane a partition. */
-#define PL_MAX_LANES GA_PARTITIONS
+#define PIPELINE_MAX_LANES GA_PARTITIONS
 
 /* The lane (engine worker) of partition p when there are lanes of them. */
-static inline int pl_lane_of(int p, int lanes)
+static inline int pipeline_lane_of(int p, int lanes)
 {
     return p % lanes;
 }
@@ -47,31 +47,31 @@ static inline int pl_lane_of(int p, int lanes)
 struct js_log;
 
 /* Cluster mode: one message of a batch, the points of one partition. */
-struct pl_prec {
+struct pipeline_prec {
     int part;
     uint8_t *data;                /* columnar points message (owned) */
     size_t len;
 };
 
-enum pl_item_state {
-    PL_DECODING = 0,     /* with a decode worker */
-    PL_DECODED,          /* back on the loop, not yet submitted */
-    PL_SEQUENCING,       /* with the sequencer */
-    PL_SEQUENCED,        /* journaled (end set) or nothing to journal */
-    PL_FAILED,           /* decode error: rc, err */
+enum pipeline_item_state {
+    PIPELINE_DECODING = 0,     /* with a decode worker */
+    PIPELINE_DECODED,          /* back on the loop, not yet submitted */
+    PIPELINE_SEQUENCING,       /* with the sequencer */
+    PIPELINE_SEQUENCED,        /* journaled (end set) or nothing to journal */
+    PIPELINE_FAILED,           /* decode error: rc, err */
 };
 
 /* One batch on its way.  Owned by the ingest layer (loop thread) except
  * while with a worker or the sequencer. */
-struct pl_item {
-    enum pl_item_state state;
+struct pipeline_item {
+    enum pipeline_item_state state;
     /* in */
     uint8_t *frame;               /* the frame bytes (freed after decode) */
     size_t len;
     /* The listener's decoder, run on a decode worker: fill b (a zeroed
      * batch) from frame/len and dctx; 0 or GA_E*.  NULL = protocol v1
      * (ing_decode, with its seq and per-point rejections). */
-    int (*decode)(struct pl_item *it, struct ing_batch *b);
+    int (*decode)(struct pipeline_item *it, struct ing_batch *b);
     void *dctx;                   /* the listener's per-item state, owned */
     void (*dctx_free)(void *dctx); /* frees dctx with the item; NULL = free() */
     int64_t recv_mono_ns;         /* stream batches: when the frame was taken in (the
@@ -96,27 +96,27 @@ struct pl_item {
     uint8_t *record;              /* journal payload (columnar points message) */
     size_t record_len;
     uint64_t lsn, end;            /* journal range; end 0 = nothing journaled (cluster
-                                     mode: the publish counter, see pl_start_cluster) */
-    struct pl_prec *precs;        /* cluster mode: the batch by partition, instead of record */
+                                     mode: the publish counter, see pipeline_start_cluster) */
+    struct pipeline_prec *precs;        /* cluster mode: the batch by partition, instead of record */
     size_t nprecs;
     /* links */
     void *owner;                  /* the ingest connection or listener */
-    struct pl_item *next;         /* the owner's FIFO */
-    struct pl_item *seq_next;     /* private: sequencer queue */
+    struct pipeline_item *next;         /* the owner's FIFO */
+    struct pipeline_item *seq_next;     /* private: sequencer queue */
     void *owner_ctx;              /* private: decode context */
     uv_work_t work;
 };
 
 /* An engine queue entry: a batch, or NULL when it must be read back from
  * the journal (lsn..end), or (skip) records with no point for the lane. */
-struct pl_entry {
+struct pipeline_entry {
     uint64_t lsn, end;
     struct ing_batch *batch;      /* owned by whoever popped the entry */
     size_t bytes;
     int skip;
 };
 
-struct pl_stats {
+struct pipeline_stats {
     uint64_t batches, points, rejected, journal_bytes;
     uint64_t engine_queue, engine_queue_bytes, journal_only;
     uint64_t sequencer_backlog, journal_full_waits;
@@ -129,11 +129,11 @@ struct ga_pipeline;
 
 /* Start the sequencer and the group commit thread on an open journal.
  *   on_durable    called on the loop thread when the durable LSN advances
- *   lanes         engine queues, one per engine worker (1..PL_MAX_LANES)
+ *   lanes         engine queues, one per engine worker (1..PIPELINE_MAX_LANES)
  *   max_entries   engine queue entries kept in memory, each lane
  *   max_bytes     engine queue bytes kept in memory, all lanes together
  * Returns 0 or GA_E*. */
-int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
+int pipeline_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int fsync_interval_ms,
              int lanes, size_t max_entries, size_t max_bytes,
              void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Cluster mode (docs/CLUSTER.md): no journal.  Decoding splits each batch
@@ -146,57 +146,57 @@ int pl_start(struct ga_pipeline **out, uv_loop_t *loop, struct journal *j, int f
  * acknowledge, the sequencer retries and the backlog grows: the loop stops
  * reading sockets (backpressure).  The engine queue is not used: the
  * engine worker consumes the stream.  Returns 0 or GA_E*. */
-int pl_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
+int pipeline_start_cluster(struct ga_pipeline **out, uv_loop_t *loop, struct js_log *jsl,
                      size_t max_group_bytes,
                      void (*on_durable)(void *ctx, uint64_t durable_lsn), void *ctx);
 /* Drain: every submitted item is journaled and synced (items still waiting
  * for journal space fail with GA_ESHUTDOWN: they were never acknowledged);
  * stops the threads.  Blocks; call once the loop no longer submits.  The
  * engine side may still pop what is queued. */
-void pl_stop(struct ga_pipeline *p);
+void pipeline_stop(struct ga_pipeline *p);
 /* The drain's deadline passed: items waiting for journal space fail with
  * GA_ESHUTDOWN from now on instead of waiting (they were never
- * acknowledged), so their connections can close before pl_stop.  Loop
+ * acknowledged), so their connections can close before pipeline_stop.  Loop
  * thread; does not block. */
-void pl_drain(struct ga_pipeline *p);
+void pipeline_drain(struct ga_pipeline *p);
 /* Free what is left and close the loop handle (loop thread, after the
  * engine worker stopped). */
-void pl_close(struct ga_pipeline *p);
+void pipeline_close(struct ga_pipeline *p);
 
 /* Decode item on the libuv thread pool, then call done(item) on the loop. */
-int pl_decode(struct ga_pipeline *p, struct pl_item *item, const struct ing_limits *lim,
-              void (*done)(struct pl_item *));
+int pipeline_decode(struct ga_pipeline *p, struct pipeline_item *item, const struct ing_limits *lim,
+              void (*done)(struct pipeline_item *));
 /* Hand a decoded item to the sequencer (loop thread, in arrival order).
- * item->state becomes PL_SEQUENCED later; on_durable fires after. */
-void pl_submit(struct ga_pipeline *p, struct pl_item *item);
+ * item->state becomes PIPELINE_SEQUENCED later; on_durable fires after. */
+void pipeline_submit(struct ga_pipeline *p, struct pipeline_item *item);
 /* Items submitted but not yet sequenced (backpressure signal). */
-size_t pl_backlog(struct ga_pipeline *p);
+size_t pipeline_backlog(struct ga_pipeline *p);
 /* Read item->state safely from the loop thread. */
-enum pl_item_state pl_item_state(struct ga_pipeline *p, const struct pl_item *item);
-uint64_t pl_durable_lsn(struct ga_pipeline *p);
+enum pipeline_item_state pipeline_item_state(struct ga_pipeline *p, const struct pipeline_item *item);
+uint64_t pipeline_durable_lsn(struct ga_pipeline *p);
 /* 1 while the sequencer waits for journal space (journal.max_bytes):
  * ingest pauses reading; a batch that waited 1 s is answered "busy". */
-int pl_journal_full(struct ga_pipeline *p);
+int pipeline_journal_full(struct ga_pipeline *p);
 /* Check every decoded batch's metric names against a (limits.max_metrics,
- * daemon/ingest/admit.h) before it is journaled.  Call before the first pl_decode. */
+ * daemon/ingest/admit.h) before it is journaled.  Call before the first pipeline_decode. */
 struct ga_admit;
-void pl_set_admit(struct ga_pipeline *p, struct ga_admit *a);
+void pipeline_set_admit(struct ga_pipeline *p, struct ga_admit *a);
 /* List in each protocol-v1 ack the accepted points behind their metric's
  * window as n knows it (daemon/ingest/late_notice.h).  Call before the
- * first pl_decode. */
+ * first pipeline_decode. */
 struct ga_late_notice;
-void pl_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n);
-void pl_item_free(struct pl_item *item);
+void pipeline_set_late_notice(struct ga_pipeline *p, struct ga_late_notice *n);
+void pipeline_item_free(struct pipeline_item *item);
 
 /* Engine side (the worker of one lane, one thread a lane): the lane's next
  * entry whose record is durable, waiting up to timeout_ms.  Returns 1 with
  * *e filled, 0 on timeout, GA_ESHUTDOWN once stopped and empty. */
-int pl_engine_pop(struct ga_pipeline *p, int lane, struct pl_entry *e, int timeout_ms);
-/* The lanes pl_start was given (1 in cluster mode). */
-int pl_lanes(const struct ga_pipeline *p);
-void pl_get_stats(struct ga_pipeline *p, struct pl_stats *st);
+int pipeline_engine_pop(struct ga_pipeline *p, int lane, struct pipeline_entry *e, int timeout_ms);
+/* The lanes pipeline_start was given (1 in cluster mode). */
+int pipeline_lanes(const struct ga_pipeline *p);
+void pipeline_get_stats(struct ga_pipeline *p, struct pipeline_stats *st);
 /* Engine-side notice that the journal was released up to lsn (storage
  * committed); wakes a sequencer waiting on a full journal. */
-void pl_journal_released(struct ga_pipeline *p);
+void pipeline_journal_released(struct ga_pipeline *p);
 
 #endif

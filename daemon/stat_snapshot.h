@@ -27,10 +27,10 @@
 struct stat_snapshot {
     /* status and stats */
     struct pg_conn_status pg;             /* the supervisor's connection */
-    struct ew_status ew;              /* the engine, its workers and writers */
+    struct engine_worker_status ew;              /* the engine, its workers and writers */
     struct ga_ingest_stats in;        /* ingest core and each listener's own slots */
     struct journal_stats jn;
-    struct pl_stats pl;
+    struct pipeline_stats pl;
     int have_ew, have_in, have_jn, have_pl;
     /* stats only */
     double uptime_s;

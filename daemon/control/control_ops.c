@@ -50,13 +50,13 @@ static void take_snapshot(struct ga_daemon *d, struct stat_snapshot *s)
     memset(s, 0, sizeof *s);
     pg_conn_get_status(d->storage, &s->pg);
     if ((s->have_ew = d->worker != NULL))
-        ew_get_status(d->worker, &s->ew);
+        engine_worker_get_status(d->worker, &s->ew);
     if ((s->have_in = d->ingest != NULL))
         ga_ingest_get_stats(d->ingest, &s->in);
     if ((s->have_jn = d->journal != NULL))
         journal_get_stats(d->journal, &s->jn);
     if ((s->have_pl = d->pipeline != NULL))
-        pl_get_stats(d->pipeline, &s->pl);
+        pipeline_get_stats(d->pipeline, &s->pl);
 }
 
 static void pack_storage(const struct stat_snapshot *s, msgpack_packer *pk)
@@ -84,14 +84,14 @@ static void pack_storage(const struct stat_snapshot *s, msgpack_packer *pk)
 }
 
 /* Each partition worker: its partitions, state, position and work. */
-static void pack_workers(const struct ew_status *ew, msgpack_packer *pk)
+static void pack_workers(const struct engine_worker_status *ew, msgpack_packer *pk)
 {
     msgpack_pack_array(pk, (size_t)ew->nworkers);
     for (int k = 0; k < ew->nworkers; k++) {
-        const struct ew_worker_status *x = &ew->workers[k];
+        const struct engine_worker_worker_status *x = &ew->workers[k];
         msgpack_pack_map(pk, 9);
         mp_pack_kv_int(pk, "partitions", __builtin_popcountll(x->owned));
-        mp_pack_kv_str(pk, "state", ew_state_name(x->state));
+        mp_pack_kv_str(pk, "state", engine_worker_state_name(x->state));
         mp_pack_kv_uint(pk, "processed_lsn", x->processed_lsn);
         mp_pack_kv_uint(pk, "metrics", x->metrics);
         mp_pack_kv_uint(pk, "metric_slots", x->metric_slots);
@@ -108,7 +108,7 @@ static void pack_engine(const struct stat_snapshot *s, msgpack_packer *pk)
     mp_pack_kv_int(pk, "workers", s->have_ew ? s->ew.nworkers : 0);
     mp_pack_cstr(pk, "worker");
     pack_workers(&s->ew, pk);
-    mp_pack_kv_str(pk, "state", s->have_ew ? ew_state_name(s->ew.state) : "off");
+    mp_pack_kv_str(pk, "state", s->have_ew ? engine_worker_state_name(s->ew.state) : "off");
     mp_pack_kv_uint(pk, "metrics", s->ew.metrics);
     mp_pack_kv_uint(pk, "batches", s->ew.batches);
     mp_pack_kv_uint(pk, "points", s->ew.points);
@@ -151,7 +151,7 @@ static void pack_journal(struct ga_daemon *d, const struct stat_snapshot *s, msg
 }
 
 /* Which engine backend (by label) serves a device, from the worker's copy. */
-static int find_backend(const struct ew_status *ew, const char *label)
+static int find_backend(const struct engine_worker_status *ew, const char *label)
 {
     for (int i = 0; i < ew->nbackends; i++)
         if (strcmp(ew->backends[i].label, label) == 0)
@@ -163,7 +163,7 @@ static int find_backend(const struct ew_status *ew, const char *label)
  * the role each plays now and the metrics it serves. */
 static void pack_backends(struct ga_daemon *d, const struct stat_snapshot *s, msgpack_packer *pk)
 {
-    const struct ew_status *ew = &s->ew;
+    const struct engine_worker_status *ew = &s->ew;
     int cpu_primary = find_backend(ew, "cpu") >= 0 || ew->nbackends == 0;
     msgpack_pack_array(pk, 1 + (size_t)d->ngpus);
     msgpack_pack_map(pk, 6);
@@ -181,7 +181,7 @@ static void pack_backends(struct ga_daemon *d, const struct stat_snapshot *s, ms
         snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
         int bi = find_backend(ew, dev);
         const char *state = !g->usable ? "unusable"
-                            : bi < 0   ? (ew->state == EW_RUNNING ? "unused" : "starting")
+                            : bi < 0   ? (ew->state == ENGINE_WORKER_RUNNING ? "unused" : "starting")
                             : ew->backends[bi].failed ? "failed (metrics moved to cpu)" : "active";
         msgpack_pack_map(pk, 8);
         mp_pack_kv_str(pk, "device", dev);

@@ -33,8 +33,8 @@ static int flush_finish(struct ga_daemon *d, int rc, msgpack_packer *pk, char *e
     msgpack_pack_map(pk, 1);
     mp_pack_cstr(pk, "committed_lsn");
     if (d->worker) {
-        struct ew_status st;
-        ew_get_status(d->worker, &st);
+        struct engine_worker_status st;
+        engine_worker_get_status(d->worker, &st);
         msgpack_pack_uint64(pk, st.writer.committed_lsn);
     } else {
         msgpack_pack_nil(pk);           /* the engine stopped meanwhile */
@@ -67,9 +67,9 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
         snprintf(err, errlen, "the daemon is shutting down");
         return GA_ESHUTDOWN;
     }
-    struct ew_status st;
-    ew_get_status(d->worker, &st);
-    if (st.state == EW_STOPPED) {
+    struct engine_worker_status st;
+    engine_worker_get_status(d->worker, &st);
+    if (st.state == ENGINE_WORKER_STOPPED) {
         snprintf(err, errlen, "storage unavailable: the storage writer is not running%s%s",
                  st.load_error[0] ? ": " : "", st.load_error);
         return GA_EDB;
@@ -78,7 +78,7 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
      * unreachable), the flush waits for it too, within timeout_ms: the
      * message says what it was waiting on. */
     char msg[256];
-    if (st.state == EW_LOADING)
+    if (st.state == ENGINE_WORKER_LOADING)
         snprintf(msg, sizeof msg, "not committed within %" PRIu64 " ms: the engine was loading "
                  "its state from PostgreSQL%s%.160s", timeout_ms,
                  st.load_error[0] ? ", last error: " : "", st.load_error);
@@ -87,7 +87,7 @@ int ga_ctl_op_flush(struct ga_daemon *d, const msgpack_object *args, struct ga_c
                  timeout_ms, pg_conn_state_name(st.have_writer ? st.writer.state : PG_CONN_CONNECTING),
                  st.writer.last_error[0] ? ": " : "", st.writer.last_error);
     ga_ctl_set_timeout(req, timeout_ms, msg);
-    if ((rc = ew_flush(d->worker, flush_done, req)) < 0) {
+    if ((rc = engine_worker_flush(d->worker, flush_done, req)) < 0) {
         snprintf(err, errlen, "%s", ga_strerror(rc));
         return rc;
     }
@@ -322,9 +322,9 @@ int ga_ctl_op_query(struct ga_daemon *d, const msgpack_object *args, struct ga_c
         j->req = req;
         j->q = d->query;
         if (d->worker) {
-            struct ew_status st;
-            ew_get_status(d->worker, &st);
-            j->loading = st.state == EW_LOADING;
+            struct engine_worker_status st;
+            engine_worker_get_status(d->worker, &st);
+            j->loading = st.state == ENGINE_WORKER_LOADING;
         }
     }
     return defer_job(req, query_run, j, rc, err, errlen);

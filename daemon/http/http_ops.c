@@ -130,12 +130,12 @@ static void take_ready(void *arg)
     struct ready_call *c = arg;
     struct ga_daemon *d = c->d;
     struct pg_conn_status pg;
-    struct ew_status ew;
+    struct engine_worker_status ew;
     memset(&ew, 0, sizeof ew);
     pg_conn_get_status(d->storage, &pg);
     int wr = 0;
     if (d->worker) {
-        ew_get_status(d->worker, &ew);
+        engine_worker_get_status(d->worker, &ew);
         wr = ew.have_writer;
     }
     enum pg_conn_state st = wr ? ew.writer.state : pg.state;

@@ -41,7 +41,7 @@ int ceilo_resources_start(struct ceilo_resources **out, const char *conninfo, co
 /* Stop the thread (what is queued and not written is dropped: it is
  * learnt again from the next samples) and free.  NULL ok. */
 void ceilo_resources_stop(struct ceilo_resources *c);
-/* The pipeline's UDP sink (pl_set_udp_sink): ctx is the struct ceilo_resources. */
+/* The pipeline's UDP sink (pipeline_set_udp_sink): ctx is the struct ceilo_resources. */
 void ceilo_resources_sample(void *ctx, const void *dgram, size_t len);
 void ceilo_resources_get_stats(struct ceilo_resources *c, struct ceilo_resources_stats *out);
 

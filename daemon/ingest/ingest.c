@@ -38,7 +38,7 @@ struct ingest_conn {
     int parsing;                       /* in conn_parse */
     uint8_t peer[17];                  /* the peer: [0] 'u' + uid, '4' / '6' + address */
     size_t inflight;                   /* items in the FIFO */
-    struct pl_item *head, *tail;
+    struct pipeline_item *head, *tail;
     int64_t last_rx_ns, partial_since_ns;
     struct mp_scan scan;               /* progress through the frame at buf[0] */
     struct ingest_conn *prev, *next;
@@ -102,7 +102,7 @@ static void send_error(struct ingest_conn *c, int code, const char *msg, int has
     conn_send(c, &sb);
 }
 
-static void send_ack(struct ingest_conn *c, const struct pl_item *it)
+static void send_ack(struct ingest_conn *c, const struct pipeline_item *it)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -128,16 +128,16 @@ static void conn_maybe_free(struct ingest_conn *c)
     struct ga_ingest *g = c->g;
     if (c->closing != 2)
         return;
-    for (struct pl_item *it = c->head, *next; it; it = next) {
+    for (struct pipeline_item *it = c->head, *next; it; it = next) {
         next = it->next;
-        enum pl_item_state s = pl_item_state(g->pl, it);
-        if (s == PL_DECODING || s == PL_SEQUENCING)
+        enum pipeline_item_state s = pipeline_item_state(g->pl, it);
+        if (s == PIPELINE_DECODING || s == PIPELINE_SEQUENCING)
             return;                    /* comes back later: freed then */
     }
     while (c->head) {
-        struct pl_item *it = c->head;
+        struct pipeline_item *it = c->head;
         c->head = it->next;
-        pl_item_free(it);
+        pipeline_item_free(it);
     }
     if (c->prev)
         c->prev->next = c->next;
@@ -204,7 +204,7 @@ static void conn_finish(struct ingest_conn *c)
 /* A frame-level error: queued behind the acks before it. */
 static void conn_fail(struct ingest_conn *c, int code, const char *msg, int has_seq, uint64_t seq)
 {
-    struct pl_item *it = calloc(1, sizeof *it);
+    struct pipeline_item *it = calloc(1, sizeof *it);
     c->g->st.protocol_errors++;
     ga_log(GA_LOG_WARN, "ingest_error", "conn=%llu code=%s msg=\"%s\"", (unsigned long long)c->id,
            ga_errname(code), msg);
@@ -215,7 +215,7 @@ static void conn_fail(struct ingest_conn *c, int code, const char *msg, int has_
         conn_finish(c);
         return;
     }
-    it->state = PL_FAILED;
+    it->state = PIPELINE_FAILED;
     it->rc = code;
     it->has_seq = has_seq;
     it->seq = seq;
@@ -256,7 +256,7 @@ static void conn_update_reading(struct ingest_conn *c)
 int ingest_overloaded(struct ga_ingest *g)
 {
     const struct ga_config *cfg = g->d->cfg;
-    return pl_backlog(g->pl) >= (size_t)cfg->limits.queue_batches || pl_journal_full(g->pl) ||
+    return pipeline_backlog(g->pl) >= (size_t)cfg->limits.queue_batches || pipeline_journal_full(g->pl) ||
            g->st.decode_bytes_inflight > (uint64_t)cfg->limits.memory_budget_bytes / 2;
 }
 
@@ -268,7 +268,7 @@ static void update_backpressure(struct ga_ingest *g)
         if (over) {
             g->st.pauses++;
             ga_log(GA_LOG_DEBUG, "ingest_paused", "backlog=%zu decoding_bytes=%llu",
-                   pl_backlog(g->pl), (unsigned long long)g->st.decode_bytes_inflight);
+                   pipeline_backlog(g->pl), (unsigned long long)g->st.decode_bytes_inflight);
         }
         for (struct ingest_conn *c = g->conns; c; c = c->next)
             conn_update_reading(c);
@@ -281,18 +281,18 @@ static void update_backpressure(struct ga_ingest *g)
 static void conn_pump(struct ingest_conn *c)
 {
     struct ga_ingest *g = c->g;
-    for (struct pl_item *it = c->head; it; it = it->next) {
-        enum pl_item_state s = pl_item_state(g->pl, it);
-        if (s == PL_DECODING || s == PL_FAILED)
+    for (struct pipeline_item *it = c->head; it; it = it->next) {
+        enum pipeline_item_state s = pipeline_item_state(g->pl, it);
+        if (s == PIPELINE_DECODING || s == PIPELINE_FAILED)
             break;                     /* later items wait for this one */
-        if (s == PL_DECODED)
-            pl_submit(g->pl, it);
+        if (s == PIPELINE_DECODED)
+            pipeline_submit(g->pl, it);
     }
-    uint64_t durable = pl_durable_lsn(g->pl);
+    uint64_t durable = pipeline_durable_lsn(g->pl);
     while (c->head && !c->closing) {
-        struct pl_item *it = c->head;
-        enum pl_item_state s = pl_item_state(g->pl, it);
-        if (s == PL_SEQUENCED && it->end <= durable) {
+        struct pipeline_item *it = c->head;
+        enum pipeline_item_state s = pipeline_item_state(g->pl, it);
+        if (s == PIPELINE_SEQUENCED && it->end <= durable) {
             send_ack(c, it);
             if (it->recv_mono_ns)
                 histo_observe_ns(&latency_ack, ga_now_mono_ns() - it->recv_mono_ns);
@@ -302,13 +302,13 @@ static void conn_pump(struct ingest_conn *c)
             g->st.points_late_noticed += it->nlate;
             for (size_t i = 0; i < it->nrejected; i++)
                 g->st.points_rejected_future += ing_reason_is_future(it->rejected[i].reason);
-        } else if (s == PL_FAILED) {
+        } else if (s == PIPELINE_FAILED) {
             send_error(c, it->rc, it->err, it->has_seq, it->seq);
             c->head = it->next;
             if (!c->head)
                 c->tail = NULL;
             c->inflight--;
-            pl_item_free(it);
+            pipeline_item_free(it);
             conn_finish(c);
             break;
         } else {
@@ -318,7 +318,7 @@ static void conn_pump(struct ingest_conn *c)
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
-        pl_item_free(it);
+        pipeline_item_free(it);
     }
     /* acks made room: take the frames left buffered at max_inflight */
     if (c->len && !c->failed && !c->closing && c->hello && c->inflight < g->max_inflight)
@@ -343,12 +343,12 @@ void ga_ingest_on_durable(struct ga_ingest *g, uint64_t durable_lsn)
     ingest_check_stopped(g);
 }
 
-static void on_decoded(struct pl_item *it)
+static void on_decoded(struct pipeline_item *it)
 {
     struct ingest_conn *c = it->owner;
     struct ga_ingest *g = c->g;
     g->st.decode_bytes_inflight -= it->len;
-    if (it->state == PL_FAILED)
+    if (it->state == PIPELINE_FAILED)
         g->st.protocol_errors++;
     conn_pump(c);
     update_backpressure(g);
@@ -416,10 +416,10 @@ struct ing_limits ingest_item_limits(const struct ga_ingest *g)
 static void handle_points(struct ingest_conn *c, const uint8_t *frame, size_t len)
 {
     struct ga_ingest *g = c->g;
-    struct pl_item *it = calloc(1, sizeof *it);
+    struct pipeline_item *it = calloc(1, sizeof *it);
     uint8_t *copy = malloc(len);
     /* the item's own limits, with the clock as the frame arrived: the
-     * decode worker reads them while the loop goes on (pl_item_free frees
+     * decode worker reads them while the loop goes on (pipeline_item_free frees
      * them as the item's dctx) */
     struct ing_limits *lim = malloc(sizeof *lim);
     if (!it || !copy || !lim) {
@@ -443,8 +443,8 @@ static void handle_points(struct ingest_conn *c, const uint8_t *frame, size_t le
     c->tail = it;
     c->inflight++;
     g->st.decode_bytes_inflight += len;
-    if (pl_decode(g->pl, it, lim, on_decoded) < 0) {
-        it->state = PL_FAILED;
+    if (pipeline_decode(g->pl, it, lim, on_decoded) < 0) {
+        it->state = PIPELINE_FAILED;
         it->rc = GA_EIO;
         snprintf(it->err, sizeof it->err, "cannot queue the batch for decoding");
         g->st.decode_bytes_inflight -= len;
@@ -832,7 +832,7 @@ void ingest_check_stopped(struct ga_ingest *g)
     if (g->stopping == 1 && (!busy || now > g->stop_deadline_ns)) {
         g->stopping = 2;               /* close everything */
         if (busy)                      /* items waiting for journal space give up */
-            pl_drain(g->pl);
+            pipeline_drain(g->pl);
         for (struct ingest_conn *c = g->conns, *next; c; c = next) {
             next = c->next;
             if (!c->closing && !c->finishing)

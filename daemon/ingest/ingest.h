@@ -3,7 +3,7 @@
  * is a row of listeners[] (listener.h).
  *
  * The loop thread accepts, reads, frames (mp_frame_scan) and answers the
- * hello; every points frame becomes a pl_item decoded on the thread pool
+ * hello; every points frame becomes a pipeline_item decoded on the thread pool
  * and sequenced into the journal in the connection's arrival order.  Acks
  * go out in request order once the batch is durable.  A malformed frame
  * gets an error naming what was wrong, after the acks of the batches before

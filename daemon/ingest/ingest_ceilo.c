@@ -30,7 +30,7 @@ static void dctx_free(void *p)
     free(x);
 }
 
-static int decode(struct pl_item *it, struct ing_batch *b)
+static int decode(struct pipeline_item *it, struct ing_batch *b)
 {
     struct ceilo_dctx *x = it->dctx;
     const char *secret = x->secret;
@@ -69,9 +69,9 @@ static int decode(struct pl_item *it, struct ing_batch *b)
     return rc;
 }
 
-struct pl_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n)
+struct pipeline_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n)
 {
-    struct pl_item *it = calloc(1, sizeof *it);
+    struct pipeline_item *it = calloc(1, sizeof *it);
     struct ceilo_dctx *x = calloc(1, sizeof *x);
     const char *secret = g->d->cfg->listen.telemetry_secret;
     if (!it || !x || (secret[0] && !(x->secret = strdup(secret)))) {
@@ -90,12 +90,12 @@ struct pl_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len,
     return it;
 }
 
-uint32_t ingest_ceilo_samples(const struct pl_item *it)
+uint32_t ingest_ceilo_samples(const struct pipeline_item *it)
 {
     return ((const struct ceilo_dctx *)it->dctx)->n;
 }
 
-void ingest_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected)
+void ingest_ceilo_count_rejects(const struct pipeline_item *it, uint64_t *rejected)
 {
     const struct ceilo_dctx *x = it->dctx;
     for (int r = 1; r < CEILO_NREASONS && r < 16; r++)

@@ -67,7 +67,7 @@ struct ingest_ceilo_tcp {
     uint8_t *buf;                      /* gathered bodies: [u32 len][body]... */
     size_t len, cap;
     uint32_t n;
-    struct pl_item *head, *tail;       /* items with the pipeline, in order */
+    struct pipeline_item *head, *tail;       /* items with the pipeline, in order */
     struct ct_conn *conns;
     int quiesced, stopping, handles;   /* handles: server, timer, connections */
     struct ga_ratelimit rl;
@@ -75,7 +75,7 @@ struct ingest_ceilo_tcp {
 
 static void ctcp_pump(void *state);
 
-static void on_decoded(struct pl_item *it)
+static void on_decoded(struct pipeline_item *it)
 {
     struct ingest_ceilo_tcp *l = it->owner;
     struct ga_ingest *g = l->g;
@@ -91,7 +91,7 @@ static int flush(struct ingest_ceilo_tcp *l)
     struct ga_ingest *g = l->g;
     if (!l->n)
         return 0;
-    struct pl_item *it = ingest_ceilo_item(g, l->buf, l->len, l->n);
+    struct pipeline_item *it = ingest_ceilo_item(g, l->buf, l->len, l->n);
     if (!it)
         return GA_ENOMEM;              /* kept: tried again on the next tick */
     it->owner = l;
@@ -104,8 +104,8 @@ static int flush(struct ingest_ceilo_tcp *l)
         l->head = it;
     l->tail = it;
     g->st.decode_bytes_inflight += it->len;
-    if (pl_decode(g->pl, it, NULL, on_decoded) < 0) {
-        it->state = PL_FAILED;
+    if (pipeline_decode(g->pl, it, NULL, on_decoded) < 0) {
+        it->state = PIPELINE_FAILED;
         g->st.decode_bytes_inflight -= it->len;
         ga_log(GA_LOG_ERROR, "ceilometer_tcp_decode_failed", "samples=%u", ingest_ceilo_samples(it));
     }
@@ -333,22 +333,22 @@ static void ctcp_pump(void *state)
     if (!l)
         return;
     struct ga_ingest *g = l->g;
-    for (struct pl_item *it = l->head; it; it = it->next) {
-        enum pl_item_state s = pl_item_state(g->pl, it);
-        if (s == PL_DECODING)
+    for (struct pipeline_item *it = l->head; it; it = it->next) {
+        enum pipeline_item_state s = pipeline_item_state(g->pl, it);
+        if (s == PIPELINE_DECODING)
             break;
-        if (s == PL_DECODED)
-            pl_submit(g->pl, it);
+        if (s == PIPELINE_DECODED)
+            pipeline_submit(g->pl, it);
     }
     while (l->head) {
-        enum pl_item_state s = pl_item_state(g->pl, l->head);
-        if (s != PL_SEQUENCED && s != PL_FAILED)
+        enum pipeline_item_state s = pipeline_item_state(g->pl, l->head);
+        if (s != PIPELINE_SEQUENCED && s != PIPELINE_FAILED)
             break;
-        struct pl_item *it = l->head;
+        struct pipeline_item *it = l->head;
         l->head = it->next;
         if (!l->head)
             l->tail = NULL;
-        pl_item_free(it);
+        pipeline_item_free(it);
     }
     update_reading(l);
 }

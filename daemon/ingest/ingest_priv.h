@@ -38,11 +38,11 @@ int ingest_overloaded(struct ga_ingest *g);
  * item owning buf whose decoder checks and decodes them as Ceilometer
  * samples (listen.telemetry_secret; the HTTP API's resource recorder sees
  * each accepted one).  NULL when out of memory (buf stays the caller's). */
-struct pl_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n);
-uint32_t ingest_ceilo_samples(const struct pl_item *it);
+struct pipeline_item *ingest_ceilo_item(struct ga_ingest *g, uint8_t *buf, size_t len, uint32_t n);
+uint32_t ingest_ceilo_samples(const struct pipeline_item *it);
 /* Add a decoded item's rejections to rejected[r], r a ceilo_reject reason
  * (1 to CEILO_NREASONS - 1). */
-void ingest_ceilo_count_rejects(const struct pl_item *it, uint64_t *rejected);
+void ingest_ceilo_count_rejects(const struct pipeline_item *it, uint64_t *rejected);
 /* A stream listener's read buffer for libuv's alloc callback: when less
  * than chunk is free, grow *b (doubling from chunk) up to max bytes; *out
  * is the free space after len (empty when max is reached: the frame is too

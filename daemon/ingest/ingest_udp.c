@@ -36,14 +36,14 @@ struct ingest_udp {
     uint8_t *buf;
     size_t len, cap;
     uint32_t n;
-    struct pl_item *head, *tail;
+    struct pipeline_item *head, *tail;
     char recvbuf[65536];
     int quiesced, closing;
 };
 
 static void udp_pump(void *state);
 
-static void on_udp_decoded(struct pl_item *it)
+static void on_udp_decoded(struct pipeline_item *it)
 {
     struct ingest_udp *u = it->owner;
     struct ga_ingest *g = u->g;
@@ -59,7 +59,7 @@ static void flush(struct ingest_udp *u)
     struct ga_ingest *g = u->g;
     if (!u->n)
         return;
-    struct pl_item *it = ingest_ceilo_item(g, u->buf, u->len, u->n);
+    struct pipeline_item *it = ingest_ceilo_item(g, u->buf, u->len, u->n);
     if (!it) {
         u->c[C_DROPPED_BACKPRESSURE] += u->n;
         u->len = u->n = 0;
@@ -75,8 +75,8 @@ static void flush(struct ingest_udp *u)
         u->head = it;
     u->tail = it;
     g->st.decode_bytes_inflight += it->len;
-    if (pl_decode(g->pl, it, NULL, on_udp_decoded) < 0) {
-        it->state = PL_FAILED;
+    if (pipeline_decode(g->pl, it, NULL, on_udp_decoded) < 0) {
+        it->state = PIPELINE_FAILED;
         g->st.decode_bytes_inflight -= it->len;
     }
 }
@@ -134,22 +134,22 @@ static void udp_pump(void *state)
     if (!u)
         return;
     struct ga_ingest *g = u->g;
-    for (struct pl_item *it = u->head; it; it = it->next) {
-        enum pl_item_state s = pl_item_state(g->pl, it);
-        if (s == PL_DECODING)
+    for (struct pipeline_item *it = u->head; it; it = it->next) {
+        enum pipeline_item_state s = pipeline_item_state(g->pl, it);
+        if (s == PIPELINE_DECODING)
             break;
-        if (s == PL_DECODED)
-            pl_submit(g->pl, it);
+        if (s == PIPELINE_DECODED)
+            pipeline_submit(g->pl, it);
     }
     while (u->head) {
-        enum pl_item_state s = pl_item_state(g->pl, u->head);
-        if (s != PL_SEQUENCED && s != PL_FAILED)
+        enum pipeline_item_state s = pipeline_item_state(g->pl, u->head);
+        if (s != PIPELINE_SEQUENCED && s != PIPELINE_FAILED)
             break;
-        struct pl_item *it = u->head;
+        struct pipeline_item *it = u->head;
         u->head = it->next;
         if (!u->head)
             u->tail = NULL;
-        pl_item_free(it);
+        pipeline_item_free(it);
     }
 }
 

@@ -3,9 +3,9 @@
  * A listener is a row of listeners[] (daemon/ingest/listeners.c): its
  * config key under listen:, and the hooks the ingest core (ingest.c) calls
  * on the loop thread.  The listener reads its socket, cuts what it reads
- * into pl_items (setting pl_item.decode and dctx when its bytes are not
- * protocol v1 frames), hands them to pl_decode and, once decoded, to
- * pl_submit in arrival order; the pipeline does not know which listener an
+ * into pipeline_items (setting pipeline_item.decode and dctx when its bytes are not
+ * protocol v1 frames), hands them to pipeline_decode and, once decoded, to
+ * pipeline_submit in arrival order; the pipeline does not know which listener an
  * item came from.
  *
  * A listener's counters are its own: it declares them in its kind (a
