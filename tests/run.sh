@@ -80,11 +80,7 @@ done
 for t in tests/*/test_*.py tests/*/test_*.sh; do
     [ -f "$t" ] || continue
     case "$t" in
-        *.py) if grep -qE 'R\.finish\(\)|print\(.*passed, .*failed' "$t"; then
-                  run_suite "$t" "$PY" "$t"      # not yet a pytest module
-              else
-                  run_suite "$t" "$PY" -m pytest -q -rs -p no:cacheprovider "$t"
-              fi ;;
+        *.py) run_suite "$t" "$PY" -m pytest -q -rs -p no:cacheprovider "$t" ;;
         *.sh) run_suite "$t" sh "$t" ;;
     esac
 done

@@ -32,7 +32,6 @@ import tempfile
 import time
 
 import msgpack
-
 import pytest
 
 import bblib

@@ -13,7 +13,6 @@ import tempfile
 import time
 
 import msgpack
-
 import pytest
 
 from bblib import ROOT, Daemon, recv, send, wait_for

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blackbox"))
 import bblib  # noqa: E402
-from bblib import BIN, ROOT, Results, free_port, read_points, wait_for  # noqa: E402,F401
+from bblib import BIN, ROOT, free_port, read_points, wait_for  # noqa: E402,F401
 
 GPUAGG_LOAD = os.path.join(BIN, "gpuagg-load")
 PG_PRIVATE = os.path.join(ROOT, "tools", "pg-private.sh")
