@@ -8,7 +8,7 @@ PKGS="build-essential pkg-config libuv1-dev libmsgpack-dev libpq-dev libyaml-dev
       python3-gnocchi systemd clang libclang-rt-14-dev libmicrohttpd-dev libjansson-dev
       python3-gnocchiclient python3-aodh python3-ceilometer python3-prometheus-client
       nats-server libnats-dev libcurl4-openssl-dev keystone
-      dpkg-dev init-system-helpers"
+      dpkg-dev init-system-helpers python3-pytest"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

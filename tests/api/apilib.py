@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blackbox"))
-from bblib import ROOT, Daemon, Results, config_text, free_port, wait_for  # noqa: E402,F401
+from bblib import ROOT, Daemon, config_text, free_port, wait_for  # noqa: E402,F401
 
 
 class HttpDaemon(Daemon):

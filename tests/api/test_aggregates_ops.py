@@ -25,8 +25,9 @@ import uuid
 
 import msgpack
 import numpy
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 
 from gnocchi import archive_policy as gap
 from gnocchi import carbonara
@@ -34,7 +35,6 @@ from gnocchi.rest.aggregates import api as gapi
 from gnocchi.rest.aggregates import exceptions as gexc
 from gnocchi.rest.aggregates import processor
 
-R = Results("aggregates_ops")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 METHODS = ["mean", "sum", "count", "max", "min", "90pct"]
 POLICY = """archive_policies:
@@ -488,7 +488,10 @@ def test_resample_on_measures():
     assert st == 400 and j["description"] == "A granularity must be specified to resample", j
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """A private PostgreSQL and one daemon on it with the data (setup_data),
+    shared by the tests in order; the daemon must exit 0."""
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     try:
         conninfo = subprocess.run([PG, "start", pgdir], capture_output=True, text=True,
@@ -496,16 +499,9 @@ def main():
         E.d = HttpDaemon(conninfo=conninfo, http="auth: noauth", extra=POLICY)
         with E.d:
             E.d.wait_http()
-            R.run(setup_data)
-            for t in (test_aggregate_methods, test_overlap_fill_and_ranges, test_operators,
-                      test_rolling_and_resample, test_string_form_and_invalid,
-                      test_deprecated_aggregation_metric, test_resample_on_measures):
-                R.run(t)
+            setup_data()
+            yield
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     finally:
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir])
-
-
-main()
-R.finish()

@@ -17,10 +17,10 @@ import time
 import uuid
 
 import msgpack
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 
-R = Results("api_aodh")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 POLICY = """archive_policies:
   - name: aodhtest
@@ -161,7 +161,10 @@ def test_unknown_resource_is_insufficient_data():
     assert rec.updates == ["insufficient data"], rec.updates
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """A private PostgreSQL and one daemon on it, shared by the tests in
+    order; the daemon must exit 0."""
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     try:
         conninfo = subprocess.run([PG, "start", pgdir], capture_output=True, text=True,
@@ -170,13 +173,8 @@ def main():
         with E.d:
             E.d.wait_http()
             assert wait_for(lambda: E.d.call("status")["result"]["engine"]["state"] == "running", 30)
-            R.run(test_threshold_crossing)
-            R.run(test_unknown_resource_is_insufficient_data)
+            yield
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     finally:
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir])
-
-
-main()
-R.finish()

@@ -16,15 +16,15 @@ import time
 import uuid
 
 import msgpack
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 
 from gnocchiclient import auth as gauth
 from gnocchiclient import client as gclient
 from gnocchiclient import exceptions as gexc
 from keystoneauth1 import session as ksession
 
-R = Results("api_gnocchi")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 POLICY = """archive_policies:
   - name: apitest
@@ -380,7 +380,10 @@ def test_errors_and_ingest_unaffected():
     assert ack["accepted"] == 1, ack
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """A private PostgreSQL and one daemon on it with the data (setup_data),
+    shared by the tests in order; the daemon must exit 0."""
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     try:
         E.conninfo = subprocess.run([PG, "start", pgdir], capture_output=True, text=True,
@@ -388,16 +391,9 @@ def main():
         E.d = HttpDaemon(conninfo=E.conninfo, http="auth: noauth", extra=POLICY)
         with E.d:
             E.d.wait_http()
-            R.run(setup_data)
-            for t in (test_meta, test_metric_list_and_get, test_measures_match_gpuaggctl, test_resources,
-                      test_resource_metric_measures, test_aggregates_by_metrics,
-                      test_aggregates_search_groupby, test_legacy_aggregation_reads, test_cli, test_errors_and_ingest_unaffected):
-                R.run(t)
+            setup_data()
+            yield
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     finally:
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir])
-
-
-main()
-R.finish()

@@ -22,15 +22,15 @@ import urllib.parse
 import uuid
 
 import msgpack
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 from gnocchi_server import GnocchiServer, create_builtin_policies, create_policies
 
 from gnocchiclient import auth as gauth
 from gnocchiclient import client as gclient
 from keystoneauth1 import session as ksession
 
-R = Results("gnocchi_diff")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 POLICY = """archive_policies:
   - name: difftest
@@ -426,8 +426,22 @@ def ask_cli(label, *args):
     E.results.append((label, out[0] == out[1], out[0], out[1]))
 
 
+def test_requests_nic():
+    t = "/v1/resource/instance_network_interface/"
+    ask("nic get by original id", "GET", t + NIC)
+    ask("nic get other project", "GET", t + NIC, headers=MEMBER2)
+    ask("nic metric other project", "GET", t + NIC + "/metric/network.incoming.bytes.rate",
+        headers=MEMBER2)
+    ask("nic list", "GET", "/v1/resource/instance_network_interface")
+    ask("nic metric measures", "GET", t + NIC + "/metric/network.incoming.bytes.rate/measures"
+        "?granularity=60")
+    ask("nic search original id", "POST", "/v1/search/resource/generic",
+        body={"=": {"original_resource_id": NIC}})
+    ask("nic search id", "POST", "/v1/search/resource/generic", body={"=": {"id": NIC}})
+
+
 # ---- the requests ------------------------------------------------------------------
-def requests_more():
+def test_requests_more():
     rid = sorted(INST)[0]
     a = "{mid:difftest_a}"
     ask("v1 index", "GET", "/v1")
@@ -466,7 +480,7 @@ def requests_more():
     ask_client("client archive_policy_rule.get", lambda c, i: c.archive_policy_rule.get("rule-1"))
 
 
-def requests_meta():
+def test_requests_meta():
     ask("root", "GET", "/")
     ask("capabilities", "GET", "/v1/capabilities")
     ask("status", "GET", "/v1/status")
@@ -484,7 +498,7 @@ def requests_meta():
     ask("resource_type unknown", "GET", "/v1/resource_type/nope")
 
 
-def requests_metrics():
+def test_requests_metrics():
     a = "{mid:difftest_a}"
     ask("metric get", "GET", "/v1/metric/" + a)
     ask("metric get unknown", "GET", "/v1/metric/%s" % uuid.UUID(int=7))
@@ -528,7 +542,7 @@ def requests_metrics():
         % rid, headers=MEMBER2)
 
 
-def requests_resources():
+def test_requests_resources():
     rid = sorted(INST)[0]
     ask("resource list instance", "GET", "/v1/resource/instance")
     # the listing is in creation order (the reverse of the ids), so the
@@ -570,32 +584,12 @@ def requests_resources():
     ask("search unknown type", "POST", "/v1/search/resource/nope", body={})
 
 
-def requests_nic():
-    t = "/v1/resource/instance_network_interface/"
-    ask("nic get by original id", "GET", t + NIC)
-    ask("nic get other project", "GET", t + NIC, headers=MEMBER2)
-    ask("nic metric other project", "GET", t + NIC + "/metric/network.incoming.bytes.rate",
-        headers=MEMBER2)
-    ask("nic list", "GET", "/v1/resource/instance_network_interface")
-    ask("nic metric measures", "GET", t + NIC + "/metric/network.incoming.bytes.rate/measures"
-        "?granularity=60")
-    ask("nic search original id", "POST", "/v1/search/resource/generic",
-        body={"=": {"original_resource_id": NIC}})
-    ask("nic search id", "POST", "/v1/search/resource/generic", body={"=": {"id": NIC}})
-
-
-def requests_errors():
+def test_requests_errors():
     ask("invalid utf-8 path", "GET", "/v1/resource/instance/%ff%fe")
     ask("unknown endpoint", "GET", "/v1/nope")
 
 
-def requests_writes():
-    """Last: on Gnocchi these succeed and change what it holds."""
-    ask("no credentials", "GET", "/v1/metric", headers=JSON)
-    ask("write metric", "POST", "/v1/metric", body={"name": "new", "archive_policy_name": "low"})
-
-
-def requests_client():
+def test_requests_client():
     rid = sorted(INST)[1]
     ask_client("client archive_policy.list", lambda c, i: c.archive_policy.list())
     ask_client("client archive_policy.get", lambda c, i: c.archive_policy.get("difftest"))
@@ -617,7 +611,7 @@ def requests_client():
     ask_client("client metric.get unknown", lambda c, i: c.metric.get(str(uuid.UUID(int=5))))
 
 
-def requests_cli():
+def test_requests_cli():
     ask_cli("cli archive-policy list", "archive-policy", "list", "-f", "json")
     ask_cli("cli archive-policy-rule list", "archive-policy-rule", "list", "-f", "json")
     ask_cli("cli resource search string", "resource", "search", "-t", "instance",
@@ -647,6 +641,12 @@ def requests_cli():
             NIC, "-f", "json")
     ask_cli("cli resource search json", "resource", "search", "-t", "instance",
             '{"=": {"project_id": "%s"}}' % P2, "-f", "json")
+
+
+def test_requests_writes():
+    """Last: on Gnocchi these succeed and change what it holds."""
+    ask("no credentials", "GET", "/v1/metric", headers=JSON)
+    ask("write metric", "POST", "/v1/metric", body={"name": "new", "archive_policy_name": "low"})
 
 
 def diff_paths(a, b, path="", out=None):
@@ -686,7 +686,11 @@ def test_compare():
     assert not bad, "\n".join(bad)
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def servers():
+    """A private PostgreSQL, gpuagg and Gnocchi's server on it, both fed the
+    same data (feed_gpuagg, feed_gnocchi); the test_requests_* ask both the
+    same questions, test_compare compares the answers.  gpuagg must exit 0."""
     t0 = time.time()
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     gdir = tempfile.mkdtemp(prefix="gnocchi-")
@@ -697,15 +701,11 @@ def main():
         E.d = HttpDaemon(conninfo=conninfo, http="auth: noauth", extra=POLICY)
         with E.d:
             E.d.wait_http()
-            R.run(feed_gpuagg)
+            feed_gpuagg()
             E.g.wait_ready(120)
-            R.run(feed_gnocchi)
+            feed_gnocchi()
             print("fed in %.0f s" % (time.time() - t0))
-            for t in (requests_nic, requests_more, requests_meta, requests_metrics, requests_resources, requests_errors,
-                      requests_client, requests_cli, requests_writes):
-                R.run(t)
-            print("asked in %.0f s" % (time.time() - t0))
-            R.run(test_compare)
+            yield
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     finally:
         if E.g:
@@ -713,7 +713,3 @@ def main():
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir, gdir])
         print("took %.0f s" % (time.time() - t0))
-
-
-main()
-R.finish()

@@ -28,11 +28,11 @@ import time
 import uuid
 
 import msgpack
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 from gnocchi_server import GnocchiServer, create_policies
 
-R = Results("gnocchi_diff_agg")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 POLICY = """archive_policies:
   - name: difftest
@@ -451,7 +451,10 @@ def test_compare():
     assert not diffs, "%d requests answered differently (listed above)" % len(diffs)
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def servers():
+    """A private PostgreSQL, Gnocchi's server and gpuagg on it, both fed the
+    same data (setup_data); gpuagg must exit 0."""
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     gndir = tempfile.mkdtemp(prefix="gagn-", dir="/tmp")
     try:
@@ -463,15 +466,11 @@ def main():
             E.ga = HttpDaemon(conninfo=conninfo, http="auth: noauth", extra=GA_POLICY)
             with E.ga:
                 E.ga.wait_http()
-                R.run(setup_data)
-                R.run(test_compare)
+                setup_data()
+                yield
                 assert E.ga.stop(30) == 0, E.ga.logtext()[-3000:]
         finally:
             E.gn.stop()
     finally:
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir, gndir])
-
-
-main()
-R.finish()

@@ -7,9 +7,10 @@ import json
 import socket
 import time
 
-from apilib import HttpDaemon, Results, wait_for
+import pytest
 
-R = Results("http_core")
+from apilib import HttpDaemon, wait_for
+
 D = HttpDaemon(http="auth: basic, timeout_s: 1, max_body_bytes: 2KiB")
 
 
@@ -97,7 +98,7 @@ def recv_all(s):
         return data
 
 
-def test_connection_limit(D):
+def check_connection_limit(D):
     # http.max_connections: 4.  While four are held, a fifth waits up to 1 s
     # for a place: it gets one if a held connection closes meanwhile, else a
     # 503 naming the limit; a probe is answered at once on a place kept for
@@ -147,7 +148,7 @@ def test_remoteuser_mode_and_connection_limit():
     try:
         d.start()
         d.wait_http()
-        test_connection_limit(d)
+        check_connection_limit(d)
         st, j = d.get_json("/v1/capabilities")
         assert st == 401 and "X-Remote-User" in j["description"], (st, j)
         st, j = d.get_json("/v1/capabilities", headers={"X-Remote-User": "alice"})
@@ -158,16 +159,14 @@ def test_remoteuser_mode_and_connection_limit():
             d.proc.kill()
 
 
-try:
-    D.start()
-    D.wait_http()
-    for t in (test_versions, test_not_found_shape, test_method_not_allowed, test_basic_auth,
-              test_body_too_big, test_huge_headers,
-              test_slow_client_closed):
-        R.run(t)
-    assert D.stop() == 0
-    R.run(test_remoteuser_mode_and_connection_limit)
-finally:
-    if D.proc and D.proc.poll() is None:
-        D.proc.kill()
-R.finish()
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """D, shared by the tests that use it, in order; it must exit 0."""
+    try:
+        D.start()
+        D.wait_http()
+        yield
+        assert D.stop() == 0
+    finally:
+        if D.proc and D.proc.poll() is None:
+            D.proc.kill()

@@ -26,12 +26,13 @@ import time
 import urllib.parse
 import uuid
 
-from apilib import HttpDaemon, Results, wait_for
+import pytest
+
+from apilib import HttpDaemon, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ingest"))
 from inglib import Client, PrivatePG  # noqa: E402
 
-R = Results("http_limits")
 METRIC_NS = uuid.UUID("5c1e5b8e-07c5-4c53-a2a5-3f2b1d6e9a47")
 NOAUTH = b"X-User-Id: u\r\nX-Project-Id: p\r\n"
 
@@ -262,7 +263,7 @@ def test_targets_and_non_ascii_name_with_postgres():
     try:
         pg = PrivatePG()
     except AssertionError as e:
-        R.skip("no private PostgreSQL: %s" % e)
+        pytest.skip("no private PostgreSQL: %s" % e)
     try:
         d = HttpDaemon(conninfo=pg.conninfo, http="auth: noauth")
         with d:
@@ -291,10 +292,3 @@ def test_targets_and_non_ascii_name_with_postgres():
             assert d.stop(30) == 0
     finally:
         pg.stop()
-
-
-R.run(test_slow_headers_keep_probes)
-R.run(test_per_peer_cap)
-R.run(test_targets_without_postgres)
-R.run(test_targets_and_non_ascii_name_with_postgres)
-R.finish()

@@ -27,10 +27,10 @@ import msgpack
 from gnocchiclient import client as gclient
 from keystoneauth1 import session as ksession
 from keystoneauth1.identity import v3
+import pytest
 
-from apilib import ROOT, HttpDaemon, Results, free_port, wait_for
+from apilib import ROOT, HttpDaemon, free_port, wait_for
 
-R = Results("keystone")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 POLICY = """archive_policies:
   - name: kstest
@@ -391,8 +391,8 @@ def test_cache_bound():
     # an entry dropped after its token_cache_s is no eviction: only a run
     # of validations shorter than that shows the bound at work
     if took >= CACHE_S - 1:
-        R.skip("%d validations took %.1f s, over token_cache_s (%d s)" % (len(toks), took,
-                                                                           CACHE_S))
+        pytest.skip("%d validations took %.1f s, over token_cache_s (%d s)"
+                    % (len(toks), took, CACHE_S))
     assert s1["http.keystone.evictions"] >= base["http.keystone.evictions"] + 4, (took, s1)
 
 
@@ -429,8 +429,14 @@ def test_keystone_down():
     assert E.d.ctl("flush", timeout=30).returncode == 0
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def servers(request):
+    """A private PostgreSQL, keystone (and a second one with short-lived
+    tokens), the accounts, and one daemon authenticating against keystone,
+    shared by the tests in order; the daemon must exit 0.  Keystone's logs
+    are printed when something failed."""
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
+    failed = request.session.testsfailed
     try:
         conninfo = subprocess.run([PG, "start", pgdir], capture_output=True, text=True,
                                   check=True).stdout.strip()
@@ -445,17 +451,17 @@ def main():
             E.d.wait_http()
             assert wait_for(lambda: E.d.call("status")["result"]["engine"]["state"] == "running",
                             30)
-            for t in (test_no_token_challenge, test_gnocchiclient_through_catalog,
-                      test_project_scope, test_aodh_evaluator, test_revoked_token,
-                      test_expired_token, test_cache_bound, test_keystone_down):
-                R.run(t)
+            yield
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
     except Exception:
         print(keystone_logs())
         raise
     finally:
-        if R.failed:
-            print(keystone_logs())
+        if request.session.testsfailed != failed:
+            # the tests' reports are written: show the logs past the capture
+            capman = request.config.pluginmanager.getplugin("capturemanager")
+            with capman.global_and_fixture_disabled():
+                print(keystone_logs())
         for p in (E.ks, E.ks_short):
             if p and p.poll() is None:
                 p.terminate()
@@ -464,7 +470,3 @@ def main():
         shutil.rmtree(pgdir, ignore_errors=True)
         if E.tmp:
             shutil.rmtree(E.tmp, ignore_errors=True)
-
-
-main()
-R.finish()

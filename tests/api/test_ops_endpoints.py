@@ -12,14 +12,12 @@ import signal
 import sys
 import time
 
-from apilib import ROOT, HttpDaemon, Results, wait_for
+from apilib import ROOT, HttpDaemon, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ingest"))
 from inglib import Client, PrivatePG, columnar, flush  # noqa: E402
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-R = Results("ops_endpoints")
 
 
 def documented():
@@ -98,92 +96,6 @@ def test_metrics_every_documented_counter():
         assert d.stop() == 0
 
 
-def test_healthz_and_readyz_without_postgres():
-    with HttpDaemon() as d:
-        d.wait_http()
-        st, j = d.get_json("/healthz")
-        assert st == 200 and j["status"] == "ok" and j["checks"]["loop"]["ok"] is True, j
-        assert j["checks"]["loop"]["round_trip_ms"] < 2000 and j["reasons"] == [], j
-        st, j = readyz(d)
-        assert st == 503, j
-        assert j["checks"]["storage"]["ok"] is False and j["checks"]["journal"]["ok"] is True, j
-        assert j["checks"]["draining"]["ok"] is True, j
-        assert any(x.startswith("storage (PostgreSQL) is ") for x in j["reasons"]), j
-        assert d.stop() == 0
-
-
-def test_readyz_flips_when_postgres_stops():
-    pg = PrivatePG()
-    try:
-        with HttpDaemon(conninfo=pg.conninfo) as d:
-            d.wait_http()
-            ok = wait_for(lambda: readyz(d)[0] == 200, timeout=15)
-            assert ok, readyz(d)
-            st, j = readyz(d)
-            assert j["reasons"] == [] and j["checks"]["storage"]["state"] == "connected", j
-            # the engine has loaded its state (so the drain below has work to commit)
-            assert wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running",
-                            timeout=30), d.call("status")
-            pg.stop()
-            down = wait_for(lambda: (lambda r: r if r[0] == 503 else None)(readyz(d)), timeout=30)
-            assert down, readyz(d)
-            assert down[1]["checks"]["storage"]["ok"] is False, down
-            assert any("storage (PostgreSQL)" in x for x in down[1]["reasons"]), down
-            st, j = d.get_json("/healthz")
-            assert st == 200, j
-            # Draining: points journaled that storage cannot take, so the
-            # drain's final commit waits (up to 30 s) with the loop busy:
-            # /readyz says draining, /healthz stays ok.
-            c, n = feed(d, 2000, per_batch=1000)
-            for _ in range(n):
-                m = c.recv()
-                assert m and m["type"] == "ack", m
-            c.close()
-            d.signal(signal.SIGTERM)
-            got = wait_for(lambda: (lambda r: r if r[1]["checks"]["draining"]["ok"] is False else None)(
-                readyz(d)), timeout=10)
-            assert got, d.logtext()[-2000:]
-            st, j = got
-            assert st == 503 and "draining: the daemon is shutting down" in j["reasons"], j
-            assert j["checks"]["draining"]["state"] == "draining", j
-            st, j = d.get_json("/healthz")
-            assert st == 200 and j["status"] == "ok" and j["checks"]["draining"] is True, j
-    finally:
-        pg.stop()
-
-
-def feed(d, npoints, per_batch=20000):
-    c = Client(path=os.path.join(d.tmp, "ingest.sock"))
-    c.hello()
-    t0 = int(time.time()) * 10**9
-    seq = 0
-    for k in range(0, npoints, per_batch):
-        n = min(per_batch, npoints - k)
-        seq += 1
-        c.send(columnar(seq, ["m%d" % (i % 50) for i in range(50)],
-                        [t0 + (k + i) * 1000 for i in range(n)], [float(i) for i in range(n)],
-                        index=[i % 50 for i in range(n)]))
-    return c, seq
-
-
-def test_readyz_journal_full():
-    d = HttpDaemon()
-    d.write_config(open(d.cfg).read().replace(
-        "journal: { dir: %s/journal }" % d.tmp,
-        "journal: { dir: %s/journal, segment_bytes: 1MiB, max_bytes: 2MiB }" % d.tmp))
-    with d:
-        d.wait_http()
-        st, j = readyz(d)
-        assert j["checks"]["journal"]["ok"] is True and j["checks"]["journal"]["max_bytes"] == 2 << 20, j
-        c, n = feed(d, 60000)                  # ~1.5 MB of journal records; storage never commits
-        full = wait_for(lambda: (lambda r: r if not r[1]["checks"]["journal"]["ok"] else None)(readyz(d)),
-                        timeout=20)
-        assert full, readyz(d)
-        assert any(x.startswith("journal full: ") for x in full[1]["reasons"]), full
-        assert full[1]["checks"]["journal"]["retained_bytes"] > 1 << 20, full
-        c.close()
-
-
 def test_latency_histograms_observe():
     """Acked batches and their commit land in the ack-latency and commit-lag
     histograms, in /metrics and in gpuaggctl stats' summary names."""
@@ -224,9 +136,87 @@ def test_latency_histograms_observe():
         pg.stop()
 
 
-R.run(test_metrics_every_documented_counter)
-R.run(test_latency_histograms_observe)
-R.run(test_healthz_and_readyz_without_postgres)
-R.run(test_readyz_journal_full)
-R.run(test_readyz_flips_when_postgres_stops)
-R.finish()
+def test_healthz_and_readyz_without_postgres():
+    with HttpDaemon() as d:
+        d.wait_http()
+        st, j = d.get_json("/healthz")
+        assert st == 200 and j["status"] == "ok" and j["checks"]["loop"]["ok"] is True, j
+        assert j["checks"]["loop"]["round_trip_ms"] < 2000 and j["reasons"] == [], j
+        st, j = readyz(d)
+        assert st == 503, j
+        assert j["checks"]["storage"]["ok"] is False and j["checks"]["journal"]["ok"] is True, j
+        assert j["checks"]["draining"]["ok"] is True, j
+        assert any(x.startswith("storage (PostgreSQL) is ") for x in j["reasons"]), j
+        assert d.stop() == 0
+
+
+def feed(d, npoints, per_batch=20000):
+    c = Client(path=os.path.join(d.tmp, "ingest.sock"))
+    c.hello()
+    t0 = int(time.time()) * 10**9
+    seq = 0
+    for k in range(0, npoints, per_batch):
+        n = min(per_batch, npoints - k)
+        seq += 1
+        c.send(columnar(seq, ["m%d" % (i % 50) for i in range(50)],
+                        [t0 + (k + i) * 1000 for i in range(n)], [float(i) for i in range(n)],
+                        index=[i % 50 for i in range(n)]))
+    return c, seq
+
+
+def test_readyz_journal_full():
+    d = HttpDaemon()
+    d.write_config(open(d.cfg).read().replace(
+        "journal: { dir: %s/journal }" % d.tmp,
+        "journal: { dir: %s/journal, segment_bytes: 1MiB, max_bytes: 2MiB }" % d.tmp))
+    with d:
+        d.wait_http()
+        st, j = readyz(d)
+        assert j["checks"]["journal"]["ok"] is True and j["checks"]["journal"]["max_bytes"] == 2 << 20, j
+        c, n = feed(d, 60000)                  # ~1.5 MB of journal records; storage never commits
+        full = wait_for(lambda: (lambda r: r if not r[1]["checks"]["journal"]["ok"] else None)(readyz(d)),
+                        timeout=20)
+        assert full, readyz(d)
+        assert any(x.startswith("journal full: ") for x in full[1]["reasons"]), full
+        assert full[1]["checks"]["journal"]["retained_bytes"] > 1 << 20, full
+        c.close()
+
+
+def test_readyz_flips_when_postgres_stops():
+    pg = PrivatePG()
+    try:
+        with HttpDaemon(conninfo=pg.conninfo) as d:
+            d.wait_http()
+            ok = wait_for(lambda: readyz(d)[0] == 200, timeout=15)
+            assert ok, readyz(d)
+            st, j = readyz(d)
+            assert j["reasons"] == [] and j["checks"]["storage"]["state"] == "connected", j
+            # the engine has loaded its state (so the drain below has work to commit)
+            assert wait_for(lambda: d.call("status")["result"]["engine"]["state"] == "running",
+                            timeout=30), d.call("status")
+            pg.stop()
+            down = wait_for(lambda: (lambda r: r if r[0] == 503 else None)(readyz(d)), timeout=30)
+            assert down, readyz(d)
+            assert down[1]["checks"]["storage"]["ok"] is False, down
+            assert any("storage (PostgreSQL)" in x for x in down[1]["reasons"]), down
+            st, j = d.get_json("/healthz")
+            assert st == 200, j
+            # Draining: points journaled that storage cannot take, so the
+            # drain's final commit waits (up to 30 s) with the loop busy:
+            # /readyz says draining, /healthz stays ok.
+            c, n = feed(d, 2000, per_batch=1000)
+            for _ in range(n):
+                m = c.recv()
+                assert m and m["type"] == "ack", m
+            c.close()
+            d.signal(signal.SIGTERM)
+            got = wait_for(lambda: (lambda r: r if r[1]["checks"]["draining"]["ok"] is False else None)(
+                readyz(d)), timeout=10)
+            assert got, d.logtext()[-2000:]
+            st, j = got
+            assert st == 503 and "draining: the daemon is shutting down" in j["reasons"], j
+            assert j["checks"]["draining"]["state"] == "draining", j
+            st, j = d.get_json("/healthz")
+            assert st == 200 and j["status"] == "ok" and j["checks"]["draining"] is True, j
+    finally:
+        pg.stop()

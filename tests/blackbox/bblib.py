@@ -1,60 +1,20 @@
 """Shared helpers for the black-box tests: start the real gpuaggd on
-temporary sockets, talk msgpack to its control socket, count results.
+temporary sockets, talk msgpack to its control socket.
 
-Every test file prints "<name>: N passed, N failed, N skipped" as its last
-line, after one "SKIP <test>: <reason>" line per skipped test."""
+The test files are pytest modules (tests/conftest.py); tests/run.sh runs
+each with `python3 -m pytest -q -rs`."""
 import msgpack
 import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-import traceback
 
 ROOT = os.environ.get("GA_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.path.join(ROOT, "build", "bin")
 GPUAGGD = os.path.join(BIN, "gpuaggd")
 GPUAGGCTL = os.path.join(BIN, "gpuaggctl")
-
-
-class Skipped(Exception):
-    """Raised by Results.skip inside a test: what it needs is missing."""
-
-
-class Results:
-    def __init__(self, name):
-        self.name, self.passed, self.failed, self.skipped = name, 0, 0, 0
-
-    def run(self, fn, *args):
-        try:
-            fn(*args)
-            self.passed += 1
-        except Skipped as e:
-            self.skipped += 1
-            print("SKIP %s: %s" % (fn.__name__, e))
-        except Exception:  # a failed assert or anything unexpected
-            self.failed += 1
-            print("FAIL %s" % fn.__name__)
-            traceback.print_exc(file=sys.stdout)
-
-    @staticmethod
-    def skip(reason):
-        """Inside a test run by run(): stop it and count it as skipped,
-        with the reason (what is missing) printed."""
-        raise Skipped(reason)
-
-    def skip_test(self, name, reason):
-        """Count a test that is not run at all (its suite cannot start) as
-        skipped, with the reason printed."""
-        self.skipped += 1
-        print("SKIP %s: %s" % (name, reason))
-
-    def finish(self):
-        print("%s: %d passed, %d failed, %d skipped" % (self.name, self.passed, self.failed,
-                                                        self.skipped))
-        sys.exit(1 if self.failed else 0)
 
 
 def free_port():

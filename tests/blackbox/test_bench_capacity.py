@@ -7,20 +7,31 @@ import re
 import subprocess
 import tempfile
 
-from bblib import ROOT, Results
+import pytest
+
+from bblib import ROOT
 
 BENCH = os.path.join(ROOT, "build", "bench", "bench_capacity")
-R = Results("bench_capacity")
-out = tempfile.mkdtemp(prefix="gabench-")
-os.chmod(out, 0o755)    # the postgres user reaches the cluster inside
-proc = subprocess.run([BENCH, "--metrics", "3000", "--interval", "1s", "--duration", "8",
-                       "--connections", "2", "--batch", "500", "--report-s", "2", "--copy-sessions", "2",
-                       "--out", out], capture_output=True, text=True, timeout=300)
-text = proc.stdout
-print(text)
-print(proc.stderr)
 ROW = re.compile(r"^\s*(\d+\.\d)" + r"\s+(\d+)" * 5 + r"\s+([\d.]+)" * 3 + r"\s+(\d+)\s+(\d+)\s*$")
-rows = [m.groups() for m in map(ROW.match, text.splitlines()) if m]
+out = proc = text = rows = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bench_run():
+    """One short bench_capacity run; every test reads its output."""
+    global out, proc, text, rows
+    out = tempfile.mkdtemp(prefix="gabench-")
+    os.chmod(out, 0o755)    # the postgres user reaches the cluster inside
+    proc = subprocess.run([BENCH, "--metrics", "3000", "--interval", "1s", "--duration", "8",
+                           "--connections", "2", "--batch", "500", "--report-s", "2",
+                           "--copy-sessions", "2", "--out", out],
+                          capture_output=True, text=True, timeout=300)
+    text = proc.stdout
+    print(text)
+    print(proc.stderr)
+    rows = [m.groups() for m in map(ROW.match, text.splitlines()) if m]
+    yield
+    subprocess.run(["rm", "-rf", out])
 
 
 def field(name):
@@ -70,9 +81,3 @@ def test_ceiling():
 def test_goals_printed():
     for g in ("storage lag p99 <= 2 s", "drain <= 2 s", "writer >= 80 % of the COPY ceiling"):
         assert g in text, g
-
-
-for t in (test_exit_zero, test_table_lines, test_acked_and_committed, test_ceiling, test_goals_printed):
-    R.run(t)
-subprocess.run(["rm", "-rf", out])
-R.finish()

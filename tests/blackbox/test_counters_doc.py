@@ -20,10 +20,9 @@ import os
 import re
 import urllib.request
 
-from bblib import GPUAGGD, ROOT, Daemon, Results, free_port
+from bblib import GPUAGGD, ROOT, Daemon, free_port
 from prometheus_client.parser import text_string_to_metric_families
 
-R = Results("counters_doc")
 
 DOC = os.path.join(ROOT, "docs", "COUNTERS.md")
 STATS_HEADING = "## `gpuaggctl stats`"
@@ -192,6 +191,25 @@ def test_listener_rows_match_listeners():
     assert not re.findall(r'"[a-z_]+\.[a-z_.]+"', body), "ga_ctl_pack_stats packs a name of its own"
 
 
+def test_table_matches_doc():
+    rows = [r for r in table_rows() if r["kind"] != "histogram"]
+    doc = doc_rows(STATS_HEADING)
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names)), "a name twice in daemon/stat_table.c"
+    assert set(names) == set(doc), diff_msg("in daemon/stat_table.c", set(names) - set(doc),
+                                            set(doc) - set(names), "in daemon/stat_table.c")
+    for r in rows:
+        assert [r["kind"], r["unit"]] == doc[r["name"]][:2], (r, doc[r["name"]][:2])
+    # the Prometheus section: one line per exported row, the same family, labels and type
+    series, histos = doc_series()
+    want = {(r["prom"], parse_labels(r["labels"])): ("counter" if r["kind"] == "counter" else "gauge",
+                                                     r["name"]) for r in rows if r["prom"]}
+    assert series == want, "docs Prometheus series vs daemon/stat_table.c: %s" % sorted(
+        set(series.items()) ^ set(want.items()), key=str)
+    hrows = {r["prom"]: r["name"] for r in table_rows() if r["kind"] == "histogram"}
+    assert {k: v[0] for k, v in histos.items()} == hrows, (histos, hrows)
+
+
 def test_daemon_stats_match_doc():
     assert os.access(GPUAGGD, os.X_OK), "%s not built (make)" % GPUAGGD
     with Daemon() as d:
@@ -206,23 +224,6 @@ def test_daemon_stats_match_doc():
     doc = set(doc_rows(STATS_HEADING))
     assert printed == doc, diff_msg("printed by gpuaggctl stats", printed - doc, doc - printed,
                                     "printed by gpuaggctl stats")
-
-
-def test_daemon_status_fields_documented():
-    with Daemon() as d:
-        r = d.ctl("--json", "status")
-        assert r.returncode == 0, r
-        fields = flatten(json.loads(r.stdout))
-        assert d.stop() == 0, d.logtext()[-2000:]
-    doc = set(doc_rows(STATUS_HEADING))
-    missing = fields - doc
-    assert not missing, "printed by gpuaggctl status but not in docs/COUNTERS.md: %s" % sorted(missing)
-    # The other way: GPU entries appear only with a GPU, so check the source.
-    src = (read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c") +
-           read("daemon/cluster.c"))
-    quoted = set(re.findall(r'"([a-z_]+)"', src)) | listener_status_fields()
-    gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
-    assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)
 
 
 def table_rows():
@@ -272,23 +273,21 @@ def doc_series():
     return series, histos
 
 
-def test_table_matches_doc():
-    rows = [r for r in table_rows() if r["kind"] != "histogram"]
-    doc = doc_rows(STATS_HEADING)
-    names = [r["name"] for r in rows]
-    assert len(names) == len(set(names)), "a name twice in daemon/stat_table.c"
-    assert set(names) == set(doc), diff_msg("in daemon/stat_table.c", set(names) - set(doc),
-                                            set(doc) - set(names), "in daemon/stat_table.c")
-    for r in rows:
-        assert [r["kind"], r["unit"]] == doc[r["name"]][:2], (r, doc[r["name"]][:2])
-    # the Prometheus section: one line per exported row, the same family, labels and type
-    series, histos = doc_series()
-    want = {(r["prom"], parse_labels(r["labels"])): ("counter" if r["kind"] == "counter" else "gauge",
-                                                     r["name"]) for r in rows if r["prom"]}
-    assert series == want, "docs Prometheus series vs daemon/stat_table.c: %s" % sorted(
-        set(series.items()) ^ set(want.items()), key=str)
-    hrows = {r["prom"]: r["name"] for r in table_rows() if r["kind"] == "histogram"}
-    assert {k: v[0] for k, v in histos.items()} == hrows, (histos, hrows)
+def test_daemon_status_fields_documented():
+    with Daemon() as d:
+        r = d.ctl("--json", "status")
+        assert r.returncode == 0, r
+        fields = flatten(json.loads(r.stdout))
+        assert d.stop() == 0, d.logtext()[-2000:]
+    doc = set(doc_rows(STATUS_HEADING))
+    missing = fields - doc
+    assert not missing, "printed by gpuaggctl status but not in docs/COUNTERS.md: %s" % sorted(missing)
+    # The other way: GPU entries appear only with a GPU, so check the source.
+    src = (read("daemon/control/control_ops.c") + read("daemon/control/control_ops_jobs_pack.c") +
+           read("daemon/cluster.c"))
+    quoted = set(re.findall(r'"([a-z_]+)"', src)) | listener_status_fields()
+    gone = {f for f in doc if re.split(r"\[\]\.|\.", f)[-1] not in quoted}
+    assert not gone, "in docs/COUNTERS.md's status tables but not in the source: %s" % sorted(gone)
 
 
 def http_daemon():
@@ -357,9 +356,3 @@ def test_daemon_metrics_match_doc():
     for name in ("gpu.devices", "config.reloads", "udp.rejected.bad_signature", "engine.late.window",
                  "sizing.storage.writers", "journal.segments"):
         assert live[by_name[name]][1] == stats[name], (name, live[by_name[name]], stats[name])
-
-
-for t in (test_doc_rows_well_formed, test_listener_rows_match_listeners, test_table_matches_doc,
-          test_daemon_stats_match_doc, test_daemon_status_fields_documented, test_daemon_metrics_match_doc):
-    R.run(t)
-R.finish()

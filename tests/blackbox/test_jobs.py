@@ -13,7 +13,7 @@
   jobs.result_ttl_s is gone; failing jobs leave the daemon up; the drain
   cancels a running job and answers a waiting submit.
 
-`python3 tests/blackbox/test_jobs.py --measure` instead measures ingest ack
+`python3 tests/blackbox/test_jobs.py --measure` (not under pytest) measures ingest ack
 latency (build/bin/gpuagg-load) with and without a concurrent CPU job
 (docs/PERFORMANCE.md, "Jobs and ingest").
 
@@ -32,15 +32,15 @@ import tempfile
 import time
 
 import msgpack
+import pytest
 
 import bblib
-from bblib import Daemon, Results, recv, send, wait_for
+from bblib import Daemon, recv, send, wait_for
 
 if os.environ.get("GA_BIN"):
     bblib.GPUAGGD = os.path.join(os.environ["GA_BIN"], "gpuaggd")
     bblib.GPUAGGCTL = os.path.join(os.environ["GA_BIN"], "gpuaggctl")
 CTL = bblib.GPUAGGCTL
-R = Results("jobs")
 rng = random.Random(20261121)
 BASE = 1700000000
 
@@ -410,6 +410,70 @@ def long_kmeans(d, priority=0):
         size, coords=2, loops=1000000, threshold=0)})["id"]
 
 
+def test_cli_wait_and_status():
+    r = ctl(E.d, "job", "submit", "dot", "--param", "n=64", "--param", "seed=9")
+    assert r.returncode == 0 and r.stdout.startswith(b"job "), r
+    jid = int(r.stdout.split()[1])
+    assert wait_for(lambda: call_ok(E.d, "job.status", {"id": jid})["state"] == "done", 10)
+    st = json.loads(ctl(E.d, "job", "status", str(jid), "--json").stdout)
+    assert st["id"] == jid and st["kind"] == "dot" and st["progress"] == 100, st
+    assert st["submitted"].endswith("Z") and st["submitted_ns"] <= st["started_ns"] <= st["finished_ns"]
+    res = json.loads(ctl(E.d, "job", "result", str(jid), "--json").stdout)
+    again = json.loads(ctl(E.d, "--json", "job", "submit", "dot", "--param", "n=64",
+                           "--param", "seed=9", "--wait").stdout)
+    assert res["dot"] == again["dot"] and res["n"] == 64, (res, again)
+    # --wait with a terminal on stderr: a progress bar; without one: quiet
+    r = ctl(E.d, "job", "submit", "kmeans", "--param", "k=8", "--param", "coords=2",
+            "--param", "nobjs=100000", "--param", "loops=40", "--param", "threshold=0", "--wait")
+    assert r.returncode == 0 and r.stderr == b"" and b"centres" in r.stdout, r
+    master, slave = pty.openpty()
+    p = subprocess.Popen([CTL, "--socket", E.d.sock, "job", "submit", "kmeans", "--param", "k=8",
+                          "--param", "coords=2", "--param", "nobjs=100000", "--param",
+                          "loops=60", "--param", "threshold=0", "--wait"],
+                         stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, tty = p.communicate(timeout=120)[0], b""
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        tty += chunk
+    os.close(master)
+    assert p.returncode == 0 and b"centres" in out, (p.returncode, out)
+    assert b"[#" in tty and b"% job" in tty, tty[-300:]
+
+
+def test_other_kinds_small():
+    st, res = submit_wait(E.d, "blackscholes", {"n": 1000, "return": 4, "seed": 11})
+    assert res["n"] == 1000 and len(res["call"]) == 4 and res["call_mean"] > 0, res
+    # put-call parity on the returned options is not checkable without S, X, T: give them
+    rows = [(nonzero(5, 30), nonzero(1, 100), nonzero(0.25, 10)) for _ in range(50)]
+    st, res = submit_wait(E.d, "blackscholes", {"return": 50, "riskfree": 0.02},
+                          input=("S,X,T\n" + "".join("%r,%r,%r\n" % r for r in rows)).encode())
+    for (S, X, T), c, p in zip(rows, res["call"], res["put"]):
+        S, X, T = (struct.unpack("f", struct.pack("f", v))[0] for v in (S, X, T))
+        assert abs((c - p) - (S - X * math.exp(-0.02 * T))) < 1e-6 * max(1, S), (c, p, S, X, T)
+    x = [nonzero(-1, 1) for _ in range(300)]
+    y = [nonzero(-1, 1) for _ in range(300)]
+    st, res = submit_wait(E.d, "dot", {}, input="".join("%r,%r\n" % v for v in zip(x, y)).encode())
+    assert abs(res["dot"] - math.fsum(a * b for a, b in zip(x, y))) < 1e-12, res
+    st, res = submit_wait(E.d, "gf820", {}, input=b"g,r,x,steps\n3,65,60,1\n")
+    assert res["contracts"] == 1 and res["v0"][0] > 0, res
+    st, res = submit_wait(E.d, "apd-fit", {"n": 600, "window": 500, "stride": 50, "lambdas": 10})
+    assert res["windows"] == 3 and len(res["q"]) == 2 and res["q"][0][0] < res["q"][1][0], res
+
+
+def test_status_stats_sections():
+    st = call_ok(E.d, "status")["jobs"]
+    assert st["state"] == "running" and st["workers"] == 2 and st["done"] >= 5, st
+    assert set(st["kinds"]) >= {"resample", "kmeans", "dot", "blackscholes", "gf820", "apd-fit"}
+    stats = call_ok(E.d, "stats")
+    assert stats["jobs.done"] == st["done"] and stats["jobs.failed"] >= 4, stats
+
+
 def test_queue_full_cancel_list():
     d = Daemon(extra="jobs: { max_queued: 2, workers: 1 }\n").start()
     try:
@@ -474,42 +538,6 @@ def test_result_expires_after_ttl():
         d.__exit__()
 
 
-def test_cli_wait_and_status():
-    r = ctl(E.d, "job", "submit", "dot", "--param", "n=64", "--param", "seed=9")
-    assert r.returncode == 0 and r.stdout.startswith(b"job "), r
-    jid = int(r.stdout.split()[1])
-    assert wait_for(lambda: call_ok(E.d, "job.status", {"id": jid})["state"] == "done", 10)
-    st = json.loads(ctl(E.d, "job", "status", str(jid), "--json").stdout)
-    assert st["id"] == jid and st["kind"] == "dot" and st["progress"] == 100, st
-    assert st["submitted"].endswith("Z") and st["submitted_ns"] <= st["started_ns"] <= st["finished_ns"]
-    res = json.loads(ctl(E.d, "job", "result", str(jid), "--json").stdout)
-    again = json.loads(ctl(E.d, "--json", "job", "submit", "dot", "--param", "n=64",
-                           "--param", "seed=9", "--wait").stdout)
-    assert res["dot"] == again["dot"] and res["n"] == 64, (res, again)
-    # --wait with a terminal on stderr: a progress bar; without one: quiet
-    r = ctl(E.d, "job", "submit", "kmeans", "--param", "k=8", "--param", "coords=2",
-            "--param", "nobjs=100000", "--param", "loops=40", "--param", "threshold=0", "--wait")
-    assert r.returncode == 0 and r.stderr == b"" and b"centres" in r.stdout, r
-    master, slave = pty.openpty()
-    p = subprocess.Popen([CTL, "--socket", E.d.sock, "job", "submit", "kmeans", "--param", "k=8",
-                          "--param", "coords=2", "--param", "nobjs=100000", "--param",
-                          "loops=60", "--param", "threshold=0", "--wait"],
-                         stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    out, tty = p.communicate(timeout=120)[0], b""
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        tty += chunk
-    os.close(master)
-    assert p.returncode == 0 and b"centres" in out, (p.returncode, out)
-    assert b"[#" in tty and b"% job" in tty, tty[-300:]
-
-
 def test_wait_op_and_drain():
     d = Daemon().start()
     try:
@@ -535,34 +563,6 @@ def test_wait_op_and_drain():
         assert "job_end id=%d kind=kmeans state=cancelled" % run_id in d.logtext()
     finally:
         d.__exit__()
-
-
-def test_status_stats_sections():
-    st = call_ok(E.d, "status")["jobs"]
-    assert st["state"] == "running" and st["workers"] == 2 and st["done"] >= 5, st
-    assert set(st["kinds"]) >= {"resample", "kmeans", "dot", "blackscholes", "gf820", "apd-fit"}
-    stats = call_ok(E.d, "stats")
-    assert stats["jobs.done"] == st["done"] and stats["jobs.failed"] >= 4, stats
-
-
-def test_other_kinds_small():
-    st, res = submit_wait(E.d, "blackscholes", {"n": 1000, "return": 4, "seed": 11})
-    assert res["n"] == 1000 and len(res["call"]) == 4 and res["call_mean"] > 0, res
-    # put-call parity on the returned options is not checkable without S, X, T: give them
-    rows = [(nonzero(5, 30), nonzero(1, 100), nonzero(0.25, 10)) for _ in range(50)]
-    st, res = submit_wait(E.d, "blackscholes", {"return": 50, "riskfree": 0.02},
-                          input=("S,X,T\n" + "".join("%r,%r,%r\n" % r for r in rows)).encode())
-    for (S, X, T), c, p in zip(rows, res["call"], res["put"]):
-        S, X, T = (struct.unpack("f", struct.pack("f", v))[0] for v in (S, X, T))
-        assert abs((c - p) - (S - X * math.exp(-0.02 * T))) < 1e-6 * max(1, S), (c, p, S, X, T)
-    x = [nonzero(-1, 1) for _ in range(300)]
-    y = [nonzero(-1, 1) for _ in range(300)]
-    st, res = submit_wait(E.d, "dot", {}, input="".join("%r,%r\n" % v for v in zip(x, y)).encode())
-    assert abs(res["dot"] - math.fsum(a * b for a, b in zip(x, y))) < 1e-12, res
-    st, res = submit_wait(E.d, "gf820", {}, input=b"g,r,x,steps\n3,65,60,1\n")
-    assert res["contracts"] == 1 and res["v0"][0] > 0, res
-    st, res = submit_wait(E.d, "apd-fit", {"n": 600, "window": 500, "stride": 50, "lambdas": 10})
-    assert res["windows"] == 3 and len(res["q"]) == 2 and res["q"][0][0] < res["q"][1][0], res
 
 # ---- measurement ----------------------------------------------------------------
 
@@ -592,32 +592,24 @@ def measure():
         d.stop()
 
 
-def main():
-    if "--measure" in sys.argv:
-        measure()
-        return
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """One daemon (2 job workers, an input directory) shared by the tests in
+    order; it must exit 0 at the end."""
     E.tmp = tempfile.mkdtemp(prefix="gajobs-")
     E.indir = os.path.join(E.tmp, "in")
     os.makedirs(E.indir)
     E.d = Daemon(extra="jobs: { workers: 2, max_job_bytes: 64MiB, input_dirs: [%s] }\n" %
                  E.indir).start()
     try:
-        for t in (test_resample_inline_equals_local, test_resample_input_path_and_chunks,
-                  test_input_path_refused, test_input_bytes_never_echoed, test_job_memory_bound,
-                  test_resample_errors_like_local,
-                  test_kmeans_generated_equals_python, test_kmeans_matrix_inputs,
-                  test_bad_params_at_submit, test_failing_jobs_leave_daemon_up,
-                  test_cli_wait_and_status, test_other_kinds_small, test_status_stats_sections,
-                  test_queue_full_cancel_list, test_result_expires_after_ttl,
-                  test_wait_op_and_drain):
-            R.run(t)
-        if E.d.stop() != 0:
-            R.failed += 1
-            print("FAIL the daemon did not exit 0:\n" + E.d.logtext()[-2000:])
+        yield
+        assert E.d.stop() == 0, "the daemon did not exit 0:\n" + E.d.logtext()[-2000:]
     finally:
         E.d.__exit__()
-    R.finish()
 
 
 if __name__ == "__main__":
-    main()
+    if "--measure" not in sys.argv:
+        sys.exit("usage: %s --measure (the tests run under pytest: python3 -m pytest %s)"
+                 % (sys.argv[0], sys.argv[0]))
+    measure()

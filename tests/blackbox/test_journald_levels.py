@@ -10,9 +10,8 @@ import re
 import signal
 import socket
 
-from bblib import Daemon, Results, config_text, wait_for
+from bblib import Daemon, config_text, wait_for
 
-R = Results("journald_levels")
 
 PRIORITY = {"debug": 7, "info": 6, "warn": 4, "error": 3}
 
@@ -110,8 +109,3 @@ def test_no_prefix_without_journal():
     assert lines and all(l.startswith("level=") for l in lines), lines
     for l in lines:
         logfmt(l)
-
-
-R.run(test_priorities_and_logfmt)
-R.run(test_no_prefix_without_journal)
-R.finish()

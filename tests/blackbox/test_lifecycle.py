@@ -9,9 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from bblib import GPUAGGD, ROOT, Daemon, Results, config_text, recv, send, wait_for
-
-R = Results("lifecycle")
+from bblib import GPUAGGD, ROOT, Daemon, config_text, recv, send, wait_for
 
 
 def test_check_config_ok_and_bad():
@@ -250,12 +248,3 @@ def test_cli_cannot_connect_exit_3():
                         "/nonexistent/gpuagg.sock", "status"], capture_output=True, text=True)
     assert r.returncode == 3, r
     assert "/nonexistent/gpuagg.sock" in r.stderr and "is the daemon running" in r.stderr, r.stderr
-
-
-for t in [test_check_config_ok_and_bad, test_start_status_storage_down, test_cli_status_and_json,
-          test_status_shows_sizing,
-          test_sighup_bad_file_keeps_old_config, test_protocol_errors_keep_daemon_alive,
-          test_sd_notify_and_watchdog, test_sigint_and_shutdown_op_exit_zero,
-          test_second_daemon_refuses_live_socket, test_background_mode, test_cli_cannot_connect_exit_3]:
-    R.run(t)
-R.finish()

@@ -13,10 +13,10 @@ import tempfile
 import time
 
 import msgpack
+import pytest
 
-from bblib import ROOT, Daemon, Results, recv, send, wait_for
+from bblib import ROOT, Daemon, recv, send, wait_for
 
-R = Results("query")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 G_NS = 60 * 10**9
 POLICY = """archive_policies:
@@ -293,24 +293,18 @@ def test_flush_while_loading():
         assert d.stop() == 0
 
 
-def main():
+@pytest.fixture(scope="module", autouse=True)
+def shared_daemon():
+    """A private PostgreSQL and one daemon on it, shared by the tests in
+    order (test_flush_while_loading starts its own); the daemon must exit 0."""
     E.pg = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     try:
         E.conninfo = subprocess.run([PG, "start", E.pg], capture_output=True, text=True,
                                     check=True).stdout.strip()
         with Daemon(conninfo=E.conninfo, extra=POLICY) as d:
             E.d = d
-            for t in (test_push_flush, test_query_matches_python, test_query_start_stop_and_human,
-                      test_protocol_time_forms_and_paging, test_metrics_listing, test_errors,
-                      test_grafana_view_matches_cli, test_deferred_reply_order,
-                      test_close_with_flush_pending, test_postgres_down):
-                R.run(t)
+            yield
             assert d.stop(30) == 0, d.logtext()[-3000:]
     finally:
         subprocess.run([PG, "stop", E.pg])
         subprocess.run(["rm", "-rf", E.pg])
-    R.run(test_flush_while_loading)
-
-
-main()
-R.finish()

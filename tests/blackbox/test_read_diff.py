@@ -14,9 +14,8 @@ Each batch is acknowledged and flushed before the next is sent, so the
 daemon aggregates it on its own, as metricd would.  Late points must be
 those carbonara drops (the `late_points` table, reason `window`).
 
-Each case (one archive policy, its metrics and their batches) counts as one
-pass or fail; the last line is
-    read_diff: N passed, N failed, N skipped
+Each case (one archive policy, its metrics and their batches) is one test
+(test_case, parametrized); one daemon holds them all.
 GA_SEED=N picks another base seed, GA_READ_CASES=N the number of cases."""
 import collections
 import json
@@ -30,6 +29,7 @@ import time
 
 import msgpack
 import psycopg2
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "engine"))
@@ -191,8 +191,22 @@ def check_case(d, conn, case):
     return diffs
 
 
-def main():
-    cases = [Case(i) for i in range(NCASES)]
+CASES = [Case(i) for i in range(NCASES)]
+
+
+class Env:
+    d = conn = None
+
+
+E = Env()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def daemon():
+    """A private PostgreSQL and one daemon with every case's policy and
+    rule; every case's batch k is sent and flushed before batch k+1.  The
+    tests then read back one case each; the daemon must exit 0."""
+    cases = CASES
     # the clocks run ahead by a few blocks a batch (up to days at the coarse
     # granularities): limits.max_future_s 0 keeps only the 2200-01-01 bound,
     # so every generated point is accepted and compared
@@ -200,7 +214,6 @@ def main():
     extra += "archive_policies:\n" + "".join(c.policy_yaml() for c in cases)
     extra += "archive_policy_rules:\n" + "".join(c.rule_yaml() for c in cases)
     pg = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
-    passed = failed = 0
     t0 = time.time()
     try:
         conninfo = subprocess.run([PG, "start", pg], capture_output=True, text=True,
@@ -217,36 +230,23 @@ def main():
                 assert r.returncode == 0, (r, d.logtext()[-3000:])
             conn = psycopg2.connect(conninfo)
             conn.autocommit = True
-            values = 0
-            for c in cases:
-                diffs = check_case(d, conn, c)
-                values += sum(len(s) for s in c.oracle.series().values())
-                if diffs:
-                    failed += 1
-                    print("FAIL case %d (seed %d; GA_SEED=%d): grans %s methods %s bw %d spans %s"
-                          % (c.i, c.seed, BASE_SEED, [co.fmt_gran(g) for g in c.grans],
-                             c.methods, c.back_window, [co.fmt_gran(s) for s in c.spans]))
-                    for x in diffs:
-                        print("  " + x)
-                else:
-                    passed += 1
+            E.d, E.conn = d, conn
+            yield
             conn.close()
             ing.s.close()
             rc = d.stop(30)
-            if rc != 0:
-                failed += 1
-                print("FAIL daemon exit %s" % rc)
+            values = sum(len(s) for c in cases for s in c.oracle.series().values())
             print("%.1fs; %d cases, %d buckets compared" % (time.time() - t0, len(cases), values))
-    except Exception:
-        import traceback
-        traceback.print_exc(file=sys.stdout)
-        failed += 1
+            assert rc == 0, "daemon exit %s" % rc
     finally:
         subprocess.run([PG, "stop", pg], capture_output=True)
         subprocess.run(["rm", "-rf", pg])
-    print("read_diff: %d passed, %d failed, 0 skipped" % (passed, failed))
-    return 1 if failed else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_case(c):
+    diffs = check_case(E.d, E.conn, c)
+    assert not diffs, ("case %d (seed %d; GA_SEED=%d): grans %s methods %s bw %d spans %s\n"
+                       % (c.i, c.seed, BASE_SEED, [co.fmt_gran(g) for g in c.grans],
+                          c.methods, c.back_window, [co.fmt_gran(s) for s in c.spans])
+                       + "\n".join("  " + x for x in diffs))

@@ -4,9 +4,8 @@ import os
 import subprocess
 import tempfile
 
-from bblib import ROOT, Daemon, Results, wait_for
+from bblib import ROOT, Daemon, wait_for
 
-R = Results("storage_conn")
 PG = os.path.join(ROOT, "tools", "pg-private.sh")
 
 
@@ -35,7 +34,3 @@ def test_connect_lose_reconnect():
             assert d.stop() == 0
     finally:
         subprocess.run([PG, "stop", pgdir])
-
-
-R.run(test_connect_lose_reconnect)
-R.finish()

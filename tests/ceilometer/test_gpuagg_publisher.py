@@ -24,12 +24,13 @@ import tempfile
 import threading
 import time
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ingest"))
-from inglib import IngestDaemon, PrivatePG, ROOT, Results, rng_for, wait_for  # noqa: E402
+from inglib import IngestDaemon, PrivatePG, ROOT, rng_for, wait_for  # noqa: E402
 import gen_vectors  # noqa: E402  (this folder's)
 
-R = Results("gpuagg_publisher")
 RNG = rng_for("gpuagg_publisher")
 FIVE_MIN = 300
 
@@ -45,7 +46,7 @@ def need_ceilometer():
     """Skip the running test, with the reason, without python3-ceilometer."""
     why = gen_vectors.find_ceilometer()
     if why:
-        R.skip(why)
+        pytest.skip(why)
 
 
 def pipeline_manager(url, tmp):
@@ -76,6 +77,58 @@ def make_sample(rid, name, volume, ts):
     return sample.Sample(name=name, type="gauge", unit="B", volume=volume, user_id="u",
                          project_id="p", resource_id=rid, timestamp=ts, resource_metadata={},
                          source="openstack")
+
+
+def test_urls_and_timestamps():
+    need_ceilometer()
+    from oslo_utils import netutils
+    from gpuagg_ceilometer import publisher, parse_timestamp
+    a, o = publisher.parse_url(netutils.urlsplit("gpuagg://127.0.0.1:4951?token=t&batch=10"))
+    assert a == ("tcp", "127.0.0.1", 4951) and o == {"token": "t", "batch": 10}, (a, o)
+    a, o = publisher.parse_url(netutils.urlsplit("gpuagg://[::1]:4951"))
+    assert a == ("tcp", "::1", 4951), a
+    a, o = publisher.parse_url(netutils.urlsplit("gpuagg:///run/gpuagg/ingest.sock?timeout=2.5"))
+    assert a == ("unix", "/run/gpuagg/ingest.sock") and o == {"timeout": 2.5}, (a, o)
+    for bad in ("gpuagg://host", "gpuagg://", "gpuagg:///x?bogus=1", "gpuagg:///x?batch=0",
+                "gpuagg:///x?batch=ten"):
+        try:
+            publisher.parse_url(netutils.urlsplit(bad))
+        except ValueError as e:
+            assert "gpuagg publisher URL" in str(e), e
+        else:
+            raise AssertionError("accepted %r" % bad)
+    assert parse_timestamp("1970-01-01T00:00:01") == 10**9
+    assert parse_timestamp("2026-11-27T05:00:00.123456789Z") == 1795755600123456789
+    assert parse_timestamp("2026-11-27T07:00:00.5+02:00") == 1795755600500000000
+    assert parse_timestamp(datetime.datetime(2026, 11, 27, 5, 0, 0, 1)) == 1795755600000001000
+
+
+class Capture(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def test_bounded_queue_reports_drops():
+    tmp = tempfile.mkdtemp(prefix="gapub-")
+    cap = Capture()
+    logging.getLogger("gpuagg_ceilometer").addHandler(cap)
+    mgr, pub = pipeline_manager("gpuagg://%s/nowhere.sock?max_queue=50&backoff_max=0.2" % tmp, tmp)
+    ts = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    with mgr.publisher() as p:
+        p([make_sample("r%d" % i, "cpu", float(i), ts) for i in range(80)])
+        p([make_sample("bad", "cpu", float("nan"), ts)])
+    st = pub.client.stats
+    assert st["queued"] == 80 and st["dropped_queue_full"] == 30, st
+    assert pub.client.pending() == 50
+    assert pub.dropped_invalid == 1
+    assert not pub.flush(timeout=0.5)
+    assert any("dropped the 30 oldest points" in l for l in cap.lines), cap.lines
+    assert any("dropped sample bad/cpu" in l for l in cap.lines), cap.lines
+    assert pub.client.close(0.1) == 50
 
 
 def test_restart_loses_nothing():
@@ -135,61 +188,3 @@ def test_restart_loses_nothing():
                 x.proc.kill()
                 x.proc.wait()
         pg.stop()
-
-
-class Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-def test_bounded_queue_reports_drops():
-    tmp = tempfile.mkdtemp(prefix="gapub-")
-    cap = Capture()
-    logging.getLogger("gpuagg_ceilometer").addHandler(cap)
-    mgr, pub = pipeline_manager("gpuagg://%s/nowhere.sock?max_queue=50&backoff_max=0.2" % tmp, tmp)
-    ts = datetime.datetime.now(datetime.timezone.utc).isoformat()
-    with mgr.publisher() as p:
-        p([make_sample("r%d" % i, "cpu", float(i), ts) for i in range(80)])
-        p([make_sample("bad", "cpu", float("nan"), ts)])
-    st = pub.client.stats
-    assert st["queued"] == 80 and st["dropped_queue_full"] == 30, st
-    assert pub.client.pending() == 50
-    assert pub.dropped_invalid == 1
-    assert not pub.flush(timeout=0.5)
-    assert any("dropped the 30 oldest points" in l for l in cap.lines), cap.lines
-    assert any("dropped sample bad/cpu" in l for l in cap.lines), cap.lines
-    assert pub.client.close(0.1) == 50
-
-
-def test_urls_and_timestamps():
-    need_ceilometer()
-    from oslo_utils import netutils
-    from gpuagg_ceilometer import publisher, parse_timestamp
-    a, o = publisher.parse_url(netutils.urlsplit("gpuagg://127.0.0.1:4951?token=t&batch=10"))
-    assert a == ("tcp", "127.0.0.1", 4951) and o == {"token": "t", "batch": 10}, (a, o)
-    a, o = publisher.parse_url(netutils.urlsplit("gpuagg://[::1]:4951"))
-    assert a == ("tcp", "::1", 4951), a
-    a, o = publisher.parse_url(netutils.urlsplit("gpuagg:///run/gpuagg/ingest.sock?timeout=2.5"))
-    assert a == ("unix", "/run/gpuagg/ingest.sock") and o == {"timeout": 2.5}, (a, o)
-    for bad in ("gpuagg://host", "gpuagg://", "gpuagg:///x?bogus=1", "gpuagg:///x?batch=0",
-                "gpuagg:///x?batch=ten"):
-        try:
-            publisher.parse_url(netutils.urlsplit(bad))
-        except ValueError as e:
-            assert "gpuagg publisher URL" in str(e), e
-        else:
-            raise AssertionError("accepted %r" % bad)
-    assert parse_timestamp("1970-01-01T00:00:01") == 10**9
-    assert parse_timestamp("2026-11-27T05:00:00.123456789Z") == 1795755600123456789
-    assert parse_timestamp("2026-11-27T07:00:00.5+02:00") == 1795755600500000000
-    assert parse_timestamp(datetime.datetime(2026, 11, 27, 5, 0, 0, 1)) == 1795755600000001000
-
-
-R.run(test_urls_and_timestamps)
-R.run(test_bounded_queue_reports_drops)
-R.run(test_restart_loses_nothing)
-R.finish()

@@ -33,10 +33,11 @@ import threading
 import signal
 import time
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clusterlib as cl  # noqa: E402
 
-R = cl.inglib.Results("test_cluster")
 TRIALS = int(os.environ.get("GA_CLUSTER_TRIALS", "1"))
 rng = cl.inglib.rng_for("test_cluster")
 
@@ -409,42 +410,14 @@ def lone_daemon(db, name, stream):
     return n, cl.ClusterDaemon(Solo, n, name, replicas=1, stream=stream)
 
 
-def test_nats_down_backpressure():
-    """A lone daemon (R=1, its own database and stream) whose only NATS
-    server dies: batches are not acknowledged (the producer waits), status
-    names the cause; once the server is back, they are, and stored."""
-    n, d = lone_daemon("solo", "solo", "SOLO")
-    d.start()
-    try:
-        assert cl.wait_for(lambda: len(d.cluster_status()["owned"]) == 64, timeout=30)
-        c = cl.Client(tcp_port=d.tcp_port(), timeout=30)
-        c.hello()
-        t0 = (int(time.time()) - 600) * 10**9
-        c.send(cl.columnar(1, ["solo.m"], [t0], [1.0], index=[0]))
-        assert c.recv()["type"] == "ack"
-        n.kill(0)
-        c.send(cl.columnar(2, ["solo.m"], [t0 + 10**9], [2.0], index=[0]))
-        c.s.settimeout(3)
-        try:
-            r = c.recv()
-        except OSError:
-            r = None
-        assert r is None, "acknowledged while NATS is down: %r" % r
-        st = d.cluster_status()["nats"]
-        assert not st["connected"] and st["last_error"], st
-        assert "nats_publish_retry" in d.logtext()
-        n.start(0)
-        c.s.settimeout(30)
-        r = c.recv()
-        assert r and r["type"] == "ack" and r["seq"] == 2, r
-        assert d.call("flush", {"timeout_ms": 10000}).get("ok")
-        rows = cl.measures_db(C.pg, "solo")
-        got = sorted((m, v) for m, g, meth, ts, v in rows if meth == "sum")
-        assert got == [("solo.m", "1"), ("solo.m", "2")], rows
-        c.close()
-    finally:
-        d.stop()
-        n.stop()
+def test_query_from_any_daemon():
+    name = "l1.p0.m0"
+    outs = []
+    for d in C.live():
+        r = d.call("query", {"metric": name, "method": "mean", "granularity": 1})
+        assert r.get("ok"), r
+        outs.append(r["result"])
+    assert outs[0] and all(o == outs[0] for o in outs), outs
 
 
 def refused(d, text, timeout=20):
@@ -457,6 +430,35 @@ def refused(d, text, timeout=20):
         d.proc.wait()
         raise AssertionError("not refused within %d s:\n%s" % (timeout, d.logtext()[-3000:]))
     assert rc == 1 and text in d.logtext(), (rc, d.logtext()[-3000:])
+
+
+def test_reads_of_others_partitions_counted():
+    """One batch over every partition: each daemon reads all of its
+    messages (one consumer over the whole stream) and counts those of the
+    partitions it does not own (cluster.nats.consumed_not_owned); together
+    the daemons keep each message once."""
+    C.settled()
+    live = C.live()
+    before = {d.name: d.cluster_status()["nats"] for d in live}
+    names = ["spread.m%d" % i for i in range(640)]
+    t0 = (int(time.time()) - 300) * 10**9
+    c = cl.Client(tcp_port=live[0].tcp_port(), timeout=30)
+    c.hello()
+    c.send(cl.columnar(1, names, [t0] * len(names), [1.0] * len(names), index=list(range(len(names)))))
+    r = c.recv()
+    assert r and r["type"] == "ack" and r["accepted"] == len(names), r
+    c.close()
+    for d in live:
+        assert d.call("flush", {"timeout_ms": 20000}).get("ok"), d.name
+    after = {d.name: d.cluster_status()["nats"] for d in live}
+    msgs = sum(after[n]["published"] - before[n]["published"] for n in after)
+    kept = 0
+    for n in after:
+        read = after[n]["consumed"] - before[n]["consumed"]
+        left = after[n]["consumed_not_owned"] - before[n]["consumed_not_owned"]
+        assert read >= msgs and 0 < left < read, (n, msgs, read, left)
+        kept += read - left
+    assert kept == msgs == 64, (kept, msgs)
 
 
 def test_same_member_name_refused():
@@ -526,61 +528,53 @@ def test_name_taken_while_running():
         n.stop()
 
 
-def test_query_from_any_daemon():
-    name = "l1.p0.m0"
-    outs = []
-    for d in C.live():
-        r = d.call("query", {"metric": name, "method": "mean", "granularity": 1})
-        assert r.get("ok"), r
-        outs.append(r["result"])
-    assert outs[0] and all(o == outs[0] for o in outs), outs
+def test_nats_down_backpressure():
+    """A lone daemon (R=1, its own database and stream) whose only NATS
+    server dies: batches are not acknowledged (the producer waits), status
+    names the cause; once the server is back, they are, and stored."""
+    n, d = lone_daemon("solo", "solo", "SOLO")
+    d.start()
+    try:
+        assert cl.wait_for(lambda: len(d.cluster_status()["owned"]) == 64, timeout=30)
+        c = cl.Client(tcp_port=d.tcp_port(), timeout=30)
+        c.hello()
+        t0 = (int(time.time()) - 600) * 10**9
+        c.send(cl.columnar(1, ["solo.m"], [t0], [1.0], index=[0]))
+        assert c.recv()["type"] == "ack"
+        n.kill(0)
+        c.send(cl.columnar(2, ["solo.m"], [t0 + 10**9], [2.0], index=[0]))
+        c.s.settimeout(3)
+        try:
+            r = c.recv()
+        except OSError:
+            r = None
+        assert r is None, "acknowledged while NATS is down: %r" % r
+        st = d.cluster_status()["nats"]
+        assert not st["connected"] and st["last_error"], st
+        assert "nats_publish_retry" in d.logtext()
+        n.start(0)
+        c.s.settimeout(30)
+        r = c.recv()
+        assert r and r["type"] == "ack" and r["seq"] == 2, r
+        assert d.call("flush", {"timeout_ms": 10000}).get("ok")
+        rows = cl.measures_db(C.pg, "solo")
+        got = sorted((m, v) for m, g, meth, ts, v in rows if meth == "sum")
+        assert got == [("solo.m", "1"), ("solo.m", "2")], rows
+        c.close()
+    finally:
+        d.stop()
+        n.stop()
 
 
-def test_reads_of_others_partitions_counted():
-    """One batch over every partition: each daemon reads all of its
-    messages (one consumer over the whole stream) and counts those of the
-    partitions it does not own (cluster.nats.consumed_not_owned); together
-    the daemons keep each message once."""
-    C.settled()
-    live = C.live()
-    before = {d.name: d.cluster_status()["nats"] for d in live}
-    names = ["spread.m%d" % i for i in range(640)]
-    t0 = (int(time.time()) - 300) * 10**9
-    c = cl.Client(tcp_port=live[0].tcp_port(), timeout=30)
-    c.hello()
-    c.send(cl.columnar(1, names, [t0] * len(names), [1.0] * len(names), index=list(range(len(names)))))
-    r = c.recv()
-    assert r and r["type"] == "ack" and r["accepted"] == len(names), r
-    c.close()
-    for d in live:
-        assert d.call("flush", {"timeout_ms": 20000}).get("ok"), d.name
-    after = {d.name: d.cluster_status()["nats"] for d in live}
-    msgs = sum(after[n]["published"] - before[n]["published"] for n in after)
-    kept = 0
-    for n in after:
-        read = after[n]["consumed"] - before[n]["consumed"]
-        left = after[n]["consumed_not_owned"] - before[n]["consumed_not_owned"]
-        assert read >= msgs and 0 < left < read, (n, msgs, read, left)
-        kept += read - left
-    assert kept == msgs == 64, (kept, msgs)
-
-
-if __name__ == "__main__":
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    """The NATS servers and the daemons (Cluster), shared by the tests in
+    order."""
+    global C
     t0 = time.time()
     C = Cluster()
     try:
-        R.run(test_start_and_settle)
-        R.run(test_trials)
-        R.run(test_sigterm_during_handover)
-        R.run(test_status_from_gpuaggctl)
-        R.run(test_cluster_status_fields_documented)
-        R.run(test_query_from_any_daemon)
-        R.run(test_reads_of_others_partitions_counted)
-        R.run(test_same_member_name_refused)
-        R.run(test_other_database_refused)
-        R.run(test_name_taken_while_running)
-        R.run(test_nats_down_backpressure)
+        yield
     finally:
         C.stop()
-    print("  total %.1f s" % (time.time() - t0))
-    R.finish()
+        print("  total %.1f s" % (time.time() - t0))

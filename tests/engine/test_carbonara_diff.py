@@ -21,9 +21,8 @@ against plain carbonara (dedupe_last_vs_min, float_bucketing,
 rewrite_partial_bucket, rewrite_rate_gap, rewrite_pct_minpos,
 nonfinite_rejected).
 
-Each case counts as one pass or fail; the last line is
-    carbonara_diff: N passed, N failed, N skipped
-A failing case prints its seed and leaves its input under
+Each case is one test (pytest parametrizes test_case over them).  A failing
+case prints its seed and leaves its input under
 build/test-logs/carbonara_diff/.  GA_SEED=N reruns with another base seed,
 GA_DIFF_CASES=N sets the number of random cases (2N through gpuaggctl, N
 multi-batch through engine_replay; default 250), GA_CTL=PATH another
@@ -37,7 +36,8 @@ import random
 import subprocess
 import sys
 import time
-import traceback
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -602,32 +602,29 @@ def case_late_fixed(suite):
                     ["mean", "count", "last", "rate:sum", "50pct"], 1, [None, None])
 
 
-def main():
-    t0 = time.time()
+CASES = [(case_cli_random, i) for i in range(NCASES * 2)]
+CASES += [(case_replay_random, i) for i in range(NCASES)]
+CASES += [(f, None) for f in (case_dedupe_last_vs_min, case_float_bucketing,
+                              case_late_fixed, case_nonfinite_rejected,
+                              case_rewrite_partial_bucket, case_rewrite_rate_gap,
+                              case_rewrite_pct_minpos)]
+CASES += [(case_all_methods, BASE_SEED + seed) for seed in (1, 2)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def binaries():
     for exe in (CTL, REPLAY):
-        if not os.access(exe, os.X_OK):
-            print("missing %s (run make)" % exe)
-            print("carbonara_diff: 0 passed, 1 failed, 0 skipped")
-            return 1
-    suite = Suite()
-    cases = [(case_cli_random, i) for i in range(NCASES * 2)]
-    cases += [(case_replay_random, i) for i in range(NCASES)]
-    cases += [(f, None) for f in (case_dedupe_last_vs_min, case_float_bucketing,
-                                  case_late_fixed, case_nonfinite_rejected,
-                                  case_rewrite_partial_bucket, case_rewrite_rate_gap,
-                                  case_rewrite_pct_minpos)]
-    cases += [(case_all_methods, BASE_SEED + seed) for seed in (1, 2)]
-    for fn, arg in cases:
-        try:
-            fn(suite) if arg is None else fn(suite, arg)
-        except Exception:                  # a crash is one failed case, not the suite
-            suite.result("%s(%s)" % (fn.__name__, "" if arg is None else arg),
-                         traceback.format_exc().splitlines()[-3:])
+        assert os.access(exe, os.X_OK), "missing %s (run make)" % exe
+    t0 = time.time()
+    yield
     print("%.1fs; %d values compared, %d within tolerance but not bit-equal"
           % (time.time() - t0, STATS["values"], STATS["within tolerance, not bit-equal"]))
-    print("carbonara_diff: %d passed, %d failed, 0 skipped" % (suite.passed, suite.failed))
-    return 0 if suite.failed == 0 else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("fn,arg", CASES, ids=["%s(%s)" % (fn.__name__[len("case_"):],
+                                                          "" if arg is None else arg)
+                                              for fn, arg in CASES])
+def test_case(fn, arg):
+    suite = Suite()
+    fn(suite) if arg is None else fn(suite, arg)
+    assert suite.failed == 0, "the differences are printed above"

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blackbox"))
 import bblib  # noqa: E402
-from bblib import BIN, ROOT, Results, free_port, read_points, wait_for  # noqa: E402,F401
+from bblib import BIN, ROOT, free_port, read_points, wait_for  # noqa: E402,F401
 
 GPUAGG_LOAD = os.path.join(BIN, "gpuagg-load")
 PG_PRIVATE = os.path.join(ROOT, "tools", "pg-private.sh")
@@ -271,28 +271,23 @@ def random_points(rng, nnames, points, base):
     return index, ts, vals
 
 
-def run_suite(R, S, setup, tests, cleanup=None):
-    """setup(), then each test through R; at the end S.d is stopped (a
-    non-zero exit fails the suite), S.pg stopped, cleanup() run."""
+def shared_suite(S, setup, cleanup=None):
+    """The body of a module-scoped pytest fixture (`yield from
+    shared_suite(S, setup)`): setup(), then the tests run; at the end S.d
+    is stopped (a non-zero exit fails the suite), S.pg stopped, cleanup()
+    run."""
+    rc = 0
     try:
         setup()
-        for t in tests:
-            R.run(t)
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        R.failed += 1
+        yield
     finally:
         if S.d:
             rc = S.d.stop(timeout=60)
-            if rc != 0:
-                print("FAIL gpuaggd exited %r" % rc)
-                R.failed += 1
         if S.pg:
             S.pg.stop()
         if cleanup:
             cleanup()
-    R.finish()
+    assert rc == 0, "gpuaggd exited %r" % rc
 
 
 def rng_for(name):

@@ -14,10 +14,11 @@ import shutil
 import tempfile
 import time
 
-from inglib import (run_suite, IngestDaemon, PrivatePG, Results, engine_running, flush, friendly, rand_value,
+import pytest
+
+from inglib import (shared_suite, IngestDaemon, PrivatePG, engine_running, flush, friendly, rand_value,
                     rng_for, send_ack)
 
-R = Results("bad_rows")
 RNG = rng_for("bad_rows")
 TS_MAX = 7258118400000000000            # 2200-01-01T00:00:00Z
 GRANS = [1, 60, 3600, 86400]
@@ -125,5 +126,8 @@ def test_restart_does_not_replay_into_the_wall():
     assert lag == 0, S.d.call("status")
 
 
-if __name__ == "__main__":
-    run_suite(R, S, setup, [test_refused_metric_does_not_block_others, test_highest_timestamp_every_granularity, test_restart_does_not_replay_into_the_wall], cleanup=lambda: S.tmp and not os.environ.get("GA_KEEP") and shutil.rmtree(S.tmp, ignore_errors=True))
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """setup(): one daemon shared by the tests in order."""
+    yield from shared_suite(S, setup, cleanup=lambda: S.tmp and not os.environ.get("GA_KEEP") and
+                            shutil.rmtree(S.tmp, ignore_errors=True))

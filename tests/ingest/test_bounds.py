@@ -8,9 +8,8 @@ import time
 
 import msgpack
 
-from inglib import ETOOBIG, EBUSY, Client, IngestDaemon, Results, friendly, wait_for
+from inglib import ETOOBIG, EBUSY, Client, IngestDaemon, friendly, wait_for
 
-R = Results("bounds")
 NOW = (int(time.time()) // 60) * 60 * 10**9
 
 
@@ -108,10 +107,3 @@ def test_oversize_and_deep_frames_told_apart():
         assert len(msgs) == 1 and msgs[0]["code"] == ETOOBIG, msgs
         m = msgs[0]["message"]
         assert m.startswith("frame: ") and "at most 4096 (max_frame)" in m and "deeper" not in m, m
-
-
-if __name__ == "__main__":
-    for t in (test_max_inflight_enforced, test_max_connections_per_peer, test_max_metrics_at_the_door,
-              test_oversize_and_deep_frames_told_apart):
-        R.run(t)
-    R.finish()

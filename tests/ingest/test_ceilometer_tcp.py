@@ -22,12 +22,13 @@ import struct
 import sys
 import time
 
-from inglib import IngestDaemon, PrivatePG, Results, rng_for, wait_for
+import pytest
+
+from inglib import IngestDaemon, PrivatePG, rng_for, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ceilometer"))
 import gen_vectors  # noqa: E402
 
-R = Results("ceilometer_tcp")
 RNG = rng_for("ceilometer_tcp")
 FIVE_MIN = 300
 
@@ -36,7 +37,7 @@ def make_tcp_publisher(secret, port):
     """A publisher writing Ceilometer's tcp:// framing to 127.0.0.1:port."""
     why = gen_vectors.find_ceilometer()
     if why:
-        R.skip(why)
+        pytest.skip(why)
     import msgpack
     from oslo_config import cfg
     from oslo_utils import netutils
@@ -233,7 +234,7 @@ def test_backpressure_blocks_the_sender():
     import threading
     why = gen_vectors.find_ceilometer()
     if why:
-        R.skip(why)
+        pytest.skip(why)
     from ceilometer.publisher import utils
     body = msgpack.dumps(utils.meter_message_from_counter(
         samples_for("bp-vm", "cpu", "cumulative", int(time.time()), [1.0])[0], ""), use_bin_type=True)
@@ -275,9 +276,3 @@ def test_backpressure_blocks_the_sender():
         assert sum(v for k, v in st.items() if k.startswith("ceilometer_tcp.bad_frames.")) == 0, st
         stop.set()
         s.close()
-
-
-R.run(test_publisher_signed_forged_unsigned)
-R.run(test_bad_frames_close_only_their_connection)
-R.run(test_backpressure_blocks_the_sender)
-R.finish()

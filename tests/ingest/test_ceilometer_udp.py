@@ -15,12 +15,13 @@ import socket
 import sys
 import time
 
-from inglib import IngestDaemon, PrivatePG, Results, rng_for, wait_for
+import pytest
+
+from inglib import IngestDaemon, PrivatePG, rng_for, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ceilometer"))
 import gen_vectors  # noqa: E402
 
-R = Results("ceilometer_udp")
 RNG = rng_for("ceilometer_udp")
 FIVE_MIN = 300
 
@@ -40,7 +41,7 @@ def samples_for(rid, name, ctype, t0, volumes):
 def test_publisher_signed_forged_unsigned():
     why = gen_vectors.find_ceilometer()
     if why:
-        R.skip(why)
+        pytest.skip(why)
     secret = "udp-secret-%08x" % RNG.randrange(2**32)
     pg = PrivatePG()
     d = IngestDaemon(conninfo=pg.conninfo, listen={"telemetry_secret": '"%s"' % secret})
@@ -115,7 +116,3 @@ def test_publisher_signed_forged_unsigned():
             d.proc.kill()
             d.proc.wait()
         pg.stop()
-
-
-R.run(test_publisher_signed_forged_unsigned)
-R.finish()

@@ -24,10 +24,11 @@ import subprocess
 import tempfile
 import time
 
-from inglib import (GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, Results, read_points,
+import pytest
+
+from inglib import (GPUAGG_LOAD, IngestDaemon, engine_running, PrivatePG, read_points,
                     rng_for, send_batch, wait_for)
 
-R = Results("crash")
 RNG = rng_for("crash")
 ROUNDS = 6
 GRAN_NS = 10**9
@@ -136,6 +137,26 @@ class Scenario:
 S = None
 
 
+@pytest.fixture(scope="module", params=[(300, None), (10, None), (10, [4, 3, 1, 2, 4, 1, 3])],
+                ids=["snapshot300", "snapshot10", "snapshot10-workers"])
+def scenario(request):
+    """The four tests below run once for each storage.window_snapshot_s and
+    engine.workers sequence, in order, on one Scenario; its directory is
+    kept when one of them failed."""
+    global S
+    snapshot_s, workers = request.param
+    S = Scenario(snapshot_s, workers)
+    print("window_snapshot_s = %d, engine.workers %s" % (snapshot_s, workers or "default"))
+    failed = request.session.testsfailed
+    try:
+        yield S
+    finally:
+        S.pg.stop()
+        if request.session.testsfailed == failed:
+            shutil.rmtree(S.tmp, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("scenario")
 def test_kill9_rounds():
     S.run()
     if S.snapshot_s == 10:
@@ -143,6 +164,7 @@ def test_kill9_rounds():
         assert S.snapshots > 4, S.snapshots
 
 
+@pytest.mark.usefixtures("scenario")
 def test_acknowledged_exactly_once():
     assert S.buckets, "no aggregates"
     missing = [k for k in S.acked if k not in S.buckets]
@@ -164,6 +186,7 @@ def test_acknowledged_exactly_once():
     assert S.pg.sql("SELECT DISTINCT policy FROM metrics WHERE name LIKE 'crash.%'") == [["crash"]]
 
 
+@pytest.mark.usefixtures("scenario")
 def test_coarse_archive_matches_fine():
     """Every minute bucket is the aggregate of the 1-second buckets stored
     in it (acknowledged points, and unacknowledged ones that were stored):
@@ -185,6 +208,7 @@ def test_coarse_archive_matches_fine():
           (len(want), len(S.buckets)))
 
 
+@pytest.mark.usefixtures("scenario")
 def test_points_counter_exactly_once():
     """metrics.points (STORAGE.md: exact, protected from double counting)
     equals the points stored.  Known to fail when the daemon restarts
@@ -287,22 +311,3 @@ def test_held_bucket_written_within_delay():
             d.proc.wait()
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    for snapshot_s, workers in ((300, None), (10, None), (10, [4, 3, 1, 2, 4, 1, 3])):
-        S = Scenario(snapshot_s, workers)
-        print("window_snapshot_s = %d, engine.workers %s" % (snapshot_s, workers or "default"))
-        failed = R.failed
-        try:
-            R.run(test_kill9_rounds)
-            R.run(test_acknowledged_exactly_once)
-            R.run(test_coarse_archive_matches_fine)
-            R.run(test_points_counter_exactly_once)
-        finally:
-            S.pg.stop()
-            if R.failed == failed:
-                shutil.rmtree(S.tmp, ignore_errors=True)
-    R.run(test_held_bucket_written_before_its_window_set)
-    R.run(test_held_bucket_written_within_delay)
-    R.finish()

@@ -18,9 +18,10 @@ import subprocess
 import tempfile
 import time
 
-from inglib import GPUAGG_LOAD, PG_PRIVATE, IngestDaemon, PrivatePG, Results, wait_for
+import pytest
 
-R = Results("crash_loop")
+from inglib import GPUAGG_LOAD, PG_PRIVATE, IngestDaemon, PrivatePG, wait_for
+
 POINTS = 3000000
 POLICY = ("archive_policies:\n  - name: cl\n    back_window: 0\n    definition:\n"
           "      - { granularity: 60s, points: 100000 }\n"
@@ -104,17 +105,18 @@ def test_replay_progress_survives_kills():
     assert d.stop(timeout=60) == 0
 
 
-if __name__ == "__main__":
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """A private PostgreSQL and a directory for the daemon's journal; long,
+    so only with GA_TEST_LONG=1."""
     if not os.environ.get("GA_TEST_LONG"):
-        R.skip_test("test_replay_progress_survives_kills", "long: set GA_TEST_LONG=1 (about 30 s)")
-        R.finish()
+        pytest.skip("long: set GA_TEST_LONG=1 (about 30 s)")
     try:
         S.pg = PrivatePG()
         S.tmp = tempfile.mkdtemp(prefix="gacl-")
-        R.run(test_replay_progress_survives_kills)
+        yield
     finally:
         if S.pg:
             S.pg.stop()
         if S.tmp:
             shutil.rmtree(S.tmp, ignore_errors=True)
-    R.finish()

@@ -19,11 +19,11 @@ import socket
 import time
 
 import msgpack
+import pytest
 
-from inglib import (run_suite, Client, IngestDaemon, PrivatePG, Results, columnar, flush, friendly,
+from inglib import (shared_suite, Client, IngestDaemon, PrivatePG, columnar, flush, friendly,
                     policy_yaml, rand_value, rfc3339, rng_for, wait_for)
 
-R = Results("door_checks")
 RNG = rng_for("door_checks")
 NS = 10**9
 G_NS = 60 * NS
@@ -240,5 +240,7 @@ def test_bidi_name_refused_others_stored():
     assert not [n for n in names if any(ch in n for ch in "\u202e\u2066\u2069\u200d")], names
 
 
-if __name__ == "__main__":
-    run_suite(R, S, setup, [test_year_ahead_point_refused_later_points_stored, test_ceilometer_sample_ahead_refused, test_status_late_by_reason_and_bound_reloaded_off, test_bidi_name_refused_others_stored])
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """setup(): one daemon shared by the tests in order."""
+    yield from shared_suite(S, setup)

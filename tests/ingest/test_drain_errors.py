@@ -8,9 +8,8 @@ import signal
 import subprocess
 import time
 
-from inglib import (EBUSY, Client, IngestDaemon, PrivatePG, Results, columnar, wait_for)
+from inglib import (EBUSY, Client, IngestDaemon, PrivatePG, columnar, wait_for)
 
-R = Results("drain_errors")
 NOW = (int(time.time()) // 60) * 60 * 10**9
 ESHUTDOWN = -4107
 
@@ -77,9 +76,3 @@ def test_drain_eshutdown_and_incomplete_stop_exit_1():
         assert "storage_stop_incomplete" in d.logtext()
     finally:
         pg.stop()
-
-
-if __name__ == "__main__":
-    for t in (test_journal_cap_answers_busy, test_drain_eshutdown_and_incomplete_stop_exit_1):
-        R.run(t)
-    R.finish()

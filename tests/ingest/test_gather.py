@@ -15,11 +15,10 @@ equal."""
 import subprocess
 import time
 
-from inglib import (PG_PRIVATE, STORED_SQL, IngestDaemon, PrivatePG, Results,
+from inglib import (PG_PRIVATE, STORED_SQL, IngestDaemon, PrivatePG,
                     batch_sensitive_policy, engine_running, flush, random_points, rng_for,
                     send_batch, wait_for)
 
-R = Results("gather")
 RNG = rng_for("gather")
 POLICY = batch_sensitive_policy("gather")
 BATCHES, SETS, PER_SET, POINTS = 30, 10, 100, 3
@@ -75,8 +74,3 @@ def test_gathered_equals_one_at_a_time():
         assert got == want, next((a, b) for a, b in zip(got, want) if a != b)
     finally:
         pg.stop()
-
-
-
-R.run(test_gathered_equals_one_at_a_time)
-R.finish()

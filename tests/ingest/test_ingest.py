@@ -14,10 +14,11 @@ import struct
 import threading
 import time
 
-from inglib import (EAUTH, EBUSY, EPROTO, ETIMEDOUT, ETOOBIG, Client, IngestDaemon, Results,
+import pytest
+
+from inglib import (EAUTH, EBUSY, EPROTO, ETIMEDOUT, ETOOBIG, Client, IngestDaemon,
                     columnar, friendly, rand_value, rfc3339, rng_for, wait_for)
 
-R = Results("ingest")
 RNG = rng_for("ingest")
 TS0 = 1795273445123456789
 
@@ -192,6 +193,43 @@ def test_first_message_not_hello(d):
     assert len(msgs) == 1 and msgs[0]["code"] == EPROTO and "'points'" in msgs[0]["message"], msgs
 
 
+def test_fuzz_many_connections(d):
+    errors = stat(d, "ingest.protocol_errors")
+    for _ in range(4):                 # 4 rounds of 50 connections at once
+        conns = []
+        for _ in range(50):
+            c = Client(d, timeout=10)
+            conns.append(c)
+        for c in conns:
+            try:
+                c.send(fuzz_input(RNG))
+                c.s.shutdown(socket.SHUT_WR)
+            except OSError:            # the daemon already closed it
+                pass
+        for c in conns:
+            try:
+                c.expect_eof(timeout=10)   # every one gets closed, none hangs
+            except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError):
+                pass                       # it echoes nothing malformed, but be lenient to our reader
+            c.close()
+        assert d.proc.poll() is None, d.logtext()[-2000:]
+    assert stat(d, "ingest.protocol_errors") > errors
+    assert wait_for(lambda: stat(d, "ingest.connections_open") == 0), d.stats()
+    c = Client(d)
+    c.hello()
+    ts, vs = rand_points(10)
+    c.send(columnar(1234, ["after.fuzz"], ts, vs, counts=[10]))
+    assert c.recv() == {"type": "ack", "seq": 1234, "accepted": 10, "rejected": []}
+
+
+def test_drain_exits_1_with_batches_only_journaled(d):
+    """Acknowledged batches that never reached PostgreSQL stay in the
+    journal: the drain ends promptly and exits 1 (docs/gpuaggd.8)."""
+    assert d.proc.poll() is None, d.logtext()[-2000:]
+    assert d.stop() == 1, d.logtext()[-2000:]
+    assert "event=stop_uncommitted" in d.logtext(), d.logtext()[-2000:]
+
+
 def test_tcp_token():
     token = "tok-%08x" % RNG.randrange(2**32)
     with IngestDaemon(listen={"token": '"%s"' % token}) as d:
@@ -238,44 +276,6 @@ def test_max_frame_etoobig():
         assert ok.recv()["accepted"] == 100
 
 
-def test_max_connections_ebusy():
-    with IngestDaemon(limits={"max_connections": 3}) as d:
-        held = [Client(d) for _ in range(3)]
-        for c in held:
-            c.hello()
-        extra = Client(d)
-        msgs = extra.expect_eof()
-        assert len(msgs) == 1 and msgs[0]["code"] == EBUSY and msgs[0]["name"] == "EBUSY", msgs
-        assert stat(d, "ingest.connections_refused") == 1
-        held.pop().close()
-        assert wait_for(lambda: stat(d, "ingest.connections_open") == 2)
-        c = Client(d)
-        c.hello()
-        ts, vs = rand_points(3)
-        c.send(columnar(1, ["conn.a"], ts, vs, counts=[3]))
-        assert c.recv()["accepted"] == 3
-
-
-def test_idle_timeout():
-    with IngestDaemon(limits={"idle_timeout_s": 1}) as d:
-        idle, busy = Client(d), Client(d)
-        idle.hello(), busy.hello()
-        t0 = time.time()
-        for i in range(6):             # busy sends every 0.4 s for 2.4 s
-            ts, vs = rand_points(2)
-            busy.send(columnar(i, ["idle.b"], ts, vs, counts=[2]))
-            assert busy.recv()["seq"] == i
-            time.sleep(0.4)
-        msgs = idle.expect_eof(timeout=5)
-        assert time.time() - t0 < 6
-        assert len(msgs) == 1 and msgs[0]["code"] == ETIMEDOUT, msgs
-        assert "idle_timeout_s" in msgs[0]["message"], msgs
-        assert stat(d, "ingest.idle_timeouts") == 1
-        ts, vs = rand_points(2)
-        busy.send(columnar(9, ["idle.b"], ts, vs, counts=[2]))
-        assert busy.recv()["seq"] == 9
-
-
 def fuzz_input(rng):
     """Random bytes, a truncated valid stream, or a mutated one."""
     ts, vs = [TS0 + i for i in range(20)], [rand_value(rng) for _ in range(20)]
@@ -306,33 +306,22 @@ def fuzz_input(rng):
     return bytes(data)
 
 
-def test_fuzz_many_connections(d):
-    errors = stat(d, "ingest.protocol_errors")
-    for _ in range(4):                 # 4 rounds of 50 connections at once
-        conns = []
-        for _ in range(50):
-            c = Client(d, timeout=10)
-            conns.append(c)
-        for c in conns:
-            try:
-                c.send(fuzz_input(RNG))
-                c.s.shutdown(socket.SHUT_WR)
-            except OSError:            # the daemon already closed it
-                pass
-        for c in conns:
-            try:
-                c.expect_eof(timeout=10)   # every one gets closed, none hangs
-            except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError):
-                pass                       # it echoes nothing malformed, but be lenient to our reader
-            c.close()
-        assert d.proc.poll() is None, d.logtext()[-2000:]
-    assert stat(d, "ingest.protocol_errors") > errors
-    assert wait_for(lambda: stat(d, "ingest.connections_open") == 0), d.stats()
-    c = Client(d)
-    c.hello()
-    ts, vs = rand_points(10)
-    c.send(columnar(1234, ["after.fuzz"], ts, vs, counts=[10]))
-    assert c.recv() == {"type": "ack", "seq": 1234, "accepted": 10, "rejected": []}
+def test_max_connections_ebusy():
+    with IngestDaemon(limits={"max_connections": 3}) as d:
+        held = [Client(d) for _ in range(3)]
+        for c in held:
+            c.hello()
+        extra = Client(d)
+        msgs = extra.expect_eof()
+        assert len(msgs) == 1 and msgs[0]["code"] == EBUSY and msgs[0]["name"] == "EBUSY", msgs
+        assert stat(d, "ingest.connections_refused") == 1
+        held.pop().close()
+        assert wait_for(lambda: stat(d, "ingest.connections_open") == 2)
+        c = Client(d)
+        c.hello()
+        ts, vs = rand_points(3)
+        c.send(columnar(1, ["conn.a"], ts, vs, counts=[3]))
+        assert c.recv()["accepted"] == 3
 
 
 def rss_kib(pid):
@@ -341,6 +330,26 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+def test_idle_timeout():
+    with IngestDaemon(limits={"idle_timeout_s": 1}) as d:
+        idle, busy = Client(d), Client(d)
+        idle.hello(), busy.hello()
+        t0 = time.time()
+        for i in range(6):             # busy sends every 0.4 s for 2.4 s
+            ts, vs = rand_points(2)
+            busy.send(columnar(i, ["idle.b"], ts, vs, counts=[2]))
+            assert busy.recv()["seq"] == i
+            time.sleep(0.4)
+        msgs = idle.expect_eof(timeout=5)
+        assert time.time() - t0 < 6
+        assert len(msgs) == 1 and msgs[0]["code"] == ETIMEDOUT, msgs
+        assert "idle_timeout_s" in msgs[0]["message"], msgs
+        assert stat(d, "ingest.idle_timeouts") == 1
+        ts, vs = rand_points(2)
+        busy.send(columnar(9, ["idle.b"], ts, vs, counts=[2]))
+        assert busy.recv()["seq"] == 9
 
 
 def test_backpressure_bounded_memory():
@@ -397,26 +406,9 @@ def test_backpressure_bounded_memory():
         assert "event=stop_uncommitted" in d.logtext()
 
 
-def test_drain_exits_1_with_batches_only_journaled(d):
-    """Acknowledged batches that never reached PostgreSQL stay in the
-    journal: the drain ends promptly and exits 1 (docs/gpuaggd.8)."""
-    assert d.proc.poll() is None, d.logtext()[-2000:]
-    assert d.stop() == 1, d.logtext()[-2000:]
-    assert "event=stop_uncommitted" in d.logtext(), d.logtext()[-2000:]
-
-
-def main():
-    with IngestDaemon() as d:
-        for t in (test_friendly_timestamp_forms, test_friendly_rejections,
-                  test_columnar_index_and_counts, test_pipelining_acks_in_order,
-                  test_split_byte_by_byte, test_malformed_closes_only_that_connection,
-                  test_first_message_not_hello, test_fuzz_many_connections):
-            R.run(t, d)
-        R.run(test_drain_exits_1_with_batches_only_journaled, d)
-    for t in (test_tcp_token, test_max_frame_etoobig, test_max_connections_ebusy,
-              test_idle_timeout, test_backpressure_bounded_memory):
-        R.run(t)
-    R.finish()
-
-
-main()
+@pytest.fixture(scope="module")
+def d():
+    """One daemon shared, in order, by the tests that take it; the last of
+    them drains it."""
+    with IngestDaemon() as daemon:
+        yield daemon

@@ -19,9 +19,10 @@ import subprocess
 import tempfile
 import time
 
-from inglib import Client, IngestDaemon, PrivatePG, Results, friendly, wait_for
+import pytest
 
-R = Results("journal_full")
+from inglib import Client, IngestDaemon, PrivatePG, friendly, wait_for
+
 MIB = 1 << 20
 STOP_MS = 2000
 BOUND_S = STOP_MS / 1000 + 5.0          # + daemon/stop_guard.h STOP_GUARD_GRACE_MS
@@ -160,21 +161,15 @@ def test_sigterm_while_stalled():
     os.unlink(os.path.join(S.mnt, "filler"))
 
 
-if __name__ == "__main__":
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """setup(): a tmpfs journal and one daemon shared by the tests in order;
+    without a tmpfs (mount needs root) every test is skipped with the reason."""
     try:
         why = setup()
         if why:
-            for t in (test_full_then_recovered, test_sigterm_while_stalled):
-                R.skip_test(t.__name__, why)
-            R.finish()
-        R.run(test_full_then_recovered)
-        R.run(test_sigterm_while_stalled)
-    except SystemExit:
-        raise
-    except Exception:
-        import traceback
-        traceback.print_exc()
-        R.failed += 1
+            pytest.skip(why)
+        yield
     finally:
         if S.d and S.d.proc and S.d.proc.poll() is None:
             S.d.proc.kill()
@@ -185,4 +180,3 @@ if __name__ == "__main__":
             subprocess.run(["umount", "-l", S.mnt], capture_output=True)
         if S.tmp:
             shutil.rmtree(S.tmp, ignore_errors=True)
-    R.finish()

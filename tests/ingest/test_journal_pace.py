@@ -16,9 +16,10 @@ import subprocess
 import tempfile
 import time
 
-from inglib import GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, wait_for
+import pytest
 
-R = Results("journal_pace")
+from inglib import GPUAGG_LOAD, IngestDaemon, PrivatePG, wait_for
+
 POLICY = ("archive_policies:\n  - name: jp\n    back_window: 0\n    definition:\n"
           "      - { granularity: 60s, points: 1000 }\n"
           "    aggregation_methods: [count]\ndefault_archive_policy: jp\n")
@@ -57,11 +58,12 @@ def test_journal_never_fills():
         assert int(n[0][0]) == rep["points_acked"], (n, rep)
 
 
-if __name__ == "__main__":
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """A private PostgreSQL."""
     try:
         S.pg = PrivatePG()
-        R.run(test_journal_never_fills)
+        yield
     finally:
         if S.pg:
             S.pg.stop()
-    R.finish()

@@ -21,10 +21,9 @@ import signal
 import tempfile
 import time
 
-from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, engine_running, flush, rand_value,
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, engine_running, flush, rand_value,
                     rng_for, send_batch, wait_for)
 
-R = Results("open_blocks")
 RNG = rng_for("open_blocks")
 POLICY = ("archive_policies:\n  - name: blocks\n    back_window: 1\n    definition:\n"
           "      - { granularity: 1s, points: 100000 }\n"
@@ -141,7 +140,3 @@ def test_blocks_store_what_rows_store():
                       "(u.m, u.g, u.t)") == [["0"]]
     finally:
         pg.stop()
-
-
-R.run(test_blocks_store_what_rows_store)
-R.finish()

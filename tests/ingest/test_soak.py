@@ -31,10 +31,11 @@ import time
 import urllib.error
 import urllib.request
 
-from inglib import (BIN, GPUAGG_LOAD, IngestDaemon, PrivatePG, Results, free_port, policy_yaml,
+import pytest
+
+from inglib import (BIN, GPUAGG_LOAD, IngestDaemon, PrivatePG, free_port, policy_yaml,
                     read_points, rng_for)
 
-R = Results("soak")
 RNG = rng_for("soak")
 CTL = os.path.join(BIN, "gpuaggctl")
 ROUND_S = 8
@@ -279,14 +280,15 @@ def test_memory_and_files_bounded():
     assert fds2 <= fds1 + 8, (fds1, fds2)
 
 
-if __name__ == "__main__":
+@pytest.fixture(scope="module", autouse=True)
+def soak(request):
+    """One Soak: test_rounds runs it, the others check what it left, in
+    order; its directory is kept when a test failed."""
+    global S
     S = Soak()
     try:
-        for t in (test_rounds, test_acknowledged_exactly_once, test_api_answered, test_jobs_finished,
-                  test_memory_and_files_bounded):
-            R.run(t)
+        yield
     finally:
         S.pg.stop()
-        if not R.failed:
+        if not request.session.testsfailed:
             shutil.rmtree(S.tmp, ignore_errors=True)
-    R.finish()

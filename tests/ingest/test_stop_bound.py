@@ -24,10 +24,9 @@ import subprocess
 import tempfile
 import time
 
-from inglib import (EBUSY, GPUAGG_LOAD, PG_PRIVATE, Client, IngestDaemon, PrivatePG, Results,
+from inglib import (EBUSY, GPUAGG_LOAD, PG_PRIVATE, Client, IngestDaemon, PrivatePG,
                     columnar, engine_running, flush, wait_for)
 
-R = Results("stop_bound")
 STOP_MS = 1000
 GRACE_S = 5.0                           # daemon/stop_guard.h STOP_GUARD_GRACE_MS
 BOUND_S = STOP_MS / 1000 + GRACE_S
@@ -238,10 +237,3 @@ def test_replay_with_commits_blocked():
         if lock:
             lock.release()
         env.close()
-
-
-if __name__ == "__main__":
-    for t in (test_postgres_down_with_acked_pending, test_journal_full_storage_down,
-              test_first_start_loading, test_replay_with_commits_blocked):
-        R.run(t)
-    R.finish()

@@ -17,10 +17,11 @@ import json
 import os
 import socket
 
-from inglib import (run_suite, ROOT, Client, IngestDaemon, PrivatePG, Results, columnar, friendly,
+import pytest
+
+from inglib import (shared_suite, ROOT, Client, IngestDaemon, PrivatePG, columnar, friendly,
                     policy_yaml, rand_value, rng_for, wait_for)
 
-R = Results("ts_range")
 RNG = rng_for("ts_range")
 TS_MAX = 7258118400000000000            # 2200-01-01T00:00:00Z
 BAD_NS = 9223372036000000000            # 2262-04-11T23:47:16Z
@@ -149,5 +150,7 @@ def test_ceilometer_vector_2262_refused():
     assert S.pg.sql("SELECT count(*) FROM late_points WHERE ts > %d" % TS_MAX) == [["0"]]
 
 
-if __name__ == "__main__":
-    run_suite(R, S, setup, [test_ack_rejects_2262_among_good_points, test_good_points_committed_and_queryable, test_ceilometer_vector_2262_refused])
+@pytest.fixture(scope="module", autouse=True)
+def suite():
+    """setup(): one daemon shared by the tests in order."""
+    yield from shared_suite(S, setup)

@@ -19,10 +19,9 @@ import subprocess
 import tempfile
 import time
 
-from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, bblib, engine_running, flush,
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, bblib, engine_running, flush,
                     rand_value, rng_for, send_batch)
 
-R = Results("window_tails")
 RNG = rng_for("window_tails")
 POLICY = ("archive_policies:\n  - name: tails\n    back_window: 0\n    definition:\n"
           "      - { granularity: 10s, points: 100000 }\n"
@@ -105,7 +104,3 @@ def test_killed_daemon_equals_straight_run():
         assert got == want, next((a, b) for a, b in zip(got, want) if a != b)
     finally:
         pg.stop()
-
-
-R.run(test_killed_daemon_equals_straight_run)
-R.finish()

@@ -13,10 +13,9 @@ belongs to one worker is flushed (the others' positions move with skip
 entries) and lets the journal go."""
 import time
 
-from inglib import (STORED_SQL, IngestDaemon, PrivatePG, Results, batch_sensitive_policy,
+from inglib import (STORED_SQL, IngestDaemon, PrivatePG, batch_sensitive_policy,
                     engine_running, flush, random_points, rng_for, send_batch, wait_for)
 
-R = Results("workers")
 RNG = rng_for("workers")
 POLICY = batch_sensitive_policy("lanes")
 METRICS, PER_BATCH, POINTS = 400, 100, 3
@@ -106,8 +105,3 @@ def test_one_partition_flushes_and_releases():
             assert d.stop() == 0
     finally:
         pg.stop()
-
-
-R.run(test_stored_equal_whatever_the_workers)
-R.run(test_one_partition_flushes_and_releases)
-R.finish()
