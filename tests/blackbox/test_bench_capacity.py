@@ -81,3 +81,38 @@ def test_ceiling():
 def test_goals_printed():
     for g in ("storage lag p99 <= 2 s", "drain <= 2 s", "writer >= 80 % of the COPY ceiling"):
         assert g in text, g
+
+
+@pytest.fixture(scope="module")
+def backfill():
+    """A short --backfill run: 2,000 metrics, 2 minutes of 1 s history each."""
+    d = tempfile.mkdtemp(prefix="gabench-bf-")
+    os.chmod(d, 0o755)
+    p = subprocess.run([BENCH, "--metrics", "2000", "--interval", "1s", "--backfill", "2min",
+                        "--connections", "2", "--batch", "2000", "--report-s", "2",
+                        "--copy-sessions", "2", "--out", d],
+                       capture_output=True, text=True, timeout=300)
+    print(p.stdout)
+    print(p.stderr)
+    yield p
+    subprocess.run(["rm", "-rf", d])
+
+
+def test_backfill_every_point_committed(backfill):
+    assert backfill.returncode == 0, backfill.returncode
+    t = backfill.stdout
+
+    def line(name):
+        m = re.search(r"^\| %s \| (.*) \|$" % re.escape(name), t, re.M)
+        assert m, "summary has no line %r" % name
+        return m.group(1)
+    assert line("offered").startswith("120 s of history (120 points of each metric), as fast as acks allow")
+    acked = int(re.match(r"(\d+) points", line("acked")).group(1))
+    assert acked == 2000 * 120, acked
+    db = re.match(r"sum\(metrics.points\) (\d+) \(acked (\d+)\)", line("in PostgreSQL"))
+    assert db and int(db.group(1)) == int(db.group(2)) == acked, line("in PostgreSQL")
+    m = re.match(r"(\d+) points/s: (\d+) points in ([\d.]+) s", line("committed, load and drain"))
+    assert m, line("committed, load and drain")
+    assert int(m.group(2)) == acked and float(m.group(3)) > 0
+    # the rate is the points over the seconds printed (to 0.01 s)
+    assert abs(int(m.group(1)) * float(m.group(3)) - acked) <= int(m.group(1)) * 0.005 + 1, m.groups()
