@@ -13,7 +13,8 @@ Operations: every AGG_MAP method of aggregate, rolling and resample, the
 unary, binary and ternary operators, several references, fill,
 needed_overlap, start/stop, the string form; search and groupby; the
 deprecated reads (trimming, needed_overlap, granularity match, Npct,
-resample=, the methods they allow)."""
+resample=, the methods they allow); http.max_points, at and past the limit, a series
+holding more than its share of it."""
 import json
 import math
 import os
@@ -488,6 +489,42 @@ def test_resample_on_measures():
     assert st == 400 and j["description"] == "A granularity must be specified to resample", j
 
 
+def max_points_answers():
+    """Answers of the running daemon for test_max_points: the points of A
+    and F at 60 s, the measures of A, an aggregate of A and F and the two
+    series."""
+    n = (len(stored(A, "mean", 60)[0]), len(stored(F, "mean", 60)[0]))
+    ops = ["aggregate", "mean", ["metric", [metric_id(A), "mean"], [metric_id(F), "mean"]]]
+    return [n, E.d.get_json("/v1/metric/%s/measures?granularity=60" % metric_id(A), headers=H),
+            post(ops, granularity=60, fill="null"),
+            post(["metric", [metric_id(A), "mean"], [metric_id(F), "mean"]], granularity=60,
+                 fill="null")]
+
+
+def test_max_points(conninfo, want):
+    """http.max_points: a read of exactly that many points is answered as
+    without the limit, whether a series holds more than its share of it or
+    not (storage/pg_read.c reads such a read a row a point); one more is a
+    400."""
+    na, nf = want[0]
+    assert na > (na + nf) // 2 + 1, want[0]     # A holds more than its share of na + nf
+    for limit, ok in [(na + nf, True), (na + nf - 1, False), (1000, True)]:
+        d = HttpDaemon(conninfo=conninfo, http="auth: noauth, max_points: %d" % limit,
+                       extra=POLICY)
+        with d:
+            d.wait_http()
+            E.d = d
+            got = max_points_answers()
+            assert d.stop(30) == 0, d.logtext()[-3000:]
+        assert got[1] == want[1], (limit, got[1], want[1])
+        if ok:
+            assert got[2:] == want[2:], (limit, got[2:], want[2:])
+        else:
+            for st, j in got[2:]:
+                assert st == 400 and "http.max_points (%d)" % limit in json.dumps(j), \
+                    (limit, st, j)
+
+
 def main():
     pgdir = tempfile.mkdtemp(prefix="gapg-", dir="/tmp")
     try:
@@ -501,7 +538,9 @@ def main():
                       test_rolling_and_resample, test_string_form_and_invalid,
                       test_deprecated_aggregation_metric, test_resample_on_measures):
                 R.run(t)
+            want = max_points_answers()
             assert E.d.stop(30) == 0, E.d.logtext()[-3000:]
+        R.run(test_max_points, conninfo, want)
     finally:
         subprocess.run([PG, "stop", pgdir])
         subprocess.run(["rm", "-rf", pgdir])
