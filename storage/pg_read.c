@@ -55,10 +55,10 @@
     "                          ORDER BY b.ts DESC LIMIT 1) nb ON true\n"                           \
     ")\n"
 
-/* The points of series s with $4 <= ts < $5: what gpuagg_measures gives
- * for (metric, method, granularity), its rows of buckets and its entries
- * in its block, the buckets past the newest bucket holding the method
- * minus the timespan, of the method's non-NULL values. */
+/* The buckets of series s with $4 <= ts < $5 (ts, value): its rows of
+ * buckets and its entries in its block past the newest bucket holding the
+ * method minus the timespan, with the method's value, NULL where the
+ * bucket has none (gpuagg_measures leaves those out: the reader does). */
 #define SERIES_POINTS                                                                              \
     "    SELECT r.ts, v.value FROM (\n"                                                            \
     "      SELECT b.ts, b.mset, b.vals FROM buckets b\n"                                           \
@@ -75,21 +75,25 @@
     "    CROSS JOIN LATERAL (SELECT CASE WHEN r.mset = s.m1 THEN r.vals[s.p1]\n"                   \
     "                               ELSE r.vals[s.pos[array_position(s.msets, r.mset)]] END\n"     \
     "                          AS value) v\n"                                                      \
-    "     WHERE v.value IS NOT NULL AND (s.span = 0 OR r.ts > s.last - s.span)\n"
+    "     WHERE s.span = 0 OR r.ts > s.last - s.span\n"
 
-/* One row a series that has points: (i, ts int8[], value float8[]), each
- * series at most $6 points (the caller asks one more than it can take, to
- * tell "too many" from "just enough").  A row a series instead of a row a
- * point: PostgreSQL sends, and libpq allocates, a thousandth of the rows. */
+/* One row a series that has buckets: (i, ts int8[], value float8[],
+ * buckets read), each series' first $6 buckets (the caller asks one more
+ * than it can take, to tell "too many" from "just enough").  A row a
+ * series instead of a row a point: PostgreSQL sends, and libpq allocates,
+ * a thousandth of the rows.  A bucket's value is computed once, in the
+ * FILTER (a WHERE on it is evaluated at the scan and again above). */
 static const char series_sql[] =
     SERIES_CTE
-    "SELECT s.i, a.ts, a.vals\n"
+    "SELECT s.i, a.ts, a.vals, a.n\n"
     "  FROM s\n"
     "  CROSS JOIN LATERAL (\n"
-    "    SELECT array_agg(p.ts) AS ts, array_agg(p.value) AS vals FROM (\n"
+    "    SELECT array_agg(p.ts) FILTER (WHERE p.value IS NOT NULL) AS ts,\n"
+    "           array_agg(p.value) FILTER (WHERE p.value IS NOT NULL) AS vals, count(*) AS n\n"
+    "      FROM (\n"
     SERIES_POINTS
     "     LIMIT $6::int8) p) a\n"
-    " WHERE a.ts IS NOT NULL";
+    " WHERE a.ts IS NOT NULL OR a.n = $6::int8";
 
 /* The same points a row each, (i, ts, value), at most $6 in all: for a
  * read whose series could hold more than its share of the points allowed
@@ -101,6 +105,7 @@ static const char points_sql[] =
     "  CROSS JOIN LATERAL (\n"
     SERIES_POINTS
     "  ) p\n"
+    " WHERE p.value IS NOT NULL\n"
     " LIMIT $6::int8";
 
 /* names as a text[] literal: {"a","b\"c"}.  malloc'ed, NULL when out of
@@ -172,16 +177,20 @@ void pg_read_series_free(struct pg_read_series *s)
     memset(s, 0, sizeof *s);
 }
 
-/* A one-dimensional int8[] or float8[] without NULLs in binary format:
- * *n elements from *data, each a 4-byte length (8) and 8 bytes.  0, or
- * GA_EDB for anything else. */
-static int array_elems(const char *p, int len, size_t *n, const char **data)
+/* Field col of row `row`, a one-dimensional int8[] or float8[] without
+ * NULLs in binary format, or NULL (empty): *n elements from *data, each a
+ * 4-byte length (8) and 8 bytes.  0, or GA_EDB for anything else. */
+static int array_elems(const PGresult *r, int row, int col, size_t *n, const char **data)
 {
+    const char *p = PQgetvalue(r, row, col);
+    int len = PQgetlength(r, row, col);
+    *n = 0;
+    *data = p;
+    if (PQgetisnull(r, row, col))
+        return 0;
     if (len < 12)
         return GA_EDB;
     int32_t ndim = pg_util_get_i32(p), hasnull = pg_util_get_i32(p + 4);
-    *n = 0;
-    *data = p;
     if (ndim == 0)
         return 0;
     if (ndim != 1 || hasnull || len < 20)
@@ -242,9 +251,8 @@ static int fill_series(const PGresult *r, int points_rows, size_t nseries,
         if ((rc = row_series(r, i, nseries, &k, err, errlen)) < 0)
             goto out;
         m = 1;
-        if (!points_rows && (array_elems(PQgetvalue(r, i, 1), PQgetlength(r, i, 1), &m, &ts) < 0 ||
-                             array_elems(PQgetvalue(r, i, 2), PQgetlength(r, i, 2), &nv, &vs) < 0 ||
-                             nv != m)) {
+        if (!points_rows && (array_elems(r, i, 1, &m, &ts) < 0 ||
+                             array_elems(r, i, 2, &nv, &vs) < 0 || nv != m)) {
             rc = ga_fail(GA_EDB, err, errlen, "a series' arrays in the result are not int8[] "
                          "and float8[] of one length");
             goto out;
@@ -268,8 +276,8 @@ static int fill_series(const PGresult *r, int points_rows, size_t nseries,
             count[k]++;
             continue;
         }
-        array_elems(PQgetvalue(r, i, 1), PQgetlength(r, i, 1), &m, &ts);
-        array_elems(PQgetvalue(r, i, 2), PQgetlength(r, i, 2), &m, &vs);
+        array_elems(r, i, 1, &m, &ts);
+        array_elems(r, i, 2, &m, &vs);
         for (size_t j = 0; j < m; j++) {
             out->ts[at + j] = pg_util_get_i64(ts + j * 12 + 4);
             out->val[at + j] = pg_util_get_f64(vs + j * 12 + 4);
@@ -320,7 +328,7 @@ int pg_read_series_read(struct pg_query *q, size_t nseries, const char *const *m
         goto out;
     int points_rows = 0;
     for (int i = 0; i < PQntuples(r) && !points_rows; i++)
-        points_rows = PQgetlength(r, i, 1) > 20 && ((size_t)PQgetlength(r, i, 1) - 20) / 12 > share;
+        points_rows = (uint64_t)pg_util_get_i64(PQgetvalue(r, i, 3)) > share;
     if (points_rows) {
         PQclear(r);
         snprintf(lim, sizeof lim, "%zu", max_points < SIZE_MAX / 2 ? max_points + 1 : max_points);
