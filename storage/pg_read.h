@@ -1,7 +1,8 @@
 /* pg_read.h — the series reads of the HTTP read API (docs/API.md): the
  * buckets of many series of one granularity in one prepared statement,
  * the rows the gpuagg_measures view (what gpuaggctl query reads) gives for
- * each, with binary results into one allocation.
+ * each, a row a series of binary arrays, decoded into one allocation
+ * (docs/STORAGE.md "The series reads").
  *
  * Runs on the API's query pool (pg_query.h); calls block.  Thread-safe on
  * distinct outputs. */
@@ -27,7 +28,9 @@ struct pg_read_series {
 /* The buckets of (metrics[i], methods[i], granularity_ns) with start_ns <=
  * ts < stop_ns for each i < nseries (a series may be asked more than once;
  * an unknown metric, method or granularity is an empty series).  At most
- * max_points points in all: more is GA_ERANGE.  *out filled (free with
+ * max_points points in all: more is GA_ERANGE (a series past its share of
+ * max_points is read again a row a point, so that the result never holds
+ * much more).  *out filled (free with
  * pg_read_series_free, also after an error).  Returns 0, GA_ERANGE, GA_ENOMEM,
  * GA_EIO (cannot connect) or GA_EDB, with err[errlen]. */
 int pg_read_series_read(struct pg_query *q, size_t nseries, const char *const *metrics,

@@ -14,7 +14,7 @@
  * matches a reference's wildcard).  Returns the count. */
 int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
                        const json_t *metric_rows,
-                         struct aggq_col *cols, int max)
+                         struct agg_query_col *cols, int max)
 {
     int n = 0;
     size_t i;

@@ -16,7 +16,7 @@
 #include "storage/pg_read.h"
 
 /* Gnocchi's error body with a structured description. */
-void aggq_error(struct http_resp *resp, int code, const char *cause, const char *reason,
+void agg_query_error(struct http_resp *resp, int code, const char *cause, const char *reason,
                        json_t *detail)
 {
     json_t *d = json_pack("{s:s}", "cause", cause);
@@ -33,7 +33,7 @@ void aggq_error(struct http_resp *resp, int code, const char *cause, const char 
  * errors as {"cause": "Argument value error", "detail": NAME, "reason"}.
  * dropna_default: fill is dropna when neither fill nor needed_overlap is
  * given (/v1/aggregates; the deprecated endpoints have no default). */
-int aggq_parse_params(struct http_req *req, struct http_resp *resp, struct aggq_params *p,
+int agg_query_parse_params(struct http_req *req, struct http_resp *resp, struct agg_query_params *p,
                         int dropna_default)
 {
     memset(p, 0, sizeof *p);
@@ -56,26 +56,26 @@ int aggq_parse_params(struct http_req *req, struct http_resp *resp, struct aggq_
         while (isspace((unsigned char)*end))
             end++;
         if (*end || end == no) {
-            aggq_error(resp, 400, "Argument value error", "Must be a number",
-                       json_string("needed_overlap"));
+            agg_query_error(resp, 400, "Argument value error", "Must be a number",
+                            json_string("needed_overlap"));
             return 400;
         }
     }
     if (s && api_parse_time(s, now, &p->start, why, sizeof why) < 0) {
-        aggq_error(resp, 400, "Argument value error", "Must be a datetime or a timestamp",
-                   json_string("start"));
+        agg_query_error(resp, 400, "Argument value error", "Must be a datetime or a timestamp",
+                        json_string("start"));
         return 400;
     }
     if (e && api_parse_time(e, now, &p->stop, why, sizeof why) < 0) {
-        aggq_error(resp, 400, "Argument value error", "Must be a datetime or a timestamp",
-                   json_string("stop"));
+        agg_query_error(resp, 400, "Argument value error", "Must be a datetime or a timestamp",
+                        json_string("stop"));
         return 400;
     }
     if (g && api_parse_span(g, &p->gran) < 0) {
         char r[160];
         snprintf(r, sizeof r, "Unable to parse timespan '%.60s' (a positive number of seconds or "
                  "'1 minute')", g);
-        aggq_error(resp, 400, "Argument value error", r, json_string("granularity"));
+        agg_query_error(resp, 400, "Argument value error", r, json_string("granularity"));
         return 400;
     }
     p->has_start = s != NULL;
@@ -90,15 +90,15 @@ int aggq_parse_params(struct http_req *req, struct http_resp *resp, struct aggq_
         else if ((p->fill = strtod(fill, &end)), *end == '\0' && end != fill)
             p->fill_kind = 3;
         else {
-            aggq_error(resp, 400, "Argument value error", "Must be a float, 'dropna' or 'null'",
-                       json_string("fill"));
+            agg_query_error(resp, 400, "Argument value error",
+                            "Must be a float, 'dropna' or 'null'", json_string("fill"));
             return 400;
         }
     }
     return 0;
 }
 
-json_t *aggq_triplet(int64_t t, int64_t g, double v, int is_bool)
+json_t *agg_query_triplet(int64_t t, int64_t g, double v, int is_bool)
 {
     char iso[40];
     api_iso(t, iso);
@@ -106,7 +106,7 @@ json_t *aggq_triplet(int64_t t, int64_t g, double v, int is_bool)
     return json_pack("[s, f, o]", iso, (double)g / 1e9, jv);
 }
 
-int64_t aggq_floor(int64_t t, int64_t g)
+int64_t agg_query_floor(int64_t t, int64_t g)
 {
     if (t == INT64_MIN)
         return t;
@@ -114,10 +114,10 @@ int64_t aggq_floor(int64_t t, int64_t g)
     return r < 0 ? t - r - g : t - r;
 }
 
-int aggq_has_gran(const json_t *metric, int64_t g)
+int agg_query_has_gran(const json_t *metric, int64_t g)
 {
-    int64_t pg[AGGQ_MAX_GRANS];
-    int n = api_policy_grans(json_object_get(metric, "policy"), pg, AGGQ_MAX_GRANS);
+    int64_t pg[AGG_QUERY_MAX_GRANS];
+    int n = api_policy_grans(json_object_get(metric, "policy"), pg, AGG_QUERY_MAX_GRANS);
     for (int i = 0; i < n; i++)
         if (pg[i] == g)
             return 1;
@@ -125,7 +125,7 @@ int aggq_has_gran(const json_t *metric, int64_t g)
 }
 
 /* Gnocchi's lookup keys of the columns: [wildcard or metric id, agg]. */
-static json_t *lookup_keys(const struct agg_refs *refs, const struct aggq_col *cols, int ncols,
+static json_t *lookup_keys(const struct agg_refs *refs, const struct agg_query_col *cols, int ncols,
                            int by_resource)
 {
     json_t *a = json_array();
@@ -141,20 +141,20 @@ static json_t *lookup_keys(const struct agg_refs *refs, const struct aggq_col *c
  * picks them: the one asked (every column must have it), else those every
  * column has.  Returns the count, or -status with resp set. */
 static int pick_grans(struct http_resp *resp, const struct agg_refs *refs,
-                      const struct aggq_col *cols,
-                      int ncols, const struct aggq_params *p, int64_t *grans)
+                      const struct agg_query_col *cols,
+                      int ncols, const struct agg_query_params *p, int64_t *grans)
 {
     int ng = 0;
     if (p->gran) {
         grans[ng++] = p->gran;
     } else {
-        int64_t g0[AGGQ_MAX_GRANS];
+        int64_t g0[AGG_QUERY_MAX_GRANS];
         int n0 = ncols ? api_policy_grans(json_object_get(cols[0].metric, "policy"), g0,
-                                          AGGQ_MAX_GRANS) : 0;
+                                          AGG_QUERY_MAX_GRANS) : 0;
         for (int i = 0; i < n0; i++) {
             int all = 1;
             for (int c = 1; c < ncols && all; c++)
-                all = aggq_has_gran(cols[c].metric, g0[i]);
+                all = agg_query_has_gran(cols[c].metric, g0[i]);
             if (all)
                 grans[ng++] = g0[i];
         }
@@ -163,7 +163,7 @@ static int pick_grans(struct http_resp *resp, const struct agg_refs *refs,
             for (int c = 0; c < ncols; c++)
                 json_array_append_new(d, json_pack("[s, s]", cols[c].mname,
                                                    refs->r[cols[c].ref].agg));
-            aggq_error(resp, 400, "Metrics can't being aggregated", "No granularity match", d);
+            agg_query_error(resp, 400, "Metrics can't being aggregated", "No granularity match", d);
             return -400;
         }
     }
@@ -171,23 +171,23 @@ static int pick_grans(struct http_resp *resp, const struct agg_refs *refs,
         const char *agg = refs->r[cols[c].ref].agg;
         if (!api_policy_has_method(json_object_get(cols[c].metric, "policy"), agg)) {
             const char *id = json_string_value(json_object_get(cols[c].metric, "id"));
-            aggq_error(resp, 404, "Metrics with unknown aggregation", NULL,
-                       json_pack("[[s, s]]", id, agg));
+            agg_query_error(resp, 404, "Metrics with unknown aggregation", NULL,
+                            json_pack("[[s, s]]", id, agg));
             return -404;
         }
     }
     json_t *missing = json_array();
     for (int c = 0; c < ncols; c++)
         for (int i = 0; i < ng; i++)
-            if (!aggq_has_gran(cols[c].metric, grans[i])) {
+            if (!agg_query_has_gran(cols[c].metric, grans[i])) {
                 json_array_append_new(missing, json_pack("[s, s, f]", cols[c].mname,
                                                          refs->r[cols[c].ref].agg,
                                                          (double)grans[i] / 1e9));
                 break;
             }
     if (json_array_size(missing)) {
-        aggq_error(resp, 400, "Metrics can't being aggregated", "Granularities are missing",
-                   missing);
+        agg_query_error(resp, 400, "Metrics can't being aggregated", "Granularities are missing",
+                        missing);
         return -400;
     }
     json_decref(missing);
@@ -245,7 +245,7 @@ static size_t time_union(const struct pg_read_series *s, int64_t g, int64_t *all
 }
 
 static int build_grid(struct http_req *req, struct http_resp *resp, const struct agg_refs *refs,
-                      const struct aggq_col *cols, int ncols, const struct aggq_params *p,
+                      const struct agg_query_col *cols, int ncols, const struct agg_query_params *p,
                       int by_resource, int64_t g, size_t *used, struct agg_grid *grid)
 {
     int max_points = http_server_config(req->srv)->http.max_points;
@@ -265,7 +265,7 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
     }
     char err[512];
     int rc = pg_read_series_read(http_server_pgq(req->srv), (size_t)ncols, names, aggs, g,
-                             aggq_floor(p->start, g), p->stop, (size_t)max_points - *used, &s,
+                             agg_query_floor(p->start, g), p->stop, (size_t)max_points - *used, &s,
                              err, sizeof err);
     if (rc == GA_ERANGE) {
         http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop, "
@@ -325,8 +325,8 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
             }
         }
         if (!nover && p->needed_overlap > 0) {
-            aggq_error(resp, 400, "Metrics can't being aggregated", "No overlap",
-                       lookup_keys(refs, cols, ncols, by_resource));
+            agg_query_error(resp, 400, "Metrics can't being aggregated", "No overlap",
+                            lookup_keys(refs, cols, ncols, by_resource));
             status = 400;
             goto out;
         }
@@ -341,8 +341,8 @@ static int build_grid(struct http_req *req, struct http_resp *resp, const struct
                 char r[160];
                 snprintf(r, sizeof r, "Less than %f%% of datapoints overlap in this timespan "
                          "(%.2f%%)", p->needed_overlap, pct);
-                aggq_error(resp, 400, "Metrics can't being aggregated", r,
-                           lookup_keys(refs, cols, ncols, by_resource));
+                agg_query_error(resp, 400, "Metrics can't being aggregated", r,
+                                lookup_keys(refs, cols, ncols, by_resource));
                 status = 400;
                 goto out;
             }
@@ -364,12 +364,12 @@ out:
 
 /* Compute the operations over cols; the Gnocchi-shaped "measures" value
  * in *out.  0, or the HTTP status with resp set. */
-int aggq_compute(struct http_req *req, struct http_resp *resp, const json_t *ops,
-                   const struct agg_refs *refs, const struct aggq_col *cols, int ncols,
-                   const struct aggq_params *p, int by_resource, json_t **out)
+int agg_query_compute(struct http_req *req, struct http_resp *resp, const json_t *ops,
+                   const struct agg_refs *refs, const struct agg_query_col *cols, int ncols,
+                   const struct agg_query_params *p, int by_resource, json_t **out)
 {
     *out = NULL;
-    int64_t grans[AGGQ_MAX_GRANS];
+    int64_t grans[AGG_QUERY_MAX_GRANS];
     int ng = pick_grans(resp, refs, cols, ncols, p, grans);
     if (ng < 0)
         return -ng;
@@ -392,10 +392,10 @@ int aggq_compute(struct http_req *req, struct http_resp *resp, const json_t *ops
         struct agg_eval e = { .in = &grid, .col_ref = col_ref, .refs = refs };
         if (agg_eval(&e, ops, &outg) < 0) {
             if (e.unaggregable)
-                aggq_error(resp, 400, "Metrics can't being aggregated", e.why,
-                           lookup_keys(refs, cols, ncols, by_resource));
+                agg_query_error(resp, 400, "Metrics can't being aggregated", e.why,
+                                lookup_keys(refs, cols, ncols, by_resource));
             else
-                aggq_error(resp, 400, "Invalid operations", e.why, json_deep_copy(ops));
+                agg_query_error(resp, 400, "Invalid operations", e.why, json_deep_copy(ops));
             status = 400;
             goto next;
         }
@@ -408,7 +408,7 @@ int aggq_compute(struct http_req *req, struct http_resp *resp, const json_t *ops
                     aggregated = json_array();
                 list = aggregated;
             } else {
-                const struct aggq_col *col = &cols[outg.cols[c]];
+                const struct agg_query_col *col = &cols[outg.cols[c]];
                 const char *agg = refs->r[col->ref].agg;
                 json_t *parent = res;
                 if (by_resource) {
@@ -428,7 +428,7 @@ int aggq_compute(struct http_req *req, struct http_resp *resp, const json_t *ops
                 double v = outg.v[i * (size_t)outg.nc + (size_t)c];
                 if (p->fill_kind == 1 && !isfinite(v))
                     continue;
-                json_array_append_new(list, aggq_triplet(outg.t[i], outg.g, v, outg.is_bool));
+                json_array_append_new(list, agg_query_triplet(outg.t[i], outg.g, v, outg.is_bool));
             }
         }
     next:

@@ -17,21 +17,21 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
                        const json_t *search, const char *rtype, int has_search,
                        const char *const *groupby, int ngroupby)
 {
-    struct aggq_params p;
-    if (aggq_parse_params(req, resp, &p, 1))
+    struct agg_query_params p;
+    if (agg_query_parse_params(req, resp, &p, 1))
         return;
     struct agg_refs refs = { 0 };
     char why[256];
     if (agg_refs_collect(ops, &refs, why, sizeof why) < 0) {
-        aggq_error(resp, 400, "Invalid operations", why, json_deep_copy(ops));
+        agg_query_error(resp, 400, "Invalid operations", why, json_deep_copy(ops));
         return;
     }
     if (!refs.n) {
-        aggq_error(resp, 400, "Operations is invalid", "At least one 'metric' is required",
-                   json_deep_copy(ops));
+        agg_query_error(resp, 400, "Operations is invalid", "At least one 'metric' is required",
+                        json_deep_copy(ops));
         return;
     }
-    struct aggq_col *cols = calloc(AGGQ_MAX_COLS, sizeof *cols);
+    struct agg_query_col *cols = calloc(AGG_QUERY_MAX_COLS, sizeof *cols);
     if (!cols) {
         http_error(resp, 500, "out of memory");
         return;
@@ -57,11 +57,11 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
             cols[k].mname = json_string_value(json_object_get(row, "id"));
         }
         if (json_array_size(missing)) {
-            aggq_error(resp, 404, "Unknown metrics", "Provided metrics don't exists", missing);
+            agg_query_error(resp, 404, "Unknown metrics", "Provided metrics don't exists", missing);
             goto out;
         }
         json_decref(missing);
-        if (aggq_compute(req, resp, ops, &refs, cols, refs.n, &p, 0, &out))
+        if (agg_query_compute(req, resp, ops, &refs, cols, refs.n, &p, 0, &out))
             goto out;
         json_t *body = json_pack("{s:o}", "measures", out);
         out = NULL;
@@ -88,13 +88,13 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
             json_array_append_new(names, json_string(refs.r[k].name));
     }
     if (!ngroupby) {
-        int n = aggl_resource_cols(resources, &refs, metric_rows, cols, AGGQ_MAX_COLS);
+        int n = aggl_resource_cols(resources, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
         if (!n) {
-            aggq_error(resp, 400, "Metrics not found", NULL, names);
+            agg_query_error(resp, 400, "Metrics not found", NULL, names);
             names = NULL;
             goto out;
         }
-        if (aggq_compute(req, resp, ops, &refs, cols, n, &p, 1, &out))
+        if (agg_query_compute(req, resp, ops, &refs, cols, n, &p, 1, &out))
             goto out;
         json_t *body = json_pack("{s:o}", "measures", out);
         out = NULL;
@@ -116,9 +116,9 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
                 json_array_append(members, r);
             json_decref(rg);
         }
-        int n = aggl_resource_cols(members, &refs, metric_rows, cols, AGGQ_MAX_COLS);
+        int n = aggl_resource_cols(members, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
         json_t *m = NULL;
-        if (n && aggq_compute(req, resp, ops, &refs, cols, n, &p, 1, &m)) {
+        if (n && agg_query_compute(req, resp, ops, &refs, cols, n, &p, 1, &m)) {
             json_decref(members);
             json_decref(groups);
             json_decref(results);
@@ -135,7 +135,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
     json_decref(groups);
     if (!json_array_size(results)) {
         json_decref(results);
-        aggq_error(resp, 400, "Metrics not found", NULL, names);
+        agg_query_error(resp, 400, "Metrics not found", NULL, names);
         names = NULL;
         goto out;
     }
@@ -160,8 +160,9 @@ void api_aggregates_post(struct http_req *req, struct http_resp *resp)
     }
     json_t *ops = json_object_get(body, "operations"), *parsed = NULL;
     if (!json_is_object(body) || !ops) {
-        aggq_error(resp, 400, "Invalid input", "required key not provided @ data['operations']",
-                   json_pack("[s]", "operations"));
+        agg_query_error(resp, 400, "Invalid input",
+                        "required key not provided @ data['operations']",
+                        json_pack("[s]", "operations"));
         json_decref(body);
         return;
     }
@@ -169,8 +170,8 @@ void api_aggregates_post(struct http_req *req, struct http_resp *resp)
         char why[128];
         parsed = agg_sexp_parse(json_string_value(ops), why, sizeof why);
         if (!parsed) {
-            aggq_error(resp, 400, "Invalid operations", "Fail to parse the operations string",
-                       json_string(why));
+            agg_query_error(resp, 400, "Invalid operations", "Fail to parse the operations string",
+                            json_string(why));
             json_decref(body);
             return;
         }
@@ -178,7 +179,7 @@ void api_aggregates_post(struct http_req *req, struct http_resp *resp)
     }
     char reason[256];
     if (agg_ops_check(ops, reason, sizeof reason) < 0) {
-        aggq_error(resp, 400, "Invalid input", reason, json_pack("[s]", "operations"));
+        agg_query_error(resp, 400, "Invalid input", reason, json_pack("[s]", "operations"));
         goto done;
     }
     const json_t *search = json_object_get(body, "search");

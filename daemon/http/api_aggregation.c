@@ -19,8 +19,8 @@
  * a single metric: its stored series at every granularity asked, the
  * coarsest first, resampled when resample_ns.  0, or the status. */
 static int single_metric(struct http_req *req, struct http_resp *resp, const json_t *row,
-                         const char *agg, const int64_t *grans, int ng, const struct aggq_params *p,
-                         int64_t resample_ns, json_t *out)
+                         const char *agg, const int64_t *grans, int ng,
+                         const struct agg_query_params *p, int64_t resample_ns, json_t *out)
 {
     int max_points = http_server_config(req->srv)->http.max_points;
     size_t total = 0;
@@ -30,12 +30,12 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
         int64_t from = p->start, rg = resample_ns ? resample_ns : g;
         int64_t stop = p->stop;
         if (resample_ns && stop != INT64_MAX)
-            stop = aggq_floor(stop - 1, rg) + rg;
+            stop = agg_query_floor(stop - 1, rg) + rg;
         const char *name = json_string_value(json_object_get(row, "gpuagg_name"));
         struct pg_read_series s;
         int rc = pg_read_series_read(http_server_pgq(req->srv), 1, &name, &agg, g,
-                                 aggq_floor(from, rg), stop, (size_t)max_points - total, &s, err,
-                                 sizeof err);
+                                 agg_query_floor(from, rg), stop, (size_t)max_points - total,
+                                 &s, err, sizeof err);
         if (rc == GA_ERANGE) {
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
@@ -56,8 +56,8 @@ static int single_metric(struct http_req *req, struct http_resp *resp, const jso
             }
         }
         for (size_t k = 0; k < on; k++)
-            if (s.ts[k] >= aggq_floor(from, rg) && s.ts[k] < p->stop)
-                json_array_append_new(out, aggq_triplet(s.ts[k], rg, s.val[k], 0));
+            if (s.ts[k] >= agg_query_floor(from, rg) && s.ts[k] < p->stop)
+                json_array_append_new(out, agg_query_triplet(s.ts[k], rg, s.val[k], 0));
         pg_read_series_free(&s);
     }
     return 0;
@@ -76,8 +76,8 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
         agg = "mean";
     if (!re)
         re = agg;
-    struct aggq_params p;
-    if (aggq_parse_params(req, resp, &p, 0))
+    struct agg_query_params p;
+    if (agg_query_parse_params(req, resp, &p, 0))
         return 400;
     size_t nm = json_array_size(rows);
     if (!nm) {
@@ -100,18 +100,18 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
             return 400;
         }
     }
-    int64_t grans[AGGQ_MAX_GRANS];
+    int64_t grans[AGG_QUERY_MAX_GRANS];
     int ng = 0;
     if (p.gran) {
         grans[ng++] = p.gran;
     } else {
-        int64_t g0[AGGQ_MAX_GRANS];
+        int64_t g0[AGG_QUERY_MAX_GRANS];
         int n0 = api_policy_grans(json_object_get(json_array_get(rows, 0), "policy"), g0,
-                                  AGGQ_MAX_GRANS);
+                                  AGG_QUERY_MAX_GRANS);
         for (int i = 0; i < n0; i++) {
             int all = 1;
             for (size_t m = 1; m < nm && all; m++)
-                all = aggq_has_gran(json_array_get(rows, m), g0[i]);
+                all = agg_query_has_gran(json_array_get(rows, m), g0[i]);
             if (all)
                 grans[ng++] = g0[i];
         }
@@ -120,14 +120,14 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
             for (size_t m = 0; m < nm; m++)
                 json_array_append_new(d, json_pack("[s, s]", json_string_value(json_object_get(
                                                        json_array_get(rows, m), "id")), agg));
-            aggq_error(resp, 400, "Metrics can't being aggregated", "No granularity match", d);
+            agg_query_error(resp, 400, "Metrics can't being aggregated", "No granularity match", d);
             return 400;
         }
     }
     for (size_t m = 0; m < nm; m++) {
         const json_t *row = json_array_get(rows, m);
         for (int i = 0; i < ng; i++)
-            if (!aggq_has_gran(row, grans[i])) {
+            if (!agg_query_has_gran(row, grans[i])) {
                 http_error(resp, 404, "Aggregation method '%s' at granularity '%.1f' for metric %s "
                            "does not exist", agg, (double)grans[i] / 1e9,
                            json_string_value(json_object_get(row, "id")));
@@ -141,8 +141,8 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
         if (api_policy_has_method(pol, agg))
             continue;
         if (nm == 1) {
-            aggq_error(resp, 404, "Aggregation method does not exist for this metric", NULL,
-                       json_pack("{s:s, s:s}", "metric", id, "aggregation_method", agg));
+            agg_query_error(resp, 404, "Aggregation method does not exist for this metric", NULL,
+                            json_pack("{s:s, s:s}", "metric", id, "aggregation_method", agg));
         } else {
             const json_t *d0 = json_array_get(json_object_get(pol, "definition"), 0);
             http_error(resp, 404, "Aggregation method '%s' at granularity '%.1f' for metric %s "
@@ -164,7 +164,7 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
     }
     /* ["aggregate", RE, (["resample", AGG, RS,] ["metric", [ID, AGG], ...])] */
     json_t *metric = json_pack("[s]", "metric");
-    struct aggq_col *cols = calloc(nm, sizeof *cols);
+    struct agg_query_col *cols = calloc(nm, sizeof *cols);
     struct agg_refs refs = { 0 };
     if (!cols || nm > AGG_MAX_REFS) {
         json_decref(metric);
@@ -196,7 +196,7 @@ static int cross_metric(struct http_req *req, struct http_resp *resp, const json
     if (agg_ops_check(ops, reason, sizeof reason) < 0) {
         http_error(resp, 400, "Invalid reaggregation '%s': one of mean, median, std, min, max, "
                    "sum, var, count, or rate: of one of them", re);
-    } else if (!(st = aggq_compute(req, resp, ops, &refs, cols, (int)nm, &p, 0, &out))) {
+    } else if (!(st = agg_query_compute(req, resp, ops, &refs, cols, (int)nm, &p, 0, &out))) {
         json_t *a = json_object_get(out, "aggregated");
         *res = json_incref(a ? a : json_array());
     }

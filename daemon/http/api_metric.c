@@ -86,8 +86,8 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         ng = 1;
     }
     int max_points = http_server_config(req->srv)->http.max_points;
-    struct jout out = { 0 };
-    jout_put(&out, "[", 1);
+    struct json_out out = { 0 };
+    json_out_put(&out, "[", 1);
     size_t total = 0;
     for (int i = 0; i < ng; i++) {
         char err[512];
@@ -99,13 +99,13 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
                                  floor_to(start, g), to, (size_t)max_points - total, &s, err,
                                  sizeof err);
         if (rc == GA_ERANGE) {
-            jout_free(&out);
+            json_out_free(&out);
             http_error(resp, 400, "more than http.max_points (%d) points: narrow start/stop or "
                        "give a granularity", max_points);
             return;
         }
         if (rc < 0) {
-            jout_free(&out);
+            json_out_free(&out);
             api_db_error(resp, rc, err);
             return;
         }
@@ -113,19 +113,19 @@ static void measures(struct http_req *req, struct http_resp *resp, const json_t 
         size_t n = s.n;
         if (resample && agg_resample(agg, s.ts, s.val, s.n, resample, s.ts, s.val, &n) < 0) {
             pg_read_series_free(&s);
-            jout_free(&out);
+            json_out_free(&out);
             http_error(resp, 400, "resample: no aggregation method '%s' to resample with", agg);
             return;
         }
-        jout_measures(&out, s.ts, s.val, n, g, stop);
+        json_out_measures(&out, s.ts, s.val, n, g, stop);
         pg_read_series_free(&s);
     }
-    jout_put(&out, "]", 1);
+    json_out_put(&out, "]", 1);
     if (out.oom)
         http_error(resp, 500, "out of memory encoding the response");
     else
         http_text(resp, 200, "application/json", out.p, out.len);
-    jout_free(&out);
+    json_out_free(&out);
 }
 
 /* ---- lookups ------------------------------------------------------------------ */

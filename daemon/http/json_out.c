@@ -8,7 +8,7 @@
 
 #include "daemon/http/api.h"
 
-static int reserve(struct jout *b, size_t more)
+static int reserve(struct json_out *b, size_t more)
 {
     if (b->oom)
         return -1;
@@ -27,7 +27,7 @@ static int reserve(struct jout *b, size_t more)
     return 0;
 }
 
-void jout_put(struct jout *b, const char *s, size_t n)
+void json_out_put(struct json_out *b, const char *s, size_t n)
 {
     if (reserve(b, n) < 0)
         return;
@@ -36,7 +36,7 @@ void jout_put(struct jout *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-int jout_real_str(double v, char out[32])
+int json_out_real_str(double v, char out[32])
 {
     int n = snprintf(out, 32, "%.17g", v);
     if (!strchr(out, '.') && !strchr(out, 'e')) {
@@ -96,11 +96,11 @@ static int iso_seconds(int64_t sec, char out[20])
     return 0;
 }
 
-void jout_measures(struct jout *b, const int64_t *t, const double *v, size_t n, int64_t g,
-                   int64_t stop)
+void json_out_measures(struct json_out *b, const int64_t *t, const double *v, size_t n, int64_t g,
+                       int64_t stop)
 {
     char gs[32], vs[32], iso[40];
-    int gl = jout_real_str((double)g / 1e9, gs);
+    int gl = json_out_real_str((double)g / 1e9, gs);
     for (size_t i = 0; i < n; i++) {
         if (t[i] >= stop || !isfinite(v[i]))
             continue;
@@ -108,7 +108,7 @@ void jout_measures(struct jout *b, const int64_t *t, const double *v, size_t n, 
             memcpy(iso + 19, "+00:00", 7);
         else
             api_iso(t[i], iso);
-        int vl = jout_real_str(v[i], vs);
+        int vl = json_out_real_str(v[i], vs);
         size_t il = strlen(iso);
         if (reserve(b, il + (size_t)gl + (size_t)vl + 8) < 0)
             return;
@@ -132,7 +132,7 @@ void jout_measures(struct jout *b, const int64_t *t, const double *v, size_t n, 
     }
 }
 
-void jout_free(struct jout *b)
+void json_out_free(struct json_out *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);

@@ -13,7 +13,8 @@ Operations: every AGG_MAP method of aggregate, rolling and resample, the
 unary, binary and ternary operators, several references, fill,
 needed_overlap, start/stop, the string form; search and groupby; the
 deprecated reads (trimming, needed_overlap, granularity match, Npct,
-resample=, the methods they allow)."""
+resample=, the methods they allow); http.max_points, at and past the limit, a series
+holding more than its share of it."""
 import json
 import math
 import os
@@ -66,6 +67,7 @@ NS = 10**9
 
 class Env:
     d = None
+    conninfo = None
 
 
 E = Env()
@@ -488,6 +490,49 @@ def test_resample_on_measures():
     assert st == 400 and j["description"] == "A granularity must be specified to resample", j
 
 
+def max_points_answers():
+    """Answers of the running daemon for test_max_points: the points of A
+    and F at 60 s, the measures of A, an aggregate of A and F and the two
+    series."""
+    n = (len(stored(A, "mean", 60)[0]), len(stored(F, "mean", 60)[0]))
+    ops = ["aggregate", "mean", ["metric", [metric_id(A), "mean"], [metric_id(F), "mean"]]]
+    return [n, E.d.get_json("/v1/metric/%s/measures?granularity=60" % metric_id(A), headers=H),
+            post(ops, granularity=60, fill="null"),
+            post(["metric", [metric_id(A), "mean"], [metric_id(F), "mean"]], granularity=60,
+                 fill="null")]
+
+
+def test_max_points():
+    """http.max_points: a read of exactly that many points is answered as
+    without the limit, whether a series holds more than its share of it or
+    not (storage/pg_read.c reads such a read a row a point); one more is a
+    400.  The answers without a limit come from the shared daemon, which
+    then stops: each limit is a daemon of its own on the same database."""
+    shared = E.d
+    want = max_points_answers()
+    assert shared.stop(30) == 0, shared.logtext()[-3000:]
+    na, nf = want[0]
+    assert na > (na + nf) // 2 + 1, want[0]     # A holds more than its share of na + nf
+    try:
+        for limit, ok in [(na + nf, True), (na + nf - 1, False), (1000, True)]:
+            d = HttpDaemon(conninfo=E.conninfo, http="auth: noauth, max_points: %d" % limit,
+                           extra=POLICY)
+            with d:
+                d.wait_http()
+                E.d = d
+                got = max_points_answers()
+                assert d.stop(30) == 0, d.logtext()[-3000:]
+            assert got[1] == want[1], (limit, got[1], want[1])
+            if ok:
+                assert got[2:] == want[2:], (limit, got[2:], want[2:])
+            else:
+                for st, j in got[2:]:
+                    assert st == 400 and "http.max_points (%d)" % limit in json.dumps(j), \
+                        (limit, st, j)
+    finally:
+        E.d = shared
+
+
 @pytest.fixture(scope="module", autouse=True)
 def shared_daemon():
     """A private PostgreSQL and one daemon on it with the data (setup_data),
@@ -496,6 +541,7 @@ def shared_daemon():
     try:
         conninfo = subprocess.run([PG, "start", pgdir], capture_output=True, text=True,
                                   check=True).stdout.strip()
+        E.conninfo = conninfo
         E.d = HttpDaemon(conninfo=conninfo, http="auth: noauth", extra=POLICY)
         with E.d:
             E.d.wait_http()
