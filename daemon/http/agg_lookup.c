@@ -12,7 +12,7 @@
 
 /* The columns of one group of resources: each (resource, metric whose name
  * matches a reference's wildcard).  Returns the count. */
-int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
+int agg_lookup_resource_cols(const json_t *resources, const struct agg_refs *refs,
                        const json_t *metric_rows,
                          struct agg_query_col *cols, int max)
 {
@@ -43,7 +43,7 @@ int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
 }
 
 /* Metric rows of every metric of the resources, keyed by metric id. */
-json_t *aggl_metrics_of(struct http_req *req, struct http_resp *resp, const json_t *resources)
+json_t *agg_lookup_metrics_of(struct http_req *req, struct http_resp *resp, const json_t *resources)
 {
     json_t *ids = json_array();
     size_t i;
@@ -73,7 +73,7 @@ json_t *aggl_metrics_of(struct http_req *req, struct http_resp *resp, const json
 }
 
 /* The group key of a resource: {attr: value} for each groupby attribute. */
-json_t *aggl_group_of(const json_t *r, const char *const *attrs, int n)
+json_t *agg_lookup_group_of(const json_t *r, const char *const *attrs, int n)
 {
     json_t *g = json_object();
     for (int i = 0; i < n; i++) {
@@ -109,13 +109,13 @@ static int value_cmp(const json_t *a, const json_t *b)
 /* The distinct groups of the resources, sorted by their attributes (Gnocchi
  * lists the resources sorted by the groupby attributes and groups runs of
  * equal keys).  New reference. */
-json_t *aggl_groups_of(const json_t *resources, const char *const *attrs, int n)
+json_t *agg_lookup_groups_of(const json_t *resources, const char *const *attrs, int n)
 {
     json_t *groups = json_array();
     size_t i;
     const json_t *r;
     json_array_foreach(resources, i, r) {
-        json_t *g = aggl_group_of(r, attrs, n);
+        json_t *g = agg_lookup_group_of(r, attrs, n);
         int seen = 0;
         for (size_t k = 0; k < json_array_size(groups) && !seen; k++)
             seen = json_equal(json_array_get(groups, k), g);
@@ -140,7 +140,7 @@ json_t *aggl_groups_of(const json_t *resources, const char *const *attrs, int n)
 }
 
 /* Split ?groupby=a&groupby=b (or "a,b") into attrs; returns the count. */
-int aggl_groupby_args(struct http_req *req, char *buf, size_t buflen, const char **attrs, int max)
+int agg_lookup_groupby_args(struct http_req *req, char *buf, size_t buflen, const char **attrs, int max)
 {
     const char *vals[16];
     int nv = http_args(req, "groupby", vals, 16), n = 0;
@@ -177,7 +177,7 @@ int aggl_groupby_args(struct http_req *req, char *buf, size_t buflen, const char
 /* The metric row of a reference without search: a metric id (or gpuagg
  * name) visible to the requester.  New reference, NULL when none; NULL
  * with *failed set and resp set on a database error. */
-json_t *aggl_metric_row(struct http_req *req, struct http_resp *resp, const char *name,
+json_t *agg_lookup_metric_row(struct http_req *req, struct http_resp *resp, const char *name,
                           int *failed)
 {
     char uuid[GA_UUID_STR], sq[256], sql[2048];

@@ -67,24 +67,24 @@ int agg_query_compute(struct http_req *req, struct http_resp *resp, const json_t
 
 /* The columns of a group of resources: each (resource, metric whose name
  * matches a reference's wildcard), at most max.  Returns the count. */
-int aggl_resource_cols(const json_t *resources, const struct agg_refs *refs,
+int agg_lookup_resource_cols(const json_t *resources, const struct agg_refs *refs,
                        const json_t *metric_rows, struct agg_query_col *cols, int max);
 /* The metric rows of every metric of the resources, keyed by metric id
  * (new reference); NULL with resp set on a database error. */
-json_t *aggl_metrics_of(struct http_req *req, struct http_resp *resp, const json_t *resources);
+json_t *agg_lookup_metrics_of(struct http_req *req, struct http_resp *resp, const json_t *resources);
 /* The group key of a resource: {attr: value} for each groupby attribute
  * (new reference). */
-json_t *aggl_group_of(const json_t *r, const char *const *attrs, int n);
+json_t *agg_lookup_group_of(const json_t *r, const char *const *attrs, int n);
 /* The distinct groups of the resources in Gnocchi's order (sorted by the
  * attributes, NULL last).  New reference. */
-json_t *aggl_groups_of(const json_t *resources, const char *const *attrs, int n);
+json_t *agg_lookup_groups_of(const json_t *resources, const char *const *attrs, int n);
 /* ?groupby=a&groupby=b (or "a,b") split into attrs (pointing into buf),
  * unique and sorted as Gnocchi sorts them.  Returns the count. */
-int aggl_groupby_args(struct http_req *req, char *buf, size_t buflen, const char **attrs, int max);
+int agg_lookup_groupby_args(struct http_req *req, char *buf, size_t buflen, const char **attrs, int max);
 /* The metric row of a metric id (or gpuagg name) visible to the requester:
  * new reference, NULL when none; NULL with *failed and resp set on a
  * database error. */
-json_t *aggl_metric_row(struct http_req *req, struct http_resp *resp, const char *name,
+json_t *agg_lookup_metric_row(struct http_req *req, struct http_resp *resp, const char *name,
                         int *failed);
 
 #endif

@@ -42,7 +42,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
         json_t *missing = json_array();
         for (int k = 0; k < refs.n; k++) {
             int failed;
-            json_t *row = aggl_metric_row(req, resp, refs.r[k].name, &failed);
+            json_t *row = agg_lookup_metric_row(req, resp, refs.r[k].name, &failed);
             if (failed) {
                 json_decref(missing);
                 goto out;
@@ -77,7 +77,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
     /* search: resources, their metrics by name */
     if (api_resources_query(req, resp, rtype, search, 1, &resources))
         goto out;
-    if (!(metric_rows = aggl_metrics_of(req, resp, resources)))
+    if (!(metric_rows = agg_lookup_metrics_of(req, resp, resources)))
         goto out;
     names = json_array();                 /* Gnocchi's set of the names */
     for (int k = 0; k < refs.n; k++) {
@@ -88,7 +88,7 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
             json_array_append_new(names, json_string(refs.r[k].name));
     }
     if (!ngroupby) {
-        int n = aggl_resource_cols(resources, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
+        int n = agg_lookup_resource_cols(resources, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
         if (!n) {
             agg_query_error(resp, 400, "Metrics not found", NULL, names);
             names = NULL;
@@ -104,19 +104,19 @@ static void aggregates(struct http_req *req, struct http_resp *resp, const json_
         goto out;
     }
     /* groupby: one answer per distinct group, in the order of the groups' keys */
-    json_t *groups = aggl_groups_of(resources, groupby, ngroupby), *results = json_array();
+    json_t *groups = agg_lookup_groups_of(resources, groupby, ngroupby), *results = json_array();
     size_t i;
     json_t *r, *g;
     json_array_foreach(groups, i, g) {
         json_t *members = json_array();
         size_t k;
         json_array_foreach(resources, k, r) {
-            json_t *rg = aggl_group_of(r, groupby, ngroupby);
+            json_t *rg = agg_lookup_group_of(r, groupby, ngroupby);
             if (json_equal(rg, g))
                 json_array_append(members, r);
             json_decref(rg);
         }
-        int n = aggl_resource_cols(members, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
+        int n = agg_lookup_resource_cols(members, &refs, metric_rows, cols, AGG_QUERY_MAX_COLS);
         json_t *m = NULL;
         if (n && agg_query_compute(req, resp, ops, &refs, cols, n, &p, 1, &m)) {
             json_decref(members);
@@ -192,7 +192,7 @@ void api_aggregates_post(struct http_req *req, struct http_resp *resp)
     }
     char gbuf[1024];
     const char *gb[16];
-    int ngb = has_search ? aggl_groupby_args(req, gbuf, sizeof gbuf, gb, 16) : 0;
+    int ngb = has_search ? agg_lookup_groupby_args(req, gbuf, sizeof gbuf, gb, 16) : 0;
     aggregates(req, resp, ops, search && json_object_size(search) ? search : NULL,
                rt ? json_string_value(rt) : "generic", has_search, gb, ngb);
 done:

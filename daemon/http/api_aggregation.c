@@ -244,7 +244,7 @@ void api_aggregation_metric(struct http_req *req, struct http_resp *resp)
     json_t *rows = json_array();
     for (int i = 0; i < n; i++) {
         int failed, dup = 0;
-        json_t *row = aggl_metric_row(req, resp, ids[i], &failed);
+        json_t *row = agg_lookup_metric_row(req, resp, ids[i], &failed);
         if (failed)
             goto out;
         if (!row) {
@@ -280,11 +280,11 @@ void api_aggregation_resource(struct http_req *req, struct http_resp *resp)
     }
     char gbuf[1024];
     const char *gb[16];
-    int ngb = aggl_groupby_args(req, gbuf, sizeof gbuf, gb, 16);
+    int ngb = agg_lookup_groupby_args(req, gbuf, sizeof gbuf, gb, 16);
     if (api_resources_query(req, resp, req->captures[0],
                             search && json_object_size(search) ? search : NULL, 1, &resources))
         goto out;
-    if (!(metric_rows = aggl_metrics_of(req, resp, resources)))
+    if (!(metric_rows = agg_lookup_metrics_of(req, resp, resources)))
         goto out;
     const char *name = req->captures[1];
     if (!ngb) {
@@ -303,14 +303,14 @@ void api_aggregation_resource(struct http_req *req, struct http_resp *resp)
         json_decref(rows);
         goto out;
     }
-    json_t *groups = aggl_groups_of(resources, gb, ngb), *results = json_array();
+    json_t *groups = agg_lookup_groups_of(resources, gb, ngb), *results = json_array();
     size_t i;
     json_t *r, *g;
     json_array_foreach(groups, i, g) {
         json_t *rows = json_array();
         size_t k;
         json_array_foreach(resources, k, r) {
-            json_t *rg = aggl_group_of(r, gb, ngb);
+            json_t *rg = agg_lookup_group_of(r, gb, ngb);
             json_t *mid = json_object_get(json_object_get(r, "metrics"), name);
             json_t *row = mid ? json_object_get(metric_rows, json_string_value(mid)) : NULL;
             if (row && json_equal(rg, g))
