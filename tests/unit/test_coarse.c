@@ -26,9 +26,51 @@ static int part(void *ctx, uint32_t m) { return (int)(m % 4); }
 static const struct coarse_src src = { finest, part, NULL };
 
 /* The bucket values a writer holds: (metric, granularity, ts, method) →
- * value, the later write winning, in a flat table searched linearly. */
+ * value, the later write winning; rows found through an open-addressing
+ * table of their indices + 1. */
 struct row { uint32_t m; int16_t meth; int64_t g, ts; double v; };
-struct store { struct row *r; size_t n, cap; };
+struct store { struct row *r; size_t n, cap; size_t *slot; size_t nslot; };
+
+static size_t row_hash(uint32_t m, int16_t meth, int64_t g, int64_t ts, size_t mask)
+{
+    uint64_t h = (uint64_t)m * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uint16_t)meth * 0xC2B2AE3D27D4EB4FULL ^
+                 (uint64_t)g * 0x165667B19E3779F9ULL ^ (uint64_t)ts * 0xD6E8FEB86659FD93ULL;
+    return (size_t)(h ^ h >> 29) & mask;
+}
+
+/* The index of the row of this key, or SIZE_MAX (insert: a new row). */
+static size_t row_find(struct store *s, uint32_t m, int16_t meth, int64_t g, int64_t ts, int insert)
+{
+    if (insert && 2 * (s->n + 1) > s->nslot) {          /* grow: rehash every row */
+        free(s->slot);
+        s->nslot = s->nslot ? 2 * s->nslot : 4096;
+        s->slot = calloc(s->nslot, sizeof *s->slot);
+        CHECK(s->slot != NULL);
+        for (size_t i = 0; i < s->n; i++) {
+            size_t k = row_hash(s->r[i].m, s->r[i].meth, s->r[i].g, s->r[i].ts, s->nslot - 1);
+            while (s->slot[k])
+                k = (k + 1) & (s->nslot - 1);
+            s->slot[k] = i + 1;
+        }
+    }
+    if (!s->nslot)
+        return SIZE_MAX;
+    size_t k = row_hash(m, meth, g, ts, s->nslot - 1);
+    for (; s->slot[k]; k = (k + 1) & (s->nslot - 1)) {
+        const struct row *r = &s->r[s->slot[k] - 1];
+        if (r->m == m && r->meth == meth && r->g == g && r->ts == ts)
+            return s->slot[k] - 1;
+    }
+    if (!insert)
+        return SIZE_MAX;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->r = realloc(s->r, s->cap * sizeof *s->r);
+        CHECK(s->r != NULL);
+    }
+    s->slot[k] = ++s->n;
+    return s->n - 1;
+}
 
 static void apply(struct store *s, const struct ga_agg *a, size_t n)
 {
@@ -37,36 +79,30 @@ static void apply(struct store *s, const struct ga_agg *a, size_t n)
         size_t k = ga_agg_unpack(&a[i], n - i, rows);
         CHECK(k > 0);
         for (size_t j = 0; j < k; j++) {
-            size_t x = 0;
-            while (x < s->n && !(s->r[x].m == rows[j].metric && s->r[x].meth == rows[j].method &&
-                                 s->r[x].g == rows[j].granularity_ns && s->r[x].ts == rows[j].ts))
-                x++;
-            if (x == s->n) {
-                if (s->n == s->cap) {
-                    s->cap = s->cap ? 2 * s->cap : 1024;
-                    s->r = realloc(s->r, s->cap * sizeof *s->r);
-                }
-                s->n++;
-            }
+            size_t x = row_find(s, rows[j].metric, (int16_t)rows[j].method, rows[j].granularity_ns,
+                                rows[j].ts, 1);
             s->r[x] = (struct row){ rows[j].metric, (int16_t)rows[j].method, rows[j].granularity_ns,
                                    rows[j].ts, rows[j].value };
         }
     }
 }
 
-static int same(const struct store *a, const struct store *b)
+static int same(struct store *a, struct store *b)
 {
     if (a->n != b->n)
         return 0;
     for (size_t i = 0; i < a->n; i++) {
-        size_t x = 0;
-        while (x < b->n && !(b->r[x].m == a->r[i].m && b->r[x].meth == a->r[i].meth &&
-                             b->r[x].g == a->r[i].g && b->r[x].ts == a->r[i].ts))
-            x++;
-        if (x == b->n || b->r[x].v != a->r[i].v)
+        size_t x = row_find(b, a->r[i].m, a->r[i].meth, a->r[i].g, a->r[i].ts, 0);
+        if (x == SIZE_MAX || b->r[x].v != a->r[i].v)
             return 0;
     }
     return 1;
+}
+
+static void store_free(struct store *s)
+{
+    free(s->r);
+    free(s->slot);
 }
 
 static struct ga_engine *engine_of(const struct ga_policy *p)
@@ -146,8 +182,8 @@ static void test_same_buckets_as_without(void)
     apply(&held, c.out, c.nout);
     CHECK(same(&direct, &held));
     coarse_free(&c);
-    free(direct.r);
-    free(held.r);
+    store_free(&direct);
+    store_free(&held);
     ga_engine_close(e1);
     ga_engine_close(e2);
 }
