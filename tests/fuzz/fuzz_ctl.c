@@ -11,7 +11,7 @@
  * an op of length 0 accepted, args that are not a map, a response error
  * code that is not negative.
  * fuzz-sources: tools/gpuaggctl/mp_json.c
- * fuzz-libs: -ljansson
+ * fuzz-libs: -ljansson -lnettle
  */
 #include <stdint.h>
 #include <stdio.h>

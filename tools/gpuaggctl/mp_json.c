@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nettle/base64.h>
+
 #include "proto/ga_err.h"
 
 /* A NUL-terminated copy of s[0..n) with U+FFFD for each maximal ill-formed
@@ -66,26 +68,15 @@ static json_t *string_from(const char *s, size_t n)
     return j;
 }
 
-/* The base64 text (RFC 4648, padded) of p[0..n), NUL-terminated; NULL when
- * out of memory.  The caller frees it. */
+/* The base64 text (RFC 4648, padded) of p[0..n), NUL-terminated, by
+ * nettle; NULL when out of memory.  The caller frees it. */
 static char *base64(const char *p, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *s = (const unsigned char *)p;
-    char *out = malloc((n + 2) / 3 * 4 + 1);
+    char *out = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
     if (!out)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        if (i + 1 < n) v |= (uint32_t)s[i + 1] << 8;
-        if (i + 2 < n) v |= s[i + 2];
-        out[o++] = tab[v >> 18];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tab[v & 63] : '=';
-    }
-    out[o] = '\0';
+    base64_encode_raw(out, n, (const uint8_t *)p);
+    out[BASE64_ENCODE_RAW_LENGTH(n)] = '\0';
     return out;
 }
 
