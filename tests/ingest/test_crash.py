@@ -225,6 +225,16 @@ def test_points_counter_exactly_once():
         "instance raced the restart's checkpoint read)" % over
 
 
+def stop_own(d, pg, tmp):
+    """After a test with its own daemon and PostgreSQL: the daemon killed if
+    a failed check left it running, the server stopped, the files gone."""
+    if d.proc and d.proc.poll() is None:
+        d.proc.kill()
+        d.proc.wait()
+    pg.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_held_bucket_written_before_its_window_set():
     """A minute bucket held back (coarse_delay_ms 10 minutes, so that only a
     window set lets it go) is in PostgreSQL once its partition's window set
@@ -270,11 +280,7 @@ def test_held_bucket_written_before_its_window_set():
         got = [[m, meth, repr(float(v))] for m, meth, v in pg.sql(minute_sql)]
         assert got == sorted(want), (got[:6], sorted(want)[:6])
     finally:
-        if d.proc and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_own(d, pg, tmp)
 
 
 def test_held_bucket_written_within_delay():
@@ -306,8 +312,4 @@ def test_held_bucket_written_within_delay():
         print("minute buckets in PostgreSQL %.2f s after the ack" % took)
         assert d.stop(timeout=60) == 0, d.logtext()[-3000:]
     finally:
-        if d.proc and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_own(d, pg, tmp)

@@ -11,37 +11,7 @@
 #include "proto/ga_err.h"
 #include "proto/mp_util.h"
 #include "tools/gpuaggctl/mp_json.c"
-
-/* A packer into a fresh buffer, and the decoded result of what was packed. */
-struct pk {
-    msgpack_sbuffer sb;
-    msgpack_packer p;
-    msgpack_zone zone;
-    msgpack_object obj;
-};
-
-static msgpack_packer *pk_begin(struct pk *k)
-{
-    msgpack_sbuffer_init(&k->sb);
-    msgpack_packer_init(&k->p, &k->sb, msgpack_sbuffer_write);
-    msgpack_zone_init(&k->zone, 1024);
-    return &k->p;
-}
-
-static const msgpack_object *pk_decode(struct pk *k)
-{
-    size_t off = 0;
-    int rc = msgpack_unpack(k->sb.data, k->sb.size, &off, &k->zone, &k->obj);
-    CHECK_INT(rc, MSGPACK_UNPACK_SUCCESS);
-    CHECK_INT(off, k->sb.size);
-    return &k->obj;
-}
-
-static void pk_end(struct pk *k)
-{
-    msgpack_zone_destroy(&k->zone);
-    msgpack_sbuffer_destroy(&k->sb);
-}
+#include "tests/unit/mp_pack.h"
 
 /* JSON text of o; the caller frees it. */
 static char *json(const msgpack_object *o, int pretty)
