@@ -116,3 +116,10 @@ def test_backfill_every_point_committed(backfill):
     assert int(m.group(2)) == acked and float(m.group(3)) > 0
     # the rate is the points over the seconds printed (to 0.01 s)
     assert abs(int(m.group(1)) * float(m.group(3)) - acked) <= int(m.group(1)) * 0.005 + 1, m.groups()
+
+
+def test_backfill_bad_span():
+    for args, msg in ((["--backfill", "500ms", "--interval", "1s"], "--backfill must span at least one --interval"),
+                      (["--backfill", "soon"], "bad value for --backfill: 'soon'")):
+        p = subprocess.run([BENCH] + args, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and msg in p.stderr, (args, p.returncode, p.stderr)

@@ -563,11 +563,14 @@ static int drive(struct run *r)
     snprintf(err, sizeof err, "%s/load.err", r->out);
     unlink(out);
     unlink(err);
-    char *argv[] = { r->load, "--connect", a_conn, "--connections", a_n, "--metrics", a_m, "--batch", a_b,
-                     "--inflight", a_i, "-k", "1", "--step", a_step, "--start", "now", "--realtime",
-                     "--rate", a_rate, "--duration", a_d, "--drain", "600", "--prefix", "cap.", "--json", NULL };
+    /* live: one point of each metric an interval, at wall time, for the
+     * duration; a backfill: every metric's history of the span, ending
+     * now, as fast as acknowledgements allow */
+    char *argv[32] = { r->load, "--connect", a_conn, "--connections", a_n, "--metrics", a_m, "--batch", a_b,
+                       "--inflight", a_i, "-k", "1", "--step", a_step, "--drain", "600", "--prefix", "cap.",
+                       "--json" };
+    int na = 20;
     if (o->backfill_s) {
-        /* history ending now: every metric's points of the span, in order */
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         long long steps = (long long)floor(o->backfill_s / o->interval_s);
@@ -575,11 +578,15 @@ static int drive(struct run *r)
                           steps * llround(o->interval_s * 1e9);
         snprintf(a_start, sizeof a_start, "%lld", start);
         snprintf(a_pts, sizeof a_pts, "%lld", steps * (long long)o->metrics);
-        char *bf[] = { r->load, "--connect", a_conn, "--connections", a_n, "--metrics", a_m, "--batch", a_b,
-                       "--inflight", a_i, "-k", "1", "--step", a_step, "--start", a_start, "--rate", "max",
-                       "--points", a_pts, "--drain", "600", "--prefix", "cap.", "--json", NULL };
-        memcpy(argv, bf, sizeof bf);
+        char *mode[] = { "--start", a_start, "--rate", "max", "--points", a_pts };
+        memcpy(argv + na, mode, sizeof mode);
+        na += 6;
+    } else {
+        char *mode[] = { "--start", "now", "--realtime", "--rate", a_rate, "--duration", a_d };
+        memcpy(argv + na, mode, sizeof mode);
+        na += 7;
     }
+    argv[na] = NULL;
     printf("== load:");
     for (char **p = argv; *p; p++)
         printf(" %s", *p);
